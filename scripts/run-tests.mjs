@@ -1,0 +1,61 @@
+#!/usr/bin/env node
+// Runs every test file under test/ with Node's test runner (TypeScript through tsx).
+// Before that it says plainly which local services answer: suites that need PostgreSQL or
+// Redis skip when theirs does not (and say so), unless REQUIRE_SERVICES=1, where they fail.
+import { spawn } from 'node:child_process';
+import { readdirSync, statSync } from 'node:fs';
+import net from 'node:net';
+import path from 'node:path';
+
+const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..');
+
+function findTests(dir) {
+  const out = [];
+  for (const name of readdirSync(dir)) {
+    const full = path.join(dir, name);
+    if (statSync(full).isDirectory()) out.push(...findTests(full));
+    else if (name.endsWith('.test.ts')) out.push(full);
+  }
+  return out.sort();
+}
+
+function answers(url) {
+  return new Promise((resolve) => {
+    const u = new URL(url);
+    const socket = net.connect({ host: u.hostname, port: Number(u.port) }, () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.setTimeout(1000, () => {
+      socket.destroy();
+      resolve(false);
+    });
+    socket.on('error', () => resolve(false));
+  });
+}
+
+const pgUrl = process.env.TEST_DATABASE_URL ?? 'postgres://root@127.0.0.1:5432/postgres';
+const redisUrl = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+const required = process.env.REQUIRE_SERVICES === '1';
+for (const [name, url] of [['PostgreSQL', pgUrl], ['Redis', redisUrl]]) {
+  const ok = await answers(url);
+  const where = new URL(url).host;
+  if (ok) console.log(`[test] ${name} answers at ${where}: its suites run.`);
+  else if (required) console.log(`[test] ${name} does NOT answer at ${where} and REQUIRE_SERVICES=1: its suites will fail.`);
+  else console.log(`[test] ${name} does not answer at ${where}: its suites are SKIPPED.`);
+}
+
+const filter = process.argv.slice(2);
+let files = findTests(path.join(root, 'test'));
+if (filter.length) files = files.filter((f) => filter.some((part) => f.includes(part)));
+if (files.length === 0) {
+  console.error('[test] no test files matched');
+  process.exit(1);
+}
+
+const child = spawn(process.execPath, ['--import', 'tsx', '--test', ...files], {
+  cwd: root,
+  stdio: 'inherit',
+  env: { ...process.env, NODE_ENV: 'test' },
+});
+child.on('exit', (code, signal) => process.exit(code ?? (signal ? 1 : 0)));

@@ -1,0 +1,127 @@
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import type { DestinationStream, Logger } from 'pino';
+import { adminRoutes } from './admin/routes.ts';
+import { AccountService } from './auth/accounts.ts';
+import { requireBearer } from './auth/bearer.ts';
+import { authRoutes } from './auth/routes.ts';
+import { TokenService } from './auth/tokens.ts';
+import { NetworkRegistry } from './chains/registry.ts';
+import { networkRoutes } from './chains/routes.ts';
+import { publicUrl } from './config/load.ts';
+import type { Config } from './config/schema.ts';
+import type { Secrets } from './config/secrets.ts';
+import { installRestErrors } from './errors/handler.ts';
+import { keyRoutes } from './keys/routes.ts';
+import { KeyService } from './keys/service.ts';
+import { healthRoutes, type ReadinessCheck } from './ops/health.ts';
+import { createLogger, genReqId } from './ops/logging.ts';
+import { instrument, Metrics } from './ops/metrics.ts';
+import type { Storage } from './storage/db.ts';
+
+export interface AppDeps {
+  storage: Storage;
+  secrets: Secrets;
+  /** Where log lines go (tests read them); default stdout. */
+  logStream?: DestinationStream;
+  logger?: Logger;
+}
+
+export interface Services {
+  config: Config;
+  registry: NetworkRegistry;
+  accounts: AccountService;
+  tokens: TokenService;
+  keys: KeyService;
+  metrics: Metrics;
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    services: Services;
+  }
+}
+
+export const API_PREFIX = '/api/v1';
+
+/**
+ * Builds the whole service as a Fastify instance that is not listening yet (main.ts listens).
+ * Everything it needs comes in: config, storage, secrets.
+ */
+export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyInstance> {
+  const logger = deps.logger ?? createLogger(config.logLevel, deps.logStream);
+  const app = Fastify({
+    loggerInstance: logger as FastifyBaseLogger,
+    genReqId,
+    requestIdHeader: false,
+    bodyLimit: config.server.bodyLimitBytes,
+    trustProxy: config.server.trustedProxies.length ? [...config.server.trustedProxies] : false,
+    ajv: { customOptions: { removeAdditional: false, coerceTypes: 'array', allErrors: true } },
+    forceCloseConnections: true,
+  }).withTypeProvider<TypeBoxTypeProvider>() as unknown as FastifyInstance;
+
+  let listeningPort: number | undefined;
+  app.addHook('onListen', async () => {
+    const addr = app.server.address();
+    if (addr && typeof addr === 'object') listeningPort = addr.port;
+  });
+  const registry = new NetworkRegistry(config, () => publicUrl(config, listeningPort));
+  const db = deps.storage.db;
+  const accounts = new AccountService(db);
+  const tokens = new TokenService(db, {
+    secret: deps.secrets.jwtSecret,
+    issuer: config.auth.issuer,
+    accessTtlSeconds: config.auth.accessTokenTtlSeconds,
+    refreshTtlSeconds: config.auth.refreshTokenTtlSeconds,
+  });
+  const keys = new KeyService({ db, config, registry, encryptionSecret: deps.secrets.keyEncryptionSecret });
+  const metrics = new Metrics();
+  const services: Services = { config, registry, accounts, tokens, keys, metrics };
+  app.decorate('services', services);
+
+  app.addHook('onRequest', async (req, reply) => {
+    reply.header('x-request-id', req.id);
+  });
+  installRestErrors(app);
+  instrument(app, metrics);
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: {
+        title: 'Junction API',
+        version: '1.0.0',
+        description: 'REST API of the Junction multi-chain RPC gateway. JSON-RPC addresses: see README.',
+      },
+      components: {
+        securitySchemes: {
+          bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' },
+          adminToken: { type: 'apiKey', in: 'header', name: 'X-Admin-Token' },
+        },
+      },
+    },
+  });
+  await app.register(swaggerUi, { routePrefix: '/docs' });
+
+  const checks: ReadinessCheck[] = [{ name: 'storage', check: () => deps.storage.ping() }];
+  healthRoutes(app, checks, () =>
+    Object.fromEntries(registry.all.map((n) => [n.slug, { upstreams: n.upstreams.length, status: 'unknown' }])),
+  );
+
+  await app.register(
+    async (api) => {
+      await api.register(authRoutes, { accounts, tokens });
+      await api.register(networkRoutes, { registry });
+      if (config.admin.token) await api.register(adminRoutes, { token: config.admin.token, accounts, keys, config });
+      await api.register(async (protectedScope) => {
+        requireBearer(protectedScope, tokens);
+        await protectedScope.register(keyRoutes, { keys, accounts, config });
+      });
+    },
+    { prefix: API_PREFIX },
+  );
+
+  return app;
+}

@@ -1,0 +1,83 @@
+import { randomUUID } from 'node:crypto';
+import { eq } from 'drizzle-orm';
+import type { Tier } from '../config/schema.ts';
+import { HttpError } from '../errors/http.ts';
+import type { Db } from '../storage/db.ts';
+import { dummyHash, hashPassword, verifyPassword } from './passwords.ts';
+import { users } from './schema.ts';
+
+export type UserRow = typeof users.$inferSelect;
+
+/** What the API shows of an account (spec: User). */
+export interface PublicUser {
+  id: string;
+  email: string;
+  name: string;
+  tier: Tier;
+}
+
+export function toPublicUser(u: UserRow): PublicUser {
+  return { id: u.id, email: u.email, name: u.name, tier: u.tier as Tier };
+}
+
+export const normaliseEmail = (email: string) => email.trim().toLowerCase();
+
+function isUniqueViolation(err: unknown): boolean {
+  for (let e: unknown = err; e; e = (e as { cause?: unknown }).cause) {
+    if ((e as { code?: string }).code === '23505') return true;
+  }
+  return false;
+}
+
+/** Accounts: registration, credential checks, lookups (C4, C5). */
+export class AccountService {
+  readonly #db: Db;
+  constructor(db: Db) {
+    this.#db = db;
+  }
+
+  async register(input: { email: string; password: string; name: string }): Promise<UserRow> {
+    const email = normaliseEmail(input.email);
+    const passwordHash = await hashPassword(input.password);
+    try {
+      const [row] = await this.#db
+        .insert(users)
+        .values({ id: randomUUID(), email, name: input.name.trim(), passwordHash, tier: 'free' })
+        .returning();
+      return row as UserRow;
+    } catch (err) {
+      if (isUniqueViolation(err)) throw new HttpError('EMAIL_TAKEN', 'An account with this e-mail already exists');
+      throw err;
+    }
+  }
+
+  /** The account if the password matches; one error for "no account" and "wrong password". */
+  async authenticate(emailRaw: string, password: string): Promise<UserRow> {
+    const user = await this.findByEmail(emailRaw);
+    const ok = await verifyPassword(password, user?.passwordHash ?? (await dummyHash()));
+    if (!user || !ok) throw new HttpError('INVALID_CREDENTIALS', 'E-mail or password is wrong');
+    return user;
+  }
+
+  async findById(id: string): Promise<UserRow | undefined> {
+    const [row] = await this.#db.select().from(users).where(eq(users.id, id));
+    return row;
+  }
+
+  async findByEmail(emailRaw: string): Promise<UserRow | undefined> {
+    const [row] = await this.#db.select().from(users).where(eq(users.email, normaliseEmail(emailRaw)));
+    return row;
+  }
+
+  async update(
+    id: string,
+    patch: Partial<Pick<UserRow, 'tier' | 'requestsPerMinute' | 'dailyLimit' | 'monthlyLimit'>>,
+  ): Promise<UserRow | undefined> {
+    const [row] = await this.#db
+      .update(users)
+      .set({ ...patch, updatedAt: new Date() })
+      .where(eq(users.id, id))
+      .returning();
+    return row;
+  }
+}

@@ -1,0 +1,120 @@
+import { createHash, randomUUID } from 'node:crypto';
+import { and, eq, isNull } from 'drizzle-orm';
+import { errors as joseErrors, jwtVerify, SignJWT } from 'jose';
+import { HttpError } from '../errors/http.ts';
+import type { Db } from '../storage/db.ts';
+import { refreshTokens } from './schema.ts';
+
+export interface TokenPair {
+  accessToken: string;
+  refreshToken: string;
+}
+
+export interface TokenOptions {
+  secret: string;
+  issuer: string;
+  accessTtlSeconds: number; // 900 by default (C5)
+  refreshTtlSeconds: number; // 30 days by default (C5)
+}
+
+/**
+ * JWTs (HS256). Access tokens are stateless; refresh tokens are rows so that rotation and reuse
+ * detection (C5) survive a restart and hold across instances.
+ */
+export class TokenService {
+  readonly #key: Uint8Array;
+  readonly #db: Db;
+  readonly #opts: TokenOptions;
+
+  constructor(db: Db, opts: TokenOptions) {
+    this.#db = db;
+    this.#opts = opts;
+    // Derive a dedicated signing key so the configured secret is never used raw elsewhere.
+    this.#key = createHash('sha256').update(`junction-jwt:${opts.secret}`).digest();
+  }
+
+  /** Starts a new family (a login or registration). */
+  issue(userId: string): Promise<TokenPair> {
+    return this.#pair(userId, randomUUID());
+  }
+
+  async #pair(userId: string, familyId: string): Promise<TokenPair> {
+    const now = Math.floor(Date.now() / 1000);
+    const jti = randomUUID();
+    await this.#db.insert(refreshTokens).values({
+      id: jti,
+      familyId,
+      userId,
+      expiresAt: new Date((now + this.#opts.refreshTtlSeconds) * 1000),
+    });
+    const accessToken = await new SignJWT({ typ: 'access' })
+      .setProtectedHeader({ alg: 'HS256' })
+      .setSubject(userId)
+      .setIssuer(this.#opts.issuer)
+      .setIssuedAt(now)
+      .setExpirationTime(now + this.#opts.accessTtlSeconds)
+      .setJti(randomUUID())
+      .sign(this.#key);
+    const refreshToken = await new SignJWT({ typ: 'refresh', fam: familyId })
+      .setProtectedHeader({ alg: 'HS256' })
+      .setSubject(userId)
+      .setIssuer(this.#opts.issuer)
+      .setIssuedAt(now)
+      .setExpirationTime(now + this.#opts.refreshTtlSeconds)
+      .setJti(jti)
+      .sign(this.#key);
+    return { accessToken, refreshToken };
+  }
+
+  async #verify(token: string, typ: 'access' | 'refresh') {
+    try {
+      const { payload } = await jwtVerify(token, this.#key, { issuer: this.#opts.issuer, algorithms: ['HS256'] });
+      if (payload.typ !== typ || typeof payload.sub !== 'string' || typeof payload.jti !== 'string') throw new Error();
+      return payload as typeof payload & { sub: string; jti: string; fam?: string };
+    } catch (err) {
+      if (err instanceof joseErrors.JWTExpired) throw new HttpError('TOKEN_EXPIRED', `The ${typ} token has expired`);
+      throw new HttpError('UNAUTHORIZED', `Invalid ${typ} token`);
+    }
+  }
+
+  /** The user id of a valid access token, else a 401 HttpError. */
+  async verifyAccess(token: string): Promise<string> {
+    return (await this.#verify(token, 'access')).sub;
+  }
+
+  /**
+   * Rotates a refresh token (C5): the presented one stops working; presenting one that was already
+   * used revokes its whole family.
+   */
+  async refresh(token: string): Promise<TokenPair> {
+    const claims = await this.#verify(token, 'refresh');
+    const now = new Date();
+    // Atomic claim: only one concurrent refresh can mark the row used.
+    const claimed = await this.#db
+      .update(refreshTokens)
+      .set({ usedAt: now })
+      .where(and(eq(refreshTokens.id, claims.jti), isNull(refreshTokens.usedAt), isNull(refreshTokens.revokedAt)))
+      .returning({ userId: refreshTokens.userId, familyId: refreshTokens.familyId, expiresAt: refreshTokens.expiresAt });
+    const row = claimed[0];
+    if (!row) {
+      const [known] = await this.#db
+        .select({ familyId: refreshTokens.familyId, usedAt: refreshTokens.usedAt })
+        .from(refreshTokens)
+        .where(eq(refreshTokens.id, claims.jti));
+      if (known?.usedAt) {
+        await this.revokeFamily(known.familyId);
+        throw new HttpError('TOKEN_REUSED', 'Refresh token was already used; every session of that login is signed out');
+      }
+      throw new HttpError('UNAUTHORIZED', 'Invalid refresh token');
+    }
+    if (row.expiresAt <= now) throw new HttpError('TOKEN_EXPIRED', 'The refresh token has expired');
+    return this.#pair(row.userId, row.familyId);
+  }
+
+  async revokeFamily(familyId: string): Promise<void> {
+    await this.#db
+      .update(refreshTokens)
+      .set({ revokedAt: new Date() })
+      .where(and(eq(refreshTokens.familyId, familyId), isNull(refreshTokens.revokedAt)));
+  }
+}

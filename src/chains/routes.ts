@@ -1,0 +1,65 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type as T } from '@sinclair/typebox';
+import { notFound } from '../errors/http.ts';
+import { ErrorResponse, ok } from '../http/schemas.ts';
+import type { Network, NetworkRegistry } from './registry.ts';
+
+const Currency = T.Object({ name: T.String(), symbol: T.String(), decimals: T.Integer() });
+const NetworkSummary = T.Object({
+  id: T.String(),
+  name: T.String(),
+  slug: T.String(),
+  chainId: T.Integer(),
+  type: T.Union([T.Literal('mainnet'), T.Literal('testnet')]),
+  rpcUrl: T.String({ description: 'Append /{apiKey} to call the network (C2)' }),
+  currency: Currency,
+});
+const NetworkDetail = T.Composite([
+  NetworkSummary,
+  T.Object({ explorerUrl: T.String(), supportedMethods: T.Array(T.String()) }),
+]);
+
+/** GET /networks and /networks/:slug: public (C6). */
+export const networkRoutes: FastifyPluginAsyncTypebox<{ registry: NetworkRegistry }> = async (app, { registry }) => {
+  const summary = (n: Network) => ({
+    id: n.slug,
+    name: n.name,
+    slug: n.slug,
+    chainId: n.chainId,
+    type: n.type,
+    rpcUrl: registry.rpcUrl(n.slug),
+    currency: n.currency,
+  });
+
+  app.get(
+    '/networks',
+    {
+      schema: {
+        tags: ['networks'],
+        summary: 'List the supported networks',
+        response: { 200: ok(T.Array(NetworkSummary)) },
+      },
+    },
+    async () => ({ success: true as const, data: registry.all.map(summary) }),
+  );
+
+  app.get(
+    '/networks/:slug',
+    {
+      schema: {
+        tags: ['networks'],
+        summary: 'One network, with its explorer and supported methods',
+        params: T.Object({ slug: T.String() }),
+        response: { 200: ok(NetworkDetail), 404: ErrorResponse },
+      },
+    },
+    async (req) => {
+      const n = registry.bySlug(req.params.slug);
+      if (!n) throw notFound('network');
+      return {
+        success: true as const,
+        data: { ...summary(n), explorerUrl: n.explorerUrl, supportedMethods: [...n.supportedMethods] },
+      };
+    },
+  );
+};

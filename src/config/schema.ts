@@ -1,0 +1,109 @@
+import { type Static, Type as T } from '@sinclair/typebox';
+
+/** A limit that may be absent: `null` means unlimited. */
+const Limit = T.Union([T.Integer({ minimum: 1 }), T.Null()]);
+
+const Plan = T.Object(
+  {
+    requestsPerMinute: Limit, // requests per sliding 60 s (C12)
+    dailyLimit: Limit, // requests per UTC day (C11)
+    monthlyComputeUnits: Limit, // compute units per UTC month (C10)
+    maxKeys: Limit, // API keys per account (C15)
+    maxNetworks: Limit, // distinct networks over all of an account's keys (C16); null = all
+  },
+  { additionalProperties: false },
+);
+
+const Upstream = T.Object(
+  {
+    http: T.String({ format: 'uri', pattern: '^https?://' }),
+    ws: T.Optional(T.String({ format: 'uri', pattern: '^wss?://' })),
+  },
+  { additionalProperties: false },
+);
+
+const Network = T.Object(
+  {
+    slug: T.String({ pattern: '^[a-z0-9]+(-[a-z0-9]+)*$' }),
+    name: T.String({ minLength: 1 }),
+    chainId: T.Integer({ minimum: 1 }),
+    type: T.Union([T.Literal('mainnet'), T.Literal('testnet')]),
+    native: T.Optional(T.Boolean()),
+    currency: T.Object(
+      { name: T.String(), symbol: T.String(), decimals: T.Integer({ minimum: 0, maximum: 36 }) },
+      { additionalProperties: false },
+    ),
+    explorerUrl: T.String({ format: 'uri' }),
+    upstreams: T.Array(Upstream),
+  },
+  { additionalProperties: false },
+);
+
+export const ConfigSchema = T.Object(
+  {
+    server: T.Object(
+      {
+        port: T.Integer({ minimum: 0, maximum: 65535 }),
+        host: T.String({ minLength: 1 }),
+        publicUrl: T.Union([T.String({ pattern: '^https?://' }), T.Null()]), // null: http://localhost:$PORT (C2)
+        bodyLimitBytes: T.Integer({ minimum: 1024 }), // bytes; 1 MiB by default (C23)
+        trustedProxies: T.Array(T.String()), // addresses or CIDRs whose X-Forwarded-For is believed
+        shutdownGraceMs: T.Integer({ minimum: 0 }), // milliseconds a graceful stop may take
+      },
+      { additionalProperties: false },
+    ),
+    storage: T.Object(
+      {
+        databaseUrl: T.Union([T.String({ pattern: '^postgres(ql)?://' }), T.Null()]), // null: embedded PGlite
+        dataDir: T.String({ minLength: 1 }),
+      },
+      { additionalProperties: false },
+    ),
+    redis: T.Object({ url: T.Union([T.String({ pattern: '^rediss?://' }), T.Null()]) }, { additionalProperties: false }),
+    auth: T.Object(
+      {
+        jwtSecret: T.Union([T.String({ minLength: 32 }), T.Null()]),
+        accessTokenTtlSeconds: T.Integer({ minimum: 1 }), // seconds; 900 = 15 min (C5)
+        refreshTokenTtlSeconds: T.Integer({ minimum: 1 }), // seconds; 2592000 = 30 days (C5)
+        issuer: T.String({ minLength: 1 }),
+      },
+      { additionalProperties: false },
+    ),
+    keys: T.Object(
+      {
+        encryptionSecret: T.Union([T.String({ minLength: 32 }), T.Null()]),
+        prefix: T.String({ pattern: '^[a-z0-9_]{2,16}$' }),
+      },
+      { additionalProperties: false },
+    ),
+    admin: T.Object({ token: T.Union([T.String({ minLength: 16 }), T.Null()]) }, { additionalProperties: false }),
+    logLevel: T.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => T.Literal(l))),
+    plans: T.Object(
+      { free: Plan, pro: Plan, max: Plan, enterprise: Plan },
+      { additionalProperties: false },
+    ),
+    methods: T.Object(
+      {
+        standard: T.Array(T.String({ pattern: '^(eth|net|web3)_[A-Za-z0-9]+$' })),
+        native: T.Record(T.String({ pattern: '^nat_[A-Za-z0-9]+$' }), T.String({ minLength: 1 })),
+        computeUnits: T.Record(T.String(), T.Integer({ minimum: 0 })),
+      },
+      { additionalProperties: false },
+    ),
+    devnet: T.Object(
+      {
+        enabled: T.Boolean(),
+        nativeBlockTimeSeconds: T.Integer({ minimum: 1, maximum: 2 }), // seconds between blocks on the native networks (C31)
+      },
+      { additionalProperties: false },
+    ),
+    networks: T.Array(Network, { minItems: 1 }),
+  },
+  { additionalProperties: false },
+);
+
+export type Config = Static<typeof ConfigSchema>;
+export type NetworkConfig = Static<typeof Network>;
+export type PlanLimits = Static<typeof Plan>;
+export type Tier = keyof Config['plans'];
+export const TIERS = ['free', 'pro', 'max', 'enterprise'] as const satisfies readonly Tier[];

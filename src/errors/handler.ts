@@ -1,0 +1,70 @@
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { envelope, HttpError } from './http.ts';
+
+interface AjvIssue {
+  instancePath: string;
+  keyword: string;
+  message?: string;
+  params: Record<string, unknown>;
+}
+
+/** Field-level details of a schema failure: `[{field, message}]` (C7). */
+function validationDetails(err: FastifyError): Array<{ field: string; message: string }> {
+  const where = err.validationContext ?? 'body';
+  return ((err.validation ?? []) as AjvIssue[]).map((v) => {
+    let field = v.instancePath.replace(/^\//, '').replaceAll('/', '.');
+    let message = v.message ?? v.keyword;
+    if (v.keyword === 'additionalProperties') {
+      const extra = String(v.params.additionalProperty);
+      field = field ? `${field}.${extra}` : extra;
+      message = 'unknown field';
+    } else if (v.keyword === 'required') {
+      const missing = String(v.params.missingProperty);
+      field = field ? `${field}.${missing}` : missing;
+      message = 'is required';
+    }
+    return { field: field ? `${where}.${field}` : where, message };
+  });
+}
+
+/** Maps anything thrown in a REST route to one HttpError. */
+export function toHttpError(err: FastifyError | Error): HttpError {
+  if (err instanceof HttpError) return err;
+  const e = err as FastifyError;
+  if (e.validation) {
+    const details = validationDetails(e);
+    const summary = details.map((d) => `${d.field} ${d.message}`).join('; ');
+    return new HttpError('VALIDATION_ERROR', `Invalid request: ${summary}`, { details });
+  }
+  switch (e.code) {
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return new HttpError('INVALID_JSON', 'Request body is not valid JSON');
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new HttpError('PAYLOAD_TOO_LARGE', 'Request body is too large');
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return new HttpError('UNSUPPORTED_MEDIA_TYPE', 'Send the body as application/json');
+  }
+  if (err instanceof SyntaxError && e.statusCode === 400) return new HttpError('INVALID_JSON', 'Request body is not valid JSON');
+  if (e.statusCode === 404) return new HttpError('NOT_FOUND', 'Not found');
+  if (e.statusCode === 413) return new HttpError('PAYLOAD_TOO_LARGE', 'Request body is too large');
+  if (e.statusCode === 429) return new HttpError('RATE_LIMITED', 'Too many requests');
+  if (e.statusCode && e.statusCode >= 400 && e.statusCode < 500) return new HttpError('BAD_REQUEST', e.message);
+  return new HttpError('INTERNAL_ERROR', 'Internal server error', { cause: err });
+}
+
+export function sendHttpError(reply: FastifyReply, err: HttpError): FastifyReply {
+  return reply.status(err.statusCode).headers(err.headers).send(envelope(err));
+}
+
+/** One error handler and one 404 for the REST scope: every failure in the C7 envelope. */
+export function installRestErrors(app: FastifyInstance): void {
+  app.setErrorHandler((err: FastifyError, req: FastifyRequest, reply: FastifyReply) => {
+    const httpErr = toHttpError(err);
+    if (httpErr.statusCode >= 500) req.log.error({ err }, 'request failed');
+    return sendHttpError(reply, httpErr);
+  });
+  app.setNotFoundHandler((req, reply) =>
+    sendHttpError(reply, new HttpError('NOT_FOUND', `No route ${req.method} ${req.url.split('?')[0]}`)),
+  );
+}

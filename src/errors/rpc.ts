@@ -1,0 +1,69 @@
+import { BaseError } from './base.ts';
+
+/**
+ * JSON-RPC errors with pinned codes (spec section 7) and the HTTP status each answers with (C22).
+ */
+export class RpcError extends BaseError {
+  override name = 'RpcError';
+  static code = -32603;
+  static httpStatus = 500;
+  readonly data: unknown;
+  constructor(message: string, opts: { data?: unknown; cause?: unknown } = {}) {
+    super(message, opts);
+    this.data = opts.data;
+  }
+  get code(): number {
+    return (this.constructor as typeof RpcError).code;
+  }
+  get httpStatus(): number {
+    return (this.constructor as typeof RpcError).httpStatus;
+  }
+  toJSON(): { code: number; message: string; data?: unknown } {
+    return { code: this.code, message: this.message, ...(this.data === undefined ? {} : { data: this.data }) };
+  }
+}
+
+export class ParseError extends RpcError {
+  static override code = -32700;
+  static override httpStatus = 400;
+}
+export class InvalidRequestError extends RpcError {
+  static override code = -32600;
+  static override httpStatus = 400;
+}
+export class MethodNotSupportedError extends RpcError {
+  static override code = -32601;
+  static override httpStatus = 200;
+}
+export class InvalidParamsError extends RpcError {
+  static override code = -32602;
+  static override httpStatus = 200;
+}
+export class InvalidApiKeyError extends RpcError {
+  static override code = -32001;
+  static override httpStatus = 401;
+}
+export class ApiKeyRevokedError extends RpcError {
+  static override code = -32002;
+  static override httpStatus = 401;
+}
+export class NetworkNotAllowedError extends RpcError {
+  static override code = -32003;
+  static override httpStatus = 403;
+}
+export class UnknownNetworkError extends RpcError {
+  static override code = -32004;
+  static override httpStatus = 404;
+}
+export class RateLimitedError extends RpcError {
+  static override code = -32005;
+  static override httpStatus = 429;
+}
+export class QuotaExceededError extends RpcError {
+  static override code = -32006;
+  static override httpStatus = 429;
+}
+export class UpstreamError extends RpcError {
+  static override code = -32000;
+  static override httpStatus = 502;
+}

@@ -1,0 +1,20 @@
+import { type TSchema, Type as T } from '@sinclair/typebox';
+
+/** `{success: true, data}` (spec 4.1). */
+export const ok = <S extends TSchema>(data: S) => T.Object({ success: T.Literal(true), data });
+
+/** `{success: true, message}` (spec 4.1, delete). */
+export const OkMessage = T.Object({ success: T.Literal(true), message: T.String() });
+
+/** The C7 error envelope, for the OpenAPI document. */
+export const ErrorResponse = T.Object({
+  success: T.Literal(false),
+  error: T.Object({
+    code: T.String({ pattern: '^[A-Z][A-Z0-9_]*$' }),
+    message: T.String(),
+    details: T.Optional(T.Unknown()),
+  }),
+});
+
+export const Email = T.String({ format: 'email', maxLength: 254 });
+export const IsoDate = T.String({ format: 'date-time' });

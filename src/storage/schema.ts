@@ -1,0 +1,3 @@
+// Every feature's tables in one object, for Drizzle's relational API and drizzle-kit.
+export * from '../auth/schema.ts';
+export * from '../keys/schema.ts';
