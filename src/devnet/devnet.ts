@@ -1,0 +1,193 @@
+// C31: `--devnet` runs one local anvil chain per network, with that network's chainId, so that
+// every feature works on one machine with no internet. Tests start the same devnet.
+import { privateKeyToAddress } from 'viem/accounts';
+import { AnvilProcess } from './anvil.ts';
+
+export { anvilBinary } from './anvil.ts';
+
+/** A network to run locally. */
+export interface DevnetNetwork {
+  slug: string;
+  chainId: number;
+  /** Native networks mine on a timer (C31); the others mine one block per transaction. */
+  native?: boolean;
+}
+
+/** Where devnet progress and failures are reported (a pino logger fits). */
+export interface DevnetLogger {
+  info(obj: object, msg?: string): void;
+  warn(obj: object, msg?: string): void;
+  error(obj: object, msg?: string): void;
+}
+
+export interface DevnetOptions {
+  networks: readonly DevnetNetwork[];
+  /** Native networks mine a block at least this often, in seconds (C31: at most 2). */
+  nativeBlockTimeSeconds: number;
+  /** Extra addresses funded on every chain, e.g. the faucet wallets. */
+  fund?: readonly `0x${string}`[];
+  /** Balance given to each `fund` address, in wei; default 1,000,000 ether. */
+  fundAmountWei?: bigint;
+  logger?: DevnetLogger;
+}
+
+export interface Devnet {
+  /** Per slug: the chain's local HTTP and WS address. */
+  upstreams: Record<string, { http: string; ws: string }>;
+  /** anvil's default dev accounts (address + private key), funded on every chain; tests use these to sign transactions. */
+  accounts: readonly { address: `0x${string}`; privateKey: `0x${string}` }[];
+  /** Per slug: the anvil process id, for diagnostics and for tests that check nothing is left running. */
+  pids: Readonly<Record<string, number>>;
+  /** Stops every chain; resolves when all anvil processes have exited (SIGTERM, then SIGKILL after ~3 s). Idempotent. */
+  stop(): Promise<void>;
+}
+
+/** How long one chain may take to answer eth_chainId before the start fails. */
+const READY_TIMEOUT_MS = 30_000;
+const POLL_INTERVAL_MS = 50;
+const DEFAULT_FUND_WEI = 1_000_000n * 10n ** 18n;
+
+// The keys anvil derives from its default mnemonic "test test ... junk" (m/44'/60'/0'/0/i),
+// public knowledge and funded with 10,000 ether each on every chain. Never use them elsewhere.
+const DEV_KEYS = [
+  '0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80',
+  '0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d',
+  '0x5de4111afa1a4b94908f83103eb1f1706367c2e68ca870fc3fb9a804cdab365a',
+  '0x7c852118294e51e653712a81e05800f419141751be58f605c371e15141b007a6',
+  '0x47e179ec197488593b187f80a00eb0da91f1b9d0b12252d3c6b5c1b48e3ebd35',
+  '0x8b3a350cf5c34c9194ca85829a2df0ec3153be0318b5e2d3348e872092edffba',
+  '0x92db14e403b83dfe3df233f83dfa3a0d7096f21ca9b0d6d6b8d88b2b4ec1564e',
+  '0x4bbbf85ce3377467afe5d46f804f221813b2bb87f24d81f60f1fcdbf7cbf4356',
+  '0xdbda1821b80551c9d65939329250298aa3472ba22feea921c0cf5d620ea67b97',
+  '0x2a871d0798f97d79848a013d4936a73bf4cc922c825d33c1cf7073dff6d409c6',
+] as const;
+
+const DEV_ACCOUNTS = Object.freeze(
+  DEV_KEYS.map((privateKey) => Object.freeze({ address: privateKeyToAddress(privateKey), privateKey })),
+);
+
+const consoleLogger: DevnetLogger = {
+  info: () => {},
+  warn: (obj, msg) => console.warn(msg ?? '', obj),
+  error: (obj, msg) => console.error(msg ?? '', obj),
+};
+
+/**
+ * Starts one anvil chain per network and resolves once every chain answers `eth_chainId` with
+ * its network's chainId and the `fund` addresses hold their balance (C31).
+ *
+ * If a chain does not come up within ~30 s, every chain is stopped and the promise rejects with
+ * an error naming the network. The chains die with this process: on Linux through the kernel
+ * (setpriv --pdeathsig, even if this process is SIGKILLed), and elsewhere on a normal exit.
+ * Call it from the main thread: the kernel ties pdeathsig to the spawning thread.
+ */
+export async function startDevnet(opts: DevnetOptions): Promise<Devnet> {
+  const logger = opts.logger ?? consoleLogger;
+  const startedAt = Date.now();
+  const slugs = new Set<string>();
+  for (const n of opts.networks) {
+    if (slugs.has(n.slug)) throw new Error(`devnet: network "${n.slug}" is listed twice`);
+    slugs.add(n.slug);
+  }
+
+  const chains = opts.networks.map((network) => ({
+    network,
+    anvil: new AnvilProcess({
+      chainId: network.chainId,
+      ...(network.native ? { blockTimeSeconds: opts.nativeBlockTimeSeconds } : {}),
+    }),
+  }));
+
+  let stopped: Promise<void> | undefined;
+  const stop = (): Promise<void> => {
+    stopped ??= Promise.all(chains.map((c) => c.anvil.stop())).then(() => {});
+    return stopped;
+  };
+
+  const fund = opts.fund ?? [];
+  const fundHex = `0x${(opts.fundAmountWei ?? DEFAULT_FUND_WEI).toString(16)}`;
+  const results = await Promise.allSettled(
+    chains.map(async ({ network, anvil }) => {
+      const url = await whenReady(network, anvil);
+      // Per-request lines on stdout would cost CPU under load, and nobody reads them.
+      await rpc(url, 'anvil_setLoggingEnabled', [false]);
+      for (const address of fund) await rpc(url, 'anvil_setBalance', [address, fundHex]);
+      return url;
+    }),
+  );
+
+  const failures = results.flatMap((r, i) => (r.status === 'rejected' ? [{ r, chain: chains[i] }] : []));
+  if (failures.length > 0) {
+    await stop();
+    const reasons = failures.map(({ r, chain }) => {
+      const reason: unknown = r.status === 'rejected' ? r.reason : undefined;
+      const cause = reason instanceof Error ? reason.message : String(reason);
+      const stderr = chain?.anvil.stderrTail();
+      return `network "${chain?.network.slug}" (chainId ${chain?.network.chainId}): ${cause}${stderr ? `; anvil stderr: ${stderr}` : ''}`;
+    });
+    throw new Error(`devnet: ${failures.length} chain(s) did not come up: ${reasons.join(' | ')}`);
+  }
+
+  const upstreams: Devnet['upstreams'] = {};
+  const pids: Record<string, number> = {};
+  results.forEach((r, i) => {
+    const chain = chains[i];
+    if (r.status !== 'fulfilled' || !chain) return;
+    const { slug } = chain.network;
+    upstreams[slug] = { http: r.value, ws: r.value.replace(/^http/, 'ws') }; // anvil serves WS on the same port
+    pids[slug] = chain.anvil.pid;
+    void chain.anvil.exited.then(({ code, signal }) => {
+      // Never throw from here: a dead chain is the gateway's upstream failing, not a crash.
+      if (!chain.anvil.stopping) {
+        logger.error({ network: slug, code, signal, stderr: chain.anvil.stderrTail() }, 'devnet chain exited unexpectedly');
+      }
+    });
+  });
+
+  logger.info(
+    { networks: chains.length, ms: Date.now() - startedAt, upstreams: Object.fromEntries(Object.entries(upstreams).map(([s, u]) => [s, u.http])) },
+    'devnet ready',
+  );
+  return { upstreams, accounts: DEV_ACCOUNTS, pids: Object.freeze(pids), stop };
+}
+
+/** Waits for anvil's port, then for eth_chainId to return the expected id; returns the HTTP URL. */
+async function whenReady(network: DevnetNetwork, anvil: AnvilProcess): Promise<string> {
+  const deadline = Date.now() + READY_TIMEOUT_MS;
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no "Listening on" line within ${READY_TIMEOUT_MS / 1000} s`)), READY_TIMEOUT_MS);
+  });
+  let port: number;
+  try {
+    port = await Promise.race([anvil.port, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+  const url = `http://127.0.0.1:${port}`;
+  let last = 'no answer';
+  while (Date.now() < deadline) {
+    if (!anvil.running) throw new Error('anvil exited during start');
+    try {
+      const id = await rpc(url, 'eth_chainId', [], 1_000);
+      if (Number(id) === network.chainId) return url;
+      last = `eth_chainId returned ${String(id)}`;
+    } catch (err) {
+      last = err instanceof Error ? err.message : String(err);
+    }
+    await new Promise((r) => setTimeout(r, POLL_INTERVAL_MS));
+  }
+  throw new Error(`did not answer eth_chainId with ${network.chainId} within ${READY_TIMEOUT_MS / 1000} s (${last})`);
+}
+
+async function rpc(url: string, method: string, params: unknown[], timeoutMs = 5_000): Promise<unknown> {
+  const res = await fetch(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+    signal: AbortSignal.timeout(timeoutMs),
+  });
+  const body = (await res.json()) as { result?: unknown; error?: { message?: string } };
+  if (body.error) throw new Error(`${method}: ${body.error.message ?? 'error'}`);
+  return body.result;
+}

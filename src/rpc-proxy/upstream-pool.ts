@@ -1,0 +1,469 @@
+import { Pool } from 'undici';
+
+/** One upstream node of a network, as in the config file (C26, C32). */
+export interface UpstreamConfig {
+  readonly http: string;
+  readonly ws?: string;
+}
+
+/** The pino methods the pool uses; a pino logger fits as it is. */
+export interface PoolLogger {
+  debug(obj: object, msg: string): void;
+  info(obj: object, msg: string): void;
+  warn(obj: object, msg: string): void;
+  error(obj: object, msg: string): void;
+}
+
+export interface PoolOptions {
+  /** Network slug, only for logs and errors. */
+  network: string;
+  upstreams: readonly UpstreamConfig[];
+  /** Milliseconds one attempt on one upstream may take; 10_000 by default. */
+  requestTimeoutMs?: number;
+  /** Per-method attempt timeout in milliseconds (e.g. `{ eth_getLogs: 30_000 }`); a batch takes its largest. */
+  methodTimeoutsMs?: Readonly<Record<string, number>>;
+  /** Milliseconds a whole call may take, failover included; 15_000 by default. */
+  totalTimeoutMs?: number;
+  /** Blocks behind the best known head beyond which an upstream is skipped; 5 by default. */
+  maxLagBlocks?: number;
+  /** Milliseconds between `eth_blockNumber` probes; 5_000 by default. */
+  healthIntervalMs?: number;
+  /** Kept-alive connections per upstream; 32 by default. */
+  connections?: number;
+  logger?: PoolLogger;
+}
+
+/** A node's answer, byte for byte. */
+export interface ForwardResult {
+  /** The node's HTTP status (200 except for JSON-RPC bodies some providers send with a 4xx). */
+  status: number;
+  body: Buffer;
+  /** Index of the upstream in the config; never its URL, which may hold a provider key. */
+  upstream: number;
+}
+
+export interface UpstreamHealth {
+  index: number;
+  /** False while the upstream is cooling down after a failure. */
+  healthy: boolean;
+  head: number | null;
+  /** Blocks behind the best head among healthy upstreams. */
+  lag: number | null;
+  /** Smoothed `eth_blockNumber` round trip. */
+  latencyMs: number | null;
+  /** Why the last call or probe failed, while it is the most recent outcome (`HTTP 500`, `ECONNREFUSED`, ...). */
+  lastError?: string;
+}
+
+export interface FailedAttempt {
+  upstream: number;
+  reason: string;
+}
+
+/**
+ * Methods that change chain state. They are never repeated on a second node once the request
+ * may have reached the first (C26), only after a connection error that proves nothing was sent.
+ */
+export const STATE_CHANGING_METHODS: ReadonlySet<string> = new Set([
+  'eth_sendRawTransaction',
+  'eth_sendRawTransactionSync',
+  'eth_sendRawTransactionConditional',
+  'eth_sendTransaction',
+]);
+
+/** No upstream of the network gave an answer; the proxy answers -32000 with HTTP 502 (C22). */
+export class NoUpstreamError extends Error {
+  static readonly code = -32000;
+  override readonly name = 'NoUpstreamError';
+  /** True when a state-changing call may have reached a node before it failed: the client must not assume it was not sent. */
+  readonly maybeSent: boolean;
+
+  constructor(
+    readonly network: string,
+    readonly attempts: readonly FailedAttempt[],
+    maybeSent = false,
+  ) {
+    super(
+      maybeSent
+        ? `upstream of network ${network} did not answer; the transaction may have been sent`
+        : `no upstream of network ${network} could answer`,
+    );
+    this.maybeSent = maybeSent;
+  }
+}
+
+/** A JSON-RPC error object answered by a node, thrown by {@link UpstreamPool.request}. */
+export class UpstreamRpcError extends Error {
+  override readonly name = 'UpstreamRpcError';
+
+  constructor(
+    readonly code: number,
+    message: string,
+    readonly data: unknown,
+    readonly upstream: number,
+  ) {
+    super(message);
+  }
+}
+
+interface Upstream {
+  readonly index: number;
+  readonly dispatcher: Pool;
+  readonly path: string;
+  readonly headers: Readonly<Record<string, string>>;
+  head: number | null;
+  latencyMs: number | null;
+  failures: number;
+  unhealthyUntil: number;
+  lastError: string | undefined;
+}
+
+type Attempt<T> = { ok: true; value: T } | { ok: false; reason: string; sent: boolean };
+
+const BACKOFF_BASE_MS = 1_000;
+const BACKOFF_MAX_MS = 30_000;
+const LATENCY_WEIGHT = 0.3; // weight of a new sample in the moving average
+const LATENCY_CLASS_MS = 20; // milliseconds; see latencyClass()
+
+// Errors raised before the request could be written: safe to move on even for a transaction.
+const NOT_SENT_CODES = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EADDRNOTAVAIL',
+  'UND_ERR_CONNECT_TIMEOUT',
+]);
+
+/**
+ * The upstream nodes of one network: health and head tracking, selection and failover (C26).
+ *
+ * Selection order: healthy and not lagging, then healthy but lagging, then cooling down (last
+ * resort, soonest to recover first); within a group the faster latency class first, then
+ * config order, so the operator's order holds unless a node is clearly faster.
+ */
+export class UpstreamPool {
+  readonly network: string;
+  private readonly upstreams: Upstream[];
+  private readonly requestTimeoutMs: number;
+  private readonly methodTimeoutsMs: Readonly<Record<string, number>>;
+  private readonly totalTimeoutMs: number;
+  private readonly maxLagBlocks: number;
+  private readonly healthIntervalMs: number;
+  private readonly log: PoolLogger | undefined;
+  private readonly inFlight = new Set<AbortController>();
+  private timer: NodeJS.Timeout | undefined;
+  private started = false;
+  private closed = false;
+  private nextId = 1;
+
+  constructor(opts: PoolOptions) {
+    this.network = opts.network;
+    this.requestTimeoutMs = opts.requestTimeoutMs ?? 10_000;
+    this.methodTimeoutsMs = opts.methodTimeoutsMs ?? {};
+    this.totalTimeoutMs = opts.totalTimeoutMs ?? 15_000;
+    this.maxLagBlocks = opts.maxLagBlocks ?? 5;
+    this.healthIntervalMs = opts.healthIntervalMs ?? 5_000;
+    this.log = opts.logger;
+    const connections = opts.connections ?? 32;
+    this.upstreams = opts.upstreams.map((cfg, index) => {
+      let url: URL;
+      try {
+        url = new URL(cfg.http);
+      } catch {
+        throw new Error(`network ${opts.network}: upstream ${index} has an invalid URL`);
+      }
+      const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json' };
+      if (url.username || url.password) {
+        const user = decodeURIComponent(url.username);
+        const pass = decodeURIComponent(url.password);
+        headers.authorization = `Basic ${Buffer.from(`${user}:${pass}`).toString('base64')}`;
+      }
+      // undici's default keep-alive (4 s) stays below Node's server default (5 s), so a POST is
+      // rarely written on a socket the node already closed: undici does not retry POSTs.
+      const dispatcher = new Pool(url.origin, { connections, pipelining: 1 });
+      return {
+        index,
+        dispatcher,
+        path: `${url.pathname}${url.search}`,
+        headers,
+        head: null,
+        latencyMs: null,
+        failures: 0,
+        unhealthyUntil: 0,
+        lastError: undefined,
+      };
+    });
+  }
+
+  /** Starts the periodic health probes (one round at once); the timers do not keep the process alive. */
+  start(): void {
+    if (this.started || this.closed) return;
+    this.started = true;
+    const tick = async (): Promise<void> => {
+      await this.checkHealth();
+      if (this.closed) return;
+      this.timer = setTimeout(tick, this.healthIntervalMs);
+      this.timer.unref();
+    };
+    void tick();
+  }
+
+  /** Stops the probes, aborts calls still running and closes the connections. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    clearTimeout(this.timer);
+    for (const controller of this.inFlight) controller.abort();
+    await Promise.all(this.upstreams.map((u) => u.dispatcher.close().catch(() => undefined)));
+  }
+
+  /**
+   * Probes every upstream once with `eth_blockNumber` and records head, latency or failure.
+   * Never rejects. {@link start} runs it periodically; tests and readiness checks may call it.
+   */
+  async checkHealth(): Promise<void> {
+    const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_blockNumber', params: [] });
+    // A probe slower than the interval means the node is in trouble; at least 1 s for slow links.
+    const timeoutMs = Math.min(this.requestTimeoutMs, Math.max(this.healthIntervalMs, 1_000));
+    await Promise.all(
+      this.upstreams.map(async (u) => {
+        const startedAt = performance.now();
+        const outcome = await this.attempt(u, body, timeoutMs, (_status, buf) => parseHead(buf));
+        if (this.closed) return;
+        if (!outcome.ok) {
+          this.markFailed(u, outcome.reason);
+          return;
+        }
+        const sample = performance.now() - startedAt;
+        u.latencyMs = u.latencyMs === null ? sample : u.latencyMs + LATENCY_WEIGHT * (sample - u.latencyMs);
+        u.head = outcome.value;
+        this.markOk(u);
+      }),
+    );
+  }
+
+  /**
+   * Sends a serialised JSON-RPC request or batch and returns the first acceptable answer unchanged.
+   * `methods` lists the method(s) in it: they pick the timeout and whether failover is allowed.
+   * A JSON-RPC error answered by a node is an answer, not a failure.
+   *
+   * @throws NoUpstreamError when no upstream answered within `totalTimeoutMs`.
+   */
+  async forward(body: string | Buffer, methods: readonly string[]): Promise<ForwardResult> {
+    const { value, upstream } = await this.send(body, methods, (status, buf) =>
+      looksLikeJsonRpc(buf) ? { status, body: buf } : undefined,
+    );
+    return { ...value, upstream };
+  }
+
+  /**
+   * One call for internal callers (faucet, health, devnet): the parsed `result`.
+   *
+   * @throws UpstreamRpcError carrying the node's JSON-RPC error object.
+   * @throws NoUpstreamError when no upstream answered.
+   */
+  async request<T = unknown>(method: string, params: readonly unknown[]): Promise<T> {
+    const body = JSON.stringify({ jsonrpc: '2.0', id: this.nextId++, method, params });
+    const { value, upstream } = await this.send(body, [method], (_status, buf) => parseResponse(buf));
+    if (value.error !== undefined) {
+      const { code, message, data } = value.error;
+      throw new UpstreamRpcError(
+        typeof code === 'number' ? code : -32603,
+        typeof message === 'string' ? message : 'upstream error',
+        data,
+        upstream,
+      );
+    }
+    return value.result as T;
+  }
+
+  /** Each upstream's state, by config index (C3 reports it; no URLs). */
+  health(): UpstreamHealth[] {
+    const now = Date.now();
+    const best = this.bestHead(now);
+    return this.upstreams.map((u) => ({
+      index: u.index,
+      healthy: u.unhealthyUntil <= now,
+      head: u.head,
+      lag: u.head === null || best === null ? null : Math.max(0, best - u.head),
+      latencyMs: u.latencyMs === null ? null : Math.round(u.latencyMs),
+      ...(u.lastError === undefined ? {} : { lastError: u.lastError }),
+    }));
+  }
+
+  private async send<T>(
+    body: string | Buffer,
+    methods: readonly string[],
+    read: (status: number, body: Buffer) => T | undefined,
+  ): Promise<{ value: T; upstream: number }> {
+    const deadline = Date.now() + this.totalTimeoutMs;
+    const stateChanging = methods.some((m) => STATE_CHANGING_METHODS.has(m));
+    const attemptMs =
+      methods.length === 0
+        ? this.requestTimeoutMs
+        : Math.max(...methods.map((m) => this.methodTimeoutsMs[m] ?? this.requestTimeoutMs));
+    const failed: FailedAttempt[] = [];
+    for (const u of this.closed ? [] : this.order()) {
+      const remaining = deadline - Date.now();
+      if (remaining <= 0) break;
+      const outcome = await this.attempt(u, body, Math.min(attemptMs, remaining), read);
+      if (outcome.ok) {
+        this.markOk(u);
+        return { value: outcome.value, upstream: u.index };
+      }
+      failed.push({ upstream: u.index, reason: outcome.reason });
+      if (this.closed) break;
+      this.markFailed(u, outcome.reason);
+      this.log?.debug({ network: this.network, upstream: u.index, reason: outcome.reason, methods }, 'upstream attempt failed');
+      // C26: a transaction that may have reached a node is not sent again elsewhere.
+      if (stateChanging && outcome.sent) throw new NoUpstreamError(this.network, failed, true);
+    }
+    throw new NoUpstreamError(this.network, failed);
+  }
+
+  private async attempt<T>(
+    u: Upstream,
+    body: string | Buffer,
+    timeoutMs: number,
+    read: (status: number, body: Buffer) => T | undefined,
+  ): Promise<Attempt<T>> {
+    const controller = new AbortController();
+    const timer = setTimeout(() => controller.abort(), timeoutMs);
+    this.inFlight.add(controller);
+    try {
+      const res = await u.dispatcher.request({
+        method: 'POST',
+        path: u.path,
+        headers: u.headers,
+        body,
+        signal: controller.signal,
+      });
+      if (res.statusCode >= 500 || res.statusCode === 429) {
+        await res.body.dump().catch(() => undefined);
+        return { ok: false, reason: `HTTP ${res.statusCode}`, sent: true };
+      }
+      const buf = Buffer.from(await res.body.arrayBuffer());
+      const value = read(res.statusCode, buf);
+      if (value === undefined) return { ok: false, reason: `invalid body (HTTP ${res.statusCode})`, sent: true };
+      return { ok: true, value };
+    } catch (err) {
+      // Only codes and our own words: undici and Node messages may quote the upstream's address.
+      if (controller.signal.aborted) {
+        return { ok: false, reason: this.closed ? 'pool closed' : `timeout after ${timeoutMs} ms`, sent: true };
+      }
+      const code = errorCode(err);
+      return { ok: false, reason: code ?? 'request failed', sent: code === undefined || !NOT_SENT_CODES.has(code) };
+    } finally {
+      clearTimeout(timer);
+      this.inFlight.delete(controller);
+    }
+  }
+
+  private order(): Upstream[] {
+    const now = Date.now();
+    const best = this.bestHead(now);
+    const group = (u: Upstream): number => {
+      if (u.unhealthyUntil > now) return 2;
+      return u.head !== null && best !== null && best - u.head > this.maxLagBlocks ? 1 : 0;
+    };
+    return this.upstreams
+      .map((u) => ({ u, g: group(u) }))
+      .sort(
+        (a, b) =>
+          a.g - b.g ||
+          (a.g === 2 ? a.u.unhealthyUntil - b.u.unhealthyUntil : 0) ||
+          latencyClass(a.u.latencyMs) - latencyClass(b.u.latencyMs) ||
+          a.u.index - b.u.index,
+      )
+      .map(({ u }) => u);
+  }
+
+  /** The highest head among healthy upstreams, or among all when none is healthy. */
+  private bestHead(now: number): number | null {
+    let healthy: number | null = null;
+    let any: number | null = null;
+    for (const u of this.upstreams) {
+      if (u.head === null) continue;
+      any = Math.max(any ?? u.head, u.head);
+      if (u.unhealthyUntil <= now) healthy = Math.max(healthy ?? u.head, u.head);
+    }
+    return healthy ?? any;
+  }
+
+  private markFailed(u: Upstream, reason: string): void {
+    const now = Date.now();
+    const wasHealthy = u.unhealthyUntil <= now;
+    u.failures += 1;
+    u.lastError = reason;
+    const backoffMs = Math.min(BACKOFF_MAX_MS, BACKOFF_BASE_MS * 2 ** (u.failures - 1));
+    u.unhealthyUntil = now + backoffMs;
+    if (wasHealthy) {
+      this.log?.warn({ network: this.network, upstream: u.index, reason, retryInMs: backoffMs }, 'upstream unhealthy');
+    }
+  }
+
+  private markOk(u: Upstream): void {
+    if (u.failures > 0) this.log?.info({ network: this.network, upstream: u.index }, 'upstream recovered');
+    u.failures = 0;
+    u.unhealthyUntil = 0;
+    u.lastError = undefined;
+  }
+}
+
+/**
+ * Latency classes double in width (under 40 ms, under 80 ms, under 160 ms, ...): a node must be
+ * clearly faster to overtake one listed before it, and jitter does not reorder the list.
+ */
+function latencyClass(ms: number | null): number {
+  if (ms === null) return Number.POSITIVE_INFINITY;
+  return Math.floor(Math.log2(Math.max(ms, LATENCY_CLASS_MS) / LATENCY_CLASS_MS));
+}
+
+const isSpace = (b: number | undefined): boolean => b === 0x20 || b === 0x0a || b === 0x0d || b === 0x09;
+
+/** Cheap garbage check without parsing: a JSON object or array by its first and last bytes. */
+export function looksLikeJsonRpc(buf: Buffer): boolean {
+  let start = 0;
+  let end = buf.length - 1;
+  while (start <= end && isSpace(buf[start])) start++;
+  while (end >= start && isSpace(buf[end])) end--;
+  if (start >= end) return false;
+  const first = buf[start];
+  const last = buf[end];
+  return (first === 0x7b && last === 0x7d) || (first === 0x5b && last === 0x5d); // {...} or [...]
+}
+
+interface RpcResponse {
+  result?: unknown;
+  error?: { code?: unknown; message?: unknown; data?: unknown };
+}
+
+function parseResponse(buf: Buffer): RpcResponse | undefined {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(buf.toString('utf8'));
+  } catch {
+    return undefined;
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) return undefined;
+  const res = parsed as RpcResponse;
+  if (res.error !== undefined) return typeof res.error === 'object' && res.error !== null ? res : undefined;
+  return 'result' in res ? res : undefined;
+}
+
+function parseHead(buf: Buffer): number | undefined {
+  const res = parseResponse(buf);
+  if (typeof res?.result !== 'string' || !/^0x[0-9a-fA-F]+$/.test(res.result)) return undefined;
+  return Number.parseInt(res.result, 16);
+}
+
+function errorCode(err: unknown): string | undefined {
+  // Node wraps a failed dual-stack connect in an AggregateError; undici may nest the cause.
+  for (const e of [err, (err as { cause?: unknown })?.cause, (err as { errors?: unknown[] })?.errors?.[0]]) {
+    const code = (e as { code?: unknown } | undefined)?.code;
+    if (typeof code === 'string') return code;
+  }
+  return undefined;
+}
