@@ -14,6 +14,7 @@ import { publicUrl } from './config/load.ts';
 import type { Config } from './config/schema.ts';
 import type { Secrets } from './config/secrets.ts';
 import { installRestErrors } from './errors/handler.ts';
+import { installValidators } from './http/validation.ts';
 import { keyRoutes } from './keys/routes.ts';
 import { KeyService } from './keys/service.ts';
 import { healthRoutes, type ReadinessCheck } from './ops/health.ts';
@@ -58,7 +59,6 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
     requestIdHeader: false,
     bodyLimit: config.server.bodyLimitBytes,
     trustProxy: config.server.trustedProxies.length ? [...config.server.trustedProxies] : false,
-    ajv: { customOptions: { removeAdditional: false, coerceTypes: 'array', allErrors: true } },
     forceCloseConnections: true,
   }).withTypeProvider<TypeBoxTypeProvider>() as unknown as FastifyInstance;
 
@@ -84,6 +84,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   app.addHook('onRequest', async (req, reply) => {
     reply.header('x-request-id', req.id);
   });
+  installValidators(app);
   installRestErrors(app);
   instrument(app, metrics);
 

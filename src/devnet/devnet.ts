@@ -145,7 +145,7 @@ export async function startDevnet(opts: DevnetOptions): Promise<Devnet> {
   });
 
   logger.info(
-    { networks: chains.length, ms: Date.now() - startedAt, upstreams: Object.fromEntries(Object.entries(upstreams).map(([s, u]) => [s, u.http])) },
+    { networks: chains.length, ms: Date.now() - startedAt },
     'devnet ready',
   );
   return { upstreams, accounts: DEV_ACCOUNTS, pids: Object.freeze(pids), stop };

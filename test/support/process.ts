@@ -1,0 +1,104 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+
+export interface GatewayProcess {
+  child: ChildProcess;
+  /** Base URL once it listens. */
+  url: string;
+  output: () => string;
+  /** Resolves with the exit code and signal. */
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+/**
+ * Starts `src/main.ts` as its own process (as `npm start` does) on a free port and waits for its
+ * "listening" log line. `via: 'tsx'` runs it through the tsx CLI, the way `npm start` does.
+ */
+export async function spawnGateway(opts: {
+  args?: string[];
+  env?: Record<string, string>;
+  via?: 'node' | 'tsx';
+  timeoutMs?: number;
+}): Promise<GatewayProcess> {
+  const args = opts.args ?? [];
+  const [cmd, argv] =
+    opts.via === 'tsx'
+      ? [path.join(ROOT, 'node_modules/.bin/tsx'), ['src/main.ts', ...args]]
+      : [process.execPath, ['--import', 'tsx', 'src/main.ts', ...args]];
+  const child = spawn(cmd, argv, {
+    cwd: ROOT,
+    env: { ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...opts.env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout?.on('data', (d) => {
+    out += d;
+  });
+  child.stderr?.on('data', (d) => {
+    out += d;
+  });
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.on('exit', (code, signal) => resolve({ code, signal })),
+  );
+  const url = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`gateway did not listen in time:\n${out}`)), opts.timeoutMs ?? 60_000);
+    const onData = () => {
+      const m = /"address":"(http:\/\/[^"]+)".*"msg":"Junction is listening"/.exec(out);
+      if (m?.[1]) {
+        clearTimeout(timer);
+        resolve(m[1]);
+      }
+    };
+    child.stdout?.on('data', onData);
+    void exited.then(({ code }) => {
+      clearTimeout(timer);
+      reject(new Error(`gateway exited (${code}) before listening:\n${out}`));
+    });
+  });
+  return { child, url, output: () => out, exited };
+}
+
+/** Live (not zombie) processes whose command name is `name` and that descend from `rootPid`. */
+export function descendants(rootPid: number, name: string): number[] {
+  const parent = new Map<number, number>();
+  const comm = new Map<number, string>();
+  const state = new Map<number, string>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const m = /^(\d+) \((.*)\) (\S) (\d+)/.exec(stat);
+      if (!m) continue;
+      comm.set(Number(m[1]), m[2] as string);
+      state.set(Number(m[1]), m[3] as string);
+      parent.set(Number(m[1]), Number(m[4]));
+    } catch {
+      // the process went away while we looked
+    }
+  }
+  const out: number[] = [];
+  for (const [pid, c] of comm) {
+    if (c !== name || state.get(pid) === 'Z') continue;
+    for (let p = parent.get(pid); p !== undefined && p > 1; p = parent.get(p)) {
+      if (p === rootPid) {
+        out.push(pid);
+        break;
+      }
+    }
+  }
+  return out;
+}
+
+/** True while `pid` is a live (non-zombie) process. */
+export function alive(pid: number): boolean {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return !/^\d+ \(.*\) Z/.test(stat);
+  } catch {
+    return false;
+  }
+}
