@@ -15,16 +15,23 @@ import type { Config } from './config/schema.ts';
 import type { Secrets } from './config/secrets.ts';
 import { installRestErrors } from './errors/handler.ts';
 import { installValidators } from './http/validation.ts';
+import { KeyCache } from './keys/cache.ts';
 import { keyRoutes } from './keys/routes.ts';
 import { KeyService } from './keys/service.ts';
 import { healthRoutes, type ReadinessCheck } from './ops/health.ts';
 import { createLogger, genReqId } from './ops/logging.ts';
 import { instrument, Metrics } from './ops/metrics.ts';
+import { MethodPolicy } from './rpc-proxy/policy.ts';
+import { UpstreamPools } from './rpc-proxy/pools.ts';
+import { RpcProxy } from './rpc-proxy/proxy.ts';
+import { rpcRoutes } from './rpc-proxy/routes.ts';
 import type { Storage } from './storage/db.ts';
 
 export interface AppDeps {
   storage: Storage;
   secrets: Secrets;
+  /** Probe every network's upstreams from the start (the server); tests probe a network on first use. */
+  probeUpstreams?: boolean;
   /** Where log lines go (tests read them); default stdout. */
   logStream?: DestinationStream;
   logger?: Logger;
@@ -37,6 +44,8 @@ export interface Services {
   tokens: TokenService;
   keys: KeyService;
   metrics: Metrics;
+  keyCache: KeyCache;
+  pools: UpstreamPools;
 }
 
 declare module 'fastify' {
@@ -78,7 +87,16 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   });
   const keys = new KeyService({ db, config, registry, encryptionSecret: deps.secrets.keyEncryptionSecret });
   const metrics = new Metrics();
-  const services: Services = { config, registry, accounts, tokens, keys, metrics };
+  const keyCache = new KeyCache(keys, config, { ttlMs: config.rpc.keyCacheTtlMs });
+  const pools = new UpstreamPools(config, logger);
+  if (deps.probeUpstreams) pools.startAll();
+  const policy = new MethodPolicy({ config, wsHint: 'the WebSocket address /ws/{network}?apiKey=...' });
+  const proxy = new RpcProxy({ config, keys: keyCache, policy, pools, logger });
+  app.addHook('onClose', async () => {
+    keyCache.close();
+    await pools.close();
+  });
+  const services: Services = { config, registry, accounts, tokens, keys, metrics, keyCache, pools };
   app.decorate('services', services);
 
   app.addHook('onRequest', async (req, reply) => {
@@ -107,9 +125,8 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   await app.register(swaggerUi, { routePrefix: '/docs' });
 
   const checks: ReadinessCheck[] = [{ name: 'storage', check: () => deps.storage.ping() }];
-  healthRoutes(app, checks, () =>
-    Object.fromEntries(registry.all.map((n) => [n.slug, { upstreams: n.upstreams.length, status: 'unknown' }])),
-  );
+  healthRoutes(app, checks, () => pools.report());
+  await app.register(rpcRoutes, { config, registry, proxy });
 
   await app.register(
     async (api) => {

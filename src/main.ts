@@ -68,7 +68,7 @@ async function main(): Promise<void> {
     const secrets = resolveSecrets(config);
     storage = await openStorage({ databaseUrl: config.storage.databaseUrl, dataDir: config.storage.dataDir });
     log.info({ storage: storage.kind }, 'storage ready, migrations applied');
-    app = await buildApp(config, { storage, secrets, logger: log });
+    app = await buildApp(config, { storage, secrets, logger: log, probeUpstreams: true });
     const address = await app.listen({ port: config.server.port, host: config.server.host });
     log.info({ address, devnet: config.devnet.enabled }, 'Junction is listening');
   } catch (err) {

@@ -86,7 +86,32 @@ export const ConfigSchema = T.Object(
       {
         standard: T.Array(T.String({ pattern: '^(eth|net|web3)_[A-Za-z0-9]+$' })),
         native: T.Record(T.String({ pattern: '^nat_[A-Za-z0-9]+$' }), T.String({ minLength: 1 })),
+        // C24: methods refused by default that a plan may call, exact or as a `prefix_*` pattern.
+        planExtras: T.Object(
+          {
+            free: T.Array(T.String({ pattern: '^[a-zA-Z0-9]+_(\\*|[A-Za-z0-9]+)$' })),
+            pro: T.Array(T.String({ pattern: '^[a-zA-Z0-9]+_(\\*|[A-Za-z0-9]+)$' })),
+            max: T.Array(T.String({ pattern: '^[a-zA-Z0-9]+_(\\*|[A-Za-z0-9]+)$' })),
+            enterprise: T.Array(T.String({ pattern: '^[a-zA-Z0-9]+_(\\*|[A-Za-z0-9]+)$' })),
+          },
+          { additionalProperties: false },
+        ),
         computeUnits: T.Record(T.String(), T.Integer({ minimum: 0 })),
+      },
+      { additionalProperties: false },
+    ),
+    rpc: T.Object(
+      {
+        maxBatchSize: T.Integer({ minimum: 1, maximum: 10000 }), // items per JSON-RPC batch (C23)
+        requestTimeoutMs: T.Integer({ minimum: 1 }), // milliseconds per upstream attempt
+        totalTimeoutMs: T.Integer({ minimum: 1 }), // milliseconds per call, failover included
+        methodTimeoutsMs: T.Record(T.String(), T.Integer({ minimum: 1 })), // milliseconds per attempt, by method
+        maxLagBlocks: T.Integer({ minimum: 0 }), // blocks behind the best head before an upstream is skipped (C26)
+        healthIntervalMs: T.Integer({ minimum: 100 }), // milliseconds between upstream health probes
+        connectionsPerUpstream: T.Integer({ minimum: 1 }), // kept-alive connections per upstream
+        keyCacheTtlMs: T.Integer({ minimum: 0 }), // milliseconds a key lookup is cached (changes invalidate at once)
+        accessLog: T.Boolean(), // log every RPC request at info (off: only failures)
+        corsOrigins: T.Array(T.String()), // allowed browser origins on the RPC paths; "*" for any
       },
       { additionalProperties: false },
     ),

@@ -18,7 +18,11 @@ const HISTORY_STATES = 500;
 const STDERR_TAIL_BYTES = 4_096;
 
 /**
- * Absolute path of the anvil binary shipped in the npm package `@foundry-rs/anvil`.
+ * Absolute path of the anvil binary shipped in the npm packages of `@foundry-rs/anvil`.
+ *
+ * The project depends on the Linux x64 platform package directly (the registry this project
+ * installs from carries only that one, and a lock file naming the wrapper's other platforms
+ * breaks `npm ci`); the wrapper package is still used when it is installed.
  *
  * The binary lives in the per-platform package `@foundry-rs/anvil-<platform>-<arch>` (arch
  * `amd64` or `arm64`). We spawn it directly rather than through the package's `bin.mjs` wrapper:
@@ -39,7 +43,9 @@ export function anvilBinary(): string {
   try {
     wrapperDir = path.dirname(require.resolve('@foundry-rs/anvil/package.json'));
   } catch {
-    throw new Error('devnet: the npm package @foundry-rs/anvil is not installed');
+    throw new Error(
+      `devnet: no anvil binary for ${process.platform}-${arch}: install @foundry-rs/anvil-${process.platform}-${arch} or @foundry-rs/anvil`,
+    );
   }
   // Without a platform package, the wrapper's postinstall downloads the binary next to itself.
   for (const candidate of [path.join(wrapperDir, exe), path.join(wrapperDir, 'dist', exe)]) {

@@ -67,3 +67,19 @@ export class UpstreamError extends RpcError {
   static override code = -32000;
   static override httpStatus = 502;
 }
+export class InternalRpcError extends RpcError {
+  static override code = -32603;
+  static override httpStatus = 500;
+}
+/** An error a node answered (revert, bad params): passed on with the node's own code and HTTP 200 (C22). */
+export class NodeAnsweredError extends RpcError {
+  static override httpStatus = 200;
+  readonly #nodeCode: number;
+  constructor(code: number, message: string, opts: { data?: unknown } = {}) {
+    super(message, opts);
+    this.#nodeCode = code;
+  }
+  override get code(): number {
+    return this.#nodeCode;
+  }
+}

@@ -231,6 +231,16 @@ export class KeyService {
     this.emit({ type: 'deleted', userId, keyId: id, keyHashes: [row.keyHash] });
   }
 
+  /** One key with its account's plan fields, by key hash: the cache-miss path of the RPC key lookup. */
+  async lookupByHash(keyHash: string): Promise<{ key: KeyRow; user: UserRow } | undefined> {
+    const [row] = await this.#db
+      .select({ key: apiKeys, user: users })
+      .from(apiKeys)
+      .innerJoin(users, eq(users.id, apiKeys.userId))
+      .where(eq(apiKeys.keyHash, keyHash));
+    return row;
+  }
+
   /** Hashes of all of an account's keys: a tier or limit change makes their cached lookups stale. */
   async accountChanged(userId: string): Promise<void> {
     const rows = await this.#db.select({ keyHash: apiKeys.keyHash }).from(apiKeys).where(eq(apiKeys.userId, userId));

@@ -3,8 +3,9 @@ import { Writable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import pg from 'pg';
 import { buildApp } from '../../src/app.ts';
-import { loadConfig } from '../../src/config/load.ts';
+import { loadConfig, validateConfig } from '../../src/config/load.ts';
 import type { Config } from '../../src/config/schema.ts';
+import { type Devnet, startDevnet } from '../../src/devnet/devnet.ts';
 import { openStorage, type Storage } from '../../src/storage/db.ts';
 import { PG_ADMIN_URL } from './services.ts';
 
@@ -32,6 +33,10 @@ export interface TestApp {
   app: FastifyInstance;
   config: Config;
   storage: Storage;
+  /** Base URL when started with `listen: true` (127.0.0.1, a free port). */
+  url: string;
+  /** The local chains when started with `devnet: true`. */
+  devnet: Devnet | undefined;
   /** Every log line the app wrote, as text. */
   logs: string[];
   close(): Promise<void>;
@@ -46,6 +51,11 @@ export interface TestAppOptions {
   env?: Record<string, string>;
   overrides?: Record<string, unknown>;
   secrets?: { jwtSecret: string; keyEncryptionSecret: string };
+  /** Start anvil chains (only `devnetNetworks`, default all 16) and point the upstreams at them. */
+  devnet?: boolean;
+  devnetNetworks?: string[];
+  /** Listen on 127.0.0.1 with a free port (for real clients). */
+  listen?: boolean;
 }
 
 export const TEST_SECRETS = {
@@ -62,7 +72,22 @@ export async function startTestApp(opts: TestAppOptions = {}): Promise<TestApp> 
     databaseUrl = db.url;
     dropDb = db.drop;
   }
-  const config = loadConfig({ env: { LOG_LEVEL: 'info', ...opts.env }, overrides: opts.overrides ?? {} });
+  let config = loadConfig({ env: { LOG_LEVEL: 'info', ...opts.env }, overrides: opts.overrides ?? {} });
+  let devnet: Devnet | undefined;
+  if (opts.devnet) {
+    const wanted = new Set(opts.devnetNetworks ?? config.networks.map((n) => n.slug));
+    devnet = await startDevnet({
+      networks: config.networks.filter((n) => wanted.has(n.slug)).map((n) => ({ slug: n.slug, chainId: n.chainId, native: n.native === true })),
+      nativeBlockTimeSeconds: config.devnet.nativeBlockTimeSeconds,
+    });
+    const copy = structuredClone(config) as Config;
+    for (const n of copy.networks) {
+      const u = devnet.upstreams[n.slug];
+      // Upstreams given in env (UPSTREAM_<SLUG>) come first, the devnet chain after them.
+      if (u) n.upstreams = [...(opts.env?.[`UPSTREAM_${n.slug.toUpperCase().replaceAll('-', '_')}`] ? n.upstreams : []), { http: u.http, ws: u.ws }];
+    }
+    config = validateConfig(copy);
+  }
   const storage = await openStorage({ databaseUrl: databaseUrl ?? null, dataDir: opts.dataDir ?? 'memory' });
   const logs: string[] = [];
   const logStream = new Writable({
@@ -73,14 +98,18 @@ export async function startTestApp(opts: TestAppOptions = {}): Promise<TestApp> 
   });
   const app = await buildApp(config, { storage, secrets: opts.secrets ?? TEST_SECRETS, logStream });
   await app.ready();
+  const url = opts.listen ? await app.listen({ host: '127.0.0.1', port: 0 }) : '';
   return {
     app,
     config,
     storage,
+    url,
+    devnet,
     logs,
     close: async () => {
       await app.close();
       await storage.close();
+      await devnet?.stop();
       await dropDb?.();
     },
   };
@@ -105,4 +134,27 @@ export async function registerUser(
   if (res.statusCode !== 200) throw new Error(`register failed: ${res.statusCode} ${res.body}`);
   const { user, tokens } = res.json().data;
   return { id: user.id, email, password, ...tokens, auth: { authorization: `Bearer ${tokens.accessToken}` } };
+}
+
+/** Registers an account and creates one API key; returns the key value and the account. */
+export async function createKey(
+  app: FastifyInstance,
+  payload: { name?: string; networks?: string[]; rateLimit?: number } = {},
+  user?: Awaited<ReturnType<typeof registerUser>>,
+): Promise<{ key: string; id: string; user: Awaited<ReturnType<typeof registerUser>> }> {
+  const u = user ?? (await registerUser(app));
+  const res = await app.inject({ method: 'POST', url: '/api/v1/api-keys', headers: u.auth, payload: { name: 'test key', ...payload } });
+  if (res.statusCode !== 200) throw new Error(`key creation failed: ${res.statusCode} ${res.body}`);
+  return { key: res.json().data.key, id: res.json().data.id, user: u };
+}
+
+/** Makes an account pro (all networks, 1000/min) through the admin route; needs ADMIN_TOKEN in env. */
+export async function setTier(app: FastifyInstance, userId: string, tier: string, adminToken: string): Promise<void> {
+  const res = await app.inject({
+    method: 'PATCH',
+    url: `/api/v1/admin/users/${userId}`,
+    headers: { 'x-admin-token': adminToken },
+    payload: { tier },
+  });
+  if (res.statusCode !== 200) throw new Error(`tier change failed: ${res.statusCode} ${res.body}`);
 }
