@@ -15,6 +15,7 @@ import type { Config } from './config/schema.ts';
 import type { Secrets } from './config/secrets.ts';
 import { installRestErrors } from './errors/handler.ts';
 import { installValidators } from './http/validation.ts';
+import { KeyChangeBus } from './keys/bus.ts';
 import { KeyCache } from './keys/cache.ts';
 import { keyRoutes } from './keys/routes.ts';
 import { KeyService } from './keys/service.ts';
@@ -26,12 +27,21 @@ import { UpstreamPools } from './rpc-proxy/pools.ts';
 import { RpcProxy } from './rpc-proxy/proxy.ts';
 import { rpcRoutes } from './rpc-proxy/routes.ts';
 import type { Storage } from './storage/db.ts';
+import type { Redis } from 'ioredis';
+import { type Limiter, MemoryLimiter } from './metering/limiter.ts';
+import { Meter } from './metering/meter.ts';
+import { RestLimits } from './metering/rest-limits.ts';
+import { RedisLimiter } from './metering/redis-limiter.ts';
+import { usageRoutes } from './usage/routes.ts';
+import { UsageService } from './usage/service.ts';
 
 export interface AppDeps {
   storage: Storage;
   secrets: Secrets;
   /** Probe every network's upstreams from the start (the server); tests probe a network on first use. */
   probeUpstreams?: boolean;
+  /** Shared state across instances (REDIS_URL): limits and key-change events. */
+  redis?: Redis;
   /** Where log lines go (tests read them); default stdout. */
   logStream?: DestinationStream;
   logger?: Logger;
@@ -46,6 +56,7 @@ export interface Services {
   metrics: Metrics;
   keyCache: KeyCache;
   pools: UpstreamPools;
+  usage: UsageService;
 }
 
 declare module 'fastify' {
@@ -67,8 +78,11 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
     genReqId,
     requestIdHeader: false,
     bodyLimit: config.server.bodyLimitBytes,
+    // Keys travel as a path segment (/v1/{network}/{apiKey}); longer ones are refused as keys, not as URLs.
+    routerOptions: { maxParamLength: 512 },
     trustProxy: config.server.trustedProxies.length ? [...config.server.trustedProxies] : false,
-    forceCloseConnections: true,
+    // A graceful stop closes idle keep-alive sockets and lets requests in flight finish.
+    forceCloseConnections: 'idle',
   }).withTypeProvider<TypeBoxTypeProvider>() as unknown as FastifyInstance;
 
   let listeningPort: number | undefined;
@@ -91,12 +105,22 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   const pools = new UpstreamPools(config, logger);
   if (deps.probeUpstreams) pools.startAll();
   const policy = new MethodPolicy({ config, wsHint: 'the WebSocket address /ws/{network}?apiKey=...' });
-  const proxy = new RpcProxy({ config, keys: keyCache, policy, pools, logger });
+  const bus = deps.redis ? await KeyChangeBus.start(deps.redis, keys, keyCache, logger) : undefined;
+  const limiter: Limiter = deps.redis ? new RedisLimiter(deps.redis) : new MemoryLimiter();
+  const meter = new Meter(config, limiter);
+  const usage = new UsageService({ db, config, logger });
+  keys.usage = usage;
+  usage.start();
+  const proxy = new RpcProxy({ config, keys: keyCache, policy, pools, logger, meter, usage });
   app.addHook('onClose', async () => {
+    await bus?.close();
     keyCache.close();
     await pools.close();
+    await limiter.close();
+    // Nothing accepted is lost on a graceful stop: the last counts reach storage (C27).
+    await usage.close();
   });
-  const services: Services = { config, registry, accounts, tokens, keys, metrics, keyCache, pools };
+  const services: Services = { config, registry, accounts, tokens, keys, metrics, keyCache, pools, usage };
   app.decorate('services', services);
 
   app.addHook('onRequest', async (req, reply) => {
@@ -125,17 +149,27 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   await app.register(swaggerUi, { routePrefix: '/docs' });
 
   const checks: ReadinessCheck[] = [{ name: 'storage', check: () => deps.storage.ping() }];
+  const redis = deps.redis;
+  if (redis) checks.push({ name: 'redis', check: async () => void (await redis.ping()) });
   healthRoutes(app, checks, () => pools.report());
   await app.register(rpcRoutes, { config, registry, proxy });
 
+  const restLimits = new RestLimits(config, limiter);
   await app.register(
     async (api) => {
-      await api.register(authRoutes, { accounts, tokens });
-      await api.register(networkRoutes, { registry });
-      if (config.admin.token) await api.register(adminRoutes, { token: config.admin.token, accounts, keys, config });
+      // C17: signed-out REST traffic is limited per client IP...
+      await api.register(async (open) => {
+        open.addHook('onRequest', (req, reply) => restLimits.request(req, reply));
+        await open.register(authRoutes, { accounts, tokens, limits: restLimits });
+        await open.register(networkRoutes, { registry });
+        if (config.admin.token) await open.register(adminRoutes, { token: config.admin.token, accounts, keys, config });
+      });
+      // ...and signed-in traffic per account.
       await api.register(async (protectedScope) => {
         requireBearer(protectedScope, tokens);
+        protectedScope.addHook('preHandler', (req, reply) => restLimits.request(req, reply, req.userId));
         await protectedScope.register(keyRoutes, { keys, accounts, config });
+        await protectedScope.register(usageRoutes, { usage });
       });
     },
     { prefix: API_PREFIX },

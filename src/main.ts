@@ -7,6 +7,8 @@ import { resolveSecrets } from './config/secrets.ts';
 import { type Devnet, startDevnet } from './devnet/devnet.ts';
 import { createLogger } from './ops/logging.ts';
 import { openStorage, type Storage } from './storage/db.ts';
+import { openRedis } from './storage/redis.ts';
+import type { Redis } from 'ioredis';
 
 /** The config with every network's upstream pointed at its local devnet chain (C31). */
 function onDevnet(cfg: Config, devnet: Devnet): Config {
@@ -28,6 +30,7 @@ async function main(): Promise<void> {
 
   let devnet: Devnet | undefined;
   let storage: Storage | undefined;
+  let redis: Redis | undefined;
   let app: FastifyInstance | undefined;
   let stopping = false;
 
@@ -43,6 +46,7 @@ async function main(): Promise<void> {
     try {
       await app?.close(); // stops accepting, finishes in-flight requests, runs onClose hooks
       await storage?.close();
+      redis?.disconnect();
       await devnet?.stop();
       log.info('stopped');
       process.exit(0);
@@ -68,7 +72,8 @@ async function main(): Promise<void> {
     const secrets = resolveSecrets(config);
     storage = await openStorage({ databaseUrl: config.storage.databaseUrl, dataDir: config.storage.dataDir });
     log.info({ storage: storage.kind }, 'storage ready, migrations applied');
-    app = await buildApp(config, { storage, secrets, logger: log, probeUpstreams: true });
+    if (config.redis.url) redis = await openRedis(config.redis.url);
+    app = await buildApp(config, { storage, secrets, logger: log, probeUpstreams: true, ...(redis ? { redis } : {}) });
     const address = await app.listen({ port: config.server.port, host: config.server.host });
     log.info({ address, devnet: config.devnet.enabled }, 'Junction is listening');
   } catch (err) {
@@ -76,6 +81,7 @@ async function main(): Promise<void> {
     else log.error({ err }, 'start failed');
     await app?.close().catch(() => {});
     await storage?.close().catch(() => {});
+    redis?.disconnect();
     await devnet?.stop().catch(() => {});
     process.exit(1);
   }

@@ -1,6 +1,8 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type as T } from '@sinclair/typebox';
+import { HttpError } from '../errors/http.ts';
 import { Email, ErrorResponse, ok } from '../http/schemas.ts';
+import type { RestLimits } from '../metering/rest-limits.ts';
 import { type AccountService, toPublicUser } from './accounts.ts';
 import type { TokenService } from './tokens.ts';
 
@@ -17,10 +19,11 @@ const Password = T.String({ minLength: 8, maxLength: 256 });
 const errors = { 400: ErrorResponse, 401: ErrorResponse, 409: ErrorResponse, 429: ErrorResponse };
 
 /** Register, login, refresh: exempt from the bearer requirement (C6). */
-export const authRoutes: FastifyPluginAsyncTypebox<{ accounts: AccountService; tokens: TokenService }> = async (
-  app,
-  { accounts, tokens },
-) => {
+export const authRoutes: FastifyPluginAsyncTypebox<{
+  accounts: AccountService;
+  tokens: TokenService;
+  limits: RestLimits;
+}> = async (app, { accounts, tokens, limits }) => {
   app.post(
     '/auth/register',
     {
@@ -36,6 +39,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<{ accounts: AccountService; t
     },
     async (req) => {
       // Spec 7: success is 200, creation included.
+      await limits.registration(req); // C17
       const user = await accounts.register(req.body);
       const pair = await tokens.issue(user.id);
       return { success: true as const, data: { user: toPublicUser(user), tokens: pair } };
@@ -53,7 +57,12 @@ export const authRoutes: FastifyPluginAsyncTypebox<{ accounts: AccountService; t
       },
     },
     async (req) => {
-      const user = await accounts.authenticate(req.body.email, req.body.password);
+      // C17: failed logins are limited per (client IP, e-mail).
+      await limits.loginAllowed(req, req.body.email);
+      const user = await accounts.authenticate(req.body.email, req.body.password).catch(async (err: unknown) => {
+        if (err instanceof HttpError && err.code === 'INVALID_CREDENTIALS') await limits.loginFailed(req, req.body.email);
+        throw err;
+      });
       const pair = await tokens.issue(user.id);
       return { success: true as const, data: { user: toPublicUser(user), tokens: pair } };
     },

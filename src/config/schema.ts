@@ -100,6 +100,19 @@ export const ConfigSchema = T.Object(
       },
       { additionalProperties: false },
     ),
+    limits: T.Object(
+      {
+        publicRpcPerMinute: T.Integer({ minimum: 1 }), // requests per sliding minute per client IP on /public (C18)
+        restPerMinute: T.Integer({ minimum: 1 }), // REST requests per sliding minute per account, or per IP unsigned (C17)
+        failedLoginsPerMinute: T.Integer({ minimum: 1 }), // failed logins per minute per (client IP, e-mail) (C17)
+        registrationsPerHour: T.Integer({ minimum: 1 }), // registrations per hour per client IP (C17)
+      },
+      { additionalProperties: false },
+    ),
+    usage: T.Object(
+      { flushIntervalMs: T.Integer({ minimum: 100, maximum: 2000 }) }, // ms between usage flushes to storage (C27: visible within 5 s)
+      { additionalProperties: false },
+    ),
     rpc: T.Object(
       {
         maxBatchSize: T.Integer({ minimum: 1, maximum: 10000 }), // items per JSON-RPC batch (C23)

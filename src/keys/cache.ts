@@ -65,6 +65,12 @@ export class KeyCache {
     this.#entries.clear();
   }
 
+  /** Forget every cached lookup (after changes may have been missed). */
+  clear(): void {
+    this.#generation++;
+    this.#entries.clear();
+  }
+
   /**
    * The usable key for `apiKey`, or the JSON-RPC error to answer: -32001 unknown, deleted or
    * inactive; -32002 revoked or expired (C20).

@@ -69,7 +69,7 @@ export class KeyService {
   readonly #cfg: Config;
   readonly #registry: NetworkRegistry;
   readonly #cipher: KeyCipher;
-  readonly #listeners = new Set<(c: KeyChange) => void>();
+  readonly #listeners = new Set<(c: KeyChange, remote: boolean) => void>();
   usage: KeyUsageReader = NO_USAGE;
 
   constructor(deps: { db: Db; config: Config; registry: NetworkRegistry; encryptionSecret: string }) {
@@ -80,13 +80,14 @@ export class KeyService {
   }
 
   /** Subscribe to key changes; returns the unsubscribe function. */
-  onChange(listener: (c: KeyChange) => void): () => void {
+  onChange(listener: (c: KeyChange, remote: boolean) => void): () => void {
     this.#listeners.add(listener);
     return () => this.#listeners.delete(listener);
   }
 
-  emit(change: KeyChange): void {
-    for (const l of this.#listeners) l(change);
+  /** `remote`: the change was made on another instance and arrived over the bus (C20). */
+  emit(change: KeyChange, remote = false): void {
+    for (const l of this.#listeners) l(change, remote);
   }
 
   decryptKey(row: KeyRow): string {

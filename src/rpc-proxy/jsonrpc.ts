@@ -7,8 +7,6 @@ export interface RpcCall {
   id: RpcId | undefined;
   method: string;
   params: unknown;
-  /** The item as the client sent it, re-sent unchanged when forwarded in a batch. */
-  raw: Record<string, unknown>;
 }
 
 export type RpcItem = { call: RpcCall; error?: undefined } | { call?: undefined; id: RpcId; error: RpcError };
@@ -28,20 +26,20 @@ export function parseItem(x: unknown): RpcItem {
   if (typeof o.method !== 'string' || o.method.length === 0 || o.method.length > 128) {
     return { id, error: new InvalidRequestError('Invalid request: "method" must be a non-empty string') };
   }
-  if (o.params !== undefined && (typeof o.params !== 'object' || o.params === null)) {
+  // `params: null` is accepted as "no params", as geth does.
+  if (o.params !== undefined && o.params !== null && typeof o.params !== 'object') {
     return { id, error: new InvalidRequestError('Invalid request: "params" must be an array or an object') };
   }
-  return { call: { id: hasId ? (o.id as RpcId) : undefined, method: o.method, params: o.params, raw: o } };
+  return { call: { id: hasId ? (o.id as RpcId) : undefined, method: o.method, params: o.params } };
 }
 
-/** A JSON-RPC error response object (C22: `data` carries machine-readable details). */
-export function errorObject(id: RpcId | undefined, err: RpcError): { jsonrpc: '2.0'; id: RpcId; error: ReturnType<RpcError['toJSON']> } {
-  return { jsonrpc: '2.0', id: id ?? null, error: err.toJSON() };
+
+/** An error response with the id given as JSON text, exactly as the client wrote it (C23). */
+export function errorText(idText: string, err: RpcError): string {
+  return `{"jsonrpc":"2.0","id":${idText},"error":${JSON.stringify(err.toJSON())}}`;
 }
 
-export function resultObject(id: RpcId, result: unknown): { jsonrpc: '2.0'; id: RpcId; result: unknown } {
-  return { jsonrpc: '2.0', id, result };
+/** A result response with the id given as JSON text. */
+export function resultText(idText: string, result: unknown): string {
+  return `{"jsonrpc":"2.0","id":${idText},"result":${JSON.stringify(result) ?? 'null'}}`;
 }
-
-/** A key for matching answers to calls by id: 1 and "1" are different ids. */
-export const idKey = (id: unknown): string => (typeof id === 'string' ? `s:${id}` : `n:${String(id)}`);

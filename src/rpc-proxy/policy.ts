@@ -6,10 +6,10 @@ const NEVER: Array<[RegExp, string]> = [
   [/^(eth_accounts|eth_sign|eth_signTransaction|eth_sendTransaction|eth_signTypedData(_v\d)?)$/, 'needs an account held by the node; sign in your app and use eth_sendRawTransaction'],
   [/^personal_/, 'needs an account held by the node; sign in your app and use eth_sendRawTransaction'],
   [/^(anvil|hardhat|evm)_/, 'is a devnet control method and is not available through the gateway'],
+  [/^(admin|miner)_/, 'controls the node and is not available'],
 ];
 // Refused unless the plan's `methods.planExtras` lists them.
 const GATED: Array<[RegExp, string]> = [
-  [/^(admin|miner)_/, 'controls the node and is not available'],
   [/^txpool_/, 'is not enabled for this plan'],
   [/^(debug|trace)_/, 'is not enabled for this plan'],
 ];

@@ -2,7 +2,8 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { NetworkRegistry } from '../chains/registry.ts';
 import type { Config } from '../config/schema.ts';
 import { InternalRpcError, InvalidApiKeyError, InvalidRequestError, type RpcError, UnknownNetworkError } from '../errors/rpc.ts';
-import { errorObject } from './jsonrpc.ts';
+import { errorText } from './jsonrpc.ts';
+import { idText } from './lossless.ts';
 import { type RpcProxy, type RpcReply, type RpcRequest, UNPARSABLE } from './proxy.ts';
 
 declare module 'fastify' {
@@ -39,11 +40,11 @@ export async function rpcRoutes(
     let e: RpcError;
     if (err.code === 'FST_ERR_CTP_BODY_TOO_LARGE' || err.statusCode === 413) {
       e = new InvalidRequestError(`Request body is larger than ${config.server.bodyLimitBytes} bytes`);
-      return reply.status(413).type('application/json').send(JSON.stringify(errorObject(null, e)));
+      return reply.status(413).type('application/json').send(errorText('null', e));
     }
     req.log.error({ err }, 'rpc request failed');
     e = new InternalRpcError('Internal error');
-    return reply.status(e.httpStatus).type('application/json').send(JSON.stringify(errorObject(null, e)));
+    return reply.status(e.httpStatus).type('application/json').send(errorText('null', e));
   });
 
   // Browser dapps call the RPC addresses directly (CORS).
@@ -72,6 +73,7 @@ export async function rpcRoutes(
 
   const routeOpts = { schema: { hide: true }, ...(config.rpc.accessLog ? {} : { logLevel: 'warn' as const }) };
   const send = (reply: FastifyReply, r: RpcReply) => {
+    if (r.headers) reply.headers(r.headers);
     if (r.body === null) return reply.status(204).send();
     return reply.status(r.status).type('application/json').send(r.body);
   };
@@ -80,6 +82,7 @@ export async function rpcRoutes(
     apiKey,
     parsed: req.body === undefined ? UNPARSABLE : req.body,
     raw: req.rawBody ?? Buffer.alloc(0),
+    ip: req.ip,
   });
   const unknownNetwork = (what: string) =>
     new UnknownNetworkError(`Unknown network: ${what}`, { data: { networks: registry.all.map((n) => n.slug) } });
@@ -98,7 +101,9 @@ export async function rpcRoutes(
 
   app.post<{ Params: { network: string } }>('/v1/:network', routeOpts, async (req, reply) => {
     const err = new InvalidApiKeyError('Invalid or inactive API key: append /{apiKey} to the address');
-    return send(reply, { status: err.httpStatus, body: JSON.stringify(errorObject(null, err)) });
+    const single = req.body !== UNPARSABLE && typeof req.body === 'object' && req.body !== null && !Array.isArray(req.body);
+    const id = single && req.rawBody ? idText(req.rawBody.toString('utf8')) : 'null';
+    return send(reply, { status: err.httpStatus, body: errorText(id, err) });
   });
 
   app.post('/public/main', routeOpts, async (req, reply) => {

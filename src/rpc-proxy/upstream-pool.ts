@@ -251,9 +251,11 @@ export class UpstreamPool {
    *
    * @throws NoUpstreamError when no upstream answered within `totalTimeoutMs`.
    */
-  async forward(body: string | Buffer, methods: readonly string[]): Promise<ForwardResult> {
+  async forward(body: string | Buffer, methods: readonly string[], opts: { expectAnswer?: boolean } = {}): Promise<ForwardResult> {
+    // Notifications only: nodes answer 2xx with an empty body, which is a success here.
+    const quiet = opts.expectAnswer === false;
     const { value, upstream } = await this.send(body, methods, (status, buf) =>
-      looksLikeJsonRpc(buf) ? { status, body: buf } : undefined,
+      looksLikeJsonRpc(buf) || (quiet && status >= 200 && status < 300) ? { status, body: buf } : undefined,
     );
     return { ...value, upstream };
   }

@@ -5,7 +5,8 @@ import { registerUser, startTestApp, type TestApp } from '../support/app.ts';
 describe('operations: logs, metrics, health, docs (C3)', () => {
   let t: TestApp;
   before(async () => {
-    t = await startTestApp({ env: { LOG_LEVEL: 'trace' } });
+    // RPC access lines on, so the redaction of keys in URLs is exercised.
+    t = await startTestApp({ env: { LOG_LEVEL: 'trace' }, overrides: { rpc: { accessLog: true } } });
   });
   after(() => t.close());
 

@@ -7,7 +7,8 @@ import { loadConfig, validateConfig } from '../../src/config/load.ts';
 import type { Config } from '../../src/config/schema.ts';
 import { type Devnet, startDevnet } from '../../src/devnet/devnet.ts';
 import { openStorage, type Storage } from '../../src/storage/db.ts';
-import { PG_ADMIN_URL } from './services.ts';
+import { openRedis } from '../../src/storage/redis.ts';
+import { PG_ADMIN_URL, REDIS_URL } from './services.ts';
 
 /** A throwaway PostgreSQL database, dropped by `drop()`. */
 export async function createTestDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
@@ -56,7 +57,11 @@ export interface TestAppOptions {
   devnetNetworks?: string[];
   /** Listen on 127.0.0.1 with a free port (for real clients). */
   listen?: boolean;
+  /** Share state through the local Redis (TEST_REDIS_URL), as REDIS_URL does. */
+  redis?: boolean;
 }
+
+const GENEROUS_REST_LIMITS = { restPerMinute: 100_000, failedLoginsPerMinute: 1_000, registrationsPerHour: 100_000 };
 
 export const TEST_SECRETS = {
   jwtSecret: 'test-jwt-secret-0123456789abcdef0123456789',
@@ -72,7 +77,9 @@ export async function startTestApp(opts: TestAppOptions = {}): Promise<TestApp> 
     databaseUrl = db.url;
     dropDb = db.drop;
   }
-  let config = loadConfig({ env: { LOG_LEVEL: 'info', ...opts.env }, overrides: opts.overrides ?? {} });
+  // Tests make many accounts from one address: generous REST limits unless a test sets its own.
+  const overrides = { ...opts.overrides, limits: { ...GENEROUS_REST_LIMITS, ...(opts.overrides?.limits as object | undefined) } };
+  let config = loadConfig({ env: { LOG_LEVEL: 'info', ...opts.env }, overrides });
   let devnet: Devnet | undefined;
   if (opts.devnet) {
     const wanted = new Set(opts.devnetNetworks ?? config.networks.map((n) => n.slug));
@@ -96,7 +103,8 @@ export async function startTestApp(opts: TestAppOptions = {}): Promise<TestApp> 
       cb();
     },
   });
-  const app = await buildApp(config, { storage, secrets: opts.secrets ?? TEST_SECRETS, logStream });
+  const redis = opts.redis ? await openRedis(REDIS_URL) : undefined;
+  const app = await buildApp(config, { storage, secrets: opts.secrets ?? TEST_SECRETS, logStream, ...(redis ? { redis } : {}) });
   await app.ready();
   const url = opts.listen ? await app.listen({ host: '127.0.0.1', port: 0 }) : '';
   return {
@@ -109,6 +117,7 @@ export async function startTestApp(opts: TestAppOptions = {}): Promise<TestApp> 
     close: async () => {
       await app.close();
       await storage.close();
+      redis?.disconnect();
       await devnet?.stop();
       await dropDb?.();
     },

@@ -1,0 +1,59 @@
+import { randomUUID } from 'node:crypto';
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import type { KeyCache } from './cache.ts';
+import type { KeyChange, KeyService } from './service.ts';
+
+const CHANNEL = 'junction:key-changes';
+
+/**
+ * Carries key changes between instances over Redis pub/sub (C20: honoured by every instance
+ * within 1 s). Local changes are published; changes from other instances are replayed locally,
+ * which evicts them from this instance's key cache. After a lost connection the whole cache is
+ * dropped, since changes may have been missed meanwhile.
+ */
+export class KeyChangeBus {
+  readonly #sub: Redis;
+  readonly #pub: Redis;
+  readonly #origin = randomUUID();
+  readonly #off: () => void;
+
+  private constructor(pub: Redis, sub: Redis, keys: KeyService, cache: KeyCache, log: Logger) {
+    this.#pub = pub;
+    this.#sub = sub;
+    this.#off = keys.onChange((change, remote) => {
+      if (remote) return;
+      pub.publish(CHANNEL, JSON.stringify({ origin: this.#origin, change })).catch((err: Error) => {
+        log.warn({ error: err.message }, 'could not publish a key change; other instances see it when their cache entry expires');
+      });
+    });
+    sub.on('message', (_channel: string, message: string) => {
+      try {
+        const { origin, change } = JSON.parse(message) as { origin: string; change: KeyChange };
+        if (origin !== this.#origin) keys.emit(change, true);
+      } catch {
+        log.warn('ignored a malformed key-change message');
+      }
+    });
+    let connectedOnce = false;
+    sub.on('ready', () => {
+      if (connectedOnce) cache.clear();
+      connectedOnce = true;
+    });
+  }
+
+  static async start(redis: Redis, keys: KeyService, cache: KeyCache, log: Logger): Promise<KeyChangeBus> {
+    // A subscribed connection can do nothing else: a dedicated one (with its offline queue, so the
+    // subscription is restored after a reconnect).
+    const sub = redis.duplicate({ enableOfflineQueue: true, lazyConnect: true });
+    sub.on('error', () => {});
+    await sub.connect();
+    await sub.subscribe(CHANNEL);
+    return new KeyChangeBus(redis, sub, keys, cache, log);
+  }
+
+  async close(): Promise<void> {
+    this.#off();
+    this.#sub.disconnect();
+  }
+}

@@ -1,0 +1,158 @@
+/**
+ * The limiter contract (C12): a set of checks consumed all together or not at all. One
+ * implementation keeps state in process (one instance), the other in Redis (many instances, one
+ * Lua script per request). Both are exercised by the same test suite.
+ */
+
+/** Requests within any `windowMs` (a sliding log: exact, no 2x at window edges). */
+export interface WindowCheck {
+  kind: 'window';
+  key: string;
+  limit: number;
+  windowMs: number;
+  cost: number;
+}
+
+/** A running total that resets at `resetAt` (epoch ms): daily requests, monthly compute units. */
+export interface CounterCheck {
+  kind: 'counter';
+  key: string;
+  limit: number;
+  resetAt: number;
+  cost: number;
+}
+
+export type Check = WindowCheck | CounterCheck;
+
+export interface CheckState {
+  /** Whether this check alone would have admitted the cost. */
+  allowed: boolean;
+  /** Left after this request (after consuming, when the whole request was admitted). */
+  remaining: number;
+  /** Epoch ms: when the oldest counted request leaves the window (window) or the period ends (counter). */
+  resetAt: number;
+  /** Ms until this check would admit the cost; 0 when it does now. */
+  retryAfterMs: number;
+}
+
+export interface ConsumeResult {
+  /** True when every check admitted its cost and all were consumed; false: nothing was consumed. */
+  allowed: boolean;
+  states: CheckState[];
+}
+
+export interface Limiter {
+  consume(checks: readonly Check[]): Promise<ConsumeResult>;
+  close(): Promise<void>;
+}
+
+/** A deque of timestamps (ascending) for one sliding window. */
+class TimeLog {
+  ts: number[] = [];
+  head = 0;
+  get size(): number {
+    return this.ts.length - this.head;
+  }
+  at(i: number): number {
+    return this.ts[this.head + i] as number;
+  }
+  prune(before: number): void {
+    while (this.head < this.ts.length && (this.ts[this.head] as number) <= before) this.head++;
+    if (this.head > 1024 && this.head * 2 > this.ts.length) {
+      this.ts = this.ts.slice(this.head);
+      this.head = 0;
+    }
+  }
+  add(now: number, n: number): void {
+    for (let i = 0; i < n; i++) this.ts.push(now);
+  }
+}
+
+/** State in this process: right for one instance (REDIS_URL unset). Atomic: it never awaits. */
+export class MemoryLimiter implements Limiter {
+  readonly #logs = new Map<string, TimeLog>();
+  readonly #counters = new Map<string, { value: number; resetAt: number }>();
+  readonly #sweep: NodeJS.Timeout;
+  readonly #now: () => number;
+
+  constructor(opts: { now?: () => number; sweepMs?: number } = {}) {
+    this.#now = opts.now ?? Date.now;
+    // Forget idle keys so memory follows the active callers, not every caller ever seen.
+    this.#sweep = setInterval(() => this.#collect(), opts.sweepMs ?? 60_000);
+    this.#sweep.unref();
+  }
+
+  async consume(checks: readonly Check[]): Promise<ConsumeResult> {
+    return this.consumeSync(checks);
+  }
+
+  consumeSync(checks: readonly Check[]): ConsumeResult {
+    const now = this.#now();
+    let allowed = true;
+    const before: number[] = [];
+    for (const c of checks) {
+      let used: number;
+      if (c.kind === 'window') {
+        const log = this.#logs.get(c.key);
+        log?.prune(now - c.windowMs);
+        used = log?.size ?? 0;
+      } else {
+        const ctr = this.#counters.get(c.key);
+        used = ctr && ctr.resetAt > now ? ctr.value : 0;
+      }
+      before.push(used);
+      if (used + c.cost > c.limit) allowed = false;
+    }
+    const states = checks.map((c, i) => {
+      const used = before[i] as number;
+      const fits = used + c.cost <= c.limit;
+      if (c.kind === 'window') {
+        let log = this.#logs.get(c.key);
+        if (allowed && c.cost > 0) {
+          if (!log) {
+            log = new TimeLog();
+            this.#logs.set(c.key, log);
+          }
+          log.add(now, c.cost);
+        }
+        const after = allowed ? used + c.cost : used;
+        const resetAt = log && log.size > 0 ? log.at(0) + c.windowMs : now;
+        let retryAfterMs = 0;
+        if (!fits) {
+          const mustLeave = used + c.cost - c.limit;
+          retryAfterMs = c.cost > c.limit || !log ? c.windowMs : Math.max(1, log.at(mustLeave - 1) + c.windowMs - now);
+        }
+        return { allowed: fits, remaining: Math.max(0, c.limit - after), resetAt, retryAfterMs };
+      }
+      let ctr = this.#counters.get(c.key);
+      if (allowed && c.cost > 0) {
+        if (!ctr || ctr.resetAt <= now) {
+          ctr = { value: 0, resetAt: c.resetAt };
+          this.#counters.set(c.key, ctr);
+        }
+        ctr.value += c.cost;
+      }
+      const after = allowed ? used + c.cost : used;
+      return {
+        allowed: fits,
+        remaining: Math.max(0, c.limit - after),
+        resetAt: c.resetAt,
+        retryAfterMs: fits ? 0 : Math.max(1, c.resetAt - now),
+      };
+    });
+    return { allowed, states };
+  }
+
+  #collect(): void {
+    const now = this.#now();
+    for (const [k, log] of this.#logs) {
+      // Windows are at most a day long here; a log whose newest entry is older than that is idle.
+      if (log.size === 0 || (log.ts[log.ts.length - 1] as number) < now - 86_400_000) this.#logs.delete(k);
+    }
+    for (const [k, c] of this.#counters) if (c.resetAt <= now) this.#counters.delete(k);
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.#sweep);
+  }
+}

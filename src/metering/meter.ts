@@ -1,0 +1,118 @@
+import type { Config } from '../config/schema.ts';
+import { QuotaExceededError, RateLimitedError, type RpcError } from '../errors/rpc.ts';
+import type { ResolvedKey } from '../keys/cache.ts';
+import type { Check, CheckState, Limiter } from './limiter.ts';
+import { currentPeriods } from './periods.ts';
+
+const MINUTE_MS = 60_000;
+
+/** Who is being metered: a key (its account's plan) or, on the public endpoint, a client IP. */
+export type Metered = { key: ResolvedKey } | { ip: string };
+
+export interface MeterOutcome {
+  /** null: admitted (and consumed, when the cost was > 0). */
+  error: RpcError | null;
+  /** The four C13 headers, plus Retry-After on a refusal. */
+  headers: Record<string, string>;
+}
+
+type Role = 'keyRate' | 'accountRate' | 'daily' | 'monthly' | 'ipRate';
+
+/**
+ * Applies the limits of C9–C13 and C18 to RPC traffic: the key's own rate, the account's plan
+ * rate (shared by its keys; the tighter answers), the daily request quota and the monthly
+ * compute units. One `consume` per request, all checks together.
+ */
+export class Meter {
+  readonly #limiter: Limiter;
+  readonly #publicPerMinute: number;
+
+  constructor(config: Config, limiter: Limiter) {
+    this.#limiter = limiter;
+    this.#publicPerMinute = config.limits.publicRpcPerMinute;
+  }
+
+  /**
+   * Consumes `requests` (batch items count one each, C10) and `computeUnits`; a cost of 0 only
+   * reads the state for the headers. All or nothing: a refused request consumes nothing.
+   */
+  async rpc(who: Metered, requests: number, computeUnits: number): Promise<MeterOutcome> {
+    const checks: Check[] = [];
+    const roles: Role[] = [];
+    let perMinute = -1;
+    if ('ip' in who) {
+      checks.push({ kind: 'window', key: `ip:${who.ip}`, limit: this.#publicPerMinute, windowMs: MINUTE_MS, cost: requests });
+      roles.push('ipRate');
+      perMinute = this.#publicPerMinute;
+    } else {
+      const { key } = who;
+      const plan = key.limits;
+      const p = currentPeriods();
+      if (key.rateLimit !== null && (plan.requestsPerMinute === null || key.rateLimit < plan.requestsPerMinute)) {
+        checks.push({ kind: 'window', key: `k:${key.keyId}`, limit: key.rateLimit, windowMs: MINUTE_MS, cost: requests });
+        roles.push('keyRate');
+      }
+      if (plan.requestsPerMinute !== null) {
+        checks.push({ kind: 'window', key: `a:${key.userId}`, limit: plan.requestsPerMinute, windowMs: MINUTE_MS, cost: requests });
+        roles.push('accountRate');
+      }
+      perMinute = Math.min(key.rateLimit ?? Number.POSITIVE_INFINITY, plan.requestsPerMinute ?? Number.POSITIVE_INFINITY);
+      if (perMinute === Number.POSITIVE_INFINITY) perMinute = -1;
+      if (plan.dailyLimit !== null) {
+        checks.push({ kind: 'counter', key: `d:${key.userId}:${p.day}`, limit: plan.dailyLimit, resetAt: p.dayEndsAt, cost: requests });
+        roles.push('daily');
+      }
+      if (plan.monthlyComputeUnits !== null) {
+        checks.push({
+          kind: 'counter',
+          key: `cu:${key.userId}:${p.month}`,
+          limit: plan.monthlyComputeUnits,
+          resetAt: p.monthEndsAt,
+          cost: computeUnits,
+        });
+        roles.push('monthly');
+      }
+    }
+    const result = await this.#limiter.consume(checks);
+    return this.#outcome(result.allowed, result.states, roles, perMinute);
+  }
+
+  #outcome(allowed: boolean, states: CheckState[], roles: Role[], perMinute: number): MeterOutcome {
+    let remaining = -1;
+    let resetAt = 0;
+    let cuRemaining = -1;
+    states.forEach((s, i) => {
+      const role = roles[i];
+      if (role === 'monthly') cuRemaining = s.remaining;
+      else if (role !== 'daily' && (remaining === -1 || s.remaining < remaining)) {
+        remaining = s.remaining;
+        // C13: when one more request is allowed again, or when the window's oldest request leaves.
+        resetAt = s.remaining === 0 ? Date.now() + Math.max(s.retryAfterMs, 1) : s.resetAt;
+      }
+    });
+    const headers: Record<string, string> = {
+      'x-ratelimit-limit': String(perMinute),
+      'x-ratelimit-remaining': String(remaining),
+      'x-ratelimit-reset': String(remaining === -1 ? -1 : Math.ceil(resetAt / 1000)),
+      'x-cu-remaining': String(cuRemaining),
+    };
+    if (allowed) return { error: null, headers };
+
+    // Quotas first: waiting a minute does not help when the day's or month's quota is spent.
+    let failing = states.findIndex((s, i) => !s.allowed && (roles[i] === 'daily' || roles[i] === 'monthly'));
+    if (failing === -1) failing = states.findIndex((s) => !s.allowed);
+    const s = states[failing] as CheckState;
+    const role = roles[failing] as Role;
+    const retryAfter = Math.max(1, Math.ceil(s.retryAfterMs / 1000));
+    headers['retry-after'] = String(retryAfter);
+    const error =
+      role === 'daily' || role === 'monthly'
+        ? new QuotaExceededError(role === 'daily' ? 'Daily request limit exceeded' : 'Monthly compute unit limit exceeded', {
+            data: { retryAfter, limit: role === 'daily' ? 'daily' : 'monthly' },
+          })
+        : new RateLimitedError('Rate limit exceeded', {
+            data: { retryAfter, limit: role === 'keyRate' ? 'key' : role === 'accountRate' ? 'plan' : 'ip' },
+          });
+    return { error, headers };
+  }
+}

@@ -1,0 +1,96 @@
+/**
+ * Reading JSON text without re-encoding it: the spans of a batch's elements and of an object's
+ * top-level "id". The gateway answers with ids exactly as the client wrote them (C23: 2^53+1
+ * stays 2^53+1) and passes node answers on byte for byte. Input is JSON that JSON.parse accepted.
+ */
+
+const WS = new Set([0x20, 0x0a, 0x0d, 0x09]);
+
+function skipWs(t: string, i: number): number {
+  while (i < t.length && WS.has(t.charCodeAt(i))) i++;
+  return i;
+}
+
+/** Index just past the JSON value that starts at `i`. */
+export function skipValue(t: string, i: number): number {
+  const c = t.charCodeAt(i);
+  if (c === 0x22) {
+    // string
+    for (let j = i + 1; j < t.length; j++) {
+      const d = t.charCodeAt(j);
+      if (d === 0x5c) j++;
+      else if (d === 0x22) return j + 1;
+    }
+    return t.length;
+  }
+  if (c === 0x7b || c === 0x5b) {
+    let depth = 0;
+    for (let j = i; j < t.length; j++) {
+      const d = t.charCodeAt(j);
+      if (d === 0x22) j = skipValue(t, j) - 1;
+      else if (d === 0x7b || d === 0x5b) depth++;
+      else if (d === 0x7d || d === 0x5d) {
+        depth--;
+        if (depth === 0) return j + 1;
+      }
+    }
+    return t.length;
+  }
+  // number, true, false, null
+  let j = i;
+  while (j < t.length) {
+    const d = t.charCodeAt(j);
+    if (d === 0x2c || d === 0x7d || d === 0x5d || WS.has(d)) break;
+    j++;
+  }
+  return j;
+}
+
+/** The text of each element of the top-level array in `t`. */
+export function arrayElements(t: string): string[] {
+  const out: string[] = [];
+  let i = skipWs(t, 0);
+  if (t.charCodeAt(i) !== 0x5b) return out;
+  i = skipWs(t, i + 1);
+  if (t.charCodeAt(i) === 0x5d) return out;
+  while (i < t.length) {
+    const end = skipValue(t, i);
+    out.push(t.slice(i, end));
+    i = skipWs(t, end);
+    if (t.charCodeAt(i) !== 0x2c) break;
+    i = skipWs(t, i + 1);
+  }
+  return out;
+}
+
+/** Start and end of the value of the top-level `"id"` of the object text `t`, or null. */
+export function idSpan(t: string): [number, number] | null {
+  let i = skipWs(t, 0);
+  if (t.charCodeAt(i) !== 0x7b) return null;
+  i = skipWs(t, i + 1);
+  while (i < t.length && t.charCodeAt(i) === 0x22) {
+    const keyEnd = skipValue(t, i);
+    const isId = keyEnd - i === 4 && t.startsWith('"id"', i);
+    i = skipWs(t, keyEnd);
+    if (t.charCodeAt(i) !== 0x3a) return null;
+    const valStart = skipWs(t, i + 1);
+    const valEnd = skipValue(t, valStart);
+    if (isId) return [valStart, valEnd];
+    i = skipWs(t, valEnd);
+    if (t.charCodeAt(i) !== 0x2c) return null;
+    i = skipWs(t, i + 1);
+  }
+  return null;
+}
+
+/** The `id` of an object text exactly as written, or `null` when it has none. */
+export function idText(t: string): string {
+  const span = idSpan(t);
+  return span ? t.slice(span[0], span[1]) : 'null';
+}
+
+/** The object text with its top-level id replaced by `id` (text); unchanged when it has none. */
+export function withId(t: string, id: string): string {
+  const span = idSpan(t);
+  return span ? t.slice(0, span[0]) + id + t.slice(span[1]) : t;
+}

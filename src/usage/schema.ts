@@ -1,0 +1,28 @@
+import { bigint, date, index, pgTable, primaryKey, text } from 'drizzle-orm/pg-core';
+import { users } from '../auth/schema.ts';
+
+/**
+ * Usage counts per (account, key, network, method, UTC day) (C21, C27), written in batches by
+ * `UsageService`. `key_id` has no foreign key on purpose: a deleted key's rows stay, so the
+ * account's statistics still count what it used; an account deleted takes its rows with it.
+ */
+export const usageDaily = pgTable(
+  'usage_daily',
+  {
+    userId: text('user_id')
+      .notNull()
+      .references(() => users.id, { onDelete: 'cascade' }),
+    keyId: text('key_id').notNull(),
+    network: text('network').notNull(),
+    method: text('method').notNull(),
+    day: date('day', { mode: 'string' }).notNull(),
+    requests: bigint('requests', { mode: 'number' }).notNull().default(0),
+    computeUnits: bigint('compute_units', { mode: 'number' }).notNull().default(0),
+  },
+  (t) => [
+    // The upsert's conflict target; its (user, key, day) prefix also serves the key list and apiKeyId filter.
+    primaryKey({ name: 'usage_daily_pkey', columns: [t.userId, t.keyId, t.day, t.network, t.method] }),
+    // Account-wide statistics over a date range.
+    index('usage_daily_user_day_idx').on(t.userId, t.day),
+  ],
+);

@@ -1,0 +1,300 @@
+import { and, eq, gte, inArray, lte, type SQL, sql } from 'drizzle-orm';
+import type { Logger } from 'pino';
+import type { Config } from '../config/schema.ts';
+import type { KeyUsageReader } from '../keys/service.ts';
+import { currentPeriods } from '../metering/periods.ts';
+import type { Db } from '../storage/db.ts';
+import { usageDaily } from './schema.ts';
+import type { UsageEvent, UsageSink } from './sink.ts';
+
+/*
+ * What a hard crash can lose (README):
+ * Usage is counted in memory and written to storage in batches every `usage.flushIntervalMs`
+ * (2 s by default) and once more on a graceful stop (SIGTERM). A hard crash (kill -9, power
+ * loss, out of memory) loses the counts recorded since the last successful flush: at most one
+ * flush interval of usage statistics, the key list's usage counts and `lastUsedAt` (more only if
+ * storage was already failing, since failed batches are kept in memory and retried). Rate limits
+ * and quotas are not affected: they are enforced by the limiter, not by these counts.
+ */
+
+/** Rows per INSERT/UPDATE statement: 7 parameters a row stays far below PostgreSQL's 65,535. */
+const CHUNK = 1000;
+// Stored as text in PostgreSQL: no NUL or control characters (a plan's `debug_*` allows any suffix).
+const UNSAFE_METHOD_CHARS = /[^\x20-\x7e]/g;
+
+interface Entry {
+  userId: string;
+  keyId: string;
+  network: string;
+  method: string;
+  day: string;
+  requests: number;
+  computeUnits: number;
+}
+
+/** Counts not yet in storage: by (account, key, network, day, method), and each key's latest use. */
+interface Pending {
+  counts: Map<string, Entry>;
+  lastUsed: Map<string, number>;
+}
+
+const emptyPending = (): Pending => ({ counts: new Map(), lastUsed: new Map() });
+
+/** Per-day and per-month request counts of one key (C21). */
+export interface KeyUsage {
+  daily: number;
+  monthly: number;
+}
+
+export interface StatsQuery {
+  userId: string;
+  /** Inclusive UTC days, YYYY-MM-DD. */
+  start: string;
+  end: string;
+  keyId?: string | undefined;
+  network?: string | undefined;
+}
+
+/** What `GET /usage/stats` answers (spec: Usage statistics; C27), `totalComputeUnits` beyond the spec. */
+export interface UsageStats {
+  period: { start: string; end: string };
+  totalRequests: number;
+  totalComputeUnits: number;
+  requestsByNetwork: Record<string, number>;
+  requestsByMethod: Record<string, number>;
+  dailyBreakdown: Array<{ date: string; requests: number }>;
+}
+
+/**
+ * Usage (C21, C27): `record` only adds to an in-memory aggregate keyed by (account, key, network,
+ * method, UTC day); a timer writes it to storage in batches every `usage.flushIntervalMs`, and
+ * `close` writes what is left. A failed batch is merged back and retried with the next one.
+ */
+export class UsageService implements UsageSink, KeyUsageReader {
+  readonly #db: Db;
+  readonly #log: Logger;
+  readonly #intervalMs: number;
+  readonly #networks: ReadonlySet<string>;
+  #pending: Pending = emptyPending();
+  #timer: NodeJS.Timeout | undefined;
+  /** The flush under way, if any: flushes never overlap. */
+  #inFlight: Promise<void> | undefined;
+
+  constructor(deps: { db: Db; config: Config; logger: Logger }) {
+    this.#db = deps.db;
+    this.#log = deps.logger;
+    this.#intervalMs = deps.config.usage.flushIntervalMs;
+    this.#networks = new Set(deps.config.networks.map((n) => n.slug));
+  }
+
+  /** Whether `slug` is a configured network (the stats filter rejects others, as C16 does). */
+  hasNetwork(slug: string): boolean {
+    return this.#networks.has(slug);
+  }
+
+  /** One admitted call (C10: batch items one by one). Never waits on storage. */
+  record(event: UsageEvent): void {
+    const now = Date.now();
+    const day = currentPeriods(now).day;
+    const method = event.method.replace(UNSAFE_METHOD_CHARS, '?');
+    // Method last: the other parts never contain '|', so the key is unambiguous.
+    const id = `${event.userId}|${event.keyId}|${event.network}|${day}|${method}`;
+    const entry = this.#pending.counts.get(id);
+    if (entry) {
+      entry.requests += 1;
+      entry.computeUnits += event.computeUnits;
+    } else {
+      this.#pending.counts.set(id, { userId: event.userId, keyId: event.keyId, network: event.network, method, day, requests: 1, computeUnits: event.computeUnits });
+    }
+    const last = this.#pending.lastUsed.get(event.keyId);
+    if (last === undefined || now > last) this.#pending.lastUsed.set(event.keyId, now);
+  }
+
+  /** Starts the periodic flush; the timer does not keep the process alive. */
+  start(): void {
+    if (this.#timer) return;
+    this.#timer = setInterval(() => {
+      // A slow flush is not stacked on: the next tick takes over what accumulated meanwhile.
+      if (!this.#inFlight) this.flush().catch(() => {});
+    }, this.#intervalMs);
+    this.#timer.unref();
+  }
+
+  /**
+   * Writes what was recorded before this call, after any flush under way. Rejects when storage
+   * fails; the counts are then kept for the next flush.
+   */
+  flush(): Promise<void> {
+    // Queued behind the flush under way; else the swap happens now, before this returns.
+    const run = this.#inFlight ? this.#inFlight.catch(() => {}).then(() => this.#flushOnce()) : this.#flushOnce();
+    this.#inFlight = run;
+    const clear = () => {
+      if (this.#inFlight === run) this.#inFlight = undefined;
+    };
+    run.then(clear, clear);
+    return run;
+  }
+
+  /** Stops the timer and writes what is left (the SIGTERM path). */
+  async close(): Promise<void> {
+    if (this.#timer) clearInterval(this.#timer);
+    this.#timer = undefined;
+    try {
+      await this.flush();
+    } catch {
+      const rows = this.#pending.counts.size;
+      this.#log.error({ rows }, 'usage counts could not be stored at shutdown and are lost');
+    }
+  }
+
+  /** Rows waiting for the next flush (tests, diagnostics). */
+  get pendingRows(): number {
+    return this.#pending.counts.size;
+  }
+
+  async #flushOnce(): Promise<void> {
+    // Swap first: what is recorded while this batch is written goes to the next one.
+    const batch = this.#pending;
+    this.#pending = emptyPending();
+    if (batch.counts.size === 0 && batch.lastUsed.size === 0) return;
+    try {
+      await this.#write(batch);
+    } catch (err) {
+      this.#mergeBack(batch);
+      // No SQL, parameters or key values in the log: the error's class and SQLSTATE are enough.
+      const code = (err as { cause?: { code?: unknown }; code?: unknown }).cause?.code ?? (err as { code?: unknown }).code;
+      this.#log.warn({ rows: batch.counts.size, keys: batch.lastUsed.size, error: (err as Error).name, code }, 'usage flush failed; retrying with the next one');
+      throw err;
+    }
+  }
+
+  async #write(batch: Pending): Promise<void> {
+    // Sorted: two instances upserting the same rows take their locks in the same order (no deadlock).
+    const rows = [...batch.counts.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, e]) => e);
+    const used = [...batch.lastUsed.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    await this.#db.transaction(async (tx) => {
+      for (let i = 0; i < rows.length; i += CHUNK) {
+        const values = rows
+          .slice(i, i + CHUNK)
+          .map((r) => sql`(${r.userId}::text, ${r.keyId}::text, ${r.network}::text, ${r.method}::text, ${r.day}::date, ${r.requests}::bigint, ${r.computeUnits}::bigint)`);
+        // Rows of an account deleted meanwhile are dropped rather than failing the batch forever.
+        await tx.execute(sql`
+          insert into usage_daily (user_id, key_id, network, method, day, requests, compute_units)
+          select v.user_id, v.key_id, v.network, v.method, v.day, v.requests, v.compute_units
+          from (values ${sql.join(values, sql`, `)}) as v(user_id, key_id, network, method, day, requests, compute_units)
+          where exists (select 1 from users u where u.id = v.user_id)
+          on conflict (user_id, key_id, day, network, method) do update set
+            requests = usage_daily.requests + excluded.requests,
+            compute_units = usage_daily.compute_units + excluded.compute_units`);
+      }
+      for (let i = 0; i < used.length; i += CHUNK) {
+        const values = used.slice(i, i + CHUNK).map(([keyId, at]) => sql`(${keyId}::text, ${new Date(at).toISOString()}::timestamptz)`);
+        // The greatest of stored and new: another instance may have written a later use already.
+        await tx.execute(sql`
+          update api_keys as k set last_used_at = v.at
+          from (values ${sql.join(values, sql`, `)}) as v(id, at)
+          where k.id = v.id and (k.last_used_at is null or k.last_used_at < v.at)`);
+      }
+    });
+  }
+
+  #mergeBack(batch: Pending): void {
+    for (const [id, e] of batch.counts) {
+      const now = this.#pending.counts.get(id);
+      if (now) {
+        now.requests += e.requests;
+        now.computeUnits += e.computeUnits;
+      } else {
+        this.#pending.counts.set(id, e);
+      }
+    }
+    for (const [keyId, at] of batch.lastUsed) {
+      const now = this.#pending.lastUsed.get(keyId);
+      if (now === undefined || at > now) this.#pending.lastUsed.set(keyId, at);
+    }
+  }
+
+  /** C21: each key's requests today and this month (UTC), in one query. */
+  async usageByKey(userId: string, keyIds: readonly string[]): Promise<Map<string, KeyUsage>> {
+    const out = new Map<string, KeyUsage>();
+    if (keyIds.length === 0) return out;
+    const { day } = currentPeriods();
+    const rows = await this.#db
+      .select({
+        keyId: usageDaily.keyId,
+        daily: sql`coalesce(sum(${usageDaily.requests}) filter (where ${usageDaily.day} = ${day}::date), 0)`.mapWith(Number),
+        monthly: sql`sum(${usageDaily.requests})`.mapWith(Number),
+      })
+      .from(usageDaily)
+      .where(
+        and(
+          eq(usageDaily.userId, userId),
+          inArray(usageDaily.keyId, [...keyIds]),
+          gte(usageDaily.day, `${day.slice(0, 7)}-01`),
+          lte(usageDaily.day, day),
+        ),
+      )
+      .groupBy(usageDaily.keyId);
+    for (const r of rows) out.set(r.keyId, { daily: r.daily, monthly: r.monthly });
+    return out;
+  }
+
+  /**
+   * Whether `keyId` is, or was, a key of the account: a current key, or a deleted one whose usage
+   * is still stored. Another account's key is neither (C7: 404).
+   */
+  async ownsKey(userId: string, keyId: string): Promise<boolean> {
+    const rows = (await this.#db.execute(sql`
+      select (exists (select 1 from api_keys where id = ${keyId} and user_id = ${userId})
+           or exists (select 1 from usage_daily where user_id = ${userId} and key_id = ${keyId})) as owned`)) as unknown as {
+      rows: Array<{ owned: boolean }>;
+    };
+    return rows.rows[0]?.owned === true;
+  }
+
+  /** C27: the account's counts over [start, end], with every day of the period present, oldest first. */
+  async stats(q: StatsQuery): Promise<UsageStats> {
+    const where: SQL[] = [eq(usageDaily.userId, q.userId), gte(usageDaily.day, q.start), lte(usageDaily.day, q.end)];
+    if (q.keyId !== undefined) where.push(eq(usageDaily.keyId, q.keyId));
+    if (q.network !== undefined) where.push(eq(usageDaily.network, q.network));
+    // One pass, three groupings: a row has exactly one of day, network, method set.
+    const rows = await this.#db
+      .select({
+        day: sql<string | null>`${usageDaily.day}::text`,
+        network: sql<string | null>`${usageDaily.network}`,
+        method: sql<string | null>`${usageDaily.method}`,
+        requests: sql`sum(${usageDaily.requests})`.mapWith(Number),
+        computeUnits: sql`sum(${usageDaily.computeUnits})`.mapWith(Number),
+      })
+      .from(usageDaily)
+      .where(and(...where))
+      .groupBy(sql`grouping sets ((${usageDaily.day}), (${usageDaily.network}), (${usageDaily.method}))`);
+
+    const perDay = new Map<string, number>();
+    const requestsByNetwork: Record<string, number> = {};
+    const requestsByMethod: Record<string, number> = {};
+    let totalRequests = 0;
+    let totalComputeUnits = 0;
+    for (const r of rows) {
+      if (r.day !== null) {
+        perDay.set(r.day, r.requests);
+        totalRequests += r.requests;
+        totalComputeUnits += r.computeUnits;
+      } else if (r.network !== null) requestsByNetwork[r.network] = r.requests;
+      else if (r.method !== null) requestsByMethod[r.method] = r.requests;
+    }
+    const dailyBreakdown = daysBetween(q.start, q.end).map((date) => ({ date, requests: perDay.get(date) ?? 0 }));
+    return { period: { start: q.start, end: q.end }, totalRequests, totalComputeUnits, requestsByNetwork, requestsByMethod, dailyBreakdown };
+  }
+}
+
+const DAY_MS = 86_400_000;
+
+/** Every UTC day from `start` to `end` inclusive, as YYYY-MM-DD. */
+export function daysBetween(start: string, end: string): string[] {
+  const out: string[] = [];
+  for (let t = Date.parse(`${start}T00:00:00Z`); t <= Date.parse(`${end}T00:00:00Z`); t += DAY_MS) {
+    out.push(new Date(t).toISOString().slice(0, 10));
+  }
+  return out;
+}

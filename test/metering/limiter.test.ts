@@ -1,0 +1,127 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { after, before, describe, test } from 'node:test';
+import { Redis } from 'ioredis';
+import { type Check, type Limiter, MemoryLimiter } from '../../src/metering/limiter.ts';
+import { RedisLimiter } from '../../src/metering/redis-limiter.ts';
+import { REDIS_URL, serviceSkip } from '../support/services.ts';
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const redisSkip = await serviceSkip('Redis');
+
+const win = (key: string, limit: number, windowMs: number, cost = 1): Check => ({ kind: 'window', key, limit, windowMs, cost });
+const ctr = (key: string, limit: number, cost = 1, resetAt = Date.now() + 60_000): Check => ({ kind: 'counter', key, limit, resetAt, cost });
+
+/** One contract, two stores (C12): the same cases run on both. */
+const stores: Array<{ name: string; skip: false | string; make: () => Promise<{ limiter: Limiter; done: () => Promise<void> }> }> = [
+  {
+    name: 'in-process',
+    skip: false,
+    make: async () => {
+      const limiter = new MemoryLimiter();
+      return { limiter, done: () => limiter.close() };
+    },
+  },
+  {
+    name: 'Redis',
+    skip: redisSkip,
+    make: async () => {
+      const redis = new Redis(REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 1 });
+      await redis.connect();
+      const limiter = new RedisLimiter(redis, { prefix: `test:${randomUUID()}:` });
+      return {
+        limiter,
+        done: async () => {
+          await limiter.close();
+          redis.disconnect();
+        },
+      };
+    },
+  },
+];
+
+for (const store of stores) {
+  describe(`limiter contract on ${store.name} (C12)`, { skip: store.skip }, () => {
+    let limiter: Limiter;
+    let done: () => Promise<void>;
+    before(async () => {
+      ({ limiter, done } = await store.make());
+    });
+    after(() => done?.());
+
+    test('a window admits exactly its limit, then refuses with a retry time within the window', async () => {
+      const k = randomUUID();
+      for (let i = 0; i < 5; i++) {
+        const r = await limiter.consume([win(k, 5, 60_000)]);
+        assert.equal(r.allowed, true);
+        assert.equal(r.states[0]?.remaining, 4 - i);
+      }
+      const r = await limiter.consume([win(k, 5, 60_000)]);
+      assert.equal(r.allowed, false);
+      assert.equal(r.states[0]?.remaining, 0);
+      assert.ok((r.states[0]?.retryAfterMs ?? 0) > 59_000 && (r.states[0]?.retryAfterMs ?? 0) <= 60_000);
+      assert.ok((r.states[0]?.resetAt ?? 0) > Date.now() + 59_000);
+    });
+
+    test('the window slides: requests leave one by one as they age, never a 2x burst at an edge', async () => {
+      const k = randomUUID();
+      assert.equal((await limiter.consume([win(k, 2, 600)])).allowed, true);
+      await sleep(350);
+      assert.equal((await limiter.consume([win(k, 2, 600)])).allowed, true);
+      assert.equal((await limiter.consume([win(k, 2, 600)])).allowed, false);
+      await sleep(330); // the first request has left the window, the second has not
+      assert.equal((await limiter.consume([win(k, 2, 600)])).allowed, true);
+      assert.equal((await limiter.consume([win(k, 2, 600)])).allowed, false);
+    });
+
+    test('a cost (a batch) is admitted whole or not at all, and a refusal consumes nothing', async () => {
+      const k = randomUUID();
+      assert.equal((await limiter.consume([win(k, 10, 60_000, 7)])).allowed, true);
+      const refused = await limiter.consume([win(k, 10, 60_000, 4)]);
+      assert.equal(refused.allowed, false);
+      assert.equal(refused.states[0]?.remaining, 3, 'nothing consumed by the refused batch');
+      assert.equal((await limiter.consume([win(k, 10, 60_000, 3)])).allowed, true);
+    });
+
+    test('several checks: one refusing means none is consumed', async () => {
+      const a = randomUUID();
+      const b = randomUUID();
+      await limiter.consume([ctr(b, 3, 3)]);
+      const r = await limiter.consume([win(a, 100, 60_000), ctr(b, 3)]);
+      assert.equal(r.allowed, false);
+      assert.equal(r.states[0]?.allowed, true, 'the window alone would admit');
+      assert.equal(r.states[1]?.allowed, false);
+      const again = await limiter.consume([win(a, 100, 60_000, 0)]);
+      assert.equal(again.states[0]?.remaining, 100, 'the window was not consumed');
+    });
+
+    test('a counter counts up to its limit and reports its reset time', async () => {
+      const k = randomUUID();
+      const resetAt = Date.now() + 3_600_000;
+      const r1 = await limiter.consume([ctr(k, 10, 6, resetAt)]);
+      assert.equal(r1.states[0]?.remaining, 4);
+      assert.equal(r1.states[0]?.resetAt, resetAt);
+      const r2 = await limiter.consume([ctr(k, 10, 5, resetAt)]);
+      assert.equal(r2.allowed, false);
+      assert.ok((r2.states[0]?.retryAfterMs ?? 0) > 3_500_000);
+    });
+
+    test('cost 0 reads the state without consuming', async () => {
+      const k = randomUUID();
+      await limiter.consume([win(k, 5, 60_000, 2)]);
+      const r = await limiter.consume([win(k, 5, 60_000, 0)]);
+      assert.equal(r.allowed, true);
+      assert.equal(r.states[0]?.remaining, 3);
+      assert.equal((await limiter.consume([win(k, 5, 60_000, 0)])).states[0]?.remaining, 3);
+    });
+
+    test('50 concurrent requests against a limit of 10 admit exactly 10', async () => {
+      const k = randomUUID();
+      const d = randomUUID();
+      const results = await Promise.all(Array.from({ length: 50 }, () => limiter.consume([win(k, 10, 60_000), ctr(d, 1000)])));
+      assert.equal(results.filter((r) => r.allowed).length, 10);
+      const state = await limiter.consume([ctr(d, 1000, 0)]);
+      assert.equal(state.states[0]?.remaining, 990, 'only admitted requests were counted');
+    });
+  });
+}

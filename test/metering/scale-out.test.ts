@@ -1,0 +1,85 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { createKey, createTestDatabase, startTestApp, type TestApp } from '../support/app.ts';
+import { type FakeUpstream, startFakeUpstream } from '../support/fake-upstream.ts';
+import { serviceSkip } from '../support/services.ts';
+
+const pgSkip = await serviceSkip('PostgreSQL');
+const redisSkip = await serviceSkip('Redis');
+const skip = pgSkip || redisSkip;
+const call = (method = 'eth_chainId', id = 1) => ({ jsonrpc: '2.0', id, method, params: [] });
+
+async function until<T>(fn: () => Promise<T | undefined>, ms: number): Promise<{ value: T; elapsedMs: number }> {
+  const start = Date.now();
+  for (;;) {
+    const value = await fn();
+    if (value !== undefined) return { value, elapsedMs: Date.now() - start };
+    if (Date.now() - start > ms) throw new Error(`not within ${ms} ms`);
+    await new Promise((r) => setTimeout(r, 25));
+  }
+}
+
+describe('two instances on one PostgreSQL and one Redis behave as one (C12, C20, C27)', { skip }, () => {
+  let a: TestApp;
+  let b: TestApp;
+  let fake: FakeUpstream;
+  let drop: () => Promise<void>;
+
+  before(async () => {
+    fake = await startFakeUpstream();
+    const db = await createTestDatabase();
+    drop = db.drop;
+    const opts = { databaseUrl: db.url, redis: true, env: { UPSTREAM_NATIVE_MAINNET: fake.url } };
+    a = await startTestApp(opts);
+    b = await startTestApp(opts);
+  });
+  after(async () => {
+    await a?.close();
+    await b?.close();
+    await drop?.();
+    await fake?.close();
+  });
+
+  const rpc = (t: TestApp, key: string, body: unknown = call()) =>
+    t.app.inject({ method: 'POST', url: `/v1/native-mainnet/${key}`, payload: body as object });
+
+  test('a key made on one instance works on the other, and limits are shared', async () => {
+    const { key } = await createKey(a.app, { rateLimit: 4 });
+    assert.equal((await rpc(a, key)).statusCode, 200);
+    assert.equal((await rpc(b, key)).statusCode, 200);
+    assert.equal((await rpc(a, key)).statusCode, 200);
+    const fourth = await rpc(b, key);
+    assert.equal(fourth.statusCode, 200);
+    assert.equal(fourth.headers['x-ratelimit-remaining'], '0', 'both instances drew from one window');
+    const fifth = await rpc(a, key);
+    assert.equal(fifth.statusCode, 429);
+    assert.equal(fifth.json().error.code, -32005);
+  });
+
+  test('concurrent requests on both instances never pass a shared limit', async () => {
+    const { key } = await createKey(a.app, { rateLimit: 10 });
+    const results = await Promise.all(Array.from({ length: 30 }, (_, i) => rpc(i % 2 ? a : b, key)));
+    assert.equal(results.filter((r) => r.statusCode === 200).length, 10);
+  });
+
+  test('a key change on one instance is honoured by the other within 1 s', async () => {
+    const { key, id, user } = await createKey(a.app);
+    assert.equal((await rpc(b, key)).statusCode, 200, 'b has the key cached now');
+    const revoked = await a.app.inject({ method: 'POST', url: `/api/v1/api-keys/${id}/revoke`, headers: user.auth });
+    assert.equal(revoked.statusCode, 200);
+    const { elapsedMs } = await until(async () => ((await rpc(b, key)).statusCode === 401 ? true : undefined), 1000);
+    assert.ok(elapsedMs <= 1000);
+    assert.equal((await rpc(b, key)).json().error.code, -32002);
+  });
+
+  test('usage from both instances shows in one view', async () => {
+    const { key, id, user } = await createKey(a.app);
+    for (let i = 0; i < 3; i++) await rpc(a, key);
+    for (let i = 0; i < 2; i++) await rpc(b, key);
+    const { value } = await until(async () => {
+      const res = await b.app.inject({ method: 'GET', url: `/api/v1/usage/stats?apiKeyId=${id}`, headers: user.auth });
+      return res.json().data?.totalRequests === 5 ? res.json().data : undefined;
+    }, 5000);
+    assert.equal(value.requestsByMethod.eth_chainId, 5);
+  });
+});
