@@ -21,7 +21,7 @@ export class UpstreamPools {
           maxLagBlocks: r.maxLagBlocks,
           healthIntervalMs: r.healthIntervalMs,
           connections: r.connectionsPerUpstream,
-          logger: logger.child({ network: n.slug }),
+          logger,
         }),
       );
     }

@@ -48,7 +48,7 @@ describe('the gateway process (main.ts)', () => {
   });
 
   for (const [signal, via] of [
-    ['SIGTERM', 'node'],
+    ['SIGTERM', 'npm'],
     ['SIGINT', 'tsx'],
   ] as const) {
     test(`--devnet: one anvil per network with its chainId, ready within 60 s, native chain mines; ${signal} leaves no anvil`, async () => {

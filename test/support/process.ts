@@ -16,19 +16,21 @@ export interface GatewayProcess {
 
 /**
  * Starts `src/main.ts` as its own process (as `npm start` does) on a free port and waits for its
- * "listening" log line. `via: 'tsx'` runs it through the tsx CLI, the way `npm start` does.
+ * "listening" log line. `via: 'npm'` runs `npm start`, `via: 'tsx'` the tsx CLI it calls.
  */
 export async function spawnGateway(opts: {
   args?: string[];
   env?: Record<string, string>;
-  via?: 'node' | 'tsx';
+  via?: 'node' | 'tsx' | 'npm';
   timeoutMs?: number;
 }): Promise<GatewayProcess> {
   const args = opts.args ?? [];
   const [cmd, argv] =
-    opts.via === 'tsx'
-      ? [path.join(ROOT, 'node_modules/.bin/tsx'), ['src/main.ts', ...args]]
-      : [process.execPath, ['--import', 'tsx', 'src/main.ts', ...args]];
+    opts.via === 'npm'
+      ? ['npm', ['start', '--silent', '--', ...args]]
+      : opts.via === 'tsx'
+        ? [path.join(ROOT, 'node_modules/.bin/tsx'), ['src/main.ts', ...args]]
+        : [process.execPath, ['--import', 'tsx', 'src/main.ts', ...args]];
   const child = spawn(cmd, argv, {
     cwd: ROOT,
     env: { ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...opts.env },
