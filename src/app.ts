@@ -26,6 +26,9 @@ import { MethodPolicy } from './rpc-proxy/policy.ts';
 import { UpstreamPools } from './rpc-proxy/pools.ts';
 import { RpcProxy } from './rpc-proxy/proxy.ts';
 import { rpcRoutes } from './rpc-proxy/routes.ts';
+import { installWebSocket } from './rpc-proxy/ws/server.ts';
+import { faucetRoutes } from './faucet/routes.ts';
+import { FaucetService } from './faucet/service.ts';
 import type { Storage } from './storage/db.ts';
 import type { Redis } from 'ioredis';
 import { type Limiter, MemoryLimiter } from './metering/limiter.ts';
@@ -153,6 +156,10 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   if (redis) checks.push({ name: 'redis', check: async () => void (await redis.ping()) });
   healthRoutes(app, checks, () => pools.report());
   await app.register(rpcRoutes, { config, registry, proxy });
+  installWebSocket(app, { config, registry, proxy, keys: keyCache, meter, pools, logger });
+  const faucet = new FaucetService({ db, config, registry, pools, logger });
+  await faucet.start();
+  app.addHook('onClose', () => faucet.close());
 
   const restLimits = new RestLimits(config, limiter);
   await app.register(
@@ -170,6 +177,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
         protectedScope.addHook('preHandler', (req, reply) => restLimits.request(req, reply, req.userId));
         await protectedScope.register(keyRoutes, { keys, accounts, config });
         await protectedScope.register(usageRoutes, { usage });
+        await protectedScope.register(faucetRoutes, { faucet });
       });
     },
     { prefix: API_PREFIX },
