@@ -104,17 +104,18 @@ export class RpcProxy {
 
   async handle(req: RpcRequest): Promise<RpcReply> {
     if (req.parsed === UNPARSABLE) return failure('null', new ParseError('Parse error: the body is not valid JSON'));
-    const text = req.raw.toString('utf8');
     const isBatch = Array.isArray(req.parsed);
     const single = isBatch ? undefined : parseItem(req.parsed);
-    // The id as the client wrote it; an id of the wrong type is answered as null.
-    const requestId = single && (single.call || single.id !== null) ? idText(text) : 'null';
+    // The id as the client wrote it (an id of the wrong type is answered as null); read from the
+    // text only when the gateway writes the answer itself: a forwarded call needs none of it.
+    let idCache: string | undefined;
+    const requestId = () => (idCache ??= single && (single.call || single.id !== null) ? idText(req.raw.toString('utf8')) : 'null');
 
-    if (req.network instanceof RpcError) return failure(requestId, req.network);
+    if (req.network instanceof RpcError) return failure(requestId(), req.network);
     let key: ResolvedKey | null = null;
     if (req.apiKey !== null) {
       const auth = await this.#keys.authenticate(req.apiKey);
-      if (auth instanceof RpcError) return failure(requestId, auth);
+      if (auth instanceof RpcError) return failure(requestId(), auth);
       key = auth;
     }
     const caller: Caller = { key, network: req.network, ip: req.ip };
@@ -124,11 +125,11 @@ export class RpcProxy {
       const err = new NetworkNotAllowedError(`API key not authorized for network ${req.network.slug}`, {
         data: { network: req.network.slug, allowed: [...key.networks] },
       });
-      reply = await this.#refusal(caller, requestId, err, headers);
+      reply = await this.#refusal(caller, requestId(), err, headers);
     } else if (!single) {
-      reply = await this.#batch(caller, req.parsed as unknown[], text, headers);
+      reply = await this.#batch(caller, req.parsed as unknown[], req.raw.toString('utf8'), headers);
     } else if (single.error) {
-      reply = await this.#refusal(caller, requestId, single.error, headers);
+      reply = await this.#refusal(caller, requestId(), single.error, headers);
     } else {
       reply = await this.#single(caller, single.call, req.raw, requestId, headers);
     }
@@ -140,13 +141,13 @@ export class RpcProxy {
    * Meters the calls about to be sent (C10–C13): each counts one request and its compute units.
    * Refused: the error reply (429, Retry-After). Admitted: null, the calls recorded as usage.
    */
-  async #admit(caller: Caller, calls: readonly RpcCall[], idText: string, headers: Record<string, string>): Promise<RpcReply | null> {
+  async #admit(caller: Caller, calls: readonly RpcCall[], idText: string | (() => string), headers: Record<string, string>): Promise<RpcReply | null> {
     let cu = 0;
     for (const c of calls) cu += this.#cu.of(c.method);
     const who = caller.key ? { key: caller.key } : { ip: caller.ip };
     const outcome = await this.#meter.rpc(who, calls.length, cu);
     Object.assign(headers, outcome.headers);
-    if (outcome.error) return failure(idText, outcome.error);
+    if (outcome.error) return failure(typeof idText === 'function' ? idText() : idText, outcome.error);
     const key = caller.key;
     if (key) {
       for (const c of calls) {
@@ -162,24 +163,24 @@ export class RpcProxy {
     return failure(idText, err);
   }
 
-  async #single(caller: Caller, call: RpcCall, raw: Buffer, id: string, headers: Record<string, string>): Promise<RpcReply> {
+  async #single(caller: Caller, call: RpcCall, raw: Buffer, id: () => string, headers: Record<string, string>): Promise<RpcReply> {
     const notification = call.id === undefined;
     const refused = this.#policy.check(call.method, caller.network.native, caller.key?.tier ?? null);
-    if (refused) return notification ? NOTHING() : this.#refusal(caller, id, refused, headers);
+    if (refused) return notification ? NOTHING() : this.#refusal(caller, id(), refused, headers);
     const limited = await this.#admit(caller, [call], id, headers);
     if (limited) return notification ? NOTHING() : limited;
     const pool = this.#pools.get(caller.network.slug);
     try {
       if (call.method.startsWith('nat_')) {
         const result = await callNativeMethod(call.method, call.params, this.#config.methods.native, nodeCallFromPool(pool));
-        return notification ? NOTHING() : { status: 200, body: resultText(id, result) };
+        return notification ? NOTHING() : { status: 200, body: resultText(id(), result) };
       }
       // The client's bytes go to the node and the node's bytes come back (C22: 200, unchanged).
       const res = await pool.forward(raw, [call.method], { expectAnswer: !notification });
       return notification ? NOTHING() : { status: 200, body: res.body };
     } catch (err) {
       if (!(err instanceof UpstreamRpcError) && !(err instanceof RpcError)) this.#logFailure(caller, [call.method], err);
-      return notification ? NOTHING() : failure(id, upstreamFailure(err));
+      return notification ? NOTHING() : failure(id(), upstreamFailure(err));
     }
   }
 

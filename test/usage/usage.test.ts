@@ -1,3 +1,4 @@
+import type { UsageStats } from '../../src/usage/service.ts';
 import assert from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -16,14 +17,7 @@ const backends = await storageBackends();
 
 type Auth = { authorization: string };
 type User = Awaited<ReturnType<typeof registerUser>>;
-type Stats = {
-  period: { start: string; end: string };
-  totalRequests: number;
-  totalComputeUnits: number;
-  requestsByNetwork: Record<string, number>;
-  requestsByMethod: Record<string, number>;
-  dailyBreakdown: Array<{ date: string; requests: number }>;
-};
+type Stats = UsageStats;
 
 const DAY_MS = 86_400_000;
 const today = () => new Date().toISOString().slice(0, 10);
