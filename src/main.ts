@@ -5,6 +5,7 @@ import { ConfigError, loadConfig, validateConfig } from './config/load.ts';
 import type { Config } from './config/schema.ts';
 import { resolveSecrets } from './config/secrets.ts';
 import { type Devnet, startDevnet } from './devnet/devnet.ts';
+import { withDevnetFaucetKeys } from './faucet/wallets.ts';
 import { createLogger } from './ops/logging.ts';
 import { openStorage, type Storage } from './storage/db.ts';
 import { openRedis } from './storage/redis.ts';
@@ -61,9 +62,13 @@ async function main(): Promise<void> {
   try {
     if (config.devnet.enabled) {
       const started = Date.now();
+      // C31: testnets without a faucet key get one for this run; the chains fund every faucet wallet.
+      const faucet = withDevnetFaucetKeys(config);
+      config = faucet.config;
       devnet = await startDevnet({
         networks: config.networks.map((n) => ({ slug: n.slug, chainId: n.chainId, native: n.native === true })),
         nativeBlockTimeSeconds: config.devnet.nativeBlockTimeSeconds,
+        fund: faucet.fund,
         logger: log,
       });
       config = onDevnet(config, devnet);

@@ -133,6 +133,16 @@ export function loadConfig(opts: LoadOptions = {}): Config {
       .map((http) => ({ http }));
   }
 
+  // Faucet keys (C30): FAUCET_PRIVATE_KEY for every testnet, FAUCET_PRIVATE_KEY_<SLUG> for one.
+  const faucetKey = str(env, 'FAUCET_PRIVATE_KEY');
+  if (faucetKey) cfg.faucet.privateKey = faucetKey;
+  for (const [name, value] of Object.entries(env)) {
+    if (!name.startsWith('FAUCET_PRIVATE_KEY_') || !value) continue;
+    const slug = name.slice('FAUCET_PRIVATE_KEY_'.length).toLowerCase().replaceAll('_', '-');
+    if (!slugs.has(slug)) throw new ConfigError(`${name}: no network with slug "${slug}" (known: ${[...slugs].join(', ')})`);
+    cfg.faucet.networks = { ...cfg.faucet.networks, [slug]: { ...cfg.faucet.networks[slug], privateKey: value } };
+  }
+
   merged = deepMerge(merged, (opts.overrides ?? {}) as Json);
   return validateConfig(merged);
 }

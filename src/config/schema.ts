@@ -14,10 +14,33 @@ const Plan = T.Object(
   { additionalProperties: false },
 );
 
+const WsPlan = T.Object(
+  {
+    connectionsPerKey: Limit, // WebSocket connections open at once per API key, per instance
+    subscriptionsPerConnection: Limit, // eth_subscribe subscriptions alive at once per connection
+  },
+  { additionalProperties: false },
+);
+
 const Upstream = T.Object(
   {
     http: T.String({ format: 'uri', pattern: '^https?://' }),
     ws: T.Optional(T.String({ format: 'uri', pattern: '^wss?://' })),
+  },
+  { additionalProperties: false },
+);
+
+// C28-C30: a decimal string in whole native units ("1", "0.5"); a faucet key is 32 bytes of hex.
+const FaucetAmount = T.String({ pattern: '^[0-9]+(\\.[0-9]+)?$' });
+const FaucetKey = T.String({ pattern: '^0x[0-9a-fA-F]{64}$' });
+
+const FaucetNetwork = T.Object(
+  {
+    enabled: T.Optional(T.Boolean()), // false: no faucet on this testnet, even with faucet.privateKey
+    privateKey: T.Optional(T.Union([FaucetKey, T.Null()])), // secret: prefer env FAUCET_PRIVATE_KEY_<SLUG>
+    defaultAmount: T.Optional(FaucetAmount), // whole native units; overrides faucet.defaultAmount
+    maxAmount: T.Optional(FaucetAmount), // whole native units; overrides faucet.maxAmount
+    gasLimit: T.Optional(T.Integer({ minimum: 21000 })), // gas units per grant; overrides faucet.gasLimit
   },
   { additionalProperties: false },
 );
@@ -128,10 +151,40 @@ export const ConfigSchema = T.Object(
       },
       { additionalProperties: false },
     ),
+    ws: T.Object(
+      {
+        maxPayloadBytes: T.Integer({ minimum: 1024 }), // bytes per incoming message; 1 MiB = the HTTP body limit (C23)
+        pingIntervalMs: T.Integer({ minimum: 50 }), // milliseconds between pings to each client and each upstream node
+        idleTimeoutMs: T.Integer({ minimum: 50 }), // milliseconds without a pong before a client (or upstream socket) is dropped
+        maxBufferedBytes: T.Integer({ minimum: 1024 }), // bytes queued for a client that does not read before it is cut off
+        maxInFlight: T.Integer({ minimum: 1 }), // messages of one connection handled at once; past it the connection is not read
+        upstreamTimeoutMs: T.Integer({ minimum: 1 }), // milliseconds for an upstream node to connect or answer eth_subscribe
+        reconnectMinMs: T.Integer({ minimum: 1 }), // milliseconds before the first reconnection to an upstream node
+        reconnectMaxMs: T.Integer({ minimum: 1 }), // milliseconds, the longest wait between reconnections (doubling)
+        closeGraceMs: T.Integer({ minimum: 0 }), // milliseconds clients get to answer the 1001 close on a graceful stop
+        // Per plan: open connections per API key (per instance) and subscriptions per connection; null = unlimited.
+        plans: T.Object(
+          { free: WsPlan, pro: WsPlan, max: WsPlan, enterprise: WsPlan },
+          { additionalProperties: false },
+        ),
+      },
+      { additionalProperties: false },
+    ),
     devnet: T.Object(
       {
         enabled: T.Boolean(),
         nativeBlockTimeSeconds: T.Integer({ minimum: 1, maximum: 2 }), // seconds between blocks on the native networks (C31)
+      },
+      { additionalProperties: false },
+    ),
+    faucet: T.Object(
+      {
+        privateKey: T.Union([FaucetKey, T.Null()]), // secret, every testnet: prefer env FAUCET_PRIVATE_KEY; null = none
+        cooldownSeconds: T.Integer({ minimum: 0 }), // seconds between grants per (network, address) and per (network, account) (C29)
+        defaultAmount: FaucetAmount, // whole native units granted when a request names none (C28)
+        maxAmount: FaucetAmount, // whole native units, the most one request may ask for (C28)
+        gasLimit: T.Integer({ minimum: 21000 }), // gas units per grant (a plain transfer: 21000)
+        networks: T.Record(T.String(), FaucetNetwork), // per testnet slug
       },
       { additionalProperties: false },
     ),

@@ -1,13 +1,243 @@
 import type { Logger } from 'pino';
+import type { Address, Hex } from 'viem';
 import type { NetworkRegistry } from '../chains/registry.ts';
 import type { Config } from '../config/schema.ts';
+import { HttpError } from '../errors/http.ts';
 import type { UpstreamPools } from '../rpc-proxy/pools.ts';
+import { NoUpstreamError, UpstreamRpcError } from '../rpc-proxy/upstream-pool.ts';
 import type { Db } from '../storage/db.ts';
+import { CooldownError, type Grant, GrantStore } from './grants.ts';
+import { broadcast, readWallet, signGrant } from './sender.ts';
+import { type GrantRequest, validateGrant } from './validate.ts';
+import { type FaucetWallet, faucetWallets, formatAmount } from './wallets.ts';
 
-/** The testnet faucet (C28–C30). TO BE BUILT. */
+/** What `POST /faucet/request` answers (spec: Faucet result). */
+export interface FaucetResult {
+  txHash: Hex;
+  amount: string;
+  network: string;
+  recipient: Address;
+}
+
+/** One entry of `GET /faucet/balance` (spec: Faucet balance entry); `balance` null and `error` set when no node answered. */
+export interface FaucetBalance {
+  balance: string | null;
+  symbol: string;
+  faucetAddress: Address;
+  error?: string;
+}
+
+/** Grants left pending (another instance crashed, or the node did not say) are retried this often, in ms... */
+const SWEEP_INTERVAL_MS = 30_000;
+/** ...once they are this old, so that another instance's grant in flight is left to finish first. */
+const SWEEP_MIN_AGE_MS = 30_000;
+
+/** Runs tasks one at a time per key, in call order. */
+class KeyedLock {
+  readonly #tails = new Map<string, Promise<unknown>>();
+
+  run<T>(key: string, task: () => Promise<T>): Promise<T> {
+    const prev = this.#tails.get(key) ?? Promise.resolve();
+    const next = prev.catch(() => {}).then(task);
+    this.#tails.set(key, next);
+    const clear = () => {
+      if (this.#tails.get(key) === next) this.#tails.delete(key);
+    };
+    next.then(clear, clear);
+    return next;
+  }
+}
+
+function hours(seconds: number): string {
+  return seconds % 3600 === 0 ? `${seconds / 3600} hours` : `${seconds} seconds`;
+}
+
+/** A node failure before anything was recorded: C7 502. */
+function upstreamFailure(network: string, err: unknown): unknown {
+  if (err instanceof NoUpstreamError) return new HttpError('UPSTREAM_ERROR', `No node of ${network} answered; try again later`, { cause: err });
+  if (err instanceof UpstreamRpcError) {
+    return new HttpError('UPSTREAM_ERROR', `The ${network} node refused the request: ${err.message}`, { cause: err });
+  }
+  return err;
+}
+
+/**
+ * The testnet faucet (C28–C30). Grants on one network run one at a time in this process, and
+ * across instances the nonce is allocated under a PostgreSQL advisory lock (GrantStore.reserve).
+ * Each grant is recorded `pending` with its signed transaction before it is broadcast, so a
+ * crash never leads to a second transaction: a restart re-broadcasts the same bytes.
+ */
 export class FaucetService {
-  constructor(_deps: { db: Db; config: Config; registry: NetworkRegistry; pools: UpstreamPools; logger: Logger }) {}
-  /** Resumes grants recorded but not confirmed before a restart. */
-  async start(): Promise<void> {}
-  async close(): Promise<void> {}
+  readonly #wallets: ReadonlyMap<string, FaucetWallet>;
+  readonly #grants: GrantStore;
+  readonly #registry: NetworkRegistry;
+  readonly #pools: UpstreamPools;
+  readonly #log: Logger;
+  readonly #cooldownSeconds: number;
+  readonly #lock = new KeyedLock();
+  #timer: NodeJS.Timeout | undefined;
+  #sweeping: Promise<void> | undefined;
+  #closed = false;
+
+  /** @throws ConfigError naming a bad faucet setting. */
+  constructor(deps: { db: Db; config: Config; registry: NetworkRegistry; pools: UpstreamPools; logger: Logger }) {
+    this.#wallets = new Map(faucetWallets(deps.config).map((w) => [w.slug, w]));
+    this.#cooldownSeconds = deps.config.faucet.cooldownSeconds;
+    this.#grants = new GrantStore(deps.db, this.#cooldownSeconds);
+    this.#registry = deps.registry;
+    this.#pools = deps.pools;
+    this.#log = deps.logger.child({ component: 'faucet' });
+  }
+
+  /** Slugs of the networks with a faucet wallet, in config order. */
+  get networks(): string[] {
+    return [...this.#wallets.keys()];
+  }
+
+  /**
+   * Resumes grants recorded but not confirmed before a restart (in the background: a node that
+   * is down does not hold up the start), then keeps retrying any left pending.
+   */
+  async start(): Promise<void> {
+    if (this.#timer || this.#closed) return;
+    this.#sweep(0);
+    this.#timer = setInterval(() => this.#sweep(SWEEP_MIN_AGE_MS), SWEEP_INTERVAL_MS);
+    this.#timer.unref();
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    clearInterval(this.#timer);
+    await this.#sweeping;
+  }
+
+  /**
+   * One grant (C28, C29): validates, checks the cooldowns and the wallet's balance, records the
+   * grant with its nonce, broadcasts it, and answers once a node accepted it.
+   *
+   * @throws HttpError VALIDATION_ERROR 400, FAUCET_COOLDOWN 429 (with Retry-After),
+   *   FAUCET_EMPTY 503, UPSTREAM_ERROR 502.
+   */
+  async grant(userId: string, body: GrantRequest): Promise<FaucetResult> {
+    const { wallet, recipient, amountWei } = validateGrant(body, this.#wallets, this.#registry);
+    const network = wallet.slug;
+    const who = { network, recipient: recipient.toLowerCase(), userId };
+    // An early answer that neither waits for other grants nor asks the node; checked again under the lock.
+    this.#throwIfCooling(await this.#grants.cooldown(who));
+    return this.#lock.run(network, async () => {
+      const pool = this.#pools.get(network);
+      const state = await readWallet(pool, wallet.address).catch((err: unknown) => {
+        throw upstreamFailure(network, err);
+      });
+      if (state.balance < amountWei + wallet.gasLimit * state.maxPerGas) throw this.#empty(wallet);
+
+      let grant: Grant;
+      try {
+        grant = await this.#grants.reserve(
+          { ...who, faucetAddress: wallet.address.toLowerCase(), amountWei },
+          state.nonce,
+          (nonce) => signGrant(wallet, recipient, amountWei, nonce, state.fees),
+        );
+      } catch (err) {
+        if (err instanceof CooldownError) this.#throwIfCooling(err.wait);
+        throw err;
+      }
+
+      const log = { network, grantId: grant.id, userId, recipient, nonce: grant.nonce, txHash: grant.txHash };
+      const sent = await broadcast(pool, grant.rawTx, grant.txHash);
+      switch (sent.kind) {
+        case 'accepted':
+          await this.#grants.markSent(grant.id);
+          this.#log.info({ ...log, amountWei: amountWei.toString() }, 'faucet grant sent');
+          return { txHash: grant.txHash, amount: formatAmount(amountWei, wallet.decimals), network, recipient };
+        case 'refused':
+        case 'unreached':
+          await this.#grants.markFailed(grant.id, sent.reason);
+          this.#log.warn({ ...log, reason: sent.reason }, 'faucet grant failed');
+          if (sent.kind === 'refused' && sent.insufficientFunds) throw this.#empty(wallet);
+          throw new HttpError(
+            'UPSTREAM_ERROR',
+            sent.kind === 'refused' ? `The ${network} node refused the transaction: ${sent.reason}` : `No node of ${network} answered; try again later`,
+          );
+        case 'unknown':
+          // It may have reached a node: it stays pending (and counts), and is re-broadcast later.
+          this.#log.warn({ ...log, reason: sent.reason }, 'faucet grant may have been sent; left pending');
+          throw new HttpError('UPSTREAM_ERROR', `The ${network} node did not confirm the transaction; it is recorded and will be sent again`, {
+            details: { txHash: grant.txHash, status: 'pending' },
+          });
+      }
+    });
+  }
+
+  /** C30: every faucet wallet's balance, read live; a network whose node does not answer has `balance: null` and `error`. */
+  async balances(): Promise<Record<string, FaucetBalance>> {
+    const entries = await Promise.all(
+      [...this.#wallets.values()].map(async (w): Promise<[string, FaucetBalance]> => {
+        const base = { symbol: w.symbol, faucetAddress: w.address };
+        try {
+          const wei = await this.#pools.get(w.slug).request<Hex>('eth_getBalance', [w.address, 'latest']);
+          return [w.slug, { balance: formatAmount(BigInt(wei), w.decimals), ...base }];
+        } catch (err) {
+          const error = err instanceof NoUpstreamError ? 'no node of this network answered' : 'the node refused the balance query';
+          return [w.slug, { balance: null, ...base, error }];
+        }
+      }),
+    );
+    return Object.fromEntries(entries);
+  }
+
+  #throwIfCooling(wait: { address: number; account: number }): void {
+    const retryAfter = Math.max(wait.address, wait.account);
+    if (retryAfter <= 0) return;
+    const what = wait.address > 0 ? 'This address' : 'This account';
+    throw new HttpError('FAUCET_COOLDOWN', `${what} already had a grant on this network within ${hours(this.#cooldownSeconds)}`, {
+      headers: { 'retry-after': String(retryAfter) },
+      details: { retryAfter, addressRetryAfter: wait.address, accountRetryAfter: wait.account },
+    });
+  }
+
+  #empty(w: FaucetWallet): HttpError {
+    return new HttpError('FAUCET_EMPTY', `The ${w.slug} faucet cannot pay this grant right now; try a smaller amount or later`);
+  }
+
+  /** Re-broadcasts pending grants, per network in nonce order, one sweep at a time. */
+  #sweep(minAgeMs: number): void {
+    if (this.#sweeping || this.#closed) return;
+    this.#sweeping = this.#resume(minAgeMs)
+      .catch((err: unknown) => this.#log.error({ err }, 'faucet: resuming pending grants failed'))
+      .finally(() => {
+        this.#sweeping = undefined;
+      });
+  }
+
+  async #resume(minAgeMs: number): Promise<void> {
+    const byNetwork = new Map<string, Grant[]>();
+    for (const g of await this.#grants.pending(minAgeMs)) {
+      if (!this.#registry.has(g.network)) continue;
+      byNetwork.set(g.network, [...(byNetwork.get(g.network) ?? []), g]);
+    }
+    await Promise.all(
+      [...byNetwork].map(([network, grants]) =>
+        this.#lock.run(network, async () => {
+          const pool = this.#pools.get(network);
+          for (const g of grants) {
+            if (this.#closed) return;
+            const log = { network, grantId: g.id, nonce: g.nonce, txHash: g.txHash };
+            const sent = await broadcast(pool, g.rawTx, g.txHash);
+            if (sent.kind === 'accepted') {
+              await this.#grants.markSent(g.id);
+              this.#log.info(log, 'faucet: pending grant re-broadcast and accepted');
+            } else if (sent.kind === 'refused') {
+              await this.#grants.markFailed(g.id, sent.reason);
+              this.#log.warn({ ...log, reason: sent.reason }, 'faucet: pending grant refused; marked failed');
+            } else {
+              // The node is not answering: later nonces would only queue behind this one.
+              this.#log.warn({ ...log, reason: sent.reason }, 'faucet: pending grant not confirmed; retrying later');
+              return;
+            }
+          }
+        }),
+      ),
+    );
+  }
 }

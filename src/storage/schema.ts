@@ -2,3 +2,4 @@
 export * from '../auth/schema.ts';
 export * from '../keys/schema.ts';
 export * from '../usage/schema.ts';
+export * from '../faucet/schema.ts';

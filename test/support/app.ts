@@ -6,6 +6,7 @@ import { buildApp } from '../../src/app.ts';
 import { loadConfig, validateConfig } from '../../src/config/load.ts';
 import type { Config } from '../../src/config/schema.ts';
 import { type Devnet, startDevnet } from '../../src/devnet/devnet.ts';
+import { withDevnetFaucetKeys } from '../../src/faucet/wallets.ts';
 import { openStorage, type Storage } from '../../src/storage/db.ts';
 import { openRedis } from '../../src/storage/redis.ts';
 import { PG_ADMIN_URL, REDIS_URL } from './services.ts';
@@ -83,9 +84,13 @@ export async function startTestApp(opts: TestAppOptions = {}): Promise<TestApp> 
   let devnet: Devnet | undefined;
   if (opts.devnet) {
     const wanted = new Set(opts.devnetNetworks ?? config.networks.map((n) => n.slug));
+    // As `--devnet` does (C31): a faucet key for each devnet testnet without one, funded on its chain.
+    const faucet = withDevnetFaucetKeys(config, wanted);
+    config = faucet.config;
     devnet = await startDevnet({
       networks: config.networks.filter((n) => wanted.has(n.slug)).map((n) => ({ slug: n.slug, chainId: n.chainId, native: n.native === true })),
       nativeBlockTimeSeconds: config.devnet.nativeBlockTimeSeconds,
+      fund: faucet.fund,
     });
     const copy = structuredClone(config) as Config;
     for (const n of copy.networks) {

@@ -1,11 +1,33 @@
+import type { IncomingMessage } from 'node:http';
+import type { Socket } from 'node:net';
+import type { Duplex } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
+import { Gauge } from 'prom-client';
+import { WebSocketServer } from 'ws';
+import type { Services } from '../../app.ts';
 import type { NetworkRegistry } from '../../chains/registry.ts';
 import type { Config } from '../../config/schema.ts';
+import {
+  InternalRpcError,
+  InvalidRequestError,
+  NetworkNotAllowedError,
+  RateLimitedError,
+  RpcError,
+  UnknownNetworkError,
+} from '../../errors/rpc.ts';
 import type { KeyCache } from '../../keys/cache.ts';
 import type { Meter } from '../../metering/meter.ts';
+import { ComputeUnits } from '../../metering/weights.ts';
+import type { UsageSink } from '../../usage/sink.ts';
+import { errorText } from '../jsonrpc.ts';
 import type { UpstreamPools } from '../pools.ts';
 import type { RpcProxy } from '../proxy.ts';
+import { clientIpResolver } from './client-ip.ts';
+import { type ConnectionContext, WsConnection } from './connection.ts';
+import { refuse, serveAsHttp } from './http-fallback.ts';
+import type { HubStats } from './hub.ts';
+import { SubscriptionHubs } from './hubs.ts';
 
 export interface WsDeps {
   config: Config;
@@ -15,10 +37,261 @@ export interface WsDeps {
   meter: Meter;
   pools: UpstreamPools;
   logger: Logger;
+  /** Where eth_subscribe calls are recorded as usage; default the app's usage service. */
+  usage?: UsageSink;
 }
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The WebSocket endpoint (tests and the benchmark read its counters). */
+    webSocket: WsGateway;
+  }
+}
+
+/** `/ws` and `/ws/` (native mainnet), `/ws/{network}` (C1); a trailing slash is accepted. */
+const WS_PATH = /^\/ws(?:\/([^/]*))?\/?$/;
+const DEFAULT_NETWORK = 'native-mainnet';
 
 /**
  * JSON-RPC over WebSocket at `/ws` and `/ws/{network}` (C1), with shared `eth_subscribe`
- * subscriptions. TO BE BUILT: attaches to `app.server`'s upgrade event.
+ * subscriptions. The upgrade is answered here, before any WebSocket exists: the key, the
+ * network and the connection limit are checked and refused with a plain HTTP status (401, 403,
+ * 404, 429) and a JSON-RPC error body; the 101 carries the rate-limit headers (C13).
  */
-export function installWebSocket(_app: FastifyInstance, _deps: WsDeps): void {}
+export function installWebSocket(app: FastifyInstance, deps: WsDeps): WsGateway {
+  const services = (app as FastifyInstance & { services?: Services }).services;
+  const gateway = new WsGateway(app, deps, services);
+  app.server.on('upgrade', gateway.onUpgrade);
+  // preClose: before the server waits for its connections, which WebSockets would hold open.
+  app.addHook('preClose', () => gateway.close());
+  app.decorate('webSocket', gateway);
+
+  // A plain GET on the WebSocket address says how to use it.
+  const upgradeRequired = async (_req: unknown, reply: import('fastify').FastifyReply) => {
+    const err = new InvalidRequestError('Upgrade required: open a WebSocket connection to this address');
+    return reply.status(426).header('upgrade', 'websocket').header('connection', 'Upgrade').type('application/json').send(errorText('null', err));
+  };
+  for (const url of ['/ws', '/ws/', '/ws/:network']) app.get(url, { schema: { hide: true } }, upgradeRequired);
+  return gateway;
+}
+
+/** Open connections per API key on this instance (with REDIS_URL too: the count is per instance). */
+class ConnectionSlots {
+  readonly #open = new Map<string, number>();
+
+  take(keyId: string, max: number | null): boolean {
+    const n = this.#open.get(keyId) ?? 0;
+    if (max !== null && n >= max) return false;
+    this.#open.set(keyId, n + 1);
+    return true;
+  }
+
+  release(keyId: string): void {
+    const n = (this.#open.get(keyId) ?? 1) - 1;
+    if (n <= 0) this.#open.delete(keyId);
+    else this.#open.set(keyId, n);
+  }
+
+  count(keyId: string): number {
+    return this.#open.get(keyId) ?? 0;
+  }
+}
+
+/** The WebSocket endpoint of one app: upgrades, open connections, subscription hubs. */
+export class WsGateway {
+  readonly hubs: SubscriptionHubs;
+  readonly connections = new Set<WsConnection>();
+  readonly #app: FastifyInstance;
+  readonly #d: WsDeps;
+  readonly #wss: WebSocketServer;
+  readonly #ctx: ConnectionContext;
+  readonly #slots = new ConnectionSlots();
+  readonly #clientIp: (req: IncomingMessage) => string;
+  readonly #upgradeHeaders = new WeakMap<IncomingMessage, Record<string, string>>();
+  readonly #sweep: NodeJS.Timeout;
+  readonly #offKeyChanges: () => void;
+  readonly #origins: ReadonlySet<string>;
+  #closing: Promise<void> | undefined;
+
+  constructor(app: FastifyInstance, deps: WsDeps, services: Services | undefined) {
+    this.#app = app;
+    this.#d = deps;
+    const ws = deps.config.ws;
+    this.#wss = new WebSocketServer({ noServer: true, maxPayload: ws.maxPayloadBytes, clientTracking: false, perMessageDeflate: false });
+    this.#wss.on('headers', (headers: string[], req: IncomingMessage) => {
+      for (const [k, v] of Object.entries(this.#upgradeHeaders.get(req) ?? {})) headers.push(`${k}: ${v}`);
+    });
+    this.hubs = new SubscriptionHubs({
+      logger: deps.logger,
+      timeoutMs: ws.upstreamTimeoutMs,
+      reconnectMinMs: ws.reconnectMinMs,
+      reconnectMaxMs: ws.reconnectMaxMs,
+      pingIntervalMs: ws.pingIntervalMs,
+      idleTimeoutMs: ws.idleTimeoutMs,
+    });
+    this.#ctx = {
+      config: deps.config,
+      proxy: deps.proxy,
+      keys: deps.keys,
+      meter: deps.meter,
+      usage: deps.usage ?? services?.usage,
+      cu: new ComputeUnits(deps.config),
+      hubs: this.hubs,
+      logger: deps.logger,
+    };
+    this.#clientIp = clientIpResolver(deps.config.server.trustedProxies);
+    this.#origins = new Set(deps.config.rpc.corsOrigins);
+
+    // One timer for every connection: pings, idle clients, keys that expired meanwhile.
+    this.#sweep = setInterval(() => {
+      const now = Date.now();
+      for (const c of this.connections) {
+        c.heartbeat(now);
+        void c.recheckKey().catch(() => {});
+      }
+    }, ws.pingIntervalMs);
+    this.#sweep.unref();
+    // C20: a key revoked, rotated, deleted, switched off or narrowed closes its connections now.
+    this.#offKeyChanges =
+      services?.keys.onChange((change) => {
+        const hashes = new Set(change.keyHashes);
+        for (const c of this.connections) {
+          if (hashes.has(c.key.keyHash) || (change.type === 'account' && c.key.userId === change.userId)) {
+            void c.recheckKey().catch(() => {});
+          }
+        }
+      }) ?? (() => {});
+
+    if (services) {
+      const connections = this.connections;
+      const hubs = this.hubs;
+      new Gauge({
+        name: 'junction_ws_connections',
+        help: 'Open client WebSocket connections',
+        registers: [services.metrics.registry],
+        collect() {
+          this.set(connections.size);
+        },
+      });
+      new Gauge({
+        name: 'junction_ws_upstream_subscriptions',
+        help: 'Upstream subscriptions (distinct topics) by network, shared by all clients',
+        labelNames: ['network'] as const,
+        registers: [services.metrics.registry],
+        collect() {
+          this.reset();
+          for (const s of hubs.stats()) this.set({ network: s.network }, s.topics);
+        },
+      });
+    }
+  }
+
+  /** Counters of each network's subscription hub. */
+  stats(): { connections: number; hubs: HubStats[] } {
+    return { connections: this.connections.size, hubs: this.hubs.stats() };
+  }
+
+  /** Open connections of one key on this instance. */
+  connectionsOf(keyId: string): number {
+    return this.#slots.count(keyId);
+  }
+
+  readonly onUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer): void => {
+    const path = (req.url ?? '/').split('?', 1)[0] as string;
+    const match = WS_PATH.exec(path);
+    const wantsWebSocket = (req.headers.upgrade ?? '').toLowerCase() === 'websocket';
+    if (!match || !wantsWebSocket) {
+      this.#notOurs(req, socket, head, Boolean(match));
+      return;
+    }
+    socket.on('error', () => {}); // a client gone mid-handshake is not an error of ours
+    const slug = match[1] || DEFAULT_NETWORK;
+    this.#accept(req, socket, head, slug).catch((err: unknown) => {
+      this.#d.logger.error({ err }, 'websocket upgrade failed');
+      refuse(socket, 500, new InternalRpcError('Internal error'));
+    });
+  };
+
+  async #accept(req: IncomingMessage, socket: Duplex, head: Buffer, slug: string): Promise<void> {
+    if (this.#closing) return refuse(socket, 503, new InternalRpcError('The gateway is shutting down; reconnect shortly'));
+    const network = this.#d.registry.bySlug(slug);
+    if (!network) {
+      return refuse(socket, 404, new UnknownNetworkError(`Unknown network: ${slug.slice(0, 64)}`, { data: { networks: this.#d.registry.all.map((n) => n.slug) } }));
+    }
+    const origin = req.headers.origin;
+    if (origin && !this.#origins.has('*') && !this.#origins.has(origin)) {
+      return refuse(socket, 403, new InvalidRequestError('Origin not allowed'));
+    }
+    const url = new URL(req.url ?? '/', 'http://gateway');
+    const header = req.headers['x-api-key'];
+    const apiKey = url.searchParams.get('apiKey') ?? (typeof header === 'string' ? header : undefined);
+    const key = await this.#d.keys.authenticate(apiKey ?? undefined);
+    if (key instanceof RpcError) return refuse(socket, key.httpStatus, key);
+    // C13: the 101 and every refusal from here on carry the caller's limits (read, not consumed).
+    const { headers } = await this.#d.meter.rpc({ key }, 0, 0);
+    if (!key.networks.has(network.slug)) {
+      const err = new NetworkNotAllowedError(`API key not authorized for network ${network.slug}`, { data: { network: network.slug, allowed: [...key.networks] } });
+      return refuse(socket, err.httpStatus, err, headers);
+    }
+    const max = this.#d.config.ws.plans[key.tier].connectionsPerKey;
+    if (!this.#slots.take(key.keyId, max)) {
+      const err = new RateLimitedError(`Connection limit exceeded: at most ${max} WebSocket connections per API key`, { data: { limit: 'connections', max } });
+      return refuse(socket, err.httpStatus, err, headers);
+    }
+    if (socket.destroyed || this.#closing) {
+      this.#slots.release(key.keyId);
+      return refuse(socket, 503, new InternalRpcError('The gateway is shutting down; reconnect shortly'));
+    }
+    let upgraded = false;
+    // A handshake ws refuses (bad Sec-WebSocket-Key, version) ends the socket without a callback.
+    socket.once('close', () => {
+      if (!upgraded) this.#slots.release(key.keyId);
+    });
+    this.#upgradeHeaders.set(req, headers);
+    this.#wss.handleUpgrade(req, socket, head, (ws) => {
+      upgraded = true;
+      const conn = new WsConnection(ws, { network, apiKey: apiKey as string, key, ip: this.#clientIp(req) }, this.#ctx);
+      this.connections.add(conn);
+      ws.once('close', () => {
+        conn.cleanup();
+        this.connections.delete(conn);
+        this.#slots.release(key.keyId);
+      });
+      if (this.#closing) ws.close(1001, 'server shutting down');
+    });
+  }
+
+  /**
+   * An upgrade that is not a WebSocket to /ws: another listener's, or an HTTP request that merely
+   * offered an upgrade (`curl --http2` sends `Upgrade: h2c`, even with a body), which Fastify
+   * answers as HTTP/1.1 as Node does when nobody listens for upgrades. A WebSocket elsewhere is 404.
+   */
+  #notOurs(req: IncomingMessage, socket: Duplex, head: Buffer, ourPath: boolean): void {
+    if (this.#app.server.listenerCount('upgrade') > 1) return;
+    socket.on('error', () => {});
+    const wantsWebSocket = (req.headers.upgrade ?? '').toLowerCase() === 'websocket';
+    if (wantsWebSocket && !ourPath) return refuse(socket, 404, new InvalidRequestError('No WebSocket endpoint here: use /ws or /ws/{network}'));
+    serveAsHttp(this.#app.server, req, socket as Socket, head);
+  }
+
+  /**
+   * Graceful stop (SIGTERM): every client gets a 1001 close frame and `ws.closeGraceMs` to
+   * answer it, then the rest are cut; the hubs close their upstream connections.
+   */
+  close(): Promise<void> {
+    this.#closing ??= (async () => {
+      clearInterval(this.#sweep);
+      this.#offKeyChanges();
+      const open = [...this.connections];
+      const closed = open.map((c) => new Promise<void>((resolve) => (c.closed ? resolve() : c.ws.once('close', () => resolve()))));
+      for (const c of open) c.ws.close(1001, 'server shutting down');
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([Promise.all(closed), new Promise((r) => (timer = setTimeout(r, this.#d.config.ws.closeGraceMs)))]);
+      clearTimeout(timer);
+      for (const c of this.connections) c.ws.terminate();
+      await this.hubs.close();
+      this.#wss.close();
+    })();
+    return this.#closing;
+  }
+}

@@ -1,0 +1,65 @@
+import { spawnSync } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+
+// CPU accounting from /proc (Linux), to tell whether a run was bound by the proxy, the upstream,
+// the load generator, or by other work on the machine.
+
+const CLK_TCK = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout?.trim()) || 100;
+
+interface Stat {
+  ppid: number;
+  /** utime + stime of the process (all its threads). */
+  own: number;
+  /** cutime + cstime: children it has already reaped. */
+  reaped: number;
+}
+
+function readStats(): Map<number, Stat> {
+  const stats = new Map<number, Stat>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      // Fields after the ")" that closes the command name: state ppid ... utime stime cutime cstime.
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ').map(Number);
+      stats.set(Number(entry), { ppid: f[1] ?? 0, own: (f[11] ?? 0) + (f[12] ?? 0), reaped: (f[13] ?? 0) + (f[14] ?? 0) });
+    } catch {
+      // gone while we looked
+    }
+  }
+  return stats;
+}
+
+/**
+ * CPU seconds used so far by `pid` and its live descendants; with `reaped`, also by the children
+ * `pid` has already waited for (the bench's own finished load-generator runs). 0 when gone.
+ */
+export function cpuSeconds(pid: number, opts: { reaped?: boolean } = {}): number {
+  const stats = readStats();
+  let ticks = opts.reaped ? (stats.get(pid)?.reaped ?? 0) : 0;
+  for (const [p, s] of stats) {
+    for (let q: number | undefined = p; q !== undefined && q > 1; q = stats.get(q)?.ppid) {
+      if (q === pid) {
+        ticks += s.own;
+        break;
+      }
+    }
+  }
+  return ticks / CLK_TCK;
+}
+
+/** Busy CPU seconds of the whole machine so far, over all cores (from /proc/stat). */
+export function machineBusySeconds(): number {
+  const v = (readFileSync('/proc/stat', 'utf8').split('\n')[0] ?? '').trim().split(/\s+/).slice(1, 9).map(Number);
+  const total = v.reduce((a, b) => a + b, 0);
+  return (total - (v[3] ?? 0) - (v[4] ?? 0)) / CLK_TCK; // minus idle and iowait
+}
+
+/** CPU the bench's own process tree did not use, in % of one core, over `ms`. */
+export async function otherLoad(ms: number): Promise<number> {
+  const before = { machine: machineBusySeconds(), mine: cpuSeconds(process.pid, { reaped: true }) };
+  await new Promise((r) => setTimeout(r, ms));
+  const busy = machineBusySeconds() - before.machine;
+  const mine = cpuSeconds(process.pid, { reaped: true }) - before.mine;
+  return (Math.max(0, busy - mine) / (ms / 1000)) * 100;
+}

@@ -1,0 +1,95 @@
+import { randomBytes } from 'node:crypto';
+import { type Child, freePort, startChild, tempDir, waitUntil } from './children.ts';
+
+/** One gateway row of the table: how its process is started and how the bench account is set up. */
+export interface GatewayVariant {
+  label: string;
+  /** Extra environment for the gateway process (e.g. `REDIS_URL`). */
+  env?: Record<string, string>;
+  /**
+   * The bench account's plan, set through the admin API before its key is made. The default is
+   * `enterprise` (no limits), so a plan limit never turns the run into a 429 benchmark.
+   */
+  account?: {
+    tier?: 'free' | 'pro' | 'max' | 'enterprise';
+    limits?: { requestsPerMinute?: number | null; dailyLimit?: number | null; monthlyLimit?: number | null };
+  };
+  /** Resolves to why the row cannot run on this machine (e.g. Redis does not answer), or undefined. */
+  skip?: () => Promise<string | undefined>;
+}
+
+export interface RunningGateway {
+  child: Child;
+  url: string;
+  /** The RPC address under test and the headers that carry the key. */
+  rpcUrl: string;
+  headers: Record<string, string>;
+}
+
+async function call<T = unknown>(url: string, method: string, body: unknown, headers: Record<string, string> = {}): Promise<T> {
+  const res = await fetch(url, {
+    method,
+    headers: { 'content-type': 'application/json', ...headers },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.text();
+  if (!res.ok) throw new Error(`${method} ${new URL(url).pathname} answered ${res.status}: ${text.slice(0, 300)}`);
+  return JSON.parse(text) as T;
+}
+
+interface Session {
+  data: { user: { id: string }; tokens: { accessToken: string } };
+}
+
+/**
+ * Starts `src/main.ts` as its own process (embedded storage in a temp dir, native mainnet's
+ * upstream at `upstreamUrl`), registers an account, applies the variant's plan and creates an
+ * API key. Resolves once an RPC call through it returns the upstream's answer.
+ */
+export async function startGateway(
+  variant: GatewayVariant,
+  upstreamUrl: string,
+  opts: { nodeArgs?: string[] } = {},
+): Promise<RunningGateway> {
+  const port = await freePort();
+  const adminToken = randomBytes(16).toString('hex');
+  const child = startChild(variant.label, process.execPath, [...(opts.nodeArgs ?? []), '--import', 'tsx', 'src/main.ts'], {
+    env: {
+      ...process.env,
+      // The same gateway whatever the shell exports: embedded storage, in-process state, no config file.
+      DATABASE_URL: undefined,
+      REDIS_URL: undefined,
+      GATEWAY_CONFIG: undefined,
+      DEVNET: undefined,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      DATA_DIR: tempDir('gateway-data'),
+      LOG_LEVEL: 'warn',
+      ADMIN_TOKEN: adminToken,
+      UPSTREAM_NATIVE_MAINNET: upstreamUrl,
+      ...variant.env,
+    },
+  });
+  const url = `http://127.0.0.1:${port}`;
+  await waitUntil(child, 'health', async () => (await fetch(`${url}/health/live`)).ok);
+
+  const email = `bench-${Date.now()}@example.com`;
+  const session = await call<Session>(`${url}/api/v1/auth/register`, 'POST', { email, password: 'bench password 123', name: 'Bench' });
+  const bearer = { authorization: `Bearer ${session.data.tokens.accessToken}` };
+  const account = variant.account ?? { tier: 'enterprise' };
+  await call(`${url}/api/v1/admin/users/${session.data.user.id}`, 'PATCH', account, { 'x-admin-token': adminToken });
+  const key = (await call<{ data: { key: string } }>(`${url}/api/v1/api-keys`, 'POST', { name: 'bench' }, bearer)).data.key;
+
+  const rpcUrl = `${url}/rpc/main/evm/50`;
+  const headers = { 'x-api-key': key };
+  const probe = { jsonrpc: '2.0', id: 1, method: 'eth_blockNumber', params: [] };
+  // The first calls may race the pool's first health probe; retry briefly.
+  let last: unknown;
+  await waitUntil(child, 'an RPC answer from the upstream', async () => {
+    last = await call(rpcUrl, 'POST', probe, headers).catch((err: Error) => err.message);
+    return typeof last === 'object' && last !== null && 'result' in last;
+  }, 15_000).catch((err: Error) => {
+    throw new Error(`${err.message}\nlast answer: ${JSON.stringify(last)}`);
+  });
+  return { child, url, rpcUrl, headers };
+}

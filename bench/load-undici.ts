@@ -1,0 +1,54 @@
+// Fallback load generator when wrk is not installed; runs in its own process (bench/load.ts
+// starts it). Usage: node --import tsx bench/load-undici.ts '<LoadSpec JSON + timeoutS>'.
+// One undici Client per connection, each sending its next request when the last answer is in;
+// prints one JSON line with the LoadResult. Less efficient than wrk: on a small machine it takes
+// more of the CPU that the target could use.
+import { Client } from 'undici';
+import type { LoadSpec } from './load.ts';
+
+const spec = JSON.parse(process.argv[2] ?? '{}') as LoadSpec & { timeoutS: number };
+const url = new URL(spec.url);
+const headers = { 'content-type': 'application/json', ...spec.headers };
+
+// Latency histogram: 10 µs buckets up to 2 s, then one overflow bucket.
+const BUCKET_US = 10;
+const buckets = new Uint32Array(200_001);
+let requests = 0;
+let errors = 0;
+let non2xx = 0;
+
+async function connection(until: number): Promise<void> {
+  const client = new Client(url.origin, { pipelining: 1, headersTimeout: spec.timeoutS * 1000, bodyTimeout: spec.timeoutS * 1000 });
+  while (performance.now() < until) {
+    const started = performance.now();
+    try {
+      const res = await client.request({ method: 'POST', path: url.pathname + url.search, headers, body: spec.body });
+      await res.body.dump();
+      if (res.statusCode >= 400) non2xx++;
+      const us = (performance.now() - started) * 1000;
+      buckets[Math.min(buckets.length - 1, Math.floor(us / BUCKET_US))]! += 1;
+      requests++;
+    } catch {
+      errors++;
+    }
+  }
+  await client.close().catch(() => undefined);
+}
+
+function percentile(p: number): number {
+  const target = Math.ceil((requests * p) / 100);
+  let seen = 0;
+  for (let i = 0; i < buckets.length; i++) {
+    seen += buckets[i] ?? 0;
+    if (seen >= target) return ((i + 0.5) * BUCKET_US) / 1000;
+  }
+  return Number.NaN;
+}
+
+const started = performance.now();
+const until = started + spec.seconds * 1000;
+await Promise.all(Array.from({ length: spec.connections }, () => connection(until)));
+const seconds = (performance.now() - started) / 1000;
+console.log(
+  JSON.stringify({ requests, seconds, rps: requests / seconds, p50Ms: percentile(50), p99Ms: percentile(99), errors, non2xx }),
+);

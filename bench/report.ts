@@ -1,0 +1,74 @@
+import os from 'node:os';
+import type { LoadResult } from './load.ts';
+
+/** One measured line of the table. */
+export interface Row extends LoadResult {
+  target: string;
+  connections: number;
+  /**
+   * CPU used during the measured run, in % of one core: the proxy under test, the static
+   * upstream, the load generator, and processes outside the bench (other work on the machine).
+   */
+  cpu: { proxy: number | null; upstream: number; loadgen: number; other: number };
+}
+
+export function machineLine(loadGenerator: string): string {
+  const cpus = os.cpus();
+  return [
+    `machine: ${cpus.length} cores (${cpus[0]?.model.trim() ?? 'unknown CPU'}), ${Math.round(os.totalmem() / 2 ** 30)} GiB, ` +
+      `${os.platform()} ${os.release()}, node ${process.version}`,
+    `load generator: ${loadGenerator}; it runs on the same ${cpus.length} cores as the upstream and the target, ` +
+      'so every figure is for a shared machine, not a dedicated proxy host',
+  ].join('\n');
+}
+
+const fixed = (n: number | null, digits: number) => (n === null || Number.isNaN(n) ? '-' : n.toFixed(digits));
+
+export function table(rows: Row[]): string {
+  const head = ['target', 'conns', 'req/s', 'p50 ms', 'p99 ms', 'errors', 'non-2xx', 'CPU proxy', 'upstream', 'loadgen', 'other'];
+  const body = rows.map((r) => [
+    r.target,
+    String(r.connections),
+    fixed(r.rps, 0),
+    fixed(r.p50Ms, 3),
+    fixed(r.p99Ms, 3),
+    String(r.errors),
+    String(r.non2xx),
+    r.cpu.proxy === null ? '-' : `${fixed(r.cpu.proxy, 0)}%`,
+    `${fixed(r.cpu.upstream, 0)}%`,
+    `${fixed(r.cpu.loadgen, 0)}%`,
+    `${fixed(r.cpu.other, 0)}%`,
+  ]);
+  const widths = head.map((h, i) => Math.max(h.length, ...body.map((b) => (b[i] ?? '').length)));
+  const line = (cells: string[]) => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i] ?? 0) : c.padStart(widths[i] ?? 0))).join('  ');
+  return [
+    line(head),
+    line(widths.map((w) => '-'.repeat(w))),
+    ...body.map(line),
+    `CPU columns: % of one core during the measured run (${os.cpus().length} cores = ${os.cpus().length * 100}%); ` +
+      '"other" is work outside the bench (and unattributed kernel time).',
+  ].join('\n');
+}
+
+/** The two targets: gateway throughput >= 40% of nginx's, and < 1 ms added at p50 under moderate load. */
+export function verdicts(rows: Row[], opts: { nginx: string; direct: string; gateways: string[]; connections: number; moderate: number }): string {
+  const find = (target: string, conns: number) => rows.find((r) => r.target === target && r.connections === conns);
+  const out: string[] = [];
+  const nginx = find(opts.nginx, opts.connections);
+  const direct = find(opts.direct, opts.moderate);
+  for (const g of opts.gateways) {
+    const loaded = find(g, opts.connections);
+    const moderate = find(g, opts.moderate);
+    if (loaded && nginx) {
+      const ratio = (loaded.rps / nginx.rps) * 100;
+      out.push(`${g}: throughput ${ratio.toFixed(0)}% of nginx at ${opts.connections} connections (target >= 40%): ${ratio >= 40 ? 'OK' : 'BELOW'}`);
+    } else if (loaded) {
+      out.push(`${g}: no nginx row to compare throughput with`);
+    }
+    if (moderate && direct) {
+      const added = moderate.p50Ms - direct.p50Ms;
+      out.push(`${g}: adds ${added.toFixed(3)} ms at p50 over direct at ${opts.moderate} connections (target < 1 ms): ${added < 1 ? 'OK' : 'ABOVE'}`);
+    }
+  }
+  return out.join('\n');
+}

@@ -1,0 +1,138 @@
+// `npm run bench`: requests/s and latency of one eth_blockNumber call sent straight to a static
+// upstream, through nginx, through a bare Node.js proxy and through the gateway (bench/README.md).
+import { mkdtempSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import { type Child, cleanup, cleanupOnSignals, interrupted, removeStaleTempDirs, startChild, stopChild, waitUntil } from './children.ts';
+import { type GatewayVariant, startGateway } from './gateway.ts';
+import { pickLoadGenerator } from './load.ts';
+import { type MeasureOptions, measure, QUIET } from './measure.ts';
+import { findNginx, startNginx } from './nginx.ts';
+import { hotFunctions } from './profile.ts';
+import { machineLine, type Row, table, verdicts } from './report.ts';
+
+/**
+ * One gateway row pair (loaded and moderate) per entry; a new row is a new entry. E.g. "limits on,
+ * in-process": `{ label, account: { tier: 'free', limits: { requestsPerMinute: 1e9, dailyLimit:
+ * 1e9, monthlyLimit: 1e9 } } }` (limits checked on every call, never reached); "limits on, Redis":
+ * the same plus `env: { REDIS_URL: 'redis://127.0.0.1:6379' }` and a `skip` saying when Redis does
+ * not answer. The default account is enterprise (no limits).
+ */
+const GATEWAY_VARIANTS: GatewayVariant[] = [{ label: 'gateway, X-API-Key' }];
+
+const { values: opt } = parseArgs({
+  options: {
+    seconds: { type: 'string', default: '10' }, // measured seconds per run
+    warmup: { type: 'string', default: '2' }, // seconds of load before each run, not counted
+    connections: { type: 'string', default: '32' }, // the loaded runs
+    moderate: { type: 'string', default: '4' }, // the runs that give the latency the gateway adds
+    profile: { type: 'boolean', default: false }, // --cpu-prof on the gateway; prints where its CPU goes
+    loadgen: { type: 'string' }, // wrk (default when installed) or undici
+  },
+});
+const CONNECTIONS = Number(opt.connections);
+const MODERATE = Number(opt.moderate);
+const BODY = '{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber","params":[]}';
+const DIRECT = 'direct to upstream';
+const NGINX = 'nginx proxy_pass';
+const BARE = 'node:http + undici only';
+
+/** Starts one of the bench's own servers (`bench/<script>`); it prints `listening <port>`. */
+async function startScript(name: string, script: string, args: string[] = []): Promise<{ child: Child; url: string }> {
+  const child = startChild(name, process.execPath, ['--import', 'tsx', path.join(path.dirname(fileURLToPath(import.meta.url)), script), ...args]);
+  let port = 0;
+  await waitUntil(child, 'listening', async () => {
+    port = Number(/listening (\d+)/.exec(child.output())?.[1] ?? 0);
+    return port > 0;
+  }, 15_000);
+  return { child, url: `http://127.0.0.1:${port}` };
+}
+
+async function main(): Promise<number> {
+  cleanupOnSignals();
+  removeStaleTempDirs();
+  if (opt.loadgen !== undefined && opt.loadgen !== 'wrk' && opt.loadgen !== 'undici') throw new Error('--loadgen is wrk or undici');
+  const load = pickLoadGenerator(opt.loadgen);
+  const seconds = Number(opt.seconds);
+  const warmupSeconds = Number(opt.warmup);
+  console.log(machineLine(load.name));
+  console.log(`each run: ${warmupSeconds} s warm-up, then ${seconds} s at ${CONNECTIONS} and ${MODERATE} keep-alive connections; POST ${BODY}\n`);
+
+  const upstream = await startScript('static upstream', 'static-upstream.ts');
+  const o: MeasureOptions = { load, body: BODY, concurrencies: [CONNECTIONS, MODERATE], warmupSeconds, seconds, upstreamPid: upstream.child.pid };
+  const rows: Row[] = [];
+  const failures: string[] = [];
+  /** Starts a proxy, measures it, stops it; a failure to start is recorded and the bench goes on. */
+  const run = async (label: string, start: () => Promise<{ child: Child; url: string; headers?: Record<string, string> }>) => {
+    let child: Child | undefined;
+    try {
+      const p = await start();
+      child = p.child;
+      rows.push(...(await measure({ label, url: p.url, headers: p.headers ?? {}, proxyPid: p.child.pid }, o)));
+      return true;
+    } catch (err) {
+      if (interrupted()) throw err;
+      failures.push(`${label}: ${(err as Error).message}`);
+      return false;
+    } finally {
+      if (child) await stopChild(child, 10_000); // a clean exit writes the gateway's CPU profile
+    }
+  };
+
+  rows.push(...(await measure({ label: DIRECT, url: upstream.url, headers: {}, proxyPid: null }, o)));
+  const nginx = findNginx();
+  if (nginx) await run(NGINX, () => startNginx(nginx, Number(new URL(upstream.url).port)));
+  else console.log(`  ${NGINX}: skipped, nginx is not installed (Debian/Ubuntu: apt-get install nginx-light)`);
+  await run(BARE, () => startScript('bare proxy', 'bare-proxy.ts', [upstream.url]));
+
+  // Kept after the run (Chrome DevTools or speedscope open the .cpuprofile files); the path is printed.
+  const profileDir = opt.profile ? mkdtempSync(path.join(os.tmpdir(), 'junction-bench-profile-')) : undefined;
+  const nowUs = () => Number(process.hrtime.bigint() / 1000n); // the monotonic clock of the profiles
+  const profiled: Array<{ label: string; dir: string; fromUs: number; toUs: number }> = [];
+  const gateways: string[] = [];
+  for (const [i, variant] of GATEWAY_VARIANTS.entries()) {
+    const why = await variant.skip?.();
+    if (why) {
+      console.log(`  ${variant.label}: skipped, ${why}`);
+      continue;
+    }
+    const dir = profileDir && path.join(profileDir, String(i));
+    const nodeArgs = dir ? ['--cpu-prof', `--cpu-prof-dir=${dir}`] : [];
+    let fromUs = 0;
+    let toUs = 0;
+    const ok = await run(variant.label, async () => {
+      const gw = await startGateway(variant, upstream.url, { nodeArgs });
+      fromUs = nowUs();
+      return { child: gw.child, url: gw.rpcUrl, headers: gw.headers };
+    });
+    toUs = nowUs();
+    if (ok) gateways.push(variant.label);
+    if (ok && dir) profiled.push({ label: variant.label, dir, fromUs, toUs });
+  }
+
+  console.log(`\n${table(rows)}\n`);
+  console.log(verdicts(rows, { nginx: NGINX, direct: DIRECT, gateways: [BARE, ...gateways], connections: CONNECTIONS, moderate: MODERATE }));
+  const disturbed = rows.filter((r) => r.cpu.other >= QUIET).length;
+  if (disturbed > 0) {
+    console.log(`note: other processes used >= ${QUIET}% of a core during ${disturbed} run(s) (column "other"): rerun on a quiet machine before comparing figures`);
+  }
+  for (const p of profiled) {
+    console.log(`\nwhere "${p.label}" spent its CPU under load (self time; profiler on, so slower than in the table):`);
+    console.log(hotFunctions(p.dir, { fromUs: p.fromUs, toUs: p.toUs }).join('\n'));
+    console.log(`profiles: ${p.dir}`);
+  }
+  for (const f of failures) console.error(`\nFAILED ${f}`);
+  return failures.length > 0 ? 1 : 0;
+}
+
+let code = 1;
+try {
+  code = await main();
+} catch (err) {
+  if (!interrupted()) console.error(`bench failed: ${(err as Error).stack ?? err}`);
+} finally {
+  await cleanup();
+}
+process.exit(interrupted() === 'SIGTERM' ? 143 : interrupted() ? 130 : code);

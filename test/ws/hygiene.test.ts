@@ -1,0 +1,184 @@
+// Limits and hygiene of the WebSocket endpoint, in front of a fake node that emits notifications
+// on demand: slow readers are cut off with bounded memory, silent clients are dropped, per-key
+// connection and per-connection subscription limits, message size, upstream failures, and the
+// graceful stop (1001 to every client, upstream connections closed).
+import assert from 'node:assert/strict';
+import { after, before, test } from 'node:test';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import WebSocket from 'ws';
+import type { WsConnection } from '../../src/rpc-proxy/ws/connection.ts';
+import { createKey, startTestApp, type TestApp } from '../support/app.ts';
+import { connect, type FakeWsNode, sleep, startFakeWsNode, tryUpgrade, waitFor, withUpstreams, wsAddress } from './helpers.ts';
+
+setFlagsFromString('--expose-gc');
+const MAX_BUFFERED = 256 * 1024;
+const NETWORKS = ['native-mainnet', 'native-testnet', 'ethereum'];
+
+let t: TestApp;
+let node: FakeWsNode;
+let stopped = false;
+
+before(async () => {
+  node = await startFakeWsNode();
+  t = await startTestApp({
+    listen: true,
+    overrides: {
+      networks: withUpstreams({
+        // HTTP upstreams are never reached here; only the WebSocket side matters.
+        'native-mainnet': [{ http: 'http://127.0.0.1:9', ws: node.url }],
+        'native-testnet': [{ http: 'http://127.0.0.1:9', ws: 'ws://127.0.0.1:9' }], // nothing listens
+        ethereum: [{ http: 'http://127.0.0.1:9' }], // no WebSocket upstream at all
+      }),
+      ws: {
+        pingIntervalMs: 200,
+        idleTimeoutMs: 600,
+        maxBufferedBytes: MAX_BUFFERED,
+        maxPayloadBytes: 4096,
+        upstreamTimeoutMs: 1_000,
+        reconnectMinMs: 100,
+        closeGraceMs: 1_000,
+        plans: { free: { connectionsPerKey: 3, subscriptionsPerConnection: 2 } },
+      },
+    },
+  });
+});
+
+after(async () => {
+  if (!stopped) await t?.close();
+  await node?.close();
+});
+
+/** Heap and buffers in use, after a full collection (the tests run without --expose-gc). */
+const gc = runInNewContext('gc') as () => void;
+function retained(): number {
+  const m = process.memoryUsage();
+  return m.heapUsed + m.external + m.arrayBuffers;
+}
+
+const newKey = async () => (await createKey(t.app, { networks: NETWORKS })).key;
+const url = (key: string, network = '') => wsAddress(t, `/ws${network ? `/${network}` : ''}?apiKey=${key}`);
+const serverSide = (keyId: string): WsConnection | undefined => [...t.app.webSocket.connections].find((c) => c.key.keyId === keyId);
+
+test('cuts off a client that stops reading once its queue passes ws.maxBufferedBytes; memory stays bounded and other clients go on', async () => {
+  const slowKey = await createKey(t.app, { networks: NETWORKS });
+  const readerKey = await newKey();
+
+  // A reader that only counts (keeping 64 MiB of messages would blur the memory figure).
+  let read = 0;
+  const reader = new WebSocket(url(readerKey));
+  await new Promise((r) => reader.once('open', r));
+  reader.send(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_subscribe', params: ['newHeads'] }));
+  await new Promise((r) => reader.once('message', r));
+  reader.on('message', () => read++);
+
+  const slow = await connect(url(slowKey.key));
+  await slow.subscribe(['newHeads']);
+  const conn = serverSide(slowKey.id) as WsConnection;
+  assert.ok(conn);
+  // The client stops reading: its TCP window fills, then the gateway's send queue grows.
+  (slow.ws as unknown as { _socket: { pause(): void; resume(): void } })._socket.pause();
+
+  const filler = 'f'.repeat(32 * 1024);
+  const message = 32 * 1024 + 200;
+  gc();
+  const baseline = retained();
+  let sent = 0;
+  // Notifications in bursts of 160 KiB (below the cap: the reader keeps up) until the cut.
+  while (sent < 4_000 && !conn.closed) {
+    for (let i = 0; i < 5; i++) node.emit('newHeads', { number: `0x${sent.toString(16)}`, filler }) && sent++;
+    await new Promise((r) => setImmediate(r));
+  }
+  await waitFor(() => conn.closed, 5_000, 'the slow client to be cut off');
+  // The gateway's queue for the client is all it held for it: the cap plus one message at most.
+  assert.ok(conn.peakBufferedBytes <= MAX_BUFFERED + message, `queue peaked at ${conn.peakBufferedBytes} bytes`);
+  assert.ok(sent * message > 4 * MAX_BUFFERED, `only ${sent * message} bytes were sent before the cut`);
+  // And once cut, nothing of it stays behind.
+  await waitFor(() => read >= sent, 10_000, 'the reader to get every notification');
+  gc();
+  const growth = retained() - baseline;
+  assert.ok(growth < 4 * 1024 * 1024, `${growth} bytes retained after the cut`);
+
+  // The client sees an abrupt end once it reads again; the reader goes on.
+  (slow.ws as unknown as { _socket: { resume(): void } })._socket.resume();
+  assert.equal((await slow.closed).code, 1006);
+  await waitFor(() => read >= sent, 10_000, 'the reader to get every notification');
+  node.emit('newHeads', { number: '0xffff' });
+  await waitFor(() => read === sent + 1, 5_000, 'the reader to get the next notification');
+  reader.close();
+});
+
+test('drops a client that answers no ping within ws.idleTimeoutMs, and keeps one that does', async () => {
+  const key = await newKey();
+  const silent = await connect(url(key), { autoPong: false });
+  const alive = await connect(url(key));
+  const closed = await Promise.race([silent.closed, sleep(3_000).then(() => null)]);
+  assert.equal(closed?.code, 1006, 'the silent client was terminated');
+  assert.equal(alive.ws.readyState, WebSocket.OPEN);
+  assert.equal((await alive.call('eth_chainId')).error?.code, -32000, 'still answered (the HTTP upstream here is down)');
+  await alive.close();
+});
+
+test('refuses connections past the per-key limit with 429 (-32005), and admits again once one closes', async () => {
+  const k = await createKey(t.app, { networks: NETWORKS });
+  const open = [await connect(url(k.key)), await connect(url(k.key)), await connect(url(k.key))];
+  const refused = await tryUpgrade(url(k.key));
+  assert.equal(refused.status, 429);
+  const err = JSON.parse(refused.body).error;
+  assert.equal(err.code, -32005);
+  assert.deepEqual(err.data, { limit: 'connections', max: 3 });
+  assert.ok(refused.headers['x-ratelimit-limit']);
+  assert.equal(t.app.webSocket.connectionsOf(k.id), 3);
+
+  await open[0]?.close();
+  await waitFor(() => t.app.webSocket.connectionsOf(k.id) === 2, 2_000, 'the slot to be released');
+  const again = await connect(url(k.key));
+  for (const c of [again, ...open.slice(1)]) await c.close();
+});
+
+test('refuses subscriptions past the per-connection limit with -32005; an unsubscribe frees a place', async () => {
+  const c = await connect(url(await newKey()));
+  const first = await c.subscribe(['newHeads']);
+  await c.subscribe(['newPendingTransactions']);
+  const third = await c.call('eth_subscribe', ['logs', {}]);
+  assert.equal(third.error?.code, -32005);
+  assert.deepEqual(third.error?.data, { limit: 'subscriptions', max: 2 });
+  assert.equal((await c.call('eth_unsubscribe', [first])).result, true);
+  assert.match(await c.subscribe(['logs', {}]), /^0x/);
+  await c.close();
+});
+
+test('closes with 1009 a message larger than ws.maxPayloadBytes', async () => {
+  const c = await connect(url(await newKey()));
+  c.ws.send(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_call', params: [{ data: `0x${'00'.repeat(4096)}` }, 'latest'] }));
+  assert.equal((await c.closed).code, 1009);
+});
+
+test('answers -32000 when no upstream takes the subscription: no WebSocket upstream, or none reachable in time', async () => {
+  const key = await newKey();
+  const none = await connect(url(key, 'ethereum'));
+  const noWs = await none.call('eth_subscribe', ['newHeads']);
+  assert.equal(noWs.error?.code, -32000);
+  assert.doesNotMatch(JSON.stringify(noWs), /127\.0\.0\.1/, 'no upstream address leaks');
+  const down = await connect(url(key, 'native-testnet'));
+  const started = Date.now();
+  const unreachable = await down.call('eth_subscribe', ['newHeads']);
+  assert.equal(unreachable.error?.code, -32000);
+  assert.ok(Date.now() - started < 3_000);
+  assert.doesNotMatch(JSON.stringify(unreachable), /127\.0\.0\.1/);
+  await none.close();
+  await down.close();
+});
+
+test('on a graceful stop every client gets a 1001 close and the hubs close their upstream connections', async () => {
+  const key = await newKey();
+  const a = await connect(url(key));
+  const b = await connect(url(key));
+  await a.subscribe(['newHeads']);
+  await waitFor(() => node.connections === 1, 2_000, 'the hub connected upstream');
+  stopped = true;
+  await t.close();
+  assert.equal((await a.closed).code, 1001);
+  assert.equal((await b.closed).code, 1001);
+  await waitFor(() => node.connections === 0, 2_000, 'the upstream connection to close');
+});
