@@ -1,3 +1,4 @@
+import net from 'node:net';
 // `npm run bench`: requests/s and latency of one eth_blockNumber call sent straight to a static
 // upstream, through nginx, through a bare Node.js proxy and through the gateway (bench/README.md).
 import { mkdtempSync } from 'node:fs';
@@ -20,7 +21,30 @@ import { machineLine, type Row, table, verdicts } from './report.ts';
  * the same plus `env: { REDIS_URL: 'redis://127.0.0.1:6379' }` and a `skip` saying when Redis does
  * not answer. The default account is enterprise (no limits).
  */
-const GATEWAY_VARIANTS: GatewayVariant[] = [{ label: 'gateway, X-API-Key' }];
+// Limits on: a free account whose overrides are too high to reach, so every request runs the
+// per-minute windows, the daily counter and the monthly compute units without ever being refused.
+const UNREACHABLE = { requestsPerMinute: 1_000_000_000, dailyLimit: 1_000_000_000, monthlyLimit: 1_000_000_000 };
+const REDIS = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+const GATEWAY_VARIANTS: GatewayVariant[] = [
+  { label: 'gateway, X-API-Key' },
+  { label: 'gateway, limits in-process', account: { tier: 'free', limits: UNREACHABLE } },
+  {
+    label: 'gateway, limits on Redis',
+    account: { tier: 'free', limits: UNREACHABLE },
+    env: { REDIS_URL: REDIS },
+    skip: async () => {
+      const u = new URL(REDIS);
+      const up = await new Promise<boolean>((resolve) => {
+        const s = net.connect({ host: u.hostname, port: Number(u.port || 6379) }, () => {
+          s.destroy();
+          resolve(true);
+        });
+        s.on('error', () => resolve(false));
+      });
+      return up ? undefined : `Redis does not answer at ${u.host}`;
+    },
+  },
+];
 
 const { values: opt } = parseArgs({
   options: {
