@@ -63,24 +63,30 @@ export function arrayElements(t: string): string[] {
   return out;
 }
 
-/** Start and end of the value of the top-level `"id"` of the object text `t`, or null. */
-export function idSpan(t: string): [number, number] | null {
-  let i = skipWs(t, 0);
+/** Start and end of the value of the top-level member `name` of the object text `t`, or null. */
+export function memberSpan(t: string, name: string, from = 0, to = t.length): [number, number] | null {
+  const quoted = `"${name}"`;
+  let i = skipWs(t, from);
   if (t.charCodeAt(i) !== 0x7b) return null;
   i = skipWs(t, i + 1);
-  while (i < t.length && t.charCodeAt(i) === 0x22) {
+  while (i < to && t.charCodeAt(i) === 0x22) {
     const keyEnd = skipValue(t, i);
-    const isId = keyEnd - i === 4 && t.startsWith('"id"', i);
+    const match = keyEnd - i === quoted.length && t.startsWith(quoted, i);
     i = skipWs(t, keyEnd);
     if (t.charCodeAt(i) !== 0x3a) return null;
     const valStart = skipWs(t, i + 1);
     const valEnd = skipValue(t, valStart);
-    if (isId) return [valStart, valEnd];
+    if (match) return [valStart, valEnd];
     i = skipWs(t, valEnd);
     if (t.charCodeAt(i) !== 0x2c) return null;
     i = skipWs(t, i + 1);
   }
   return null;
+}
+
+/** Start and end of the value of the top-level `"id"` of the object text `t`, or null. */
+export function idSpan(t: string): [number, number] | null {
+  return memberSpan(t, 'id');
 }
 
 /** The `id` of an object text exactly as written, or `null` when it has none. */

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { skipValue } from '../lossless.ts';
+import { memberSpan } from '../lossless.ts';
 
 /** A subscription id as clients see it: 16 random bytes in 0x hex, never the upstream node's id. */
 export function newSubscriptionId(): string {
@@ -14,32 +14,6 @@ export function notificationText(subscriptionId: string, resultText: string): st
   return `{"jsonrpc":"2.0","method":"eth_subscription","params":{"subscription":"${subscriptionId}","result":${resultText}}}`;
 }
 
-const WS = new Set([0x20, 0x0a, 0x0d, 0x09]);
-function skipWs(t: string, i: number): number {
-  while (i < t.length && WS.has(t.charCodeAt(i))) i++;
-  return i;
-}
-
-/** Start and end of the value of the top-level member `name` of the object text `t`, or null. */
-export function memberSpan(t: string, name: string, from = 0, to = t.length): [number, number] | null {
-  const quoted = `"${name}"`;
-  let i = skipWs(t, from);
-  if (t.charCodeAt(i) !== 0x7b) return null;
-  i = skipWs(t, i + 1);
-  while (i < to && t.charCodeAt(i) === 0x22) {
-    const keyEnd = skipValue(t, i);
-    const match = keyEnd - i === quoted.length && t.startsWith(quoted, i);
-    i = skipWs(t, keyEnd);
-    if (t.charCodeAt(i) !== 0x3a) return null;
-    const valStart = skipWs(t, i + 1);
-    const valEnd = skipValue(t, valStart);
-    if (match) return [valStart, valEnd];
-    i = skipWs(t, valEnd);
-    if (t.charCodeAt(i) !== 0x2c) return null;
-    i = skipWs(t, i + 1);
-  }
-  return null;
-}
 
 /**
  * Reads an `eth_subscription` notification from a node: the node's subscription id and the
