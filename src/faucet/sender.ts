@@ -1,5 +1,5 @@
 import type { Address, Hex } from 'viem';
-import { NoUpstreamError, type UpstreamPool, UpstreamRpcError } from '../rpc-proxy/upstream-pool.ts';
+import { NoUpstreamError, type UpstreamPool, UpstreamRpcError } from '../upstreams/pool.ts';
 import type { FaucetWallet } from './wallets.ts';
 
 /** Fee fields of a grant: EIP-1559 where the chain has a base fee, else legacy. */

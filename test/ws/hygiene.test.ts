@@ -7,7 +7,7 @@ import { after, before, test } from 'node:test';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import WebSocket from 'ws';
-import type { WsConnection } from '../../src/rpc-proxy/ws/connection.ts';
+import type { WsConnection } from '../../src/rpc/ws/connection.ts';
 import { createKey, startTestApp, type TestApp } from '../support/app.ts';
 import { connect, type FakeWsNode, sleep, startFakeWsNode, tryUpgrade, waitFor, withUpstreams, wsAddress } from './helpers.ts';
 

@@ -10,7 +10,7 @@ import {
   type PoolOptions,
   UpstreamPool,
   UpstreamRpcError,
-} from '../../src/rpc-proxy/upstream-pool.ts';
+} from '../../src/upstreams/pool.ts';
 import { type FakeMode, type FakeUpstream, startFakeUpstream } from '../support/fake-upstream.ts';
 
 const MARGIN_MS = 2_500; // generous: the point is "bounded", not "fast"

@@ -1,10 +1,10 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { NetworkRegistry } from '../chains/registry.ts';
-import type { Config } from '../config/schema.ts';
-import { InternalRpcError, InvalidApiKeyError, InvalidRequestError, type RpcError, UnknownNetworkError } from '../errors/rpc.ts';
-import { errorText } from './jsonrpc.ts';
-import { idText } from './lossless.ts';
-import { type RpcProxy, type RpcReply, type RpcRequest, UNPARSABLE } from './proxy.ts';
+import type { NetworkRegistry } from '../../chains/registry.ts';
+import type { Config } from '../../config/schema.ts';
+import { InternalRpcError, InvalidApiKeyError, InvalidRequestError, type RpcError, UnknownNetworkError } from '../../errors/rpc.ts';
+import { errorText } from '../jsonrpc.ts';
+import { idText } from '../lossless.ts';
+import { type RpcProxy, type RpcReply, type RpcRequest, UNPARSABLE } from '../pipeline.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {

@@ -21,13 +21,13 @@ import type { Meter } from '../../metering/meter.ts';
 import { ComputeUnits } from '../../metering/weights.ts';
 import type { UsageSink } from '../../usage/sink.ts';
 import { errorText } from '../jsonrpc.ts';
-import type { UpstreamPools } from '../pools.ts';
-import type { RpcProxy } from '../proxy.ts';
+import type { UpstreamPools } from '../../upstreams/upstreams.ts';
+import type { RpcProxy } from '../pipeline.ts';
 import { clientIpResolver } from './client-ip.ts';
 import { type ConnectionContext, WsConnection } from './connection.ts';
 import { refuse, serveAsHttp } from './http-fallback.ts';
-import type { HubStats } from './hub.ts';
-import { SubscriptionHubs } from './hubs.ts';
+import type { HubStats } from '../../upstreams/hub.ts';
+import { SubscriptionHubs } from '../../upstreams/hubs.ts';
 
 export interface WsDeps {
   config: Config;

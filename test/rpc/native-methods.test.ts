@@ -8,8 +8,8 @@ import {
   type NodeCall,
   nodeCallFromPool,
   parseJsonKeepingBigIntegers,
-} from '../../src/rpc-proxy/native-methods.ts';
-import { NoUpstreamError, UpstreamPool } from '../../src/rpc-proxy/upstream-pool.ts';
+} from '../../src/rpc/dispatch/native.ts';
+import { NoUpstreamError, UpstreamPool } from '../../src/upstreams/pool.ts';
 import {
   EPOCH_WITHOUT_REWARDS,
   type FakeNativeNode,

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import WebSocket from 'ws';
-import { NodeAnsweredError, type RpcError, UpstreamError } from '../../errors/rpc.ts';
+import { NodeAnsweredError, type RpcError, UpstreamError } from '../errors/rpc.ts';
 import { readNotification } from './messages.ts';
 import type { Topic } from './topics.ts';
 

@@ -1,5 +1,5 @@
-import { InvalidParamsError, MethodNotSupportedError, type RpcError, UpstreamError } from '../errors/rpc.ts';
-import { type UpstreamPool, UpstreamRpcError } from './upstream-pool.ts';
+import { InvalidParamsError, MethodNotSupportedError, type RpcError, UpstreamError } from '../../errors/rpc.ts';
+import { type UpstreamPool, UpstreamRpcError } from '../../upstreams/pool.ts';
 
 /**
  * The `nat_*` methods of the native networks (C24, C25), translated to the XDC-like node's own

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { Config } from '../config/schema.ts';
-import { UpstreamPool } from './upstream-pool.ts';
+import { UpstreamPool } from './pool.ts';
 
 /** One upstream pool per network, made from config (C26, C32). */
 export class UpstreamPools {

@@ -13,13 +13,13 @@ import {
 import type { KeyCache, ResolvedKey } from '../keys/cache.ts';
 import { errorText, parseItem, type RpcCall, type RpcItem, resultText } from './jsonrpc.ts';
 import { arrayElements, idSpan, idText, withId } from './lossless.ts';
-import { callNativeMethod, nodeCallFromPool } from './native-methods.ts';
+import { callNativeMethod, nodeCallFromPool } from './dispatch/native.ts';
 import type { MethodPolicy } from './policy.ts';
 import type { Meter } from '../metering/meter.ts';
 import { ComputeUnits } from '../metering/weights.ts';
 import type { UsageSink } from '../usage/sink.ts';
-import type { UpstreamPools } from './pools.ts';
-import { NoUpstreamError, UpstreamRpcError } from './upstream-pool.ts';
+import type { UpstreamPools } from '../upstreams/upstreams.ts';
+import { NoUpstreamError, UpstreamRpcError } from '../upstreams/pool.ts';
 
 /** What goes back to the client: a status and a body (bytes from a node go through untouched). */
 export interface RpcReply {

@@ -9,11 +9,11 @@ import type { ComputeUnits } from '../../metering/weights.ts';
 import type { UsageSink } from '../../usage/sink.ts';
 import { errorText, parseItem, resultText } from '../jsonrpc.ts';
 import { arrayElements, idText } from '../lossless.ts';
-import { type RpcProxy, UNPARSABLE } from '../proxy.ts';
-import type { Subscriber } from './hub.ts';
-import type { SubscriptionHubs } from './hubs.ts';
-import { newSubscriptionId, notificationText } from './messages.ts';
-import { parseTopic } from './topics.ts';
+import { type RpcProxy, UNPARSABLE } from '../pipeline.ts';
+import type { Subscriber } from '../../upstreams/hub.ts';
+import type { SubscriptionHubs } from '../../upstreams/hubs.ts';
+import { newSubscriptionId, notificationText } from '../../upstreams/messages.ts';
+import { parseTopic } from '../../upstreams/topics.ts';
 
 /** What every connection shares. */
 export interface ConnectionContext {
