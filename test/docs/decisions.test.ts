@@ -1,0 +1,156 @@
+// The repository must explain itself: every contract id the code or the README cites has its
+// section in docs/decisions.md, and the README only links to things that exist in the repository.
+import assert from 'node:assert/strict';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { describe, test } from 'node:test';
+
+const root = path.resolve(import.meta.dirname, '../..');
+const read = (rel: string) => readFileSync(path.join(root, rel), 'utf8');
+
+const CONTRACT_ID = /\bC(\d{1,3})\b/g;
+
+function filesUnder(dir: string): string[] {
+  const out: string[] = [];
+  for (const name of readdirSync(dir)) {
+    const full = path.join(dir, name);
+    if (statSync(full).isDirectory()) out.push(...filesUnder(full));
+    else out.push(full);
+  }
+  return out;
+}
+
+/** Each contract id cited in `text`, with the line it is on. */
+function citedIds(text: string): { id: number; line: number }[] {
+  const out: { id: number; line: number }[] = [];
+  text.split('\n').forEach((l, i) => {
+    for (const m of l.matchAll(CONTRACT_ID)) out.push({ id: Number(m[1]), line: i + 1 });
+  });
+  return out;
+}
+
+/** GitHub's heading anchor: lower case, punctuation dropped, spaces as hyphens, links as their text. */
+function slug(heading: string): string {
+  return heading
+    .replace(/\[([^\]]*)\]\([^)]*\)/g, '$1')
+    .replace(/<[^>]*>/g, '')
+    .trim()
+    .toLowerCase()
+    .replace(/[^\p{L}\p{N}\s_-]/gu, '')
+    .replace(/\s/g, '-');
+}
+
+/** The anchors a Markdown file offers: explicit `id="..."` and its headings' slugs. */
+function anchorsOf(markdown: string): Set<string> {
+  const anchors = new Set<string>();
+  for (const m of markdown.matchAll(/\bid="([^"]+)"/g)) anchors.add(m[1] as string);
+  const seen = new Map<string, number>();
+  let fenced = false;
+  for (const line of markdown.split('\n')) {
+    if (line.startsWith('```')) fenced = !fenced;
+    const h = fenced ? null : /^#{1,6}\s+(.*)$/.exec(line);
+    if (!h) continue;
+    const base = slug(h[1] as string);
+    const n = seen.get(base) ?? 0;
+    seen.set(base, n + 1);
+    anchors.add(n === 0 ? base : `${base}-${n}`);
+  }
+  return anchors;
+}
+
+/** Link targets of a Markdown file, outside code blocks and code spans: `[text](target)` and `[ref]: target`. */
+function linkTargets(markdown: string): string[] {
+  const prose = markdown.replace(/```[\s\S]*?```/g, '').replace(/`[^`\n]*`/g, '');
+  const targets: string[] = [];
+  for (const m of prose.matchAll(/\]\(\s*<?([^)\s>]+)>?(?:\s+"[^"]*")?\s*\)/g)) targets.push(m[1] as string);
+  for (const m of prose.matchAll(/^\s*\[[^\]]+\]:\s*<?(\S+?)>?(?:\s|$)/gm)) targets.push(m[1] as string);
+  return targets;
+}
+
+/** What is wrong with the relative links of the Markdown file `rel` (repository-relative). */
+function brokenLinks(rel: string): string[] {
+  const text = read(rel);
+  const problems: string[] = [];
+  for (const target of linkTargets(text)) {
+    if (/^[a-z][a-z0-9+.-]*:/i.test(target)) continue; // https:, mailto:, ...
+    const [file = '', fragment] = target.split('#', 2);
+    const resolved = file === '' ? path.join(root, rel) : path.resolve(path.dirname(path.join(root, rel)), decodeURI(file));
+    if (path.relative(root, resolved).startsWith('..')) {
+      problems.push(`${target}: outside the repository`);
+      continue;
+    }
+    if (!existsSync(resolved)) {
+      problems.push(`${target}: no such file or folder`);
+      continue;
+    }
+    if (fragment && resolved.endsWith('.md') && !anchorsOf(readFileSync(resolved, 'utf8')).has(fragment)) {
+      problems.push(`${target}: no anchor #${fragment} in ${path.relative(root, resolved)}`);
+    }
+  }
+  return problems;
+}
+
+const decisions = read('docs/decisions.md');
+
+/** Ids with both an anchor `<a id="cN">` and a heading `### CN.` in docs/decisions.md. */
+function documentedIds(): Set<number> {
+  const anchors = anchorsOf(decisions);
+  const ids = new Set<number>();
+  for (const m of decisions.matchAll(/^#{2,4}\s+C(\d+)\./gm)) {
+    if (anchors.has(`c${m[1]}`)) ids.add(Number(m[1]));
+  }
+  return ids;
+}
+
+describe('docs/decisions.md', () => {
+  test('every contract id from C1 to C46 has a section with its anchor', () => {
+    const documented = documentedIds();
+    const missing = Array.from({ length: 46 }, (_, i) => i + 1).filter((id) => !documented.has(id));
+    assert.deepEqual(missing, [], `no section for ${missing.map((id) => `C${id}`).join(', ')}`);
+  });
+
+  test('every contract id cited in src/ or README.md has a section', () => {
+    const documented = documentedIds();
+    const sources = [...filesUnder(path.join(root, 'src')), path.join(root, 'README.md')];
+    const undocumented: string[] = [];
+    for (const file of sources) {
+      for (const { id, line } of citedIds(readFileSync(file, 'utf8'))) {
+        if (!documented.has(id)) undocumented.push(`C${id} at ${path.relative(root, file)}:${line}`);
+      }
+    }
+    assert.deepEqual(undocumented, [], 'cited ids without a section in docs/decisions.md');
+  });
+
+  test('links inside docs/decisions.md point at anchors and files that exist', () => {
+    assert.deepEqual(brokenLinks('docs/decisions.md'), []);
+  });
+});
+
+describe('README.md', () => {
+  const readme = read('README.md');
+
+  test('every relative link points at a file, folder or anchor that exists in the repository', () => {
+    assert.deepEqual(brokenLinks('README.md'), []);
+  });
+
+  test('it names no file outside the repository', () => {
+    const outside = ['../shared', 'contract.md', 'gateway-spec', 'STYLE.md'].filter((s) => readme.includes(s));
+    assert.deepEqual(outside, []);
+  });
+
+  test('every contract id it mentions is a link to its section in docs/decisions.md', () => {
+    // Ids inside code (`// C12: ...`) are examples and cannot be links; keep line numbers intact.
+    const prose = readme
+      .replace(/```[\s\S]*?```/g, (block) => block.replace(/[^\n]/g, ''))
+      .replace(/`[^`\n]*`/g, '')
+      .replace(/\[C(\d+)\]\(docs\/decisions\.md#c\1\)/g, '');
+    const unlinked = citedIds(prose).map(
+      ({ id, line }) => `C${id} at README.md:${line}`,
+    );
+    assert.deepEqual(unlinked, []);
+  });
+
+  test('it says where the ids in code comments are explained', () => {
+    assert.match(readme, /\]\(docs\/decisions\.md\)/);
+  });
+});
