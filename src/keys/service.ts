@@ -176,7 +176,9 @@ export class KeyService {
   async update(userId: string, id: string, input: PatchKeyInput): Promise<KeyRow> {
     const row = await this.#db.transaction(async (tx) => {
       const user = await lockUser(tx as unknown as Db, userId);
-      const current = await getIn(tx as unknown as Db, userId, id);
+      // The key's row lock orders this PATCH against a concurrent revoke: one sees the other's result.
+      const current = await getIn(tx as unknown as Db, userId, id, true);
+      // C20: revoked is permanent; 409 rather than 400, since the body itself is valid.
       if (current.status === 'revoked') throw new HttpError('CONFLICT', 'A revoked key cannot be changed');
       const patch: Partial<KeyRow> = { updatedAt: new Date() };
       if (input.name !== undefined) patch.name = input.name.trim();
@@ -197,30 +199,37 @@ export class KeyService {
     return row;
   }
 
+  /** Revoked for good (C20). Under the key's row lock, so a PATCH running at the same time cannot bring it back. */
   async revoke(userId: string, id: string): Promise<KeyRow> {
-    const current = await this.get(userId, id);
-    if (current.status === 'revoked') return current;
-    const [row] = await this.#db
-      .update(apiKeys)
-      .set({ status: 'revoked', revokedAt: new Date(), updatedAt: new Date() })
-      .where(and(eq(apiKeys.id, id), eq(apiKeys.userId, userId)))
-      .returning();
-    this.emit({ type: 'revoked', userId, keyId: id, keyHashes: [current.keyHash] });
-    return row as KeyRow;
+    const { row, before } = await this.#db.transaction(async (tx) => {
+      const current = await getIn(tx as unknown as Db, userId, id, true);
+      if (current.status === 'revoked') return { row: current, before: undefined };
+      const [updated] = await tx
+        .update(apiKeys)
+        .set({ status: 'revoked', revokedAt: new Date(), updatedAt: new Date() })
+        .where(eq(apiKeys.id, id))
+        .returning();
+      return { row: updated as KeyRow, before: current };
+    });
+    if (before) this.emit({ type: 'revoked', userId, keyId: id, keyHashes: [before.keyHash] });
+    return row;
   }
 
   /** A new key value under the same id; the old value stops working at once (C20). */
   async rotate(userId: string, id: string): Promise<KeyRow> {
-    const current = await this.get(userId, id);
-    if (current.status === 'revoked') throw new HttpError('CONFLICT', 'A revoked key cannot be rotated');
     const { key, prefix } = generateKey(this.#cfg.keys.prefix);
-    const [row] = await this.#db
-      .update(apiKeys)
-      .set({ prefix, keyHash: hashKey(key), keyCiphertext: this.#cipher.encrypt(key, id), updatedAt: new Date() })
-      .where(and(eq(apiKeys.id, id), eq(apiKeys.userId, userId)))
-      .returning();
-    this.emit({ type: 'rotated', userId, keyId: id, keyHashes: [current.keyHash] });
-    return row as KeyRow;
+    const { row, oldHash } = await this.#db.transaction(async (tx) => {
+      const current = await getIn(tx as unknown as Db, userId, id, true);
+      if (current.status === 'revoked') throw new HttpError('CONFLICT', 'A revoked key cannot be rotated');
+      const [updated] = await tx
+        .update(apiKeys)
+        .set({ prefix, keyHash: hashKey(key), keyCiphertext: this.#cipher.encrypt(key, id), updatedAt: new Date() })
+        .where(eq(apiKeys.id, id))
+        .returning();
+      return { row: updated as KeyRow, oldHash: current.keyHash };
+    });
+    this.emit({ type: 'rotated', userId, keyId: id, keyHashes: [oldHash] });
+    return row;
   }
 
   async delete(userId: string, id: string): Promise<void> {
@@ -297,11 +306,13 @@ async function lockUser(db: Db, userId: string): Promise<UserRow> {
   return user;
 }
 
-async function getIn(db: Db, userId: string, id: string): Promise<KeyRow> {
-  const [row] = await db
+/** One key of the account; `lock`: SELECT ... FOR UPDATE (inside a transaction). */
+async function getIn(db: Db, userId: string, id: string, lock = false): Promise<KeyRow> {
+  const q = db
     .select()
     .from(apiKeys)
     .where(and(eq(apiKeys.id, id), eq(apiKeys.userId, userId)));
+  const [row] = lock ? await q.for('update') : await q;
   if (!row) throw notFound('API key');
   return row;
 }

@@ -173,6 +173,29 @@ for (const backend of backends) {
       assert.equal(reactivate.statusCode, 409);
     });
 
+    test('a revoke racing PATCH {status: "active"} always ends revoked; PATCH of a revoked key is 409 CONFLICT', async () => {
+      const u = await registerUser(t.app);
+      const rounds = 30;
+      for (let i = 0; i < rounds; i++) {
+        const k = (await create(u.auth, { name: `race${i}` })).json().data;
+        await t.app.inject({ method: 'PATCH', url: `/api/v1/api-keys/${k.id}`, headers: u.auth, payload: { status: 'inactive' } });
+        const [patched, revoked] = await Promise.all([
+          t.app.inject({ method: 'PATCH', url: `/api/v1/api-keys/${k.id}`, headers: u.auth, payload: { status: 'active' } }),
+          t.app.inject({ method: 'POST', url: `/api/v1/api-keys/${k.id}/revoke`, headers: u.auth }),
+        ]);
+        assert.equal(revoked.statusCode, 200);
+        // Either the PATCH came first (200) or it found the key revoked (409, C7 envelope).
+        if (patched.statusCode !== 200) {
+          assert.equal(patched.statusCode, 409, patched.body);
+          assert.equal(patched.json().success, false);
+          assert.equal(patched.json().error.code, 'CONFLICT');
+        }
+        const [row] = (await rawRows()).filter((r) => r.id === k.id);
+        assert.equal(row?.status, 'revoked', `round ${i}: the key came back to life`);
+        // Free plan: 3 keys; revoked ones do not count, so the loop can go on.
+      }
+    });
+
     test('rotate gives a new key value under the same id; the old hash is gone', async () => {
       const u = await registerUser(t.app);
       const k = (await create(u.auth, { name: 'rot' })).json().data;
