@@ -170,6 +170,15 @@ export const ConfigSchema = T.Object(
       },
       { additionalProperties: false },
     ),
+    // C44: answers that cannot change are served from memory; identical concurrent reads share one call.
+    cache: T.Object(
+      {
+        enabled: T.Boolean(), // false: nothing cached nor coalesced, every call goes to a node
+        maxBytesPerNetwork: T.Integer({ minimum: 0 }), // characters (key + result text) per network's LRU; 33554432 = 32 MiB
+        safeDepth: T.Integer({ minimum: 0 }), // blocks below the head from which a block's answers are cached
+      },
+      { additionalProperties: false },
+    ),
     devnet: T.Object(
       {
         enabled: T.Boolean(),
