@@ -5,7 +5,7 @@ import type { AccountService, UserRow } from '../auth/accounts.ts';
 import type { Config } from '../config/schema.ts';
 import { HttpError, notFound } from '../errors/http.ts';
 import { Email, ErrorResponse, ok } from '../http/schemas.ts';
-import type { KeyService } from '../keys/service.ts';
+import type { AccountLimitsPatch, KeyService } from '../keys/service.ts';
 import { effectiveLimits } from '../metering/plans.ts';
 
 const Limit = T.Union([T.Integer({ minimum: 1 }), T.Null()]);
@@ -23,6 +23,12 @@ const AdminUser = T.Object({
     maxNetworks: Limit,
   }),
   createdAt: T.String(),
+});
+
+const AdminUserChanged = T.Object({
+  ...AdminUser.properties,
+  // Keys brought within the new plan by this change (ids), see KeyService.changeAccountLimits.
+  keyChanges: T.Object({ deactivated: T.Array(T.String()), networksChanged: T.Array(T.String()), rateLimited: T.Array(T.String()) }),
 });
 
 const digest = (s: string) => createHash('sha256').update(s).digest();
@@ -106,21 +112,24 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{
           },
           { additionalProperties: false, minProperties: 1 },
         ),
-        response: { 200: ok(AdminUser), 400: ErrorResponse, 401: ErrorResponse, 404: ErrorResponse },
+        response: { 200: ok(AdminUserChanged), 400: ErrorResponse, 401: ErrorResponse, 404: ErrorResponse },
       },
     },
     async (req) => {
       const { tier, limits } = req.body;
-      const patch: Parameters<AccountService['update']>[1] = {};
+      const patch: AccountLimitsPatch = {};
       if (tier !== undefined) patch.tier = tier;
       if (limits?.requestsPerMinute !== undefined) patch.requestsPerMinute = limits.requestsPerMinute;
       if (limits?.dailyLimit !== undefined) patch.dailyLimit = limits.dailyLimit;
       if (limits?.monthlyLimit !== undefined) patch.monthlyLimit = limits.monthlyLimit;
-      const user = await accounts.update(req.params.id, patch);
-      if (!user) throw notFound('account');
-      // Cached key lookups carry the account's plan: drop them (C20: takes effect at once).
-      await keys.accountChanged(user.id);
-      return { success: true as const, data: show(user) };
+      // A downgrade also switches off, narrows or slows keys beyond the new plan (C14–C16), and
+      // drops every cached lookup of the account's keys (C20: takes effect at once).
+      const changed = await keys.changeAccountLimits(req.params.id, patch);
+      if (!changed) throw notFound('account');
+      if (Object.values(changed.keys).some((ids) => ids.length > 0)) {
+        req.log.info({ userId: changed.user.id, tier: changed.user.tier, ...changed.keys }, 'keys brought within the account’s plan');
+      }
+      return { success: true as const, data: { ...show(changed.user), keyChanges: changed.keys } };
     },
   );
 };

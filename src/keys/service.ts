@@ -63,6 +63,19 @@ export interface PatchKeyInput {
 
 const FREE_DEFAULT_NETWORKS = ['native-mainnet', 'native-testnet'];
 
+/** What an admin may change on an account (C8). */
+export type AccountLimitsPatch = Partial<Pick<UserRow, 'tier' | 'requestsPerMinute' | 'dailyLimit' | 'monthlyLimit'>>;
+
+/** Keys a plan change brought within the new plan (ids only, never key values). */
+export interface PlanEnforcement {
+  /** Switched to `inactive`: more active keys than the plan allows (C15). */
+  deactivated: string[];
+  /** Networks taken off: more distinct networks than the plan allows (C16). */
+  networksChanged: string[];
+  /** `rateLimit` lowered to the plan rate (C14). */
+  rateLimited: string[];
+}
+
 /** API keys of an account: create, list, change, revoke, rotate, delete (C14–C16, C19–C21). */
 export class KeyService {
   readonly #db: Db;
@@ -190,6 +203,7 @@ export class KeyService {
         patch.networks = this.#resolveNetworks(user, input.networks, others.map((o) => o.networks));
       }
       if (input.rateLimit !== undefined) patch.rateLimit = this.#checkRateLimit(user, input.rateLimit ?? undefined);
+      if (input.status === 'active' && current.status !== 'active') await this.#checkActiveAllowance(tx as unknown as Db, user, id);
       if (input.status !== undefined) patch.status = input.status;
       if (input.expiresAt !== undefined) patch.expiresAt = parseDate(input.expiresAt);
       const [updated] = await tx.update(apiKeys).set(patch).where(eq(apiKeys.id, id)).returning();
@@ -251,6 +265,107 @@ export class KeyService {
     return row;
   }
 
+  /**
+   * Changes an account's tier or limit overrides (C8) and, in the same transaction, brings its
+   * keys within the limits that now apply (a downgrade must not leave more usable than the plan
+   * allows). Keys that are not revoked are considered, oldest first:
+   * - C15: at most `maxKeys` stay `active` (non-expired ones before expired ones, then the
+   *   oldest); the others become `inactive`, and their owner can switch one back on only in place
+   *   of another.
+   * - C16: when the keys name more distinct networks than `maxNetworks`, the first ones named
+   *   (keys that stay active first, each key's networks in its order) are kept and the others
+   *   removed; if that would leave a key with no network, the plan's defaults (the two native
+   *   networks) are among those kept and that key gets them.
+   * - C14: a `rateLimit` above the plan rate is lowered to it.
+   * Then every cached lookup of the account's keys is dropped, here and over the key-change bus
+   * on other instances (C20), so the RPC path sees the change at once.
+   *
+   * @returns undefined when there is no such account.
+   */
+  async changeAccountLimits(userId: string, patch: AccountLimitsPatch): Promise<{ user: UserRow; keys: PlanEnforcement } | undefined> {
+    const out = await this.#db.transaction(async (tx) => {
+      const [locked] = await tx.select().from(users).where(eq(users.id, userId)).for('update');
+      if (!locked) return undefined;
+      const [user] = await tx
+        .update(users)
+        .set({ ...patch, updatedAt: new Date() })
+        .where(eq(users.id, userId))
+        .returning();
+      // Locked too: a PATCH or revoke of one of these keys waits for this change, or this for it.
+      const rows = await tx.select().from(apiKeys).where(eq(apiKeys.userId, userId)).orderBy(apiKeys.createdAt, apiKeys.id).for('update');
+      const changes = this.#fitToPlan(user as UserRow, rows);
+      const keys: PlanEnforcement = { deactivated: [], networksChanged: [], rateLimited: [] };
+      for (const [id, change] of changes) {
+        await tx.update(apiKeys).set({ ...change, updatedAt: new Date() }).where(eq(apiKeys.id, id));
+        if (change.status) keys.deactivated.push(id);
+        if (change.networks) keys.networksChanged.push(id);
+        if (change.rateLimit !== undefined) keys.rateLimited.push(id);
+      }
+      return { user: user as UserRow, keys, hashes: rows.map((r) => r.keyHash) };
+    });
+    if (!out) return undefined;
+    this.emit({ type: 'account', userId, keyHashes: out.hashes });
+    return { user: out.user, keys: out.keys };
+  }
+
+  /** The changes that bring `rows` (all of one account's keys, oldest first) within the account's limits. */
+  #fitToPlan(user: UserRow, rows: KeyRow[]): Map<string, Partial<Pick<KeyRow, 'status' | 'networks' | 'rateLimit'>>> {
+    const limits = effectiveLimits(this.#cfg, user);
+    const changes = new Map<string, Partial<Pick<KeyRow, 'status' | 'networks' | 'rateLimit'>>>();
+    const change = (id: string) => {
+      let c = changes.get(id);
+      if (!c) changes.set(id, (c = {}));
+      return c;
+    };
+    const live = rows.filter((r) => r.status !== 'revoked');
+    const now = Date.now();
+
+    // C15: the active keys that stay active, usable ones first, then the oldest.
+    const active = live.filter((r) => r.status === 'active');
+    const usableFirst = [...active].sort((a, b) => Number(isExpired(a, now)) - Number(isExpired(b, now)));
+    const staying = new Set((limits.maxKeys === null ? usableFirst : usableFirst.slice(0, limits.maxKeys)).map((r) => r.id));
+    for (const r of active) if (!staying.has(r.id)) change(r.id).status = 'inactive';
+
+    // C16: keep the first networks named, the staying keys' first.
+    if (limits.maxNetworks !== null) {
+      const max = limits.maxNetworks;
+      const ordered = [...live.filter((r) => staying.has(r.id)), ...live.filter((r) => !staying.has(r.id))];
+      const named = [...new Set(ordered.flatMap((r) => r.networks))];
+      if (named.length > max) {
+        let kept = new Set(named.slice(0, max));
+        if (ordered.some((r) => !r.networks.some((n) => kept.has(n)))) {
+          const defaults = FREE_DEFAULT_NETWORKS.slice(0, max);
+          kept = new Set([...defaults, ...named.filter((n) => !defaults.includes(n))].slice(0, max));
+        }
+        for (const r of ordered) {
+          const left = r.networks.filter((n) => kept.has(n));
+          const networks = left.length > 0 ? left : FREE_DEFAULT_NETWORKS.filter((n) => kept.has(n));
+          if (networks.length !== r.networks.length) change(r.id).networks = networks;
+        }
+      }
+    }
+
+    // C14: a key's own rate never above the plan rate.
+    const rate = limits.requestsPerMinute;
+    if (rate !== null) for (const r of live) if (r.rateLimit !== null && r.rateLimit > rate) change(r.id).rateLimit = rate;
+    return changes;
+  }
+
+  /** C15 after a downgrade: switching a key back on must not make more active keys than the plan allows. */
+  async #checkActiveAllowance(tx: Db, user: UserRow, id: string): Promise<void> {
+    const max = effectiveLimits(this.#cfg, user).maxKeys;
+    if (max === null) return;
+    const others = await tx
+      .select({ id: apiKeys.id })
+      .from(apiKeys)
+      .where(and(eq(apiKeys.userId, user.id), eq(apiKeys.status, 'active'), ne(apiKeys.id, id)));
+    if (others.length >= max) {
+      throw new HttpError('PLAN_LIMIT', `The ${user.tier} plan allows ${max} active API keys; switch another off first`, {
+        details: { limit: max },
+      });
+    }
+  }
+
   /** Hashes of all of an account's keys: a tier or limit change makes their cached lookups stale. */
   async accountChanged(userId: string): Promise<void> {
     const rows = await this.#db.select({ keyHash: apiKeys.keyHash }).from(apiKeys).where(eq(apiKeys.userId, userId));
@@ -294,6 +409,10 @@ export class KeyService {
     }
     return rateLimit;
   }
+}
+
+function isExpired(r: KeyRow, now: number): boolean {
+  return r.expiresAt !== null && r.expiresAt.getTime() <= now;
 }
 
 function parseDate(v: string | null | undefined): Date | null {
