@@ -113,6 +113,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   const meter = new Meter(config, limiter);
   const usage = new UsageService({ db, config, logger });
   keys.usage = usage;
+  await meter.seedFromUsage(usage);
   usage.start();
   const proxy = new RpcProxy({ config, keys: keyCache, policy, pools, logger, meter, usage });
   app.addHook('onClose', async () => {

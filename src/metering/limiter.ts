@@ -24,6 +24,14 @@ export interface CounterCheck {
 
 export type Check = WindowCheck | CounterCheck;
 
+/** A counter's value carried over from storage (after a restart): see `Limiter.seed`. */
+export interface CounterSeed {
+  key: string;
+  value: number;
+  /** Epoch ms when the counter's period ends. */
+  resetAt: number;
+}
+
 export interface CheckState {
   /** Whether this check alone would have admitted the cost. */
   allowed: boolean;
@@ -43,6 +51,11 @@ export interface ConsumeResult {
 
 export interface Limiter {
   consume(checks: readonly Check[]): Promise<ConsumeResult>;
+  /**
+   * Raises counters to at least these values (never lowers them): quotas counted before a
+   * restart, from stored usage. A store whose counters outlive the process ignores it.
+   */
+  seed(counters: readonly CounterSeed[]): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -141,6 +154,17 @@ export class MemoryLimiter implements Limiter {
       };
     });
     return { allowed, states };
+  }
+
+  /** Counters of this process start at zero: take what storage says was already used (max, so never counted twice). */
+  async seed(counters: readonly CounterSeed[]): Promise<void> {
+    const now = this.#now();
+    for (const s of counters) {
+      if (s.resetAt <= now || s.value <= 0) continue;
+      const ctr = this.#counters.get(s.key);
+      if (ctr && ctr.resetAt > now) ctr.value = Math.max(ctr.value, s.value);
+      else this.#counters.set(s.key, { value: s.value, resetAt: s.resetAt });
+    }
   }
 
   #collect(): void {

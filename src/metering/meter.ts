@@ -1,7 +1,7 @@
 import type { Config } from '../config/schema.ts';
 import { QuotaExceededError, RateLimitedError, type RpcError } from '../errors/rpc.ts';
 import type { ResolvedKey } from '../keys/cache.ts';
-import type { Check, CheckState, Limiter } from './limiter.ts';
+import type { Check, CheckState, CounterSeed, Limiter } from './limiter.ts';
 import { currentPeriods } from './periods.ts';
 
 const MINUTE_MS = 60_000;
@@ -17,6 +17,11 @@ export interface MeterOutcome {
 }
 
 type Role = 'keyRate' | 'accountRate' | 'daily' | 'monthly' | 'ipRate';
+
+/** Stored usage the quotas are counted from (UsageService.quotaUsage). */
+export interface QuotaUsageSource {
+  quotaUsage(): Promise<Array<{ userId: string; requestsToday: number; computeUnitsThisMonth: number }>>;
+}
 
 /**
  * Applies the limits of C9–C13 and C18 to RPC traffic: the key's own rate, the account's plan
@@ -75,6 +80,21 @@ export class Meter {
     }
     const result = await this.#limiter.consume(checks);
     return this.#outcome(result.allowed, result.states, roles, perMinute);
+  }
+
+  /**
+   * Seeds the daily request and monthly compute-unit quotas (per account, as `rpc` counts them)
+   * from stored usage, so that a restart does not hand out a fresh quota (C11). Call once at
+   * start, before traffic. With Redis the counters survived the restart and are left alone.
+   */
+  async seedFromUsage(usage: QuotaUsageSource): Promise<void> {
+    const p = currentPeriods();
+    const seeds: CounterSeed[] = [];
+    for (const u of await usage.quotaUsage()) {
+      seeds.push({ key: `d:${u.userId}:${p.day}`, value: u.requestsToday, resetAt: p.dayEndsAt });
+      seeds.push({ key: `cu:${u.userId}:${p.month}`, value: u.computeUnitsThisMonth, resetAt: p.monthEndsAt });
+    }
+    await this.#limiter.seed(seeds);
   }
 
   #outcome(allowed: boolean, states: CheckState[], roles: Role[], perMinute: number): MeterOutcome {

@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import type { Check, CheckState, ConsumeResult, Limiter } from './limiter.ts';
+import type { Check, CheckState, ConsumeResult, CounterSeed, Limiter } from './limiter.ts';
 
 // All checks of one request in one script: atomic under concurrency, one round trip (C12).
 // Time comes from Redis (TIME), so instances with skewed clocks share one notion of "now".
@@ -108,6 +108,12 @@ export class RedisLimiter implements Limiter {
     }));
     return { allowed: raw[0] === 1, states };
   }
+
+  /**
+   * Nothing to do: these counters live in Redis and survive a restart of the gateway; adding
+   * stored usage to them would count it twice.
+   */
+  async seed(_counters: readonly CounterSeed[]): Promise<void> {}
 
   async close(): Promise<void> {
     // The connection belongs to the caller.

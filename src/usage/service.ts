@@ -13,8 +13,9 @@ import type { UsageEvent, UsageSink } from './sink.ts';
  * (2 s by default) and once more on a graceful stop (SIGTERM). A hard crash (kill -9, power
  * loss, out of memory) loses the counts recorded since the last successful flush: at most one
  * flush interval of usage statistics, the key list's usage counts and `lastUsedAt` (more only if
- * storage was already failing, since failed batches are kept in memory and retried). Rate limits
- * and quotas are not affected: they are enforced by the limiter, not by these counts.
+ * storage was already failing, since failed batches are kept in memory and retried). With Redis,
+ * rate limits and quotas are not affected (they live in Redis); the in-process limiter seeds its
+ * daily and monthly quotas from these counts at start (quotaUsage), so it loses the same interval.
  */
 
 /** Rows per INSERT/UPDATE statement: 7 parameters a row stays far below PostgreSQL's 65,535. */
@@ -237,6 +238,24 @@ export class UsageService implements UsageSink, KeyUsageReader {
       .groupBy(usageDaily.keyId);
     for (const r of rows) out.set(r.keyId, { daily: r.daily, monthly: r.monthly });
     return out;
+  }
+
+  /**
+   * Each account's stored requests today and compute units this month (UTC, C11), for the
+   * accounts that used anything this month: what the quotas had counted before a restart
+   * (Meter.seedFromUsage). Only what was flushed: a hard crash loses at most one flush interval.
+   */
+  async quotaUsage(): Promise<Array<{ userId: string; requestsToday: number; computeUnitsThisMonth: number }>> {
+    const { day } = currentPeriods();
+    return this.#db
+      .select({
+        userId: usageDaily.userId,
+        requestsToday: sql`coalesce(sum(${usageDaily.requests}) filter (where ${usageDaily.day} = ${day}::date), 0)`.mapWith(Number),
+        computeUnitsThisMonth: sql`sum(${usageDaily.computeUnits})`.mapWith(Number),
+      })
+      .from(usageDaily)
+      .where(and(gte(usageDaily.day, `${day.slice(0, 7)}-01`), lte(usageDaily.day, day)))
+      .groupBy(usageDaily.userId);
   }
 
   /**
