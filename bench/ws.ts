@@ -67,7 +67,7 @@ async function runGateway(upstream: string): Promise<void> {
     const rss = process.memoryUsage().rss;
     (globalThis as { gc?: () => void }).gc?.();
     const mem = process.memoryUsage();
-    const s = app.webSocket.stats();
+    const s = app.parts.ws.stats();
     send({ type: 'stats', rss, js: mem.heapUsed + mem.external + mem.arrayBuffers, hubs: s.hubs, connections: s.connections });
   });
   const stop = async () => {

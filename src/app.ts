@@ -1,9 +1,11 @@
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { DestinationStream, Logger } from 'pino';
 import { adminRoutes } from './admin/routes.ts';
+import { accountRoutes } from './auth/account-routes.ts';
 import { AccountService } from './auth/accounts.ts';
 import { requireBearer } from './auth/bearer.ts';
 import { authRoutes } from './auth/routes.ts';
@@ -14,6 +16,7 @@ import { publicUrl } from './config/load.ts';
 import type { Config } from './config/schema.ts';
 import type { Secrets } from './config/secrets.ts';
 import { installRestErrors } from './errors/handler.ts';
+import { applyServerTimeouts } from './http/server-timeouts.ts';
 import { installValidators } from './http/validation.ts';
 import { KeyChangeBus } from './keys/bus.ts';
 import { KeyCache } from './keys/cache.ts';
@@ -22,11 +25,11 @@ import { KeyService } from './keys/service.ts';
 import { healthRoutes, type ReadinessCheck } from './ops/health.ts';
 import { createLogger, genReqId } from './ops/logging.ts';
 import { instrument, Metrics } from './ops/metrics.ts';
+import { rpcFastPath } from './rpc/http/fast-path.ts';
+import { RpcPipeline } from './rpc/pipeline.ts';
 import { MethodPolicy } from './rpc/policy.ts';
-import { UpstreamPools } from './upstreams/upstreams.ts';
-import { RpcProxy } from './rpc/pipeline.ts';
-import { rpcRoutes } from './rpc/http/routes.ts';
-import { installWebSocket } from './rpc/ws/server.ts';
+import { installWebSocket, type WsGateway } from './rpc/ws/server.ts';
+import { Upstreams } from './upstreams/upstreams.ts';
 import { faucetRoutes } from './faucet/routes.ts';
 import { FaucetService } from './faucet/service.ts';
 import type { Storage } from './storage/db.ts';
@@ -50,7 +53,11 @@ export interface AppDeps {
   logger?: Logger;
 }
 
-export interface Services {
+/**
+ * The parts of a built app, for main.ts, tests and the benchmark to observe (counters, flushes).
+ * Features never read them from here: each is handed what it needs when it is made.
+ */
+export interface AppParts {
   config: Config;
   registry: NetworkRegistry;
   accounts: AccountService;
@@ -58,13 +65,14 @@ export interface Services {
   keys: KeyService;
   metrics: Metrics;
   keyCache: KeyCache;
-  pools: UpstreamPools;
+  upstreams: Upstreams;
   usage: UsageService;
+  ws: WsGateway;
 }
 
 declare module 'fastify' {
   interface FastifyInstance {
-    services: Services;
+    parts: AppParts;
   }
 }
 
@@ -72,11 +80,19 @@ export const API_PREFIX = '/api/v1';
 
 /**
  * Builds the whole service as a Fastify instance that is not listening yet (main.ts listens).
- * Everything it needs comes in: config, storage, secrets.
+ * Everything it needs comes in: config, storage, secrets. Nothing runs in the background until
+ * the app is ready (`onReady`: health probes, usage flushing, the faucet's re-broadcast).
+ * The JSON-RPC addresses are served by a fast path on the same server, ahead of Fastify.
  */
 export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyInstance> {
   const logger = deps.logger ?? createLogger(config.logLevel, deps.logStream);
+  // Set once the pipeline exists; the server asks it first for every request.
+  let fastPath: ((req: IncomingMessage, res: ServerResponse) => boolean) | undefined;
   const app = Fastify({
+    serverFactory: (handler) =>
+      createServer((req, res) => {
+        if (!fastPath?.(req, res)) handler(req, res);
+      }),
     loggerInstance: logger as FastifyBaseLogger,
     genReqId,
     requestIdHeader: false,
@@ -87,6 +103,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
     // A graceful stop closes idle keep-alive sockets and lets requests in flight finish.
     forceCloseConnections: 'idle',
   }).withTypeProvider<TypeBoxTypeProvider>() as unknown as FastifyInstance;
+  applyServerTimeouts(app.server, config);
 
   let listeningPort: number | undefined;
   app.addHook('onListen', async () => {
@@ -95,7 +112,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   });
   const registry = new NetworkRegistry(config, () => publicUrl(config, listeningPort));
   const db = deps.storage.db;
-  const accounts = new AccountService(db);
+  const accounts = new AccountService(db, { passwordHashCost: config.auth.passwordHashCost });
   const tokens = new TokenService(db, {
     secret: deps.secrets.jwtSecret,
     issuer: config.auth.issuer,
@@ -105,27 +122,22 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   const keys = new KeyService({ db, config, registry, encryptionSecret: deps.secrets.keyEncryptionSecret });
   const metrics = new Metrics();
   const keyCache = new KeyCache(keys, config, { ttlMs: config.rpc.keyCacheTtlMs });
-  const pools = new UpstreamPools(config, logger);
-  if (deps.probeUpstreams) pools.startAll();
+  const upstreams = new Upstreams(config, logger);
   const policy = new MethodPolicy({ config, wsHint: 'the WebSocket address /ws/{network}?apiKey=...' });
   const bus = deps.redis ? await KeyChangeBus.start(deps.redis, keys, keyCache, logger) : undefined;
   const limiter: Limiter = deps.redis ? new RedisLimiter(deps.redis) : new MemoryLimiter();
   const meter = new Meter(config, limiter);
   const usage = new UsageService({ db, config, logger });
   keys.usage = usage;
-  await meter.seedFromUsage(usage);
-  usage.start();
-  const proxy = new RpcProxy({ config, keys: keyCache, policy, pools, logger, meter, usage });
+  const pipeline = new RpcPipeline({ config, keys: keyCache, policy, upstreams, logger, meter, usage });
   app.addHook('onClose', async () => {
     await bus?.close();
     keyCache.close();
-    await pools.close();
+    await upstreams.close();
     await limiter.close();
     // Nothing accepted is lost on a graceful stop: the last counts reach storage (C27).
     await usage.close();
   });
-  const services: Services = { config, registry, accounts, tokens, keys, metrics, keyCache, pools, usage };
-  app.decorate('services', services);
 
   app.addHook('onRequest', async (req, reply) => {
     reply.header('x-request-id', req.id);
@@ -155,12 +167,39 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   const checks: ReadinessCheck[] = [{ name: 'storage', check: () => deps.storage.ping() }];
   const redis = deps.redis;
   if (redis) checks.push({ name: 'redis', check: async () => void (await redis.ping()) });
-  healthRoutes(app, checks, () => pools.report());
-  await app.register(rpcRoutes, { config, registry, proxy });
-  installWebSocket(app, { config, registry, proxy, keys: keyCache, meter, pools, logger });
-  const faucet = new FaucetService({ db, config, registry, pools, logger });
-  await faucet.start();
+  healthRoutes(app, checks, () => upstreams.report());
+  const rpcHttp = rpcFastPath({ config, registry, pipeline, logger, metrics });
+  fastPath = rpcHttp;
+  // The server hands RPC requests to the fast path before Fastify sees them; requests that
+  // reach Fastify another way (app.inject in tests) take the same path from here.
+  const viaFastPath = async (req: FastifyRequest, reply: FastifyReply) => {
+    if (rpcHttp(req.raw, reply.raw)) reply.hijack();
+  };
+  for (const url of ['/rpc/*', '/v1/*', '/public/*']) {
+    app.route({ method: ['POST', 'OPTIONS'], url, schema: { hide: true }, onRequest: viaFastPath, handler: async (_req, reply) => reply.callNotFound() });
+  }
+  const ws = installWebSocket(app, {
+    config,
+    registry,
+    pipeline,
+    keys: keyCache,
+    meter,
+    upstreams,
+    logger,
+    onKeyChange: (listener) => keys.onChange(listener),
+    metricsRegistry: metrics.registry,
+  });
+  const faucet = new FaucetService({ db, config, registry, upstreams, logger });
   app.addHook('onClose', () => faucet.close());
+  app.decorate('parts', { config, registry, accounts, tokens, keys, metrics, keyCache, upstreams, usage, ws } satisfies AppParts);
+
+  // Background work starts once the app is ready, never while it is being built.
+  app.addHook('onReady', async () => {
+    if (deps.probeUpstreams) upstreams.startAll();
+    await meter.seedFromUsage(usage);
+    usage.start();
+    await faucet.start();
+  });
 
   const restLimits = new RestLimits(config, limiter);
   await app.register(
@@ -176,6 +215,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
       await api.register(async (protectedScope) => {
         requireBearer(protectedScope, tokens);
         protectedScope.addHook('preHandler', (req, reply) => restLimits.request(req, reply, req.userId));
+        await protectedScope.register(accountRoutes, { accounts, tokens, limits: restLimits, meter, config });
         await protectedScope.register(keyRoutes, { keys, accounts, config });
         await protectedScope.register(usageRoutes, { usage });
         await protectedScope.register(faucetRoutes, { faucet });

@@ -1,4 +1,5 @@
 import { BaseError } from './base.ts';
+import { NoUpstreamError, UpstreamRpcError } from './upstream.ts';
 
 /**
  * JSON-RPC errors with pinned codes (spec section 7) and the HTTP status each answers with (C22).
@@ -82,4 +83,21 @@ export class NodeAnsweredError extends RpcError {
   override get code(): number {
     return this.#nodeCode;
   }
+}
+
+/**
+ * The one translation of any failure into the JSON-RPC error a client sees (C22): RPC errors as
+ * they are, a node's own error with its code (HTTP 200), no answer from any node -32000 (502),
+ * anything else -32603 without internals. Never a URL, a stack or SQL.
+ */
+export function toRpcError(err: unknown): RpcError {
+  if (err instanceof RpcError) return err;
+  if (err instanceof NoUpstreamError) {
+    const message = err.maybeSent
+      ? 'Upstream RPC error: the transaction may have been sent; check it by hash'
+      : 'Upstream RPC error: no node could answer';
+    return new UpstreamError(message, { data: { network: err.network, maybeSent: err.maybeSent }, cause: err });
+  }
+  if (err instanceof UpstreamRpcError) return new NodeAnsweredError(err.code, err.message, { data: err.details });
+  return new InternalRpcError('Internal error', { cause: err });
 }

@@ -3,8 +3,8 @@ import type { Address, Hex } from 'viem';
 import type { NetworkRegistry } from '../chains/registry.ts';
 import type { Config } from '../config/schema.ts';
 import { HttpError } from '../errors/http.ts';
-import type { UpstreamPools } from '../upstreams/upstreams.ts';
-import { NoUpstreamError, UpstreamRpcError } from '../upstreams/pool.ts';
+import type { Upstreams } from '../upstreams/upstreams.ts';
+import { NoUpstreamError, UpstreamRpcError } from '../errors/upstream.ts';
 import type { Db } from '../storage/db.ts';
 import { CooldownError, type Grant, GrantStore } from './grants.ts';
 import { broadcast, readWallet, signGrant } from './sender.ts';
@@ -71,7 +71,7 @@ export class FaucetService {
   readonly #wallets: ReadonlyMap<string, FaucetWallet>;
   readonly #grants: GrantStore;
   readonly #registry: NetworkRegistry;
-  readonly #pools: UpstreamPools;
+  readonly #upstreams: Upstreams;
   readonly #log: Logger;
   readonly #cooldownSeconds: number;
   readonly #lock = new KeyedLock();
@@ -80,12 +80,12 @@ export class FaucetService {
   #closed = false;
 
   /** @throws ConfigError naming a bad faucet setting. */
-  constructor(deps: { db: Db; config: Config; registry: NetworkRegistry; pools: UpstreamPools; logger: Logger }) {
+  constructor(deps: { db: Db; config: Config; registry: NetworkRegistry; upstreams: Upstreams; logger: Logger }) {
     this.#wallets = new Map(faucetWallets(deps.config).map((w) => [w.slug, w]));
     this.#cooldownSeconds = deps.config.faucet.cooldownSeconds;
     this.#grants = new GrantStore(deps.db, this.#cooldownSeconds);
     this.#registry = deps.registry;
-    this.#pools = deps.pools;
+    this.#upstreams = deps.upstreams;
     this.#log = deps.logger.child({ component: 'faucet' });
   }
 
@@ -125,7 +125,7 @@ export class FaucetService {
     // An early answer that neither waits for other grants nor asks the node; checked again under the lock.
     this.#throwIfCooling(await this.#grants.cooldown(who));
     return this.#lock.run(network, async () => {
-      const pool = this.#pools.get(network);
+      const pool = this.#upstreams.pool(network);
       const state = await readWallet(pool, wallet.address).catch((err: unknown) => {
         throw upstreamFailure(network, err);
       });
@@ -175,7 +175,7 @@ export class FaucetService {
       [...this.#wallets.values()].map(async (w): Promise<[string, FaucetBalance]> => {
         const base = { symbol: w.symbol, faucetAddress: w.address };
         try {
-          const wei = await this.#pools.get(w.slug).request<Hex>('eth_getBalance', [w.address, 'latest']);
+          const wei = await this.#upstreams.pool(w.slug).request<Hex>('eth_getBalance', [w.address, 'latest']);
           return [w.slug, { balance: formatAmount(BigInt(wei), w.decimals), ...base }];
         } catch (err) {
           const error = err instanceof NoUpstreamError ? 'no node of this network answered' : 'the node refused the balance query';
@@ -219,7 +219,7 @@ export class FaucetService {
     await Promise.all(
       [...byNetwork].map(([network, grants]) =>
         this.#lock.run(network, async () => {
-          const pool = this.#pools.get(network);
+          const pool = this.#upstreams.pool(network);
           for (const g of grants) {
             if (this.#closed) return;
             const log = { network, grantId: g.id, nonce: g.nonce, txHash: g.txHash };

@@ -1,281 +1,439 @@
 import type { Logger } from 'pino';
 import type { Network } from '../chains/registry.ts';
 import type { Config } from '../config/schema.ts';
-import {
-  InternalRpcError,
-  InvalidRequestError,
-  NetworkNotAllowedError,
-  NodeAnsweredError,
-  ParseError,
-  RpcError,
-  UpstreamError,
-} from '../errors/rpc.ts';
+import { InvalidRequestError, NetworkNotAllowedError, ParseError, RpcError, toRpcError, UpstreamError } from '../errors/rpc.ts';
+import { NoUpstreamError, UpstreamRpcError } from '../errors/upstream.ts';
 import type { KeyCache, ResolvedKey } from '../keys/cache.ts';
-import { errorText, parseItem, type RpcCall, type RpcItem, resultText } from './jsonrpc.ts';
-import { arrayElements, idSpan, idText, withId } from './lossless.ts';
-import { callNativeMethod, nodeCallFromPool } from './dispatch/native.ts';
-import type { MethodPolicy } from './policy.ts';
 import type { Meter } from '../metering/meter.ts';
 import { ComputeUnits } from '../metering/weights.ts';
 import type { UsageSink } from '../usage/sink.ts';
-import type { UpstreamPools } from '../upstreams/upstreams.ts';
-import { NoUpstreamError, UpstreamRpcError } from '../upstreams/pool.ts';
+import type { Upstreams } from '../upstreams/upstreams.ts';
+import { callNativeMethod, nodeCallFromPool } from './dispatch/native.ts';
+import { errorText, parseItem, type RpcCall, resultText } from './jsonrpc.ts';
+import { arrayElements, idSpan, idText, withId } from './lossless.ts';
+import type { MethodPolicy } from './policy.ts';
 
-/** What goes back to the client: a status and a body (bytes from a node go through untouched). */
-export interface RpcReply {
-  status: number;
-  /** null: nothing to answer (notifications only), sent as 204. */
-  body: Buffer | string | null;
-  /** Rate-limit headers (C13), once the caller is known. */
-  headers?: Record<string, string>;
-}
-
-/** Marks a body that was not valid JSON. */
-export const UNPARSABLE: unique symbol = Symbol('unparsable');
-
-export interface RpcRequest {
+/**
+ * What a transport hands the pipeline: the bytes of one HTTP body or one WebSocket message, and
+ * who sent them. Transports only frame; everything JSON-RPC happens here (docs/decisions.md C22-C24).
+ */
+export interface RpcInput {
+  /** The network of the address, or the error for an unknown one (-32004). */
   network: Network | RpcError;
-  /** The API key as sent; `null` on the public endpoint (no key). */
+  /** The API key as sent; `null` on the public endpoint (no key, per-IP limit, C18). */
   apiKey: string | undefined | null;
-  parsed: unknown;
-  raw: Buffer;
-  /** The client's address (trusted proxies honoured): the public endpoint's limit key (C18). */
+  body: Buffer;
+  /** The client's address (trusted proxies honoured). */
   ip: string;
+  /** For log lines that belong to this request. */
+  requestId?: string;
+  /** WebSocket only: serves eth_subscribe / eth_unsubscribe. Absent on HTTP, where they are -32601. */
+  subscriptions?: SubscriptionDispatcher;
 }
 
-/** The caller of one request, known after authentication. */
-export interface Caller {
+export interface RpcOutput {
+  /** The HTTP status of C22 (the HTTP transport sends it; a WebSocket ignores it). */
+  status: number;
+  /** null: nothing to answer (notifications only). Node bytes go through untouched. */
+  body: Buffer | string | null;
+  /** The C13 rate-limit headers, once the caller is known. */
+  headers: Record<string, string> | undefined;
+  /** The key cannot be used here (unknown, inactive, revoked, expired, network withdrawn): a WebSocket closes. */
+  keyRefused: boolean;
+  /** The key as checked for this request (a WebSocket keeps the latest). */
   key: ResolvedKey | null;
-  network: Network;
-  ip: string;
+  /** C44: a single call answered from the response cache ('HIT') or not ('MISS'); absent when not cacheable. */
+  cache?: 'HIT' | 'MISS';
+  /** Runs once the answer is on its way (a new subscription starts delivering after its id was sent). */
+  after?: () => void;
 }
 
-const failure = (idText: string, err: RpcError): RpcReply => ({ status: err.httpStatus, body: errorText(idText, err) });
-const NOTHING = (): RpcReply => ({ status: 204, body: null });
+/** What a subscription dispatcher answers for one call. */
+export interface DispatchAnswer {
+  text: string | null;
+  after?: () => void;
+}
 
-/** Turns an upstream failure into the JSON-RPC error the client sees (C22): never a URL. */
-function upstreamFailure(err: unknown): RpcError {
-  if (err instanceof RpcError) return err;
-  if (err instanceof NoUpstreamError) {
-    return new UpstreamError(err.maybeSent ? 'Upstream RPC error: the transaction may have been sent; check it by hash' : 'Upstream RPC error: no node could answer', {
-      data: { network: err.network, maybeSent: err.maybeSent },
-    });
-  }
-  if (err instanceof UpstreamRpcError) {
-    // A node's own error, passed on as the node said it (C22: 200).
-    return new NodeAnsweredError(err.code, err.message, { data: err.data });
-  }
-  return new InternalRpcError('Internal error');
+/** The WebSocket's `eth_subscribe` / `eth_unsubscribe` dispatcher. */
+export interface SubscriptionDispatcher {
+  /** Takes a subscription slot now, before any await, or answers why not (limit per connection). */
+  reserve(key: ResolvedKey): RpcError | null;
+  /** Gives back a reserved slot that will not be used. */
+  release(): void;
+  /** Subscribes on a reserved slot (the slot is released if it fails). */
+  subscribe(params: unknown, idText: string, key: ResolvedKey): Promise<DispatchAnswer>;
+  unsubscribe(params: unknown): boolean | RpcError;
+}
+
+/** A response cache the dispatch step consults (C44). */
+export interface RpcCache {
+  /** The cache key of a call, or null when its answer may change. */
+  keyOf(network: Network, method: string, params: unknown): string | null;
+  /** The stored `result` text, if any. */
+  get(network: Network, key: string): string | undefined;
+  /** Stores the `result` of a successful answer (the whole node answer is given). */
+  store(network: Network, key: string, answer: Buffer): void;
+  /** Identical concurrent reads share one upstream call. */
+  coalesce<T>(network: Network, key: string, fetch: () => Promise<T>): Promise<T>;
+}
+
+const SUBSCRIBE = 'eth_subscribe';
+const UNSUBSCRIBE = 'eth_unsubscribe';
+
+/** One call of a message, once parsed. */
+interface Item {
+  index: number;
+  /** The item's JSON text (the whole body for a single call). */
+  text: string;
+  call: RpcCall;
+  /** Answer text, once known. */
+  answer?: string | null;
 }
 
 /**
- * The JSON-RPC core (C22–C25): validates calls, authenticates the key, applies the method
- * policy, translates `nat_*` calls and forwards the rest to the network's upstream pool. A single
- * call is forwarded as the client's own bytes and the node's answer goes back as its bytes.
+ * The JSON-RPC pipeline, one for every transport: parse -> authenticate -> authorise the network
+ * -> method policy -> meter the whole call or batch -> dispatch each call (cache, forward,
+ * `nat_*` translation, subscriptions). A single call is forwarded as the client's own bytes and
+ * the node's answer goes back as its bytes (C22).
  */
-export class RpcProxy {
+export class RpcPipeline {
   readonly #config: Config;
   readonly #keys: KeyCache;
   readonly #policy: MethodPolicy;
-  readonly #pools: UpstreamPools;
+  readonly #upstreams: Upstreams;
   readonly #log: Logger;
   readonly #meter: Meter;
   readonly #cu: ComputeUnits;
   readonly #usage: UsageSink;
+  readonly #cache: RpcCache | undefined;
 
   constructor(deps: {
     config: Config;
     keys: KeyCache;
     policy: MethodPolicy;
-    pools: UpstreamPools;
+    upstreams: Upstreams;
     logger: Logger;
     meter: Meter;
     usage: UsageSink;
+    cache?: RpcCache;
   }) {
     this.#config = deps.config;
     this.#keys = deps.keys;
     this.#policy = deps.policy;
-    this.#pools = deps.pools;
+    this.#upstreams = deps.upstreams;
     this.#log = deps.logger;
     this.#meter = deps.meter;
     this.#cu = new ComputeUnits(deps.config);
     this.#usage = deps.usage;
+    this.#cache = deps.cache;
   }
 
-  async handle(req: RpcRequest): Promise<RpcReply> {
-    if (req.parsed === UNPARSABLE) return failure('null', new ParseError('Parse error: the body is not valid JSON'));
-    const isBatch = Array.isArray(req.parsed);
-    const single = isBatch ? undefined : parseItem(req.parsed);
+  async handle(input: RpcInput): Promise<RpcOutput> {
+    const text = input.body.toString('utf8');
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      return plain(new ParseError('Parse error: the body is not valid JSON'), 'null');
+    }
+    const isBatch = Array.isArray(parsed);
+    const single = isBatch ? undefined : parseItem(parsed);
     // The id as the client wrote it (an id of the wrong type is answered as null); read from the
     // text only when the gateway writes the answer itself: a forwarded call needs none of it.
     let idCache: string | undefined;
-    const requestId = () => (idCache ??= single && (single.call || single.id !== null) ? idText(req.raw.toString('utf8')) : 'null');
+    const singleId = () => (idCache ??= single && (single.call || single.id !== null) ? idText(text) : 'null');
 
-    if (req.network instanceof RpcError) return failure(requestId(), req.network);
+    if (input.network instanceof RpcError) return plain(input.network, singleId());
+    const network = input.network;
     let key: ResolvedKey | null = null;
-    if (req.apiKey !== null) {
-      const auth = await this.#keys.authenticate(req.apiKey);
-      if (auth instanceof RpcError) return failure(requestId(), auth);
+    if (input.apiKey !== null) {
+      const auth = await this.#keys.authenticate(input.apiKey);
+      if (auth instanceof RpcError) return { ...plain(auth, singleId()), keyRefused: true };
       key = auth;
     }
-    const caller: Caller = { key, network: req.network, ip: req.ip };
-    const headers: Record<string, string> = {};
-    let reply: RpcReply;
-    if (key && !key.networks.has(req.network.slug)) {
-      const err = new NetworkNotAllowedError(`API key not authorized for network ${req.network.slug}`, {
-        data: { network: req.network.slug, allowed: [...key.networks] },
+    const caller: Caller = { key, network, ip: input.ip, requestId: input.requestId };
+    if (key && !key.networks.has(network.slug)) {
+      const err = new NetworkNotAllowedError(`API key not authorized for network ${network.slug}`, {
+        data: { network: network.slug, allowed: [...key.networks] },
       });
-      reply = await this.#refusal(caller, requestId(), err, headers);
-    } else if (!single) {
-      reply = await this.#batch(caller, req.parsed as unknown[], req.raw.toString('utf8'), headers);
-    } else if (single.error) {
-      reply = await this.#refusal(caller, requestId(), single.error, headers);
-    } else {
-      reply = await this.#single(caller, single.call, req.raw, requestId, headers);
+      return { ...(await this.#refusal(caller, singleId(), err)), keyRefused: true };
     }
-    reply.headers = headers;
-    return reply;
-  }
 
-  /**
-   * Meters the calls about to be sent (C10–C13): each counts one request and its compute units.
-   * Refused: the error reply (429, Retry-After). Admitted: null, the calls recorded as usage.
-   */
-  async #admit(caller: Caller, calls: readonly RpcCall[], idText: string | (() => string), headers: Record<string, string>): Promise<RpcReply | null> {
+    // Each call of the message, with its text; refusals answered at once.
+    let items: Item[];
+    let count = 1;
+    const refused: Refused[] = [];
+    if (single) {
+      if (single.error) return this.#refusal(caller, singleId(), single.error);
+      items = [{ index: 0, text, call: single.call }];
+    } else {
+      const list = parsed as unknown[];
+      if (list.length === 0) return this.#refusal(caller, 'null', new InvalidRequestError('Invalid request: empty batch'));
+      const max = this.#config.rpc.maxBatchSize;
+      if (list.length > max) {
+        const err = new InvalidRequestError(`Invalid request: a batch holds at most ${max} calls`, { data: { maxBatchSize: max } });
+        return this.#refusal(caller, 'null', err);
+      }
+      const elements = arrayElements(text);
+      count = list.length;
+      items = [];
+      list.forEach((raw, index) => {
+        const itemText = elements[index] ?? 'null';
+        const item = parseItem(raw);
+        if (item.error) refused.push({ index, id: item.id !== null ? idText(itemText) : 'null', err: item.error });
+        else items.push({ index, text: itemText, call: item.call });
+      });
+    }
+
+    // Method policy, and subscription slots taken before the first await (a batch of 60
+    // eth_subscribe cannot pass a limit of 50).
+    const tier = key?.tier ?? null;
+    const subs = input.subscriptions;
+    let reserved = 0;
+    const admitted: Item[] = [];
+    for (const item of items) {
+      const { call } = item;
+      const notification = call.id === undefined;
+      let err: RpcError | null;
+      if (subs && (call.method === SUBSCRIBE || call.method === UNSUBSCRIBE) && key) {
+        // A subscription without an id could never be told its id: nothing to do.
+        if (call.method === SUBSCRIBE && notification) continue;
+        err = call.method === SUBSCRIBE ? subs.reserve(key) : null;
+        if (!err && call.method === SUBSCRIBE) reserved++;
+      } else {
+        err = this.#policy.check(call.method, network.native, tier);
+      }
+      if (err) {
+        if (single) return notification ? nothing(undefined, key) : this.#refusal(caller, singleId(), err);
+        if (!notification) refused.push({ index: item.index, id: idText(item.text), err });
+        continue;
+      }
+      admitted.push(item);
+    }
+    const releaseAll = () => {
+      for (; reserved > 0; reserved--) subs?.release();
+    };
+
+    // C10, C23: the whole message is metered at once; one that does not fit is refused whole.
+    const headers: Record<string, string> = {};
     let cu = 0;
-    for (const c of calls) cu += this.#cu.of(c.method);
-    const who = caller.key ? { key: caller.key } : { ip: caller.ip };
-    const outcome = await this.#meter.rpc(who, calls.length, cu);
-    Object.assign(headers, outcome.headers);
-    if (outcome.error) return failure(typeof idText === 'function' ? idText() : idText, outcome.error);
-    const key = caller.key;
+    for (const item of admitted) cu += this.#cu.of(item.call.method);
+    const who = key ? { key } : { ip: input.ip };
+    const metered = await this.#meter.rpc(who, admitted.length, cu);
+    Object.assign(headers, metered.headers);
+    if (metered.error) {
+      releaseAll();
+      return { status: metered.error.httpStatus, body: errorText(single ? singleId() : 'null', metered.error), headers, keyRefused: false, key };
+    }
     if (key) {
-      for (const c of calls) {
-        this.#usage.record({ userId: key.userId, keyId: key.keyId, network: caller.network.slug, method: c.method, computeUnits: this.#cu.of(c.method) });
+      for (const item of admitted) {
+        const m = item.call.method;
+        this.#usage.record({ userId: key.userId, keyId: key.keyId, network: network.slug, method: m, computeUnits: this.#cu.of(m) });
       }
     }
-    return null;
+
+    if (single) {
+      const item = admitted[0];
+      return item ? this.#single(caller, item, headers, subs) : nothing(headers, key);
+    }
+    return this.#batch(caller, count, admitted, refused, headers, subs);
   }
 
   /** An answer that sends nothing upstream: it consumes nothing but still reports the limits (C13). */
-  async #refusal(caller: Caller, idText: string, err: RpcError, headers: Record<string, string>): Promise<RpcReply> {
-    await this.#admit(caller, [], idText, headers);
-    return failure(idText, err);
+  async #refusal(caller: Caller, id: string, err: RpcError): Promise<RpcOutput> {
+    const who = caller.key ? { key: caller.key } : { ip: caller.ip };
+    const { headers } = await this.#meter.rpc(who, 0, 0);
+    return { status: err.httpStatus, body: errorText(id, err), headers, keyRefused: false, key: caller.key };
   }
 
-  async #single(caller: Caller, call: RpcCall, raw: Buffer, id: () => string, headers: Record<string, string>): Promise<RpcReply> {
+  async #single(caller: Caller, item: Item, headers: Record<string, string>, subs: SubscriptionDispatcher | undefined): Promise<RpcOutput> {
+    const { call } = item;
     const notification = call.id === undefined;
-    const refused = this.#policy.check(call.method, caller.network.native, caller.key?.tier ?? null);
-    if (refused) return notification ? NOTHING() : this.#refusal(caller, id(), refused, headers);
-    const limited = await this.#admit(caller, [call], id, headers);
-    if (limited) return notification ? NOTHING() : limited;
-    const pool = this.#pools.get(caller.network.slug);
-    try {
-      if (call.method.startsWith('nat_')) {
-        const result = await callNativeMethod(call.method, call.params, this.#config.methods.native, nodeCallFromPool(pool));
-        return notification ? NOTHING() : { status: 200, body: resultText(id(), result) };
+    const out = (status: number, body: Buffer | string | null, extra: Partial<RpcOutput> = {}): RpcOutput => ({
+      status: notification ? 204 : status,
+      body: notification ? null : body,
+      headers,
+      keyRefused: false,
+      key: caller.key,
+      ...extra,
+    });
+    if (subs && caller.key && (call.method === SUBSCRIBE || call.method === UNSUBSCRIBE)) {
+      const a = await this.#subscription(item, subs, caller.key);
+      return out(200, a.text, a.after ? { after: a.after } : {});
+    }
+    if (call.method.startsWith('nat_')) {
+      try {
+        const result = await callNativeMethod(call.method, call.params, this.#config.methods.native, nodeCallFromPool(this.#upstreams.pool(caller.network.slug)));
+        return out(200, resultText(idText(item.text), result));
+      } catch (err) {
+        const e = toRpcError(err);
+        return out(e.httpStatus, errorText(idText(item.text), e));
       }
+    }
+    const cacheKey = this.#cache && !notification ? this.#cache.keyOf(caller.network, call.method, call.params) : null;
+    if (cacheKey !== null && this.#cache) {
+      const hit = this.#cache.get(caller.network, cacheKey);
+      if (hit !== undefined) return out(200, `{"jsonrpc":"2.0","id":${idText(item.text)},"result":${hit}}`, { cache: 'HIT' });
+    }
+    try {
+      const pool = this.#upstreams.pool(caller.network.slug);
       // The client's bytes go to the node and the node's bytes come back (C22: 200, unchanged).
-      const res = await pool.forward(raw, [call.method], { expectAnswer: !notification });
-      return notification ? NOTHING() : { status: 200, body: res.body };
+      if (cacheKey !== null && this.#cache) {
+        const cache = this.#cache;
+        const network = caller.network;
+        let mine = false;
+        const res = await cache.coalesce(network, cacheKey, () => {
+          mine = true;
+          return pool.forward(item.text, [call.method], { expectAnswer: true });
+        });
+        if (mine) cache.store(network, cacheKey, res.body);
+        // A shared answer carries the first caller's id: each caller gets its own back.
+        const body = mine ? res.body : withId(res.body.toString('utf8'), idText(item.text));
+        return out(200, body, { cache: 'MISS' });
+      }
+      const res = await pool.forward(item.text, [call.method], { expectAnswer: !notification });
+      return out(200, res.body);
     } catch (err) {
-      if (!(err instanceof UpstreamRpcError) && !(err instanceof RpcError)) this.#logFailure(caller, [call.method], err);
-      return notification ? NOTHING() : failure(id(), upstreamFailure(err));
+      this.#logFailure(caller, [call.method], err);
+      const e = toRpcError(err);
+      return out(e.httpStatus, errorText(idText(item.text), e));
     }
   }
 
-  async #batch(caller: Caller, items: unknown[], text: string, headers: Record<string, string>): Promise<RpcReply> {
-    if (items.length === 0) return this.#refusal(caller, 'null', new InvalidRequestError('Invalid request: empty batch'), headers);
-    const max = this.#config.rpc.maxBatchSize;
-    if (items.length > max) {
-      const err = new InvalidRequestError(`Invalid request: a batch holds at most ${max} calls`, { data: { maxBatchSize: max } });
-      return this.#refusal(caller, 'null', err, headers);
+  async #subscription(item: Item, subs: SubscriptionDispatcher, key: ResolvedKey): Promise<DispatchAnswer> {
+    const { call } = item;
+    const id = call.id === undefined ? null : idText(item.text);
+    if (call.method === UNSUBSCRIBE) {
+      const outcome = subs.unsubscribe(call.params);
+      if (id === null) return { text: null };
+      return { text: outcome instanceof RpcError ? errorText(id, outcome) : resultText(id, outcome) };
     }
-    const elements = arrayElements(text);
-    const answers: Array<string | undefined> = new Array(items.length);
-    const ids: string[] = new Array(items.length);
-    const forward: Array<{ index: number; call: RpcCall }> = [];
-    const native: Array<{ index: number; call: RpcCall }> = [];
-    const tier = caller.key?.tier ?? null;
-    items.forEach((raw, index) => {
-      const item: RpcItem = parseItem(raw);
-      const id = item.call || item.id !== null ? idText(elements[index] ?? '') : 'null';
-      ids[index] = id;
-      if (item.error) {
-        answers[index] = errorText(id, item.error);
-        return;
-      }
-      const refused = this.#policy.check(item.call.method, caller.network.native, tier);
-      if (refused) answers[index] = item.call.id === undefined ? undefined : errorText(id, refused);
-      else if (item.call.method.startsWith('nat_')) native.push({ index, call: item.call });
-      else forward.push({ index, call: item.call });
-    });
+    return subs.subscribe(call.params, id ?? 'null', key);
+  }
 
-    // C23: a batch that does not fit the remaining rate or quota is refused whole, with one error.
-    const limited = await this.#admit(caller, [...forward, ...native].map((x) => x.call), 'null', headers);
-    if (limited) return limited;
-    const pool = this.#pools.get(caller.network.slug);
-    let allFailedUpstream = forward.length > 0 && native.length === 0;
+  async #batch(
+    caller: Caller,
+    count: number,
+    admitted: Item[],
+    refused: Refused[],
+    headers: Record<string, string>,
+    subs: SubscriptionDispatcher | undefined,
+  ): Promise<RpcOutput> {
+    const answers = new Map<number, string | null>();
+    for (const r of refused) answers.set(r.index, errorText(r.id, r.err));
+    const forward: Item[] = [];
+    const others: Item[] = [];
+    for (const item of admitted) {
+      const m = item.call.method;
+      if (m.startsWith('nat_') || (subs && (m === SUBSCRIBE || m === UNSUBSCRIBE))) others.push(item);
+      else forward.push(item);
+    }
+    const afters: Array<() => void> = [];
+    const pool = this.#upstreams.pool(caller.network.slug);
+    let allFailedUpstream = forward.length > 0 && others.length === 0;
     await Promise.all([
       forward.length > 0 &&
         (async () => {
           // Each call goes out under its position as id, so answers map back exactly even when
           // the client reused an id or the node reorders; the client's own id is put back after.
-          const body = `[${forward.map((f) => (f.call.id === undefined ? elements[f.index] : withId(elements[f.index] as string, String(f.index)))).join(',')}]`;
+          const body = `[${forward.map((f) => (f.call.id === undefined ? f.text : withId(f.text, String(f.index)))).join(',')}]`;
           const expectAnswer = forward.some((f) => f.call.id !== undefined);
           try {
             const res = await pool.forward(body, forward.map((f) => f.call.method), { expectAnswer });
-            if (expectAnswer) this.#matchBatch(forward, res.body, ids, answers);
+            if (expectAnswer) matchBatch(forward, res.body, answers);
             allFailedUpstream = false;
           } catch (err) {
-            const e = upstreamFailure(err);
+            const e = toRpcError(err);
             this.#logFailure(caller, forward.map((f) => f.call.method), err);
-            for (const f of forward) if (f.call.id !== undefined) answers[f.index] = errorText(ids[f.index] as string, e);
+            for (const f of forward) if (f.call.id !== undefined) answers.set(f.index, errorText(idText(f.text), e));
           }
         })(),
-      ...native.map(async ({ index, call }) => {
-        try {
-          const result = await callNativeMethod(call.method, call.params, this.#config.methods.native, nodeCallFromPool(pool));
-          if (call.id !== undefined) answers[index] = resultText(ids[index] as string, result);
-        } catch (err) {
-          if (call.id !== undefined) answers[index] = errorText(ids[index] as string, upstreamFailure(err));
+      ...others.map(async (item) => {
+        const id = item.call.id === undefined ? null : idText(item.text);
+        let a: DispatchAnswer;
+        if (item.call.method.startsWith('nat_')) {
+          try {
+            const result = await callNativeMethod(item.call.method, item.call.params, this.#config.methods.native, nodeCallFromPool(pool));
+            a = { text: id === null ? null : resultText(id, result) };
+          } catch (err) {
+            a = { text: id === null ? null : errorText(id, toRpcError(err)) };
+          }
+        } else {
+          a = await this.#subscription(item, subs as SubscriptionDispatcher, caller.key as ResolvedKey);
         }
+        answers.set(item.index, a.text);
+        if (a.after) afters.push(a.after);
       }),
     ]);
 
-    const out = answers.filter((a) => a !== undefined);
-    if (out.length === 0) return NOTHING();
-    return { status: allFailedUpstream ? UpstreamError.httpStatus : 200, body: `[${out.join(',')}]` };
-  }
-
-  /** Puts the node's answers (ids = positions) back in request order under the client's ids, bytes otherwise untouched. */
-  #matchBatch(forward: Array<{ index: number; call: RpcCall }>, body: Buffer, ids: string[], answers: Array<string | undefined>): void {
-    const text = body.toString('utf8');
-    const expected = new Set(forward.filter((f) => f.call.id !== undefined).map((f) => f.index));
-    const trimmed = text.trimStart();
-    if (trimmed.startsWith('[')) {
-      for (const el of arrayElements(trimmed)) {
-        const span = idSpan(el);
-        const index = span ? Number(el.slice(span[0], span[1])) : Number.NaN;
-        if (!expected.has(index)) continue;
-        expected.delete(index);
-        answers[index] = withId(el, ids[index] as string);
-      }
-    } else {
-      // One error for the whole batch (some nodes refuse batches): every call gets it.
-      let nodeError: unknown;
-      try {
-        nodeError = (JSON.parse(text) as { error?: unknown }).error;
-      } catch {}
-      const err = nodeError && typeof nodeError === 'object' ? JSON.stringify(nodeError) : JSON.stringify(new UpstreamError('Upstream RPC error: invalid batch answer').toJSON());
-      for (const index of expected) answers[index] = `{"jsonrpc":"2.0","id":${ids[index]},"error":${err}}`;
-      return;
+    // C23: answers in request order; notifications have none.
+    const out: string[] = [];
+    for (let i = 0; i < count; i++) {
+      const a = answers.get(i);
+      if (a) out.push(a);
     }
-    for (const index of expected) answers[index] = errorText(ids[index] as string, new UpstreamError('Upstream RPC error: no answer for this call'));
+    const after = afters.length > 0 ? () => afters.forEach((f) => f()) : undefined;
+    if (out.length === 0) return { ...nothing(headers, caller.key), ...(after ? { after } : {}) };
+    return {
+      status: allFailedUpstream ? UpstreamError.httpStatus : 200,
+      body: `[${out.join(',')}]`,
+      headers,
+      keyRefused: false,
+      key: caller.key,
+      ...(after ? { after } : {}),
+    };
   }
 
   #logFailure(caller: Caller, methods: string[], err: unknown): void {
+    if (err instanceof UpstreamRpcError || err instanceof RpcError) return;
     const attempts = err instanceof NoUpstreamError ? err.attempts : undefined;
-    this.#log.warn({ network: caller.network.slug, methods: methods.slice(0, 5), attempts, error: (err as Error).name }, 'upstream call failed');
+    this.#log.warn(
+      { reqId: caller.requestId, network: caller.network.slug, methods: methods.slice(0, 5), attempts, error: (err as Error).name },
+      'upstream call failed',
+    );
   }
+}
+
+interface Caller {
+  key: ResolvedKey | null;
+  network: Network;
+  ip: string;
+  requestId: string | undefined;
+}
+
+interface Refused {
+  index: number;
+  /** The id text to answer under. */
+  id: string;
+  err: RpcError;
+}
+
+const nothing = (headers: Record<string, string> | undefined, key: ResolvedKey | null): RpcOutput => ({ status: 204, body: null, headers, keyRefused: false, key });
+const plain = (err: RpcError, id: string): RpcOutput => ({ status: err.httpStatus, body: errorText(id, err), headers: undefined, keyRefused: false, key: null });
+
+/** Puts the node's answers (ids = positions) back under the client's ids, bytes otherwise untouched. */
+function matchBatch(forward: Item[], body: Buffer, answers: Map<number, string | null>): void {
+  const text = body.toString('utf8');
+  const expected = new Map(forward.filter((f) => f.call.id !== undefined).map((f) => [f.index, f]));
+  const trimmed = text.trimStart();
+  if (trimmed.startsWith('[')) {
+    for (const el of arrayElements(trimmed)) {
+      const span = idSpan(el);
+      const index = span ? Number(el.slice(span[0], span[1])) : Number.NaN;
+      const f = expected.get(index);
+      if (!f) continue;
+      expected.delete(index);
+      answers.set(index, withId(el, idText(f.text)));
+    }
+  } else {
+    // One error for the whole batch (some nodes refuse batches): every call gets it.
+    let nodeError: unknown;
+    try {
+      nodeError = (JSON.parse(text) as { error?: unknown }).error;
+    } catch {}
+    const err = nodeError && typeof nodeError === 'object' ? JSON.stringify(nodeError) : JSON.stringify(new UpstreamError('Upstream RPC error: invalid batch answer').toJSON());
+    for (const [index, f] of expected) answers.set(index, `{"jsonrpc":"2.0","id":${idText(f.text)},"error":${err}}`);
+    return;
+  }
+  for (const [index, f] of expected) answers.set(index, errorText(idText(f.text), new UpstreamError('Upstream RPC error: no answer for this call')));
 }

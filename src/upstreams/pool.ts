@@ -1,4 +1,7 @@
 import { Pool } from 'undici';
+import { type FailedAttempt, NoUpstreamError, UpstreamRpcError } from '../errors/upstream.ts';
+
+export { type FailedAttempt, NoUpstreamError, UpstreamRpcError };
 
 /** One upstream node of a network, as in the config file (C26, C32). */
 export interface UpstreamConfig {
@@ -30,7 +33,11 @@ export interface PoolOptions {
   healthIntervalMs?: number;
   /** Kept-alive connections per upstream; 32 by default. */
   connections?: number;
+  /** Bytes an answer may have; a larger one is not read further and fails the call (-32000). 64 MiB by default. */
+  maxResponseBytes?: number;
   logger?: PoolLogger;
+  /** Called when the best known head rises (the `heads(network)` stream of the upstreams module). */
+  onHead?: (head: number) => void;
 }
 
 /** A node's answer, byte for byte. */
@@ -55,11 +62,6 @@ export interface UpstreamHealth {
   lastError?: string;
 }
 
-export interface FailedAttempt {
-  upstream: number;
-  reason: string;
-}
-
 /**
  * Methods that change chain state. They are never repeated on a second node once the request
  * may have reached the first (C26), only after a connection error that proves nothing was sent.
@@ -70,41 +72,6 @@ export const STATE_CHANGING_METHODS: ReadonlySet<string> = new Set([
   'eth_sendRawTransactionConditional',
   'eth_sendTransaction',
 ]);
-
-/** No upstream of the network gave an answer; the proxy answers -32000 with HTTP 502 (C22). */
-export class NoUpstreamError extends Error {
-  static readonly code = -32000;
-  override readonly name = 'NoUpstreamError';
-  /** True when a state-changing call may have reached a node before it failed: the client must not assume it was not sent. */
-  readonly maybeSent: boolean;
-
-  constructor(
-    readonly network: string,
-    readonly attempts: readonly FailedAttempt[],
-    maybeSent = false,
-  ) {
-    super(
-      maybeSent
-        ? `upstream of network ${network} did not answer; the transaction may have been sent`
-        : `no upstream of network ${network} could answer`,
-    );
-    this.maybeSent = maybeSent;
-  }
-}
-
-/** A JSON-RPC error object answered by a node, thrown by {@link UpstreamPool.request}. */
-export class UpstreamRpcError extends Error {
-  override readonly name = 'UpstreamRpcError';
-
-  constructor(
-    readonly code: number,
-    message: string,
-    readonly data: unknown,
-    readonly upstream: number,
-  ) {
-    super(message);
-  }
-}
 
 interface Upstream {
   readonly index: number;
@@ -118,7 +85,8 @@ interface Upstream {
   lastError: string | undefined;
 }
 
-type Attempt<T> = { ok: true; value: T } | { ok: false; reason: string; sent: boolean };
+/** `final`: no other node would do better (e.g. an answer over the size cap): stop failing over. */
+type Attempt<T> = { ok: true; value: T } | { ok: false; reason: string; sent: boolean; final?: boolean };
 
 const BACKOFF_BASE_MS = 1_000;
 const BACKOFF_MAX_MS = 30_000;
@@ -151,8 +119,10 @@ export class UpstreamPool {
   private readonly totalTimeoutMs: number;
   private readonly maxLagBlocks: number;
   private readonly healthIntervalMs: number;
+  private readonly maxResponseBytes: number;
   private readonly log: PoolLogger | undefined;
-  private readonly inFlight = new Set<AbortController>();
+  private readonly onHead: ((head: number) => void) | undefined;
+  private lastHead = -1;
   private timer: NodeJS.Timeout | undefined;
   private started = false;
   private closed = false;
@@ -165,7 +135,9 @@ export class UpstreamPool {
     this.totalTimeoutMs = opts.totalTimeoutMs ?? 15_000;
     this.maxLagBlocks = opts.maxLagBlocks ?? 5;
     this.healthIntervalMs = opts.healthIntervalMs ?? 5_000;
+    this.maxResponseBytes = opts.maxResponseBytes ?? 64 * 1024 * 1024;
     this.log = opts.logger;
+    this.onHead = opts.onHead;
     const connections = opts.connections ?? 32;
     this.upstreams = opts.upstreams.map((cfg, index) => {
       let url: URL;
@@ -215,8 +187,8 @@ export class UpstreamPool {
     if (this.closed) return;
     this.closed = true;
     clearTimeout(this.timer);
-    for (const controller of this.inFlight) controller.abort();
-    await Promise.all(this.upstreams.map((u) => u.dispatcher.close().catch(() => undefined)));
+    // destroy() fails the calls still running at once (they end as "pool closed").
+    await Promise.all(this.upstreams.map((u) => u.dispatcher.destroy().catch(() => undefined)));
   }
 
   /**
@@ -242,6 +214,16 @@ export class UpstreamPool {
         this.markOk(u);
       }),
     );
+    const best = this.bestHead(Date.now());
+    if (best !== null && best > this.lastHead) {
+      this.lastHead = best;
+      this.onHead?.(best);
+    }
+  }
+
+  /** The best known head (highest among healthy upstreams), or null before any probe answered. */
+  head(): number | null {
+    return this.bestHead(Date.now());
   }
 
   /**
@@ -316,7 +298,7 @@ export class UpstreamPool {
         return { value: outcome.value, upstream: u.index };
       }
       failed.push({ upstream: u.index, reason: outcome.reason });
-      if (this.closed) break;
+      if (this.closed || outcome.final) break;
       this.markFailed(u, outcome.reason);
       this.log?.debug({ network: this.network, upstream: u.index, reason: outcome.reason, methods }, 'upstream attempt failed');
       // C26: a transaction that may have reached a node is not sent again elsewhere.
@@ -331,35 +313,49 @@ export class UpstreamPool {
     timeoutMs: number,
     read: (status: number, body: Buffer) => T | undefined,
   ): Promise<Attempt<T>> {
-    const controller = new AbortController();
-    const timer = setTimeout(() => controller.abort(), timeoutMs);
-    this.inFlight.add(controller);
     try {
+      // undici's own timers bound the attempt (no AbortController and timer per call): the
+      // answer's headers within the timeout, and no gap longer than it between body chunks.
+      // They tick about every 500 ms, so an attempt ends up to that much after its timeout.
       const res = await u.dispatcher.request({
         method: 'POST',
         path: u.path,
         headers: u.headers,
         body,
-        signal: controller.signal,
+        headersTimeout: timeoutMs,
+        bodyTimeout: timeoutMs,
       });
       if (res.statusCode >= 500 || res.statusCode === 429) {
         await res.body.dump().catch(() => undefined);
         return { ok: false, reason: `HTTP ${res.statusCode}`, sent: true };
       }
-      const buf = Buffer.from(await res.body.arrayBuffer());
+      const declared = Number(res.headers['content-length'] ?? 0);
+      if (declared > this.maxResponseBytes) {
+        res.body.destroy();
+        return { ok: false, reason: `answer larger than ${this.maxResponseBytes} bytes`, sent: true, final: true };
+      }
+      const chunks: Buffer[] = [];
+      let size = 0;
+      for await (const chunk of res.body as AsyncIterable<Buffer>) {
+        size += chunk.length;
+        if (size > this.maxResponseBytes) {
+          res.body.destroy();
+          return { ok: false, reason: `answer larger than ${this.maxResponseBytes} bytes`, sent: true, final: true };
+        }
+        chunks.push(chunk);
+      }
+      const buf = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size);
       const value = read(res.statusCode, buf);
       if (value === undefined) return { ok: false, reason: `invalid body (HTTP ${res.statusCode})`, sent: true };
       return { ok: true, value };
     } catch (err) {
       // Only codes and our own words: undici and Node messages may quote the upstream's address.
-      if (controller.signal.aborted) {
-        return { ok: false, reason: this.closed ? 'pool closed' : `timeout after ${timeoutMs} ms`, sent: true };
-      }
       const code = errorCode(err);
+      if (this.closed) return { ok: false, reason: 'pool closed', sent: true };
+      if (code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_BODY_TIMEOUT') {
+        return { ok: false, reason: `timeout after ${timeoutMs} ms`, sent: true };
+      }
       return { ok: false, reason: code ?? 'request failed', sent: code === undefined || !NOT_SENT_CODES.has(code) };
-    } finally {
-      clearTimeout(timer);
-      this.inFlight.delete(controller);
     }
   }
 

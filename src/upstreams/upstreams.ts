@@ -1,14 +1,43 @@
 import type { Logger } from 'pino';
 import type { Config } from '../config/schema.ts';
+import type { SubscriptionHub } from './hub.ts';
+import { SubscriptionHubs } from './hubs.ts';
 import { UpstreamPool } from './pool.ts';
 
-/** One upstream pool per network, made from config (C26, C32). */
-export class UpstreamPools {
+/** A new block seen on a network: its number, and its hash when a node pushed the header. */
+export interface Head {
+  network: string;
+  number: number;
+  hash: string | null;
+}
+
+type HeadListener = (head: Head) => void;
+
+interface HeadFeed {
+  listeners: Set<HeadListener>;
+  last: number;
+  /** Stops the WebSocket subscription that feeds it, if any. */
+  stop: (() => void) | undefined;
+}
+
+/**
+ * Everything that talks to nodes (C26, C32): per network an HTTP pool (health, heads, failover)
+ * and a WebSocket subscription hub, plus `heads(network)` for background features. The RPC
+ * pipeline, the faucet and the block follower are each handed this object; none builds its own.
+ */
+export class Upstreams {
   readonly #pools = new Map<string, UpstreamPool>();
   readonly #started = new Set<string>();
+  readonly #hubs: SubscriptionHubs;
+  readonly #networks: Config['networks'];
+  readonly #heads = new Map<string, HeadFeed>();
+  readonly #log: Logger;
 
   constructor(config: Config, logger: Logger) {
     const r = config.rpc;
+    const ws = config.ws;
+    this.#log = logger;
+    this.#networks = config.networks;
     for (const n of config.networks) {
       this.#pools.set(
         n.slug,
@@ -22,13 +51,22 @@ export class UpstreamPools {
           healthIntervalMs: r.healthIntervalMs,
           connections: r.connectionsPerUpstream,
           logger,
+          onHead: (head) => this.#emitHead(n.slug, head, null),
         }),
       );
     }
+    this.#hubs = new SubscriptionHubs({
+      logger,
+      timeoutMs: ws.upstreamTimeoutMs,
+      reconnectMinMs: ws.reconnectMinMs,
+      reconnectMaxMs: ws.reconnectMaxMs,
+      pingIntervalMs: ws.pingIntervalMs,
+      idleTimeoutMs: ws.idleTimeoutMs,
+    });
   }
 
-  /** The pool of a network; its health probes start on first use unless `startAll` ran. */
-  get(slug: string): UpstreamPool {
+  /** The HTTP pool of a network; its health probes start on first use unless `startAll` ran. */
+  pool(slug: string): UpstreamPool {
     const pool = this.#pools.get(slug);
     if (!pool) throw new Error(`no upstream pool for ${slug}`);
     if (!this.#started.has(slug)) {
@@ -38,9 +76,106 @@ export class UpstreamPools {
     return pool;
   }
 
+  /** The WebSocket subscription hub of a network (made on first use from its `ws` upstreams). */
+  hub(slug: string): SubscriptionHub {
+    const network = this.#networks.find((n) => n.slug === slug);
+    if (!network) throw new Error(`no upstreams for ${slug}`);
+    return this.#hubs.get(network);
+  }
+
+  /** The hub of a network if one was made (tests and metrics). */
+  peekHub(slug: string): SubscriptionHub | undefined {
+    return this.#hubs.peek(slug);
+  }
+
+  hubStats(): ReturnType<SubscriptionHubs['stats']> {
+    return this.#hubs.stats();
+  }
+
+  /**
+   * New blocks of a network, in increasing number, for background features (whale alerts,
+   * webhooks, intents). Fed by a shared `newHeads` subscription where the network has WebSocket
+   * upstreams, and always by the pool's head probes, so a dead WebSocket never silences it.
+   * Numbers can skip (several blocks between two probes): a consumer that needs every block reads
+   * the range itself. Returns the function that stops listening.
+   */
+  onHead(slug: string, listener: HeadListener): () => void {
+    let feed = this.#heads.get(slug);
+    if (!feed) {
+      feed = { listeners: new Set(), last: -1, stop: undefined };
+      this.#heads.set(slug, feed);
+      feed.stop = this.#followNewHeads(slug);
+    }
+    feed.listeners.add(listener);
+    this.pool(slug);
+    const f = feed;
+    return () => {
+      f.listeners.delete(listener);
+      if (f.listeners.size === 0) {
+        f.stop?.();
+        this.#heads.delete(slug);
+      }
+    };
+  }
+
+  /** `onHead` as an async iterable; ends when `signal` aborts. Heads arriving faster than read keep only the newest. */
+  async *heads(slug: string, signal?: AbortSignal): AsyncGenerator<Head> {
+    let latest: Head | null = null;
+    let wake: (() => void) | null = null;
+    const off = this.onHead(slug, (h) => {
+      latest = h;
+      wake?.();
+    });
+    const aborted = () => wake?.();
+    signal?.addEventListener('abort', aborted);
+    try {
+      while (!signal?.aborted) {
+        if (latest === null) await new Promise<void>((resolve) => (wake = resolve));
+        wake = null;
+        const h: Head | null = latest;
+        latest = null;
+        if (h !== null && !signal?.aborted) yield h;
+      }
+    } finally {
+      off();
+      signal?.removeEventListener('abort', aborted);
+    }
+  }
+
+  #followNewHeads(slug: string): (() => void) | undefined {
+    const network = this.#networks.find((n) => n.slug === slug);
+    if (!network?.upstreams.some((u) => u.ws)) return undefined;
+    const hub = this.#hubs.get(network);
+    const subscriber = {
+      deliver: (resultText: string) => {
+        const m = /"number"\s*:\s*"(0x[0-9a-fA-F]+)"/.exec(resultText);
+        const h = /"hash"\s*:\s*"(0x[0-9a-fA-F]{64})"/.exec(resultText);
+        if (m?.[1]) this.#emitHead(slug, Number.parseInt(m[1], 16), h?.[1] ?? null);
+      },
+    };
+    hub.subscribe({ key: 'newHeads', params: ['newHeads'] }, subscriber).catch((err: unknown) => {
+      this.#log.debug({ network: slug, error: (err as Error).message }, 'newHeads subscription failed; heads come from probes');
+    });
+    return () => hub.unsubscribe('newHeads', subscriber);
+  }
+
+  #emitHead(slug: string, number: number, hash: string | null): void {
+    const feed = this.#heads.get(slug);
+    if (!feed || number <= feed.last) return;
+    feed.last = number;
+    const head: Head = { network: slug, number, hash };
+    for (const l of feed.listeners) {
+      try {
+        l(head);
+      } catch (err) {
+        this.#log.error({ err, network: slug }, 'head listener failed');
+      }
+    }
+  }
+
   /** Start probing every network now (the server does; tests leave pools idle until used). */
   startAll(): void {
-    for (const slug of this.#pools.keys()) this.get(slug);
+    for (const slug of this.#pools.keys()) this.pool(slug);
   }
 
   /** Per network: each upstream's health, head and lag, or "idle" before first use (C3). */
@@ -58,6 +193,8 @@ export class UpstreamPools {
   }
 
   async close(): Promise<void> {
-    await Promise.all([...this.#pools.values()].map((p) => p.close()));
+    for (const feed of this.#heads.values()) feed.stop?.();
+    this.#heads.clear();
+    await Promise.all([this.#hubs.close(), ...[...this.#pools.values()].map((p) => p.close())]);
   }
 }

@@ -220,7 +220,7 @@ for (const backend of backends) {
 
     test('every change publishes the stale key hash, so key caches can drop it (C20)', async () => {
       const seen: KeyChange[] = [];
-      const off = t.app.services.keys.onChange((c) => seen.push(c));
+      const off = t.app.parts.keys.onChange((c) => seen.push(c));
       try {
         const u = await registerUser(t.app);
         const k = (await create(u.auth, { name: 'ev' })).json().data;

@@ -52,7 +52,7 @@ before(async () => {
       UPSTREAM_ETHEREUM: echo.url,
       UPSTREAM_POLYGON: `${silentA.url},${silentB.url}`,
     },
-    overrides: { methods: { planExtras: { pro: ['debug_*'] } } },
+    overrides: { methods: { planExtras: { pro: ['debug_traceTransaction'] } } },
   });
   // Enterprise: no rate limit gets in the way of the many calls below (C9).
   const main = await createKey(t.app, { networks: ['native-mainnet', 'native-testnet', 'ethereum', 'polygon'] });
@@ -201,8 +201,8 @@ describe('notifications (C23)', () => {
       const sent = silentA.callCount('eth_getBlockByNumber') + silentB.callCount('eth_getBlockByNumber');
       assert.equal(sent, 1, 'sent to exactly one node');
       assert.ok(
-        t.app.services.pools.get('polygon').health().every((u) => u.healthy),
-        JSON.stringify(t.app.services.pools.get('polygon').health()),
+        t.app.parts.upstreams.pool('polygon').health().every((u) => u.healthy),
+        JSON.stringify(t.app.parts.upstreams.pool('polygon').health()),
       );
     },
   );

@@ -26,7 +26,7 @@ before(async () => {
       UPSTREAM_ETHEREUM: fake.url,
       UPSTREAM_POLYGON: fake.url,
     },
-    overrides: { methods: { planExtras: { pro: ['debug_*'] } } },
+    overrides: { methods: { planExtras: { pro: ['debug_traceTransaction'] } } },
   });
 });
 
@@ -264,7 +264,7 @@ describe('plan changes take effect at once (C20)', () => {
 describe('no storage round trip per request', () => {
   test('after a first request, 50 more with the same key cause no storage lookup', async () => {
     const k = await usedKey();
-    const cache = t.app.services.keyCache;
+    const cache = t.app.parts.keyCache;
     const misses = cache.misses;
     for (let i = 0; i < 25; i++) assertServed(await rpc(`/v1/native-mainnet/${k.key}`));
     await Promise.all(Array.from({ length: 25 }, async () => assertServed(await rpc('/rpc/main/evm/51', { key: k.key }))));
@@ -272,7 +272,7 @@ describe('no storage round trip per request', () => {
   });
 
   test('20 requests with the same unknown key cause at most one storage lookup (negative cache)', async () => {
-    const cache = t.app.services.keyCache;
+    const cache = t.app.parts.keyCache;
     const unknown = `jk_live_deadbeef${'A'.repeat(30)}`;
     const misses = cache.misses;
     for (let i = 0; i < 20; i++) assertError(await rpc(`/v1/native-mainnet/${unknown}`), -32001, 401);
@@ -281,7 +281,7 @@ describe('no storage round trip per request', () => {
 
   test('20 concurrent first requests with one key share one storage lookup', async () => {
     const { key } = await createKey(t.app);
-    const cache = t.app.services.keyCache;
+    const cache = t.app.parts.keyCache;
     const misses = cache.misses;
     const answers = await Promise.all(Array.from({ length: 20 }, () => rpc('/rpc/main/evm/50', { key })));
     for (const a of answers) assertServed(a);
@@ -291,7 +291,7 @@ describe('no storage round trip per request', () => {
   test('a change evicts only the changed key: other cached keys still cost no lookup', async () => {
     const a = await usedKey();
     const b = await usedKey();
-    const cache = t.app.services.keyCache;
+    const cache = t.app.parts.keyCache;
     await patchKey(a.user, a.id, { name: 'renamed' });
     const misses = cache.misses;
     assertServed(await rpc(`/v1/native-mainnet/${b.key}`));

@@ -51,7 +51,7 @@ for (const backend of backends) {
       return res.json().data as Array<{ id: string; usage: { daily: number; monthly: number }; lastUsedAt: string | null }>;
     };
     /** The app's own UsageService (it is the key list's usage reader): skips the wait where timing is not the point. */
-    const flushNow = () => (t.app.services.keys.usage as UsageService).flush();
+    const flushNow = () => (t.app.parts.keys.usage as UsageService).flush();
     /** Polls until `done` holds, for at most `ms`; returns the elapsed time. */
     const until = async (done: () => Promise<boolean>, ms = 5000): Promise<number> => {
       const started = Date.now();
@@ -371,7 +371,7 @@ for (const backend of backends) {
           const k = await createKey(first.app, { name: 'restart' });
           const res = await first.app.inject({ method: 'POST', url: `/v1/native-mainnet/${k.key}`, payload: [call('eth_blockNumber', 1), call('eth_chainId', 2)] });
           assert.equal(res.statusCode, 200);
-          assert.equal((first.app.services.keys.usage as UsageService).pendingRows, 2, 'not flushed yet: close() has to');
+          assert.equal((first.app.parts.keys.usage as UsageService).pendingRows, 2, 'not flushed yet: close() has to');
           await first.close();
           const second = await startTestApp(where);
           try {

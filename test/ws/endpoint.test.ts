@@ -205,7 +205,7 @@ describe('calls', () => {
     await c.call('eth_chainId');
     await c.subscribe(['newHeads']);
     await c.close();
-    await t.app.services.usage.flush();
+    await t.app.parts.usage.flush();
     const res = await t.app.inject({ method: 'GET', url: '/api/v1/usage/stats', headers: k.user.auth });
     const stats = res.json().data;
     assert.equal(stats.requestsByMethod.eth_chainId, 1);

@@ -58,7 +58,7 @@ function retained(): number {
 
 const newKey = async () => (await createKey(t.app, { networks: NETWORKS })).key;
 const url = (key: string, network = '') => wsAddress(t, `/ws${network ? `/${network}` : ''}?apiKey=${key}`);
-const serverSide = (keyId: string): WsConnection | undefined => [...t.app.webSocket.connections].find((c) => c.key.keyId === keyId);
+const serverSide = (keyId: string): WsConnection | undefined => [...t.app.parts.ws.connections].find((c) => c.key.keyId === keyId);
 
 test('cuts off a client that stops reading once its queue passes ws.maxBufferedBytes; memory stays bounded and other clients go on', async () => {
   const slowKey = await createKey(t.app, { networks: NETWORKS });
@@ -128,10 +128,10 @@ test('refuses connections past the per-key limit with 429 (-32005), and admits a
   assert.equal(err.code, -32005);
   assert.deepEqual(err.data, { limit: 'connections', max: 3 });
   assert.ok(refused.headers['x-ratelimit-limit']);
-  assert.equal(t.app.webSocket.connectionsOf(k.id), 3);
+  assert.equal(t.app.parts.ws.connectionsOf(k.id), 3);
 
   await open[0]?.close();
-  await waitFor(() => t.app.webSocket.connectionsOf(k.id) === 2, 2_000, 'the slot to be released');
+  await waitFor(() => t.app.parts.ws.connectionsOf(k.id) === 2, 2_000, 'the slot to be released');
   const again = await connect(url(k.key));
   for (const c of [again, ...open.slice(1)]) await c.close();
 });

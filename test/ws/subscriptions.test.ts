@@ -44,7 +44,7 @@ after(async () => {
 });
 
 const url = (network = '') => wsAddress(g.t, `/ws${network ? `/${network}` : ''}?apiKey=${key}`);
-const hub = (slug: string) => g.t.app.webSocket.hubs.peek(slug)?.stats();
+const hub = (slug: string) => g.t.app.parts.upstreams.peekHub(slug)?.stats();
 const upstreamSubscribes = (relays: Relay[]) => relays.reduce((n, r) => n + r.count('eth_subscribe'), 0);
 const upstreamUnsubscribes = (relays: Relay[]) => relays.reduce((n, r) => n + r.count('eth_unsubscribe'), 0);
 

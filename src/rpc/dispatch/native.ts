@@ -1,5 +1,6 @@
 import { InvalidParamsError, MethodNotSupportedError, type RpcError, UpstreamError } from '../../errors/rpc.ts';
-import { type UpstreamPool, UpstreamRpcError } from '../../upstreams/pool.ts';
+import { UpstreamRpcError } from '../../errors/upstream.ts';
+import type { UpstreamPool } from '../../upstreams/pool.ts';
 
 /**
  * The `nat_*` methods of the native networks (C24, C25), translated to the XDC-like node's own
@@ -199,7 +200,7 @@ function askNode(call: NodeCall): Ask {
       return await call(nodeMethod, params);
     } catch (err) {
       if (err instanceof UpstreamRpcError) {
-        throw nodeError(nodeMethod, err.message, { code: err.code, ...(err.data === undefined ? {} : { data: err.data }) }, err);
+        throw nodeError(nodeMethod, err.message, { code: err.code, ...(err.details === undefined ? {} : { data: err.details }) }, err);
       }
       throw err;
     }

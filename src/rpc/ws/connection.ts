@@ -2,35 +2,22 @@ import type { Logger } from 'pino';
 import WebSocket from 'ws';
 import type { Network } from '../../chains/registry.ts';
 import type { Config } from '../../config/schema.ts';
-import { InternalRpcError, InvalidParamsError, NetworkNotAllowedError, ParseError, RateLimitedError, RpcError } from '../../errors/rpc.ts';
+import { InternalRpcError, InvalidParamsError, ParseError, RateLimitedError, RpcError, toRpcError } from '../../errors/rpc.ts';
 import type { KeyCache, ResolvedKey } from '../../keys/cache.ts';
-import type { Meter } from '../../metering/meter.ts';
-import type { ComputeUnits } from '../../metering/weights.ts';
-import type { UsageSink } from '../../usage/sink.ts';
-import { errorText, parseItem, resultText } from '../jsonrpc.ts';
-import { arrayElements, idText } from '../lossless.ts';
-import { type RpcProxy, UNPARSABLE } from '../pipeline.ts';
 import type { Subscriber } from '../../upstreams/hub.ts';
-import type { SubscriptionHubs } from '../../upstreams/hubs.ts';
 import { newSubscriptionId, notificationText } from '../../upstreams/messages.ts';
 import { parseTopic } from '../../upstreams/topics.ts';
+import type { Upstreams } from '../../upstreams/upstreams.ts';
+import { errorText, resultText } from '../jsonrpc.ts';
+import type { DispatchAnswer, RpcPipeline, SubscriptionDispatcher } from '../pipeline.ts';
 
 /** What every connection shares. */
 export interface ConnectionContext {
   config: Config;
-  proxy: RpcProxy;
+  pipeline: RpcPipeline;
   keys: KeyCache;
-  meter: Meter;
-  usage: UsageSink | undefined;
-  cu: ComputeUnits;
-  hubs: SubscriptionHubs;
+  upstreams: Upstreams;
   logger: Logger;
-}
-
-/** An answer to send, and what to do once it is sent (a new subscription starts delivering). */
-interface Answer {
-  text: string | Buffer | null;
-  after?: () => void;
 }
 
 interface ClientSubscription extends Subscriber {
@@ -39,18 +26,13 @@ interface ClientSubscription extends Subscriber {
   armed: boolean;
 }
 
-const SUBSCRIPTION_METHODS = new Set(['eth_subscribe', 'eth_unsubscribe']);
-
-function isSubscriptionCall(x: unknown): x is { method: string; params?: unknown } {
-  return typeof x === 'object' && x !== null && !Array.isArray(x) && SUBSCRIPTION_METHODS.has((x as { method?: unknown }).method as string);
-}
-
 /**
- * One client's WebSocket: every message is a JSON-RPC call or batch handled by the same
- * RpcProxy as HTTP (policy, metering, errors), except `eth_subscribe` / `eth_unsubscribe`,
- * which are served here from the network's shared subscription hub.
+ * One client's WebSocket: it only frames. Every message goes through the same RPC pipeline as an
+ * HTTP body (C10: a message counts like a request, a batch item by item, refused whole when it
+ * does not fit, C23); this connection is the pipeline's dispatcher for `eth_subscribe` and
+ * `eth_unsubscribe`, served from the network's shared subscription hub.
  */
-export class WsConnection {
+export class WsConnection implements SubscriptionDispatcher {
   readonly ws: WebSocket;
   readonly network: Network;
   readonly ip: string;
@@ -63,7 +45,8 @@ export class WsConnection {
   readonly #apiKey: string;
   readonly #ctx: ConnectionContext;
   readonly #subs = new Map<string, ClientSubscription>();
-  #subscribing = 0;
+  /** Slots taken by subscriptions being made (reserved before any await). */
+  #reserved = 0;
   #inFlight = 0;
 
   constructor(ws: WebSocket, init: { network: Network; apiKey: string; key: ResolvedKey; ip: string }, ctx: ConnectionContext) {
@@ -133,7 +116,7 @@ export class WsConnection {
   cleanup(): void {
     if (this.closed) return;
     this.closed = true;
-    const hub = this.#ctx.hubs.get(this.network);
+    const hub = this.#ctx.upstreams.hub(this.network.slug);
     for (const s of this.#subs.values()) hub.unsubscribe(s.topicKey, s);
     this.#subs.clear();
   }
@@ -154,100 +137,48 @@ export class WsConnection {
     }
   }
 
-  async #answer(data: Buffer, isBinary: boolean): Promise<Answer> {
+  async #answer(data: Buffer, isBinary: boolean): Promise<DispatchAnswer> {
     if (isBinary) return { text: errorText('null', new ParseError('Parse error: send JSON-RPC as text frames, not binary')) };
-    const text = data.toString('utf8');
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(text);
-    } catch {
-      parsed = UNPARSABLE;
-    }
-    if (isSubscriptionCall(parsed)) return this.#subscriptionCall(parsed, text);
-    if (Array.isArray(parsed) && parsed.length <= this.#ctx.config.rpc.maxBatchSize && parsed.some(isSubscriptionCall)) {
-      return this.#mixedBatch(parsed, text);
-    }
-    // Everything else is exactly an HTTP request (C10: a message counts like one).
-    const reply = await this.#handle(parsed, data);
-    if (reply.status !== 401 && reply.status !== 403) return { text: reply.body };
+    const out = await this.#ctx.pipeline.handle({ network: this.network, apiKey: this.#apiKey, body: data, ip: this.ip, subscriptions: this });
+    if (out.key) this.key = out.key;
+    const text = out.body === null ? null : out.body.toString();
+    if (!out.keyRefused) return out.after ? { text, after: out.after } : { text };
     // The key stopped being usable here (revoked, expired, deleted, network withdrawn): it is
     // told why, then the connection ends, since everything on it depends on that key.
-    return { text: reply.body, after: () => this.ws.close(1008, 'API key no longer valid for this connection') };
+    return { text, after: () => this.ws.close(1008, 'API key no longer valid for this connection') };
   }
 
-  #handle(parsed: unknown, raw: Buffer) {
-    return this.#ctx.proxy.handle({ network: this.network, apiKey: this.#apiKey, parsed, raw, ip: this.ip });
-  }
-
-  /**
-   * A batch holding eth_subscribe or eth_unsubscribe: each item is answered on its own (the
-   * others still through the proxy, each metered as one request), in request order.
-   */
-  async #mixedBatch(items: unknown[], text: string): Promise<Answer> {
-    const elements = arrayElements(text);
-    const answers = await Promise.all(
-      items.map(async (item, i): Promise<Answer> => {
-        const itemText = elements[i] ?? 'null';
-        if (isSubscriptionCall(item)) return this.#subscriptionCall(item, itemText);
-        return { text: (await this.#handle(item, Buffer.from(itemText))).body };
-      }),
-    );
-    const out = answers.flatMap((a) => (a.text === null ? [] : [a.text.toString()]));
-    return {
-      text: out.length > 0 ? `[${out.join(',')}]` : null,
-      after: () => {
-        for (const a of answers) a.after?.();
-      },
-    };
-  }
-
-  async #subscriptionCall(x: { method: string; params?: unknown }, text: string): Promise<Answer> {
-    const item = parseItem(x);
-    // The id exactly as written (C23); one of the wrong type is answered as null, as by the proxy.
-    if (item.error) return { text: errorText(item.id !== null ? idText(text) : 'null', item.error) };
-    const call = item.call;
-    const id = call.id === undefined ? null : idText(text);
-    if (call.method === 'eth_unsubscribe') {
-      const outcome = this.#unsubscribe(call.params);
-      return { text: id === null ? null : outcome instanceof RpcError ? errorText(id, outcome) : resultText(id, outcome) };
+  reserve(key: ResolvedKey): RpcError | null {
+    const max = this.#ctx.config.ws.plans[key.tier].subscriptionsPerConnection;
+    if (max !== null && this.#subs.size + this.#reserved >= max) {
+      return new RateLimitedError(`Subscription limit exceeded: at most ${max} per connection`, { data: { limit: 'subscriptions', max } });
     }
-    // A subscription without an id could never be told its subscription id: nothing to do.
-    if (id === null) return { text: null };
-    return this.#subscribe(call.params, id);
+    this.#reserved++;
+    return null;
   }
 
-  #unsubscribe(params: unknown): boolean | RpcError {
+  release(): void {
+    if (this.#reserved > 0) this.#reserved--;
+  }
+
+  unsubscribe(params: unknown): boolean | RpcError {
     if (!Array.isArray(params) || params.length !== 1 || typeof params[0] !== 'string') {
       return new InvalidParamsError('Invalid params: eth_unsubscribe takes [subscriptionId]');
     }
     const sub = this.#subs.get(params[0]);
     if (!sub) return false;
     this.#subs.delete(params[0]);
-    this.#ctx.hubs.get(this.network).unsubscribe(sub.topicKey, sub);
+    this.#ctx.upstreams.hub(this.network.slug).unsubscribe(sub.topicKey, sub);
     return true;
   }
 
-  async #subscribe(params: unknown, id: string): Promise<Answer> {
-    const refuse = (err: RpcError): Answer => ({ text: errorText(id, err) });
-    // The key is checked again, as `handle` does for every other message.
-    const key = await this.#ctx.keys.authenticate(this.#apiKey);
-    if (key instanceof RpcError) return refuse(key);
-    this.key = key;
-    if (!key.networks.has(this.network.slug)) {
-      return refuse(new NetworkNotAllowedError(`API key not authorized for network ${this.network.slug}`, { data: { network: this.network.slug } }));
-    }
+  async subscribe(params: unknown, id: string): Promise<DispatchAnswer> {
+    const refuse = (err: RpcError): DispatchAnswer => ({ text: errorText(id, err) });
     const topic = parseTopic(params);
-    if (topic instanceof RpcError) return refuse(topic);
-    const max = this.#ctx.config.ws.plans[key.tier].subscriptionsPerConnection;
-    if (max !== null && this.#subs.size + this.#subscribing >= max) {
-      return refuse(new RateLimitedError(`Subscription limit exceeded: at most ${max} per connection`, { data: { limit: 'subscriptions', max } }));
+    if (topic instanceof RpcError) {
+      this.release();
+      return refuse(topic);
     }
-    // Subscribing counts as one request (C10); notifications are not metered.
-    const cu = this.#ctx.cu.of('eth_subscribe');
-    const metered = await this.#ctx.meter.rpc({ key }, 1, cu);
-    if (metered.error) return refuse(metered.error);
-    this.#ctx.usage?.record({ userId: key.userId, keyId: key.keyId, network: this.network.slug, method: 'eth_subscribe', computeUnits: cu });
-
     const subscriptionId = newSubscriptionId();
     const sub: ClientSubscription = {
       topicKey: topic.key,
@@ -256,14 +187,13 @@ export class WsConnection {
         if (sub.armed) this.send(notificationText(subscriptionId, resultText));
       },
     };
-    const hub = this.#ctx.hubs.get(this.network);
-    this.#subscribing++;
+    const hub = this.#ctx.upstreams.hub(this.network.slug);
     try {
       await hub.subscribe(topic, sub);
     } catch (err) {
-      return refuse(err instanceof RpcError ? err : new InternalRpcError('Internal error'));
+      return refuse(toRpcError(err));
     } finally {
-      this.#subscribing--;
+      this.release();
     }
     if (this.closed) {
       hub.unsubscribe(topic.key, sub);

@@ -1,51 +1,35 @@
 import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { Logger } from 'pino';
-import { Gauge } from 'prom-client';
+import { Gauge, type Registry } from 'prom-client';
 import { WebSocketServer } from 'ws';
-import type { Services } from '../../app.ts';
 import type { NetworkRegistry } from '../../chains/registry.ts';
 import type { Config } from '../../config/schema.ts';
-import {
-  InternalRpcError,
-  InvalidRequestError,
-  NetworkNotAllowedError,
-  RateLimitedError,
-  RpcError,
-  UnknownNetworkError,
-} from '../../errors/rpc.ts';
+import { InternalRpcError, InvalidRequestError, NetworkNotAllowedError, RateLimitedError, RpcError, UnknownNetworkError } from '../../errors/rpc.ts';
 import type { KeyCache } from '../../keys/cache.ts';
+import type { KeyChange } from '../../keys/service.ts';
 import type { Meter } from '../../metering/meter.ts';
-import { ComputeUnits } from '../../metering/weights.ts';
-import type { UsageSink } from '../../usage/sink.ts';
+import type { Upstreams } from '../../upstreams/upstreams.ts';
 import { errorText } from '../jsonrpc.ts';
-import type { UpstreamPools } from '../../upstreams/upstreams.ts';
-import type { RpcProxy } from '../pipeline.ts';
+import type { RpcPipeline } from '../pipeline.ts';
 import { clientIpResolver } from './client-ip.ts';
 import { type ConnectionContext, WsConnection } from './connection.ts';
 import { refuse, serveAsHttp } from './http-fallback.ts';
-import type { HubStats } from '../../upstreams/hub.ts';
-import { SubscriptionHubs } from '../../upstreams/hubs.ts';
 
 export interface WsDeps {
   config: Config;
   registry: NetworkRegistry;
-  proxy: RpcProxy;
+  pipeline: RpcPipeline;
   keys: KeyCache;
   meter: Meter;
-  pools: UpstreamPools;
+  upstreams: Upstreams;
   logger: Logger;
-  /** Where eth_subscribe calls are recorded as usage; default the app's usage service. */
-  usage?: UsageSink;
-}
-
-declare module 'fastify' {
-  interface FastifyInstance {
-    /** The WebSocket endpoint (tests and the benchmark read its counters). */
-    webSocket: WsGateway;
-  }
+  /** Key changes (C20): connections of a changed key are checked again at once. */
+  onKeyChange?: (listener: (change: KeyChange) => void) => () => void;
+  /** Where the connection gauges are registered. */
+  metricsRegistry?: Registry;
 }
 
 /** `/ws` and `/ws/` (native mainnet), `/ws/{network}` (C1); a trailing slash is accepted. */
@@ -59,15 +43,13 @@ const DEFAULT_NETWORK = 'native-mainnet';
  * 404, 429) and a JSON-RPC error body; the 101 carries the rate-limit headers (C13).
  */
 export function installWebSocket(app: FastifyInstance, deps: WsDeps): WsGateway {
-  const services = (app as FastifyInstance & { services?: Services }).services;
-  const gateway = new WsGateway(app, deps, services);
+  const gateway = new WsGateway(app, deps);
   app.server.on('upgrade', gateway.onUpgrade);
   // preClose: before the server waits for its connections, which WebSockets would hold open.
   app.addHook('preClose', () => gateway.close());
-  app.decorate('webSocket', gateway);
 
   // A plain GET on the WebSocket address says how to use it.
-  const upgradeRequired = async (_req: unknown, reply: import('fastify').FastifyReply) => {
+  const upgradeRequired = async (_req: unknown, reply: FastifyReply) => {
     const err = new InvalidRequestError('Upgrade required: open a WebSocket connection to this address');
     return reply.status(426).header('upgrade', 'websocket').header('connection', 'Upgrade').type('application/json').send(errorText('null', err));
   };
@@ -99,7 +81,6 @@ class ConnectionSlots {
 
 /** The WebSocket endpoint of one app: upgrades, open connections, subscription hubs. */
 export class WsGateway {
-  readonly hubs: SubscriptionHubs;
   readonly connections = new Set<WsConnection>();
   readonly #app: FastifyInstance;
   readonly #d: WsDeps;
@@ -113,7 +94,7 @@ export class WsGateway {
   readonly #origins: ReadonlySet<string>;
   #closing: Promise<void> | undefined;
 
-  constructor(app: FastifyInstance, deps: WsDeps, services: Services | undefined) {
+  constructor(app: FastifyInstance, deps: WsDeps) {
     this.#app = app;
     this.#d = deps;
     const ws = deps.config.ws;
@@ -121,24 +102,7 @@ export class WsGateway {
     this.#wss.on('headers', (headers: string[], req: IncomingMessage) => {
       for (const [k, v] of Object.entries(this.#upgradeHeaders.get(req) ?? {})) headers.push(`${k}: ${v}`);
     });
-    this.hubs = new SubscriptionHubs({
-      logger: deps.logger,
-      timeoutMs: ws.upstreamTimeoutMs,
-      reconnectMinMs: ws.reconnectMinMs,
-      reconnectMaxMs: ws.reconnectMaxMs,
-      pingIntervalMs: ws.pingIntervalMs,
-      idleTimeoutMs: ws.idleTimeoutMs,
-    });
-    this.#ctx = {
-      config: deps.config,
-      proxy: deps.proxy,
-      keys: deps.keys,
-      meter: deps.meter,
-      usage: deps.usage ?? services?.usage,
-      cu: new ComputeUnits(deps.config),
-      hubs: this.hubs,
-      logger: deps.logger,
-    };
+    this.#ctx = { config: deps.config, pipeline: deps.pipeline, keys: deps.keys, upstreams: deps.upstreams, logger: deps.logger };
     this.#clientIp = clientIpResolver(deps.config.server.trustedProxies);
     this.#origins = new Set(deps.config.rpc.corsOrigins);
 
@@ -153,7 +117,7 @@ export class WsGateway {
     this.#sweep.unref();
     // C20: a key revoked, rotated, deleted, switched off or narrowed closes its connections now.
     this.#offKeyChanges =
-      services?.keys.onChange((change) => {
+      deps.onKeyChange?.((change) => {
         const hashes = new Set(change.keyHashes);
         for (const c of this.connections) {
           if (hashes.has(c.key.keyHash) || (change.type === 'account' && c.key.userId === change.userId)) {
@@ -162,13 +126,14 @@ export class WsGateway {
         }
       }) ?? (() => {});
 
-    if (services) {
+    const registry = deps.metricsRegistry;
+    if (registry) {
       const connections = this.connections;
-      const hubs = this.hubs;
+      const upstreams = deps.upstreams;
       new Gauge({
         name: 'junction_ws_connections',
         help: 'Open client WebSocket connections',
-        registers: [services.metrics.registry],
+        registers: [registry],
         collect() {
           this.set(connections.size);
         },
@@ -177,18 +142,18 @@ export class WsGateway {
         name: 'junction_ws_upstream_subscriptions',
         help: 'Upstream subscriptions (distinct topics) by network, shared by all clients',
         labelNames: ['network'] as const,
-        registers: [services.metrics.registry],
+        registers: [registry],
         collect() {
           this.reset();
-          for (const s of hubs.stats()) this.set({ network: s.network }, s.topics);
+          for (const s of upstreams.hubStats()) this.set({ network: s.network }, s.topics);
         },
       });
     }
   }
 
   /** Counters of each network's subscription hub. */
-  stats(): { connections: number; hubs: HubStats[] } {
-    return { connections: this.connections.size, hubs: this.hubs.stats() };
+  stats(): { connections: number; hubs: ReturnType<Upstreams['hubStats']> } {
+    return { connections: this.connections.size, hubs: this.#d.upstreams.hubStats() };
   }
 
   /** Open connections of one key on this instance. */
@@ -289,7 +254,6 @@ export class WsGateway {
       await Promise.race([Promise.all(closed), new Promise((r) => (timer = setTimeout(r, this.#d.config.ws.closeGraceMs)))]);
       clearTimeout(timer);
       for (const c of this.connections) c.ws.terminate();
-      await this.hubs.close();
       this.#wss.close();
     })();
     return this.#closing;

@@ -1,0 +1,44 @@
+import { BaseError } from './base.ts';
+
+/** One failed try on one upstream: its config index (never its URL) and why. */
+export interface FailedAttempt {
+  upstream: number;
+  reason: string;
+}
+
+/**
+ * No upstream of the network gave an answer; clients see -32000 with HTTP 502 (C22).
+ * `maybeSent`: a state-changing call may have reached a node before it failed, so the client must
+ * not assume it was not sent (C26).
+ */
+export class NoUpstreamError extends BaseError {
+  override name = 'NoUpstreamError';
+  readonly network: string;
+  readonly attempts: readonly FailedAttempt[];
+  readonly maybeSent: boolean;
+
+  constructor(network: string, attempts: readonly FailedAttempt[], maybeSent = false) {
+    super(
+      maybeSent
+        ? `upstream of network ${network} did not answer; the transaction may have been sent`
+        : `no upstream of network ${network} could answer`,
+      { details: { network, maybeSent } },
+    );
+    this.network = network;
+    this.attempts = attempts;
+    this.maybeSent = maybeSent;
+  }
+}
+
+/** A JSON-RPC error object a node answered (its `data` in `details`), for internal callers of the pools (faucet, follower). */
+export class UpstreamRpcError extends BaseError {
+  override name = 'UpstreamRpcError';
+  readonly code: number;
+  readonly upstream: number;
+
+  constructor(code: number, message: string, details: unknown, upstream: number) {
+    super(message, { details });
+    this.code = code;
+    this.upstream = upstream;
+  }
+}

@@ -1,0 +1,188 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Logger } from 'pino';
+import type { Counter, Histogram } from 'prom-client';
+import type { Network, NetworkRegistry } from '../../chains/registry.ts';
+import type { Config } from '../../config/schema.ts';
+import { InternalRpcError, InvalidRequestError, type RpcError, UnknownNetworkError } from '../../errors/rpc.ts';
+import { genReqId } from '../../ops/logging.ts';
+import { errorText } from '../jsonrpc.ts';
+import type { RpcOutput, RpcPipeline } from '../pipeline.ts';
+import { clientIpResolver } from '../ws/client-ip.ts';
+
+const PUBLIC_NETWORK = 'native-mainnet';
+const EXPOSED = 'X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, X-CU-Remaining, Retry-After, X-Request-Id, X-Cache';
+
+/** Where a request goes: the network (or why none) and the key as sent (`null`: public, no key). */
+interface Target {
+  route: string;
+  network: Network | RpcError;
+  apiKey: string | undefined | null;
+}
+
+export interface FastPathDeps {
+  config: Config;
+  registry: NetworkRegistry;
+  pipeline: RpcPipeline;
+  logger: Logger;
+  metrics?: { httpRequests: Counter<'method' | 'route' | 'status'>; httpDuration: Histogram<'route'> };
+}
+
+/**
+ * The JSON-RPC addresses of C1 served straight on node:http, without Fastify's per-request
+ * machinery (routing, hooks, reply objects, a child logger): `POST /rpc/main/evm/{chainId}`
+ * (X-API-Key), `POST /v1/{network}/{apiKey}` (or `/v1/{network}` with X-API-Key) and the keyless
+ * `POST /public/main`, plus their CORS preflights. Everything else goes on to Fastify.
+ *
+ * @returns a handler that answers `true` when it took the request.
+ */
+export function rpcFastPath(deps: FastPathDeps): (req: IncomingMessage, res: ServerResponse) => boolean {
+  const { config, registry, pipeline, logger, metrics } = deps;
+  const limit = config.server.bodyLimitBytes;
+  const clientIp = clientIpResolver(config.server.trustedProxies);
+  const origins = new Set(config.rpc.corsOrigins);
+  const anyOrigin = origins.has('*');
+  const accessLog = config.rpc.accessLog;
+  const publicNetwork = registry.bySlug(PUBLIC_NETWORK);
+  const networkList = () => registry.all.map((n) => n.slug);
+  const unknownNetwork = (what: string) => new UnknownNetworkError(`Unknown network: ${what}`, { data: { networks: networkList() } });
+
+  // Metric children bound once per (route, status): no label hashing per request.
+  const counted = new Map<string, { inc(): void }>();
+  const timed = new Map<string, { observe(v: number): void }>();
+  const count = (route: string, status: number, seconds: number) => {
+    if (!metrics) return;
+    const k = `${route} ${status}`;
+    let c = counted.get(k);
+    if (!c) counted.set(k, (c = metrics.httpRequests.labels('POST', route, String(status))));
+    c.inc();
+    let h = timed.get(route);
+    if (!h) timed.set(route, (h = metrics.httpDuration.labels(route)));
+    h.observe(seconds);
+  };
+
+  const target = (path: string, req: IncomingMessage): Target | null => {
+    const parts = path.split('/');
+    // ['', 'rpc', 'main', 'evm', chainId] | ['', 'v1', network, key?] | ['', 'public', 'main']
+    if (parts[1] === 'rpc' && parts.length === 5 && parts[2] === 'main' && parts[3] === 'evm') {
+      const id = parts[4] as string;
+      const network = /^\d{1,12}$/.test(id) ? registry.byChainId(Number(id)) : undefined;
+      return { route: '/rpc/main/evm/:chainId', network: network ?? unknownNetwork(`chainId ${decode(id).slice(0, 20)}`), apiKey: header(req, 'x-api-key') };
+    }
+    if (parts[1] === 'v1' && (parts.length === 3 || parts.length === 4) && parts[2]) {
+      const slug = decode(parts[2]);
+      const network = registry.bySlug(slug) ?? unknownNetwork(slug.slice(0, 64));
+      if (parts.length === 4) {
+        if (!parts[3]) return null;
+        return { route: '/v1/:network/:apiKey', network, apiKey: decode(parts[3]) };
+      }
+      return { route: '/v1/:network', network, apiKey: header(req, 'x-api-key') };
+    }
+    if (parts[1] === 'public' && parts.length === 3 && parts[2] === 'main') {
+      return { route: '/public/main', network: publicNetwork ?? unknownNetwork(PUBLIC_NETWORK), apiKey: null };
+    }
+    return null;
+  };
+
+  const cors = (req: IncomingMessage, headers: Record<string, string>) => {
+    const origin = req.headers.origin;
+    if (anyOrigin) headers['access-control-allow-origin'] = '*';
+    else if (origin && origins.has(origin)) {
+      headers['access-control-allow-origin'] = origin;
+      headers.vary = 'Origin';
+    }
+    headers['access-control-expose-headers'] = EXPOSED;
+  };
+
+  return (req, res) => {
+    const method = req.method;
+    if (method !== 'POST' && method !== 'OPTIONS') return false;
+    const url = req.url ?? '/';
+    const q = url.indexOf('?');
+    const path = q === -1 ? url : url.slice(0, q);
+    const t = target(path, req);
+    if (!t) return false;
+    const started = performance.now();
+    const requestId = genReqId(req);
+    const headers: Record<string, string> = { 'x-request-id': requestId };
+    cors(req, headers);
+
+    if (method === 'OPTIONS') {
+      headers['access-control-allow-methods'] = 'POST, OPTIONS';
+      headers['access-control-allow-headers'] = 'Content-Type, X-API-Key, Authorization';
+      headers['access-control-max-age'] = '86400';
+      res.writeHead(204, headers).end();
+      return true;
+    }
+
+    const finish = (out: Pick<RpcOutput, 'status' | 'body' | 'headers' | 'cache'>) => {
+      if (out.headers) Object.assign(headers, out.headers);
+      if (out.cache) headers['x-cache'] = out.cache;
+      if (out.body === null) res.writeHead(204, headers).end();
+      else {
+        headers['content-type'] = 'application/json; charset=utf-8';
+        res.writeHead(out.status, headers).end(out.body);
+      }
+      count(t.route, out.status, (performance.now() - started) / 1000);
+      if (accessLog) logger.info({ reqId: requestId, route: t.route, status: out.status, ms: Math.round(performance.now() - started) }, 'rpc request');
+    };
+    const tooLarge = () => {
+      const e = new InvalidRequestError(`Request body is larger than ${limit} bytes`);
+      headers.connection = 'close';
+      finish({ status: 413, body: errorText('null', e), headers: undefined });
+      req.resume();
+    };
+
+    const declared = req.headers['content-length'];
+    if (declared !== undefined && Number(declared) > limit) {
+      tooLarge();
+      return true;
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let over = false;
+    req.on('data', (chunk: Buffer) => {
+      if (over) return;
+      size += chunk.length;
+      if (size > limit) {
+        over = true;
+        tooLarge();
+        return;
+      }
+      chunks.push(chunk);
+    });
+    req.on('error', () => {}); // a client gone mid-body is not an error of ours
+    req.on('end', () => {
+      if (over) return;
+      const body = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size);
+      const apiKey = t.apiKey === '' ? undefined : t.apiKey;
+      pipeline
+        .handle({ network: t.network, apiKey, body, ip: clientIp(req), requestId })
+        .then((out) => {
+          if (res.destroyed) {
+            logger.debug({ reqId: requestId, route: t.route }, 'client closed the connection before the answer');
+            return;
+          }
+          finish(out);
+        })
+        .catch((err: unknown) => {
+          logger.error({ err, reqId: requestId, route: t.route }, 'rpc request failed');
+          if (!res.headersSent) finish({ status: 500, body: errorText('null', new InternalRpcError('Internal error')), headers: undefined });
+        });
+    });
+    return true;
+  };
+}
+
+function header(req: IncomingMessage, name: string): string | undefined {
+  const v = req.headers[name];
+  return typeof v === 'string' ? v : undefined;
+}
+
+function decode(segment: string): string {
+  if (!segment.includes('%')) return segment;
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return segment;
+  }
+}
