@@ -3,7 +3,7 @@ import { eq } from 'drizzle-orm';
 import type { Tier } from '../config/schema.ts';
 import { HttpError } from '../errors/http.ts';
 import type { Db } from '../storage/db.ts';
-import { dummyHash, hashPassword, verifyPassword } from './passwords.ts';
+import { DEFAULT_HASH_COST, dummyHash, hashPassword, verifyPassword } from './passwords.ts';
 import { users } from './schema.ts';
 
 export type UserRow = typeof users.$inferSelect;
@@ -32,13 +32,16 @@ function isUniqueViolation(err: unknown): boolean {
 /** Accounts: registration, credential checks, lookups (C4, C5). */
 export class AccountService {
   readonly #db: Db;
-  constructor(db: Db) {
+  readonly #hashCost: number;
+  /** `passwordHashCost`: `auth.passwordHashCost`, log2 of scrypt's N for new hashes. */
+  constructor(db: Db, opts: { passwordHashCost?: number } = {}) {
     this.#db = db;
+    this.#hashCost = opts.passwordHashCost ?? DEFAULT_HASH_COST;
   }
 
   async register(input: { email: string; password: string; name: string }): Promise<UserRow> {
     const email = normaliseEmail(input.email);
-    const passwordHash = await hashPassword(input.password);
+    const passwordHash = await hashPassword(input.password, this.#hashCost);
     try {
       const [row] = await this.#db
         .insert(users)
@@ -54,7 +57,7 @@ export class AccountService {
   /** The account if the password matches; one error for "no account" and "wrong password". */
   async authenticate(emailRaw: string, password: string): Promise<UserRow> {
     const user = await this.findByEmail(emailRaw);
-    const ok = await verifyPassword(password, user?.passwordHash ?? (await dummyHash()));
+    const ok = await verifyPassword(password, user?.passwordHash ?? (await dummyHash(this.#hashCost)));
     if (!user || !ok) throw new HttpError('INVALID_CREDENTIALS', 'E-mail or password is wrong');
     return user;
   }

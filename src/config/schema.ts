@@ -88,6 +88,7 @@ export const ConfigSchema = T.Object(
         jwtSecret: T.Union([T.String({ minLength: 32 }), T.Null()]),
         accessTokenTtlSeconds: T.Integer({ minimum: 1 }), // seconds; 900 = 15 min (C5)
         refreshTokenTtlSeconds: T.Integer({ minimum: 1 }), // seconds; 2592000 = 30 days (C5)
+        passwordHashCost: T.Integer({ minimum: 10, maximum: 15 }), // log2 of scrypt's N for new password hashes; 15 (C5), lower only for tests
         issuer: T.String({ minLength: 1 }),
       },
       { additionalProperties: false },

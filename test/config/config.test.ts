@@ -72,6 +72,8 @@ describe('config (C32)', () => {
       [{ env: { LOG_LEVEL: 'loud' } }, /logLevel/],
       [{ env: {}, overrides: { plans: { free: { requestsPerMinute: 0 } } } }, /plans\.free\.requestsPerMinute/],
       [{ env: {}, overrides: { server: { speed: 'fast' } } }, /server/],
+      [{ env: {}, overrides: { auth: { passwordHashCost: 9 } } }, /auth\.passwordHashCost/],
+      [{ env: {}, overrides: { auth: { passwordHashCost: 16 } } }, /auth\.passwordHashCost/],
       [{ env: { GATEWAY_CONFIG: path.join(dir, 'missing.json') } }, /missing\.json/],
     ];
     for (const [opts, pattern] of cases) {

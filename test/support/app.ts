@@ -64,6 +64,9 @@ export interface TestAppOptions {
 
 const GENEROUS_REST_LIMITS = { restPerMinute: 100_000, failedLoginsPerMinute: 1_000, registrationsPerHour: 100_000 };
 
+/** log2 of scrypt's N for passwords hashed by test apps (`auth.passwordHashCost`; production: 15). */
+export const TEST_PASSWORD_HASH_COST = 10;
+
 export const TEST_SECRETS = {
   jwtSecret: 'test-jwt-secret-0123456789abcdef0123456789',
   keyEncryptionSecret: 'test-key-secret-0123456789abcdef0123456789',
@@ -79,7 +82,12 @@ export async function startTestApp(opts: TestAppOptions = {}): Promise<TestApp> 
     dropDb = db.drop;
   }
   // Tests make many accounts from one address: generous REST limits unless a test sets its own.
-  const overrides = { ...opts.overrides, limits: { ...GENEROUS_REST_LIMITS, ...(opts.overrides?.limits as object | undefined) } };
+  // Cheap password hashes (2^10 instead of 2^15) unless a test sets its own: hashing is not what most tests test.
+  const overrides = {
+    ...opts.overrides,
+    auth: { passwordHashCost: TEST_PASSWORD_HASH_COST, ...(opts.overrides?.auth as object | undefined) },
+    limits: { ...GENEROUS_REST_LIMITS, ...(opts.overrides?.limits as object | undefined) },
+  };
   let config = loadConfig({ env: { LOG_LEVEL: 'info', ...opts.env }, overrides });
   let devnet: Devnet | undefined;
   if (opts.devnet) {
