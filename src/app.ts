@@ -25,6 +25,7 @@ import { KeyService } from './keys/service.ts';
 import { healthRoutes, type ReadinessCheck } from './ops/health.ts';
 import { createLogger, genReqId } from './ops/logging.ts';
 import { instrument, Metrics } from './ops/metrics.ts';
+import { ResponseCache } from './rpc/dispatch/cache.ts';
 import { rpcFastPath } from './rpc/http/fast-path.ts';
 import { RpcPipeline } from './rpc/pipeline.ts';
 import { MethodPolicy } from './rpc/policy.ts';
@@ -129,7 +130,8 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   const meter = new Meter(config, limiter);
   const usage = new UsageService({ db, config, logger });
   keys.usage = usage;
-  const pipeline = new RpcPipeline({ config, keys: keyCache, policy, upstreams, logger, meter, usage });
+  const cache = config.cache.enabled ? new ResponseCache(config.cache) : undefined;
+  const pipeline = new RpcPipeline({ config, keys: keyCache, policy, upstreams, logger, meter, usage, ...(cache ? { cache } : {}) });
   app.addHook('onClose', async () => {
     await bus?.close();
     keyCache.close();

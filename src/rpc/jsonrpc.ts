@@ -1,4 +1,5 @@
 import { InvalidRequestError, type RpcError } from '../errors/rpc.ts';
+import { eachMemberName } from './lossless.ts';
 
 export type RpcId = string | number | null;
 
@@ -13,14 +14,24 @@ export type RpcItem = { call: RpcCall; error?: undefined } | { call?: undefined;
 
 const isId = (v: unknown): v is RpcId => v === null || typeof v === 'string' || (typeof v === 'number' && Number.isFinite(v));
 
-/** Checks one request object against JSON-RPC 2.0; the error keeps the id when the id itself is valid. */
-export function parseItem(x: unknown): RpcItem {
+/**
+ * Checks one request object against JSON-RPC 2.0; the error keeps the id when the id itself is
+ * valid. Give `raw`, the call's own text (the body of a single call, a batch element, a WebSocket
+ * message), whenever it is what goes to the node: its member names are then checked as written
+ * (`callMembersError`), so that the gateway judges exactly the call the node will execute.
+ */
+export function parseItem(x: unknown, raw?: string | Uint8Array): RpcItem {
   if (typeof x !== 'object' || x === null || Array.isArray(x)) {
     return { id: null, error: new InvalidRequestError('Invalid request: expected a JSON-RPC 2.0 object') };
   }
   const o = x as Record<string, unknown>;
   const hasId = 'id' in o;
   const id = hasId && isId(o.id) ? o.id : null;
+  if (raw !== undefined) {
+    const stray = callMembersError(raw);
+    // A stray spelling of "id" makes the id itself uncertain: answered as null.
+    if (stray) return { id: stray.aboutId ? null : id, error: stray.error };
+  }
   if (hasId && !isId(o.id)) return { id: null, error: new InvalidRequestError('Invalid request: id must be a string, number or null') };
   if (o.jsonrpc !== '2.0') return { id, error: new InvalidRequestError('Invalid request: "jsonrpc" must be "2.0"') };
   if (typeof o.method !== 'string' || o.method.length === 0 || o.method.length > 128) {
@@ -33,6 +44,62 @@ export function parseItem(x: unknown): RpcItem {
   return { call: { id: hasId ? (o.id as RpcId) : undefined, method: o.method, params: o.params } };
 }
 
+// Bits of the members a call may have, by name as written.
+const JSONRPC = 1;
+const METHOD = 2;
+const PARAMS = 4;
+const ID = 8;
+const MAX_ECHOED_NAME = 64;
+
+/**
+ * Why the call object text `raw` is not one the gateway can judge, or null. Its members must be
+ * exactly from `jsonrpc`, `method`, `params`, `id`, each at most once, written exactly: no case
+ * variant (`Method`, `ID`), no escaped spelling (`"m\u0065thod"`), no repeat, nothing else. Nodes
+ * written in Go (geth, XDC) match member names case-insensitively and keep the last of a
+ * repeated one, so `{"method":"eth_blockNumber","Method":"admin_addPeer"}` runs admin_addPeer
+ * while JSON.parse sees eth_blockNumber; an escaped "id" is invisible to the id scanners that keep
+ * ids exact (C23). One pass over the top-level object, nothing allocated unless refused.
+ * `aboutId`: the stray member is a spelling of "id" (the id is then uncertain).
+ */
+export function callMembersError(raw: string | Uint8Array): { error: InvalidRequestError; member: string; aboutId: boolean } | null {
+  // Latin-1 keeps one character per byte: JSON's structure is ASCII, so spans are byte offsets.
+  const t = typeof raw === 'string' ? raw : Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength).toString('latin1');
+  let seen = 0;
+  let strayStart = -1;
+  let strayEnd = -1;
+  let repeated = false;
+  eachMemberName(t, (start, end) => {
+    let bit = 0;
+    const len = end - start;
+    if (len === 2) bit = t.startsWith('id', start) ? ID : 0;
+    else if (len === 6) bit = t.startsWith('method', start) ? METHOD : t.startsWith('params', start) ? PARAMS : 0;
+    else if (len === 7) bit = t.startsWith('jsonrpc', start) ? JSONRPC : 0;
+    if (bit !== 0 && (seen & bit) === 0) {
+      seen |= bit;
+      return true;
+    }
+    strayStart = start;
+    strayEnd = end;
+    repeated = bit !== 0;
+    return false;
+  });
+  if (strayStart < 0) return null;
+  let member = t.slice(strayStart, Math.min(strayEnd, strayStart + MAX_ECHOED_NAME));
+  if (typeof raw !== 'string') member = Buffer.from(member, 'latin1').toString('utf8');
+  const message = repeated
+    ? `Invalid request: member "${member}" appears more than once`
+    : `Invalid request: member "${member}" is not allowed; a call has only "jsonrpc", "method", "params" and "id", each written exactly once`;
+  return { error: new InvalidRequestError(message, { data: { member } }), member, aboutId: readsAsId(member) };
+}
+
+/** Whether a member name as written reads as "id" to a node that decodes escapes and ignores case. */
+function readsAsId(written: string): boolean {
+  try {
+    return (JSON.parse(`"${written}"`) as string).toLowerCase() === 'id';
+  } catch {
+    return false;
+  }
+}
 
 /** An error response with the id given as JSON text, exactly as the client wrote it (C23). */
 export function errorText(idText: string, err: RpcError): string {

@@ -11,6 +11,7 @@ import type { Upstreams } from '../upstreams/upstreams.ts';
 import { callNativeMethod, nodeCallFromPool } from './dispatch/native.ts';
 import { errorText, parseItem, type RpcCall, resultText } from './jsonrpc.ts';
 import { arrayElements, idSpan, idText, withId } from './lossless.ts';
+import { answerText, type CachePlan, type ResponseCache } from './dispatch/cache.ts';
 import type { MethodPolicy } from './policy.ts';
 
 /**
@@ -65,18 +66,6 @@ export interface SubscriptionDispatcher {
   unsubscribe(params: unknown): boolean | RpcError;
 }
 
-/** A response cache the dispatch step consults (C44). */
-export interface RpcCache {
-  /** The cache key of a call, or null when its answer may change. */
-  keyOf(network: Network, method: string, params: unknown): string | null;
-  /** The stored `result` text, if any. */
-  get(network: Network, key: string): string | undefined;
-  /** Stores the `result` of a successful answer (the whole node answer is given). */
-  store(network: Network, key: string, answer: Buffer): void;
-  /** Identical concurrent reads share one upstream call. */
-  coalesce<T>(network: Network, key: string, fetch: () => Promise<T>): Promise<T>;
-}
-
 const SUBSCRIBE = 'eth_subscribe';
 const UNSUBSCRIBE = 'eth_unsubscribe';
 
@@ -105,7 +94,7 @@ export class RpcPipeline {
   readonly #meter: Meter;
   readonly #cu: ComputeUnits;
   readonly #usage: UsageSink;
-  readonly #cache: RpcCache | undefined;
+  readonly #cache: ResponseCache | undefined;
 
   constructor(deps: {
     config: Config;
@@ -115,7 +104,8 @@ export class RpcPipeline {
     logger: Logger;
     meter: Meter;
     usage: UsageSink;
-    cache?: RpcCache;
+    /** C44: answers that cannot change, and identical concurrent reads. */
+    cache?: ResponseCache;
   }) {
     this.#config = deps.config;
     this.#keys = deps.keys;
@@ -270,27 +260,16 @@ export class RpcPipeline {
         return out(e.httpStatus, errorText(idText(item.text), e));
       }
     }
-    const cacheKey = this.#cache && !notification ? this.#cache.keyOf(caller.network, call.method, call.params) : null;
-    if (cacheKey !== null && this.#cache) {
-      const hit = this.#cache.get(caller.network, cacheKey);
-      if (hit !== undefined) return out(200, `{"jsonrpc":"2.0","id":${idText(item.text)},"result":${hit}}`, { cache: 'HIT' });
-    }
     try {
       const pool = this.#upstreams.pool(caller.network.slug);
-      // The client's bytes go to the node and the node's bytes come back (C22: 200, unchanged).
-      if (cacheKey !== null && this.#cache) {
-        const cache = this.#cache;
-        const network = caller.network;
-        let mine = false;
-        const res = await cache.coalesce(network, cacheKey, () => {
-          mine = true;
-          return pool.forward(item.text, [call.method], { expectAnswer: true });
-        });
-        if (mine) cache.store(network, cacheKey, res.body);
-        // A shared answer carries the first caller's id: each caller gets its own back.
-        const body = mine ? res.body : withId(res.body.toString('utf8'), idText(item.text));
-        return out(200, body, { cache: 'MISS' });
+      const cache = this.#cache;
+      const plan = cache && !notification ? cache.plan(caller.network, call.method, call.params, pool.head()) : null;
+      if (cache && plan) {
+        // C44: from memory, or shared with an identical read under way; the caller's own id either way.
+        const a = await cache.serve(plan, idText(item.text), async () => (await pool.forward(item.text, [call.method], { expectAnswer: true })).body);
+        return out(200, a.body, { cache: a.hit ? 'HIT' : 'MISS' });
       }
+      // The client's bytes go to the node and the node's bytes come back (C22: 200, unchanged).
       const res = await pool.forward(item.text, [call.method], { expectAnswer: !notification });
       return out(200, res.body);
     } catch (err) {
@@ -323,13 +302,28 @@ export class RpcPipeline {
     for (const r of refused) answers.set(r.index, errorText(r.id, r.err));
     const forward: Item[] = [];
     const others: Item[] = [];
+    const pool = this.#upstreams.pool(caller.network.slug);
+    const cache = this.#cache;
+    const plans = new Map<number, CachePlan>();
+    const head = cache ? pool.head() : null;
     for (const item of admitted) {
       const m = item.call.method;
-      if (m.startsWith('nat_') || (subs && (m === SUBSCRIBE || m === UNSUBSCRIBE))) others.push(item);
-      else forward.push(item);
+      if (m.startsWith('nat_') || (subs && (m === SUBSCRIBE || m === UNSUBSCRIBE))) {
+        others.push(item);
+        continue;
+      }
+      const plan = cache && item.call.id !== undefined ? cache.plan(caller.network, m, item.call.params, head) : null;
+      if (cache && plan?.cacheable) {
+        const hit = cache.get(caller.network, plan.key);
+        if (hit !== null) {
+          answers.set(item.index, answerText(idText(item.text), hit));
+          continue;
+        }
+        plans.set(item.index, plan);
+      }
+      forward.push(item);
     }
     const afters: Array<() => void> = [];
-    const pool = this.#upstreams.pool(caller.network.slug);
     let allFailedUpstream = forward.length > 0 && others.length === 0;
     await Promise.all([
       forward.length > 0 &&
@@ -341,6 +335,10 @@ export class RpcPipeline {
           try {
             const res = await pool.forward(body, forward.map((f) => f.call.method), { expectAnswer });
             if (expectAnswer) matchBatch(forward, res.body, answers);
+            for (const [index, plan] of plans) {
+              const a = answers.get(index);
+              if (a) cache?.put(plan, a);
+            }
             allFailedUpstream = false;
           } catch (err) {
             const e = toRpcError(err);

@@ -1,20 +1,22 @@
 import type { Config, Tier } from '../config/schema.ts';
 import { MethodNotSupportedError } from '../errors/rpc.ts';
 
-// C24: refused whatever the plan: node-held accounts and devnet control.
+const NODE_ACCOUNT = 'needs an account held by the node; sign in your app and use eth_sendRawTransaction';
+
+// C24: refused whatever the config says, each with the reason it gives. The config schema refuses
+// these names in `methods.standard` and `methods.planExtras` too.
 const NEVER: Array<[RegExp, string]> = [
-  [/^(eth_accounts|eth_sign|eth_signTransaction|eth_sendTransaction|eth_signTypedData(_v\d)?)$/, 'needs an account held by the node; sign in your app and use eth_sendRawTransaction'],
-  [/^personal_/, 'needs an account held by the node; sign in your app and use eth_sendRawTransaction'],
-  [/^(anvil|hardhat|evm)_/, 'is a devnet control method and is not available through the gateway'],
-  [/^(admin|miner)_/, 'controls the node and is not available'],
+  [/^eth_(accounts|sign|signTransaction|signTypedData(_v\d)?|sendTransaction|sendTransactionSync|sendUnsignedTransaction)$/, NODE_ACCOUNT],
+  [/^personal_/, NODE_ACCOUNT],
+  [/^(anvil|hardhat|evm|ganache|tenderly)_/, 'is a devnet control method and is not available through the gateway'],
+  [/^(admin|miner|engine)_/, 'controls the node and is not available'],
 ];
-// Refused unless the plan's `methods.planExtras` lists them.
-const GATED: Array<[RegExp, string]> = [
-  [/^txpool_/, 'is not enabled for this plan'],
-  [/^(debug|trace)_/, 'is not enabled for this plan'],
-];
-const STANDARD = /^(eth|net|web3)_[A-Za-z0-9]+$/;
-const SUBSCRIPTIONS = /^eth_(subscribe|unsubscribe)$/;
+// Node namespaces a plan may open, method by method, in `methods.planExtras`.
+const GATED = /^(debug|trace|txpool)_/;
+const SUBSCRIPTIONS: ReadonlySet<string> = new Set(['eth_subscribe', 'eth_unsubscribe']);
+
+/** How the call arrived: subscriptions exist only on a WebSocket. */
+export type Transport = 'http' | 'ws';
 
 export interface MethodPolicyOptions {
   config: Config;
@@ -23,51 +25,75 @@ export interface MethodPolicyOptions {
 }
 
 /**
- * Which methods a caller may send to a network (C24). `check` returns null when allowed, else the
- * -32601 error that says why. Results are memoised per (network kind, tier, method).
+ * Which methods a caller may send to a network (C24): an exact, case-sensitive allowlist. Allowed
+ * are the names in `methods.standard`, the plan's names in `methods.planExtras`, the `nat_*`
+ * names of `methods.native` on the native networks, and eth_subscribe / eth_unsubscribe over a
+ * WebSocket. Everything else is -32601, so a node's own extensions (anvil's
+ * eth_sendUnsignedTransaction, geth's debug_setHead) never pass because of a prefix. `check`
+ * runs before metering: a refused name is never counted or recorded as usage.
  */
 export class MethodPolicy {
+  readonly #standard: ReadonlySet<string>;
   readonly #native: ReadonlySet<string>;
-  readonly #extras: Readonly<Record<Tier, { exact: Set<string>; prefixes: string[] }>>;
+  readonly #extras: Readonly<Record<Tier, ReadonlySet<string>>>;
+  /** Every allowed name by its lower-case form, to point out a wrongly cased name. */
+  readonly #byLowerCase = new Map<string, string>();
   readonly #wsHint: string;
-  readonly #memo = new Map<string, MethodNotSupportedError | null>();
+  readonly #refusals = new Map<string, MethodNotSupportedError>();
 
   constructor(opts: MethodPolicyOptions) {
-    this.#native = new Set(Object.keys(opts.config.methods.native));
-    this.#wsHint = opts.wsHint;
-    const extras = {} as Record<Tier, { exact: Set<string>; prefixes: string[] }>;
-    for (const [tier, list] of Object.entries(opts.config.methods.planExtras) as Array<[Tier, string[]]>) {
-      extras[tier] = {
-        exact: new Set(list.filter((m) => !m.endsWith('*'))),
-        prefixes: list.filter((m) => m.endsWith('*')).map((m) => m.slice(0, -1)),
-      };
-    }
+    const { methods } = opts.config;
+    this.#standard = new Set(methods.standard);
+    this.#native = new Set(Object.keys(methods.native));
+    const extras = {} as Record<Tier, ReadonlySet<string>>;
+    for (const [tier, list] of Object.entries(methods.planExtras) as Array<[Tier, string[]]>) extras[tier] = new Set(list);
     this.#extras = extras;
-  }
-
-  /** null: allowed; else the error to answer (C24). `tier` is null on the public endpoint (free rules). */
-  check(method: string, nativeNetwork: boolean, tier: Tier | null): MethodNotSupportedError | null {
-    const memoKey = `${nativeNetwork ? 'n' : 'o'}:${tier ?? '-'}:${method}`;
-    const hit = this.#memo.get(memoKey);
-    if (hit !== undefined) return hit;
-    const verdict = this.#decide(method, nativeNetwork, tier ?? 'free');
-    // Bounded: callers can send arbitrary method names.
-    if (this.#memo.size < 10_000) this.#memo.set(memoKey, verdict);
-    return verdict;
-  }
-
-  #decide(method: string, nativeNetwork: boolean, tier: Tier): MethodNotSupportedError | null {
-    const refuse = (why: string) => new MethodNotSupportedError(`Method ${method} ${why}`, { data: { method } });
-    if (method.startsWith('nat_')) {
-      if (!nativeNetwork) return refuse('exists only on the native networks (native-mainnet, native-testnet)');
-      return this.#native.has(method) ? null : refuse('is not a supported native method');
+    this.#wsHint = opts.wsHint;
+    const named: Array<[string, string[]]> = [['methods.standard', methods.standard], ...Object.entries(methods.planExtras).map(([tier, list]): [string, string[]] => [`methods.planExtras.${tier}`, list])];
+    for (const [setting, list] of named) {
+      for (const m of list) {
+        // The schema already refuses these; a config built another way must not open them either.
+        if (NEVER.some(([re]) => re.test(m))) throw new Error(`${setting}: ${m} can never be allowed (C24)`);
+        this.#byLowerCase.set(m.toLowerCase(), m);
+      }
     }
-    if (SUBSCRIPTIONS.test(method)) return refuse(`needs a WebSocket connection: use ${this.#wsHint}`);
-    for (const [re, why] of NEVER) if (re.test(method)) return refuse(why);
-    const extras = this.#extras[tier];
-    if (extras.exact.has(method) || extras.prefixes.some((p) => method.startsWith(p))) return null;
-    for (const [re, why] of GATED) if (re.test(method)) return refuse(why);
-    if (STANDARD.test(method)) return null;
-    return refuse('is not supported');
+    for (const m of [...this.#native, ...SUBSCRIPTIONS]) this.#byLowerCase.set(m.toLowerCase(), m);
+  }
+
+  /**
+   * null: allowed; else the -32601 error to answer, saying why (C24). `tier` is null on the
+   * public endpoint (free rules).
+   */
+  check(method: string, nativeNetwork: boolean, tier: Tier | null, transport: Transport = 'http'): MethodNotSupportedError | null {
+    if (this.#standard.has(method)) return null;
+    const plan = tier ?? 'free';
+    if (SUBSCRIPTIONS.has(method)) {
+      if (transport === 'ws') return null;
+    } else if (method.startsWith('nat_')) {
+      if (nativeNetwork && this.#native.has(method)) return null;
+    } else if (this.#extras[plan].has(method)) {
+      return null;
+    }
+    // Refusals are memoised (bounded: callers can send arbitrary names); the error object is immutable.
+    const memoKey = `${nativeNetwork ? 'n' : 'o'}${transport}:${method}`;
+    let refusal = this.#refusals.get(memoKey);
+    if (!refusal) {
+      refusal = new MethodNotSupportedError(`Method ${method} ${this.#why(method, nativeNetwork)}`, { data: { method } });
+      if (this.#refusals.size < 10_000) this.#refusals.set(memoKey, refusal);
+    }
+    return refusal;
+  }
+
+  #why(method: string, nativeNetwork: boolean): string {
+    if (SUBSCRIPTIONS.has(method)) return `needs a WebSocket connection: use ${this.#wsHint}`;
+    if (method.startsWith('nat_')) {
+      if (!nativeNetwork) return 'exists only on the native networks (native-mainnet, native-testnet)';
+      return 'is not a supported native method';
+    }
+    for (const [re, why] of NEVER) if (re.test(method)) return why;
+    if (GATED.test(method)) return 'is not enabled for this plan';
+    const cased = this.#byLowerCase.get(method.toLowerCase());
+    if (cased) return `is not supported: method names are case-sensitive (did you mean ${cased}?)`;
+    return 'is not supported';
   }
 }

@@ -1,0 +1,184 @@
+// One RPC pipeline for HTTP and WebSocket (C10, C23), the response cache in its dispatch step
+// (C44), and the heads stream of the upstreams module: on a devnet chain and a counting fake node.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { startFakeUpstream, type FakeUpstream } from '../support/fake-upstream.ts';
+import { createKey, startTestApp, type TestApp } from '../support/app.ts';
+import { connect, type Json, wsAddress } from '../ws/helpers.ts';
+
+let t: TestApp;
+let fake: FakeUpstream;
+
+before(async () => {
+  fake = await startFakeUpstream();
+  t = await startTestApp({
+    devnet: true,
+    devnetNetworks: ['native-mainnet'],
+    listen: true,
+    env: { UPSTREAM_NATIVE_TESTNET: fake.url },
+  });
+});
+after(async () => {
+  await t?.close();
+  await fake?.close();
+});
+
+const call = (method: string, id: unknown, params: unknown[] = []) => ({ jsonrpc: '2.0', id, method, params });
+
+async function post(path: string, body: unknown, headers: Record<string, string> = {}) {
+  const res = await fetch(`${t.url}${path}`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
+  return { status: res.status, headers: res.headers, json: (await res.json()) as Json | Json[] };
+}
+
+describe('one pipeline for every transport (C23)', () => {
+  test('a batch that does not fit the key rate is refused whole, on HTTP and on the WebSocket alike', async () => {
+    const http = await createKey(t.app, { rateLimit: 2 });
+    const res = await post(`/v1/native-mainnet/${http.key}`, [call('eth_chainId', 1), call('eth_chainId', 2), call('eth_chainId', 3)]);
+    assert.equal(res.status, 429);
+    assert.ok(!Array.isArray(res.json), 'one error for the whole batch');
+    assert.equal((res.json as Json).error?.code, -32005);
+
+    const ws = await createKey(t.app, { rateLimit: 2 });
+    const client = await connect(wsAddress(t, `/ws/native-mainnet?apiKey=${ws.key}`));
+    try {
+      const answer = await client.send(JSON.stringify([call('eth_subscribe', 1, ['newHeads']), call('eth_chainId', 2), call('eth_chainId', 3)]));
+      assert.ok(!Array.isArray(answer), `one error for the whole batch, got ${JSON.stringify(answer)}`);
+      assert.equal(answer.error?.code, -32005);
+      // Nothing of it ran: no subscription was made, so no notification ever arrives, and the
+      // key's two requests are still there for the next message.
+      const chainId = await client.call('eth_chainId');
+      assert.equal(chainId.result, '0x32');
+      assert.equal(client.messages.filter((m) => m.method === 'eth_subscription').length, 0);
+    } finally {
+      await client.close();
+    }
+  });
+
+  test('one batch of more eth_subscribe calls than a connection may hold gets exactly the limit', async () => {
+    const { key } = await createKey(t.app);
+    const max = t.config.ws.plans.free.subscriptionsPerConnection as number;
+    const client = await connect(wsAddress(t, `/ws/native-mainnet?apiKey=${key}`));
+    try {
+      const batch = Array.from({ length: max + 10 }, (_, i) => call('eth_subscribe', i, ['newHeads']));
+      client.ws.send(JSON.stringify(batch));
+      const answer = (await client.next((m) => Array.isArray(m))) as unknown as Json[];
+      assert.equal(answer.length, max + 10);
+      assert.equal(answer.filter((a) => typeof a.result === 'string').length, max);
+      assert.equal(answer.filter((a) => a.error?.code === -32005).length, 10);
+      // And one more on its own is refused too: the slots are really taken.
+      assert.equal((await client.call('eth_subscribe', ['newHeads'])).error?.code, -32005);
+    } finally {
+      await client.close();
+    }
+  });
+
+  test('WebSocket batch items that are not objects, nested arrays included, are -32600 in place', async () => {
+    const { key } = await createKey(t.app);
+    const client = await connect(wsAddress(t, `/ws/native-mainnet?apiKey=${key}`));
+    try {
+      client.ws.send(JSON.stringify([[call('eth_chainId', 1), call('eth_chainId', 2)], 7, 'x', call('eth_chainId', 'ok')]));
+      const answer = (await client.next((m) => Array.isArray(m))) as unknown as Json[];
+      assert.deepEqual(
+        answer.map((a) => a.error?.code ?? a.result),
+        [-32600, -32600, -32600, '0x32'],
+      );
+      assert.equal(answer[3]?.id, 'ok');
+    } finally {
+      await client.close();
+    }
+  });
+
+  test('the WebSocket reads no HTTP status: a key revoked meanwhile is told why, then the connection closes 1008', async () => {
+    const k = await createKey(t.app);
+    const client = await connect(wsAddress(t, `/ws/native-mainnet?apiKey=${k.key}`));
+    const revoke = await t.app.inject({ method: 'POST', url: `/api/v1/api-keys/${k.id}/revoke`, headers: k.user.auth, payload: {} });
+    assert.equal(revoke.statusCode, 200);
+    const answer = await client.call('eth_chainId').catch(() => undefined);
+    if (answer) assert.equal(answer.error?.code, -32002);
+    assert.equal((await client.closed).code, 1008);
+  });
+});
+
+describe('the response cache in the dispatch step (C44)', () => {
+  test('eth_chainId from memory carries X-Cache HIT and the caller own id, and is metered like a miss', async () => {
+    const { key } = await createKey(t.app);
+    const before = fake.callCount('eth_chainId');
+    const a = await post(`/v1/native-testnet/${key}`, call('eth_chainId', 1));
+    const b = await post(`/v1/native-testnet/${key}`, call('eth_chainId', '12345678901234567890'));
+    const c = await post(`/v1/native-testnet/${key}`, `{"jsonrpc":"2.0","id":12345678901234567890123,"method":"eth_chainId","params":[]}`);
+    assert.equal(fake.callCount('eth_chainId'), before + 1, 'one upstream call for three answers');
+    assert.equal(a.headers.get('x-cache'), 'MISS');
+    assert.equal(b.headers.get('x-cache'), 'HIT');
+    assert.equal((b.json as Json).id, '12345678901234567890');
+    assert.deepEqual((b.json as Json).result, (a.json as Json).result);
+    assert.equal(c.headers.get('x-cache'), 'HIT');
+    // Metered as usual: each answer took one request from the window.
+    const remaining = [a, b, c].map((r) => Number(r.headers.get('x-ratelimit-remaining')));
+    assert.deepEqual([remaining[0]! - remaining[1]!, remaining[1]! - remaining[2]!], [1, 1]);
+  });
+
+  test('identical concurrent reads share one upstream call, each answered under its own id', async () => {
+    const { key } = await createKey(t.app);
+    const hash = `0x${'ab'.repeat(32)}`;
+    fake.setDelay(300);
+    try {
+      const before = fake.callCount('eth_getBlockByHash');
+      const answers = await Promise.all(Array.from({ length: 10 }, (_, i) => post(`/v1/native-testnet/${key}`, call('eth_getBlockByHash', `r${i}`, [hash, false]))));
+      assert.equal(fake.callCount('eth_getBlockByHash'), before + 1);
+      assert.deepEqual(answers.map((r) => (r.json as Json).id), Array.from({ length: 10 }, (_, i) => `r${i}`));
+    } finally {
+      fake.setDelay(0);
+    }
+  });
+
+  test('an old block by hash on the devnet is served from memory the second time, in a batch too', async () => {
+    const { key } = await createKey(t.app);
+    const url = `/v1/native-mainnet/${key}`;
+    const block = (await post(url, call('eth_getBlockByNumber', 1, ['0x1', false]))).json as Json;
+    const hash = block.result.hash as string;
+    const first = await post(url, call('eth_getBlockByHash', 1, [hash, false]));
+    const second = await post(url, call('eth_getBlockByHash', 2, [hash, false]));
+    assert.equal(first.headers.get('x-cache'), 'MISS');
+    assert.equal(second.headers.get('x-cache'), 'HIT');
+    assert.deepEqual((second.json as Json).result, (first.json as Json).result);
+    const batch = (await post(url, [call('eth_getBlockByHash', 'a', [hash, false]), call('eth_chainId', 'b')])).json as Json[];
+    assert.equal(batch[0]?.result.hash, hash);
+    assert.equal(batch[0]?.id, 'a');
+    assert.equal(batch[1]?.result, '0x32');
+  });
+
+  test('a latest-relative read is never served from memory', async () => {
+    const { key } = await createKey(t.app);
+    const url = `/v1/native-mainnet/${key}`;
+    const first = await post(url, call('eth_getBlockByNumber', 1, ['latest', false]));
+    assert.notEqual(first.headers.get('x-cache'), 'HIT');
+    const n0 = Number.parseInt((first.json as Json).result.number, 16);
+    // The native devnet chain mines every second: a later answer shows a newer block.
+    let n1 = n0;
+    for (let i = 0; i < 50 && n1 === n0; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      const again = await post(url, call('eth_getBlockByNumber', 2, ['latest', false]));
+      assert.notEqual(again.headers.get('x-cache'), 'HIT');
+      n1 = Number.parseInt((again.json as Json).result.number, 16);
+    }
+    assert.ok(n1 > n0, 'latest moved on');
+  });
+});
+
+describe('the upstreams module', () => {
+  test('heads(network) streams the new blocks of a network, in increasing order, to a background reader', async () => {
+    const abort = new AbortController();
+    const seen: number[] = [];
+    for await (const head of t.app.parts.upstreams.heads('native-mainnet', abort.signal)) {
+      assert.equal(head.network, 'native-mainnet');
+      seen.push(head.number);
+      if (seen.length === 3) abort.abort();
+    }
+    assert.equal(seen.length, 3);
+    assert.ok(seen[0]! < seen[1]! && seen[1]! < seen[2]!, `increasing: ${seen.join(', ')}`);
+  });
+});
