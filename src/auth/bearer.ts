@@ -1,5 +1,6 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
-import { unauthorized } from '../errors/http.ts';
+import { HttpError, unauthorized } from '../errors/http.ts';
+import type { RestLimits } from '../metering/rest-limits.ts';
 import type { TokenService } from './tokens.ts';
 
 declare module 'fastify' {
@@ -9,13 +10,23 @@ declare module 'fastify' {
   }
 }
 
-/** Every route registered in `scope` after this needs `Authorization: Bearer <access token>` (C6). */
-export function requireBearer(scope: FastifyInstance, tokens: TokenService): void {
+/**
+ * Every route registered in `scope` after this needs `Authorization: Bearer <access token>` (C6).
+ * With `limits`, failed authentications count per client IP and past the limit answer 429 (C17).
+ */
+export function requireBearer(scope: FastifyInstance, tokens: TokenService, limits?: RestLimits): void {
   scope.decorateRequest('userId', '');
   scope.addHook('onRequest', async (req: FastifyRequest) => {
-    const header = req.headers.authorization;
-    const match = header ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
-    if (!match?.[1]) throw unauthorized('Authorization: Bearer <access token> is required');
-    req.userId = await tokens.verifyAccess(match[1]);
+    let claims: Awaited<ReturnType<TokenService['verifyAccess']>>;
+    try {
+      const header = req.headers.authorization;
+      const match = header ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
+      if (!match?.[1]) throw unauthorized('Authorization: Bearer <access token> is required');
+      claims = await tokens.verifyAccess(match[1]);
+    } catch (err) {
+      if (limits && err instanceof HttpError && err.statusCode === 401) throw (await limits.bearerFailed(req)) ?? err;
+      throw err;
+    }
+    req.userId = claims;
   });
 }

@@ -129,6 +129,7 @@ export const ConfigSchema = T.Object(
         publicRpcPerMinute: T.Integer({ minimum: 1 }), // requests per sliding minute per client IP on /public (C18)
         restPerMinute: T.Integer({ minimum: 1 }), // REST requests per sliding minute per account, or per IP unsigned (C17)
         failedLoginsPerMinute: T.Integer({ minimum: 1 }), // failed logins per minute per (client IP, e-mail) (C17)
+        failedAuthPerMinute: T.Integer({ minimum: 1 }), // failed bearer authentications (401) per sliding minute per client IP (C17)
         registrationsPerHour: T.Integer({ minimum: 1 }), // registrations per hour per client IP (C17)
       },
       { additionalProperties: false },

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { ConfigError } from './load.ts';
 import type { Config } from './schema.ts';
@@ -27,8 +27,10 @@ export function resolveSecrets(cfg: Config, dataDir: string | 'memory' = cfg.sto
   }
   const file = path.resolve(dataDir, 'secrets.json');
   let stored: Partial<Secrets> = {};
+  let onDisk = false;
   try {
     stored = JSON.parse(readFileSync(file, 'utf8')) as Partial<Secrets>;
+    onDisk = true;
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw new ConfigError(`cannot read ${file}: ${err}`);
   }
@@ -37,12 +39,16 @@ export function resolveSecrets(cfg: Config, dataDir: string | 'memory' = cfg.sto
     keyEncryptionSecret: given.keyEncryptionSecret ?? stored.keyEncryptionSecret ?? fresh(),
   };
   if (out.jwtSecret !== stored.jwtSecret || out.keyEncryptionSecret !== stored.keyEncryptionSecret) {
-    mkdirSync(path.dirname(file), { recursive: true });
+    // DATA_DIR, when created here, is the owner's only, as storage makes it (0700).
+    mkdirSync(path.dirname(file), { recursive: true, mode: 0o700 });
     const toStore = {
       jwtSecret: given.jwtSecret ? stored.jwtSecret : out.jwtSecret,
       keyEncryptionSecret: given.keyEncryptionSecret ? stored.keyEncryptionSecret : out.keyEncryptionSecret,
     };
     writeFileSync(file, JSON.stringify(toStore), { mode: 0o600 });
+    onDisk = true;
   }
+  // The mode given on writing applies only to a new file: an older, looser one is tightened too.
+  if (onDisk) chmodSync(file, 0o600);
   return out;
 }

@@ -1,4 +1,5 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { redactUrl, serializeError } from '../ops/logging.ts';
 import { envelope, HttpError } from './http.ts';
 
 interface AjvIssue {
@@ -22,6 +23,10 @@ function validationDetails(err: FastifyError): Array<{ field: string; message: s
       const missing = String(v.params.missingProperty);
       field = field ? `${field}.${missing}` : missing;
       message = 'is required';
+    } else if (v.keyword === 'format' && v.params.format === 'date-time') {
+      message = 'must be an RFC 3339 date-time such as 2030-01-31T12:00:00Z, in years 1000–9999, without leap second';
+    } else if (v.keyword === 'format' && v.params.format === 'date') {
+      message = 'must be a day YYYY-MM-DD in years 0001–9999';
     }
     return { field: field ? `${where}.${field}` : where, message };
   });
@@ -61,10 +66,13 @@ export function sendHttpError(reply: FastifyReply, err: HttpError): FastifyReply
 export function installRestErrors(app: FastifyInstance): void {
   app.setErrorHandler((err: FastifyError, req: FastifyRequest, reply: FastifyReply) => {
     const httpErr = toHttpError(err);
-    if (httpErr.statusCode >= 500) req.log.error({ err }, 'request failed');
+    // Class, code and a short message only: a failed query's text and parameters (password and
+    // key hashes, ciphertexts) never reach the log, whatever logger the app was given.
+    if (httpErr.statusCode >= 500) req.log.error({ err: serializeError(err) }, 'request failed');
     return sendHttpError(reply, httpErr);
   });
+  // The path is echoed redacted: a mistyped RPC address still holds the caller's key (C19).
   app.setNotFoundHandler((req, reply) =>
-    sendHttpError(reply, new HttpError('NOT_FOUND', `No route ${req.method} ${req.url.split('?')[0]}`)),
+    sendHttpError(reply, new HttpError('NOT_FOUND', `No route ${req.method} ${redactUrl(req.url.split('?')[0] ?? '')}`)),
   );
 }

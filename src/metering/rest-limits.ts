@@ -45,6 +45,19 @@ export class RestLimits {
     if (!r.allowed) throw throttled(s, 'Too many requests: REST API limit reached');
   }
 
+  /**
+   * C17: counts one failed bearer authentication (missing, malformed, expired or forged token)
+   * from this client IP, atomically, so failures sent at once are counted too. Within
+   * `failedAuthPerMinute` the answer stays the 401 given; past it, the 429 returned here. Valid
+   * tokens are never counted nor refused by this limit.
+   */
+  async bearerFailed(req: FastifyRequest): Promise<HttpError | undefined> {
+    const r = await this.#limiter.consume([
+      { kind: 'window', key: `authfail:${req.ip}`, limit: this.#cfg.failedAuthPerMinute, windowMs: MINUTE_MS, cost: 1 },
+    ]);
+    return r.allowed ? undefined : throttled(r.states[0] as CheckState, 'Too many failed authentications from this address; try again later');
+  }
+
   /** Before checking a password: refuse while this (IP, e-mail) has used up its failed logins. */
   async loginAllowed(req: FastifyRequest, email: string): Promise<void> {
     const r = await this.#limiter.consume([this.#login(req, email, 0)]);

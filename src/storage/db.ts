@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs';
+import { chmodSync, mkdirSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { PGlite } from '@electric-sql/pglite';
@@ -45,8 +45,12 @@ async function openPglite(dataDir: string): Promise<Storage> {
   if (dataDir === 'memory') client = new PGlite();
   else {
     const dir = path.resolve(dataDir, 'pglite');
-    mkdirSync(dir, { recursive: true });
+    // DATA_DIR, when created here, and its pglite directory are the owner's only (0700).
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    chmodSync(dir, 0o700);
     client = new PGlite(dir);
+    await client.waitReady;
+    ownerOnly(dir);
   }
   await client.waitReady;
   const db = drizzlePglite(client, { schema });
@@ -59,6 +63,21 @@ async function openPglite(dataDir: string): Promise<Storage> {
     },
     close: () => client.close(),
   };
+}
+
+/**
+ * PGlite unpacks a new database with every file world-writable (0666), whatever the umask, so a
+ * umask cannot help: once it is ready, the tree is made the owner's only (directories 0700, files
+ * 0600; also an older tree on upgrade). Files PostgreSQL creates later are 0600 by its own rule,
+ * and reused WAL segments keep the mode set here.
+ */
+function ownerOnly(dir: string): void {
+  chmodSync(dir, 0o700);
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const full = path.join(dir, entry.name);
+    if (entry.isDirectory()) ownerOnly(full);
+    else if (entry.isFile()) chmodSync(full, 0o600);
+  }
 }
 
 async function openPostgres(url: string): Promise<Storage> {

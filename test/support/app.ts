@@ -62,7 +62,7 @@ export interface TestAppOptions {
   redis?: boolean;
 }
 
-const GENEROUS_REST_LIMITS = { restPerMinute: 100_000, failedLoginsPerMinute: 1_000, registrationsPerHour: 100_000 };
+const GENEROUS_REST_LIMITS = { restPerMinute: 100_000, failedLoginsPerMinute: 1_000, failedAuthPerMinute: 100_000, registrationsPerHour: 100_000 };
 
 /** log2 of scrypt's N for passwords hashed by test apps (`auth.passwordHashCost`; production: 15). */
 export const TEST_PASSWORD_HASH_COST = 10;
