@@ -28,6 +28,11 @@ export interface StorageOptions {
   databaseUrl?: string | null;
   /** PGlite files go to `<dataDir>/pglite`; `memory` keeps them in memory (tests). */
   dataDir?: string | 'memory';
+  /**
+   * In memory only: start from this image of a migrated database (`migratedPgliteImage()`)
+   * instead of an empty one, which skips PGlite's initdb. Migrations still run over it.
+   */
+  pgliteImage?: Blob;
 }
 
 const MIGRATIONS = path.resolve(path.dirname(fileURLToPath(import.meta.url)), 'migrations');
@@ -37,12 +42,27 @@ const MIGRATION_LOCK = 7_245_001;
 /** Opens storage and brings its schema up to date (idempotent: applied migrations are skipped). */
 export async function openStorage(opts: StorageOptions): Promise<Storage> {
   if (opts.databaseUrl) return openPostgres(opts.databaseUrl);
-  return openPglite(opts.dataDir ?? './data');
+  return openPglite(opts.dataDir ?? './data', opts.pgliteImage);
 }
 
-async function openPglite(dataDir: string): Promise<Storage> {
+/**
+ * The data image of a new in-memory PGlite database with every migration applied. Opening a
+ * database from it takes a fraction of an empty one's initdb: tests open many (one per app).
+ */
+export async function migratedPgliteImage(): Promise<Blob> {
+  const client = new PGlite();
+  try {
+    await client.waitReady;
+    await migratePglite(drizzlePglite(client, { schema }), { migrationsFolder: MIGRATIONS });
+    return await client.dumpDataDir('none');
+  } finally {
+    await client.close();
+  }
+}
+
+async function openPglite(dataDir: string, image?: Blob): Promise<Storage> {
   let client: PGlite;
-  if (dataDir === 'memory') client = new PGlite();
+  if (dataDir === 'memory') client = new PGlite(image ? { loadDataDir: image } : {});
   else {
     const dir = path.resolve(dataDir, 'pglite');
     // DATA_DIR, when created here, and its pglite directory are the owner's only (0700).

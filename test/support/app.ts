@@ -9,6 +9,7 @@ import { type Devnet, startDevnet } from '../../src/devnet/devnet.ts';
 import { withDevnetFaucetKeys } from '../../src/faucet/wallets.ts';
 import { openStorage, type Storage } from '../../src/storage/db.ts';
 import { openRedis } from '../../src/storage/redis.ts';
+import { pgliteTemplate } from './pglite-template.ts';
 import { PG_ADMIN_URL, REDIS_URL } from './services.ts';
 
 /** A throwaway PostgreSQL database, dropped by `drop()`. */
@@ -108,7 +109,13 @@ export async function startTestApp(opts: TestAppOptions = {}): Promise<TestApp> 
     }
     config = validateConfig(copy);
   }
-  const storage = await openStorage({ databaseUrl: databaseUrl ?? null, dataDir: opts.dataDir ?? 'memory' });
+  // In memory: a copy of the migrated template instead of a new database (initdb takes seconds).
+  const inMemory = !databaseUrl && !opts.dataDir;
+  const storage = await openStorage({
+    databaseUrl: databaseUrl ?? null,
+    dataDir: opts.dataDir ?? 'memory',
+    ...(inMemory ? { pgliteImage: await pgliteTemplate() } : {}),
+  });
   const logs: string[] = [];
   const logStream = new Writable({
     write(chunk, _enc, cb) {
