@@ -24,8 +24,15 @@ interface Entry {
   until: number;
 }
 
-// Unknown keys are remembered briefly too, so a flood of bad keys does not reach storage.
+// Unknown keys are remembered briefly too, so a flood of bad keys does not reach storage; in a
+// bounded map of their own, so they can never push good keys out.
 const NEGATIVE_TTL_MS = 5_000;
+const MAX_UNKNOWN = 10_000;
+
+interface RawEntry {
+  value: ResolvedKey;
+  until: number;
+}
 
 /**
  * Key lookups by SHA-256 hash, cached in process. Every key change (PATCH, revoke, rotate,
@@ -39,6 +46,10 @@ export class KeyCache {
   readonly #ttlMs: number;
   readonly #maxEntries: number;
   readonly #entries = new Map<string, Entry>();
+  /** Known keys by the key as sent: a hit costs no SHA-256 (the hot path). */
+  readonly #byRaw = new Map<string, RawEntry>();
+  /** Keys as sent that storage does not know, until when. */
+  readonly #unknown = new Map<string, number>();
   readonly #inflight = new Map<string, Promise<ResolvedKey | null>>();
   readonly #off: () => void;
   /** Bumped by every change, so a lookup that raced a change is not cached. */
@@ -57,18 +68,45 @@ export class KeyCache {
       if (change.type === 'account') {
         for (const [h, e] of this.#entries) if (e.value?.userId === change.userId) this.#entries.delete(h);
       }
+      // Changes are rare: a pass over the raw entries is cheaper than an index kept per call.
+      const hashes = new Set(change.keyHashes);
+      for (const [raw, e] of this.#byRaw) {
+        if (hashes.has(e.value.keyHash) || (change.type === 'account' && e.value.userId === change.userId)) this.#byRaw.delete(raw);
+      }
+      // A key just created may have been looked up (and remembered as unknown) a moment before.
+      if (change.type !== 'account') this.#unknown.clear();
     });
   }
 
   close(): void {
     this.#off();
-    this.#entries.clear();
+    this.#clearAll();
   }
 
   /** Forget every cached lookup (after changes may have been missed). */
   clear(): void {
     this.#generation++;
+    this.#clearAll();
+  }
+
+  #clearAll(): void {
     this.#entries.clear();
+    this.#byRaw.clear();
+    this.#unknown.clear();
+  }
+
+  /**
+   * The key as sent, when it is in memory: a usable key, the error to answer, or undefined when
+   * only storage can tell (the caller may then want to limit who makes it look).
+   */
+  peek(apiKey: string | undefined): ResolvedKey | RpcError | undefined {
+    if (!apiKey || apiKey.length > 256) return new InvalidApiKeyError('Invalid or inactive API key');
+    const now = Date.now();
+    const hit = this.#byRaw.get(apiKey);
+    if (hit && hit.until > now) return usable(hit.value, now);
+    const unknownUntil = this.#unknown.get(apiKey);
+    if (unknownUntil !== undefined && unknownUntil > now) return new InvalidApiKeyError('Invalid or inactive API key');
+    return undefined;
   }
 
   /**
@@ -76,14 +114,23 @@ export class KeyCache {
    * inactive; -32002 revoked or expired (C20).
    */
   async authenticate(apiKey: string | undefined): Promise<ResolvedKey | RpcError> {
-    if (!apiKey || apiKey.length > 256) return new InvalidApiKeyError('Invalid or inactive API key');
-    const key = await this.get(hashKey(apiKey));
-    if (!key || key.status === 'inactive') return new InvalidApiKeyError('Invalid or inactive API key');
-    if (key.status === 'revoked') return new ApiKeyRevokedError('API key revoked or expired', { data: { reason: 'revoked' } });
-    if (key.expiresAt !== null && key.expiresAt <= Date.now()) {
-      return new ApiKeyRevokedError('API key revoked or expired', { data: { reason: 'expired' } });
+    const known = this.peek(apiKey);
+    if (known !== undefined) return known;
+    const raw = apiKey as string;
+    const generation = this.#generation;
+    // Hashed only on a miss.
+    const key = await this.get(hashKey(raw));
+    if (generation === this.#generation) {
+      if (key) {
+        this.#byRaw.set(raw, { value: key, until: Date.now() + this.#ttlMs });
+        if (this.#byRaw.size > this.#maxEntries) this.#byRaw.delete(this.#byRaw.keys().next().value as string);
+      } else {
+        this.#unknown.set(raw, Date.now() + Math.min(this.#ttlMs, NEGATIVE_TTL_MS));
+        if (this.#unknown.size > MAX_UNKNOWN) this.#unknown.delete(this.#unknown.keys().next().value as string);
+      }
     }
-    return key;
+    if (!key) return new InvalidApiKeyError('Invalid or inactive API key');
+    return usable(key, Date.now());
   }
 
   async get(keyHash: string): Promise<ResolvedKey | null> {
@@ -116,7 +163,8 @@ export class KeyCache {
           limits: effectiveLimits(this.#config, row.user),
         }
       : null;
-    if (generation !== this.#generation) return value;
+    // Unknown keys are remembered by the key as sent (authenticate), never here among good ones.
+    if (generation !== this.#generation || value === null) return value;
     if (this.#entries.size >= this.#maxEntries) {
       // Oldest first: Map keeps insertion order.
       const oldest = this.#entries.keys().next().value;
@@ -125,4 +173,12 @@ export class KeyCache {
     this.#entries.set(keyHash, { value, until: Date.now() + (value ? this.#ttlMs : Math.min(this.#ttlMs, NEGATIVE_TTL_MS)) });
     return value;
   }
+}
+
+/** C20: inactive -32001; revoked or expired -32002; else the key. */
+function usable(key: ResolvedKey, now: number): ResolvedKey | RpcError {
+  if (key.status === 'inactive') return new InvalidApiKeyError('Invalid or inactive API key');
+  if (key.status === 'revoked') return new ApiKeyRevokedError('API key revoked or expired', { data: { reason: 'revoked' } });
+  if (key.expiresAt !== null && key.expiresAt <= now) return new ApiKeyRevokedError('API key revoked or expired', { data: { reason: 'expired' } });
+  return key;
 }

@@ -1,4 +1,4 @@
-import type { Config } from '../config/schema.ts';
+import type { Config, PlanLimits } from '../config/schema.ts';
 import { QuotaExceededError, RateLimitedError, type RpcError } from '../errors/rpc.ts';
 import type { ResolvedKey } from '../keys/cache.ts';
 import type { Check, CheckState, CounterSeed, Limiter } from './limiter.ts';
@@ -16,6 +16,13 @@ export interface MeterOutcome {
   headers: Record<string, string>;
 }
 
+/** What an account has left now; null: unlimited. */
+export interface AccountRemaining {
+  requestsThisMinute: number | null;
+  requestsToday: number | null;
+  computeUnitsThisMonth: number | null;
+}
+
 type Role = 'keyRate' | 'accountRate' | 'daily' | 'monthly' | 'ipRate';
 
 /** Stored usage the quotas are counted from (UsageService.quotaUsage). */
@@ -31,10 +38,27 @@ export interface QuotaUsageSource {
 export class Meter {
   readonly #limiter: Limiter;
   readonly #publicPerMinute: number;
+  readonly #failedLookupsPerMinute: number;
 
   constructor(config: Config, limiter: Limiter) {
     this.#limiter = limiter;
     this.#publicPerMinute = config.limits.publicRpcPerMinute;
+    this.#failedLookupsPerMinute = config.limits.failedAuthPerMinute;
+  }
+
+  /**
+   * Reserves one failed API key lookup for a client IP before storage is asked about a key that
+   * is not in memory (C17's failed-auth limit, applied to the RPC addresses): refused with -32005
+   * past `limits.failedAuthPerMinute`; `release()` gives the place back when the key was found.
+   */
+  async reserveKeyLookup(ip: string): Promise<{ error: RpcError | null; headers: Record<string, string>; release(): Promise<void> }> {
+    const check: Check = { kind: 'window', key: `fk:${ip}`, limit: this.#failedLookupsPerMinute, windowMs: MINUTE_MS, cost: 1 };
+    const result = await this.#limiter.consume([check]);
+    const state = result.states[0] as CheckState;
+    if (result.allowed) return { error: null, headers: {}, release: () => this.#limiter.refund([check]) };
+    const retryAfter = Math.max(1, Math.ceil(state.retryAfterMs / 1000));
+    const error = new RateLimitedError('Too many unknown API keys from this address; try again later', { data: { retryAfter, limit: 'keyLookups' } });
+    return { error, headers: { 'retry-after': String(retryAfter) }, release: async () => {} };
   }
 
   /**
@@ -80,6 +104,34 @@ export class Meter {
     }
     const result = await this.#limiter.consume(checks);
     return this.#outcome(result.allowed, result.states, roles, perMinute);
+  }
+
+  /**
+   * What an account has left now of its per-minute rate, daily requests and monthly compute units
+   * (`limits`: its plan with overrides; null: unlimited), read without consuming anything.
+   */
+  async accountRemaining(userId: string, limits: PlanLimits): Promise<AccountRemaining> {
+    const p = currentPeriods();
+    const checks: Check[] = [];
+    const roles: Array<keyof AccountRemaining> = [];
+    if (limits.requestsPerMinute !== null) {
+      checks.push({ kind: 'window', key: `a:${userId}`, limit: limits.requestsPerMinute, windowMs: MINUTE_MS, cost: 0 });
+      roles.push('requestsThisMinute');
+    }
+    if (limits.dailyLimit !== null) {
+      checks.push({ kind: 'counter', key: `d:${userId}:${p.day}`, limit: limits.dailyLimit, resetAt: p.dayEndsAt, cost: 0 });
+      roles.push('requestsToday');
+    }
+    if (limits.monthlyComputeUnits !== null) {
+      checks.push({ kind: 'counter', key: `cu:${userId}:${p.month}`, limit: limits.monthlyComputeUnits, resetAt: p.monthEndsAt, cost: 0 });
+      roles.push('computeUnitsThisMonth');
+    }
+    const out: AccountRemaining = { requestsThisMinute: null, requestsToday: null, computeUnitsThisMonth: null };
+    const { states } = await this.#limiter.consume(checks);
+    states.forEach((s, i) => {
+      out[roles[i] as keyof AccountRemaining] = s.remaining;
+    });
+    return out;
   }
 
   /**

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { Network } from '../chains/registry.ts';
 import type { Config } from '../config/schema.ts';
-import { InvalidRequestError, NetworkNotAllowedError, ParseError, RpcError, toRpcError, UpstreamError } from '../errors/rpc.ts';
+import { InvalidApiKeyError, InvalidRequestError, NetworkNotAllowedError, ParseError, RpcError, toRpcError, UpstreamError } from '../errors/rpc.ts';
 import { NoUpstreamError, UpstreamRpcError } from '../errors/upstream.ts';
 import type { KeyCache, ResolvedKey } from '../keys/cache.ts';
 import type { Meter } from '../metering/meter.ts';
@@ -137,7 +137,15 @@ export class RpcPipeline {
     const network = input.network;
     let key: ResolvedKey | null = null;
     if (input.apiKey !== null) {
-      const auth = await this.#keys.authenticate(input.apiKey);
+      // A key in memory costs nothing more; one only storage can tell about takes a place in the
+      // client's failed-lookup allowance first (given back when the key exists).
+      let auth = this.#keys.peek(input.apiKey);
+      if (auth === undefined) {
+        const guard = await this.#meter.reserveKeyLookup(input.ip);
+        if (guard.error) return { ...plain(guard.error, singleId()), headers: guard.headers };
+        auth = await this.#keys.authenticate(input.apiKey);
+        if (!(auth instanceof InvalidApiKeyError)) await guard.release();
+      }
       if (auth instanceof RpcError) return { ...plain(auth, singleId()), keyRefused: true };
       key = auth;
     }

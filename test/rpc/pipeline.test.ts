@@ -182,3 +182,32 @@ describe('the upstreams module', () => {
     assert.ok(seen[0]! < seen[1]! && seen[1]! < seen[2]!, `increasing: ${seen.join(', ')}`);
   });
 });
+
+describe('unknown API keys on the RPC addresses (C17 failed-auth limit)', () => {
+  test('past limits.failedAuthPerMinute, unknown keys from one address are -32005 without a storage lookup, and a good key keeps working from memory', async () => {
+    const small = await startTestApp({ listen: true, env: { UPSTREAM_NATIVE_MAINNET: fake.url }, overrides: { limits: { failedAuthPerMinute: 5 } } });
+    try {
+      const good = await createKey(small.app);
+      const ok = await fetch(`${small.url}/v1/native-mainnet/${good.key}`, { method: 'POST', body: JSON.stringify(call('eth_chainId', 1)) });
+      assert.equal(ok.status, 200);
+      const cache = small.app.parts.keyCache;
+      const lookups = cache.misses;
+      const answers = await Promise.all(
+        Array.from({ length: 15 }, (_, i) =>
+          fetch(`${small.url}/v1/native-mainnet/jk_live_unknown${i}x${'q'.repeat(30)}`, { method: 'POST', body: JSON.stringify(call('eth_chainId', i)) }).then(async (r) => ({
+            status: r.status,
+            code: ((await r.json()) as Json).error?.code,
+          })),
+        ),
+      );
+      assert.equal(answers.filter((a) => a.status === 401 && a.code === -32001).length, 5);
+      assert.equal(answers.filter((a) => a.status === 429 && a.code === -32005).length, 10);
+      assert.equal(cache.misses - lookups, 5, 'only the admitted ones reached storage');
+      const again = await fetch(`${small.url}/v1/native-mainnet/${good.key}`, { method: 'POST', body: JSON.stringify(call('eth_chainId', 2)) });
+      assert.equal(again.status, 200);
+      assert.equal(cache.misses - lookups, 5, 'the good key was still in memory');
+    } finally {
+      await small.close();
+    }
+  });
+});
