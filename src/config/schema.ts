@@ -22,6 +22,13 @@ const WsPlan = T.Object(
   { additionalProperties: false },
 );
 
+// Method names are exact (no patterns). Names that need an account held by the node can never
+// be listed (C24; the policy refuses them as well).
+const StandardMethod = T.String({
+  pattern: '^(?!eth_(accounts|sign|signTransaction|signTypedData|sendTransaction|sendTransactionSync|sendUnsignedTransaction)$)(eth|net|web3)_[A-Za-z0-9]+$',
+});
+const ExtraMethod = T.String({ pattern: '^(debug|trace|txpool)_[A-Za-z0-9]+$' });
+
 const Upstream = T.Object(
   {
     http: T.String({ format: 'uri', pattern: '^https?://' }),
@@ -108,16 +115,12 @@ export const ConfigSchema = T.Object(
     ),
     methods: T.Object(
       {
-        standard: T.Array(T.String({ pattern: '^(eth|net|web3)_[A-Za-z0-9]+$' })),
+        // C24: the exact, case-sensitive allowlist of standard methods, for every plan and network.
+        standard: T.Array(StandardMethod),
         native: T.Record(T.String({ pattern: '^nat_[A-Za-z0-9]+$' }), T.String({ minLength: 1 })),
-        // C24: methods refused by default that a plan may call, exact or as a `prefix_*` pattern.
+        // C24: debug_*, trace_*, txpool_* methods a plan may call besides, each by its exact name.
         planExtras: T.Object(
-          {
-            free: T.Array(T.String({ pattern: '^[a-zA-Z0-9]+_(\\*|[A-Za-z0-9]+)$' })),
-            pro: T.Array(T.String({ pattern: '^[a-zA-Z0-9]+_(\\*|[A-Za-z0-9]+)$' })),
-            max: T.Array(T.String({ pattern: '^[a-zA-Z0-9]+_(\\*|[A-Za-z0-9]+)$' })),
-            enterprise: T.Array(T.String({ pattern: '^[a-zA-Z0-9]+_(\\*|[A-Za-z0-9]+)$' })),
-          },
+          { free: T.Array(ExtraMethod), pro: T.Array(ExtraMethod), max: T.Array(ExtraMethod), enterprise: T.Array(ExtraMethod) },
           { additionalProperties: false },
         ),
         computeUnits: T.Record(T.String(), T.Integer({ minimum: 0 })),
