@@ -195,6 +195,8 @@ export const ConfigSchema = T.Object(
       {
         privateKey: T.Union([FaucetKey, T.Null()]), // secret, every testnet: prefer env FAUCET_PRIVATE_KEY; null = none
         cooldownSeconds: T.Integer({ minimum: 0 }), // seconds between grants per (network, address) and per (network, account) (C29)
+        recheckIntervalSeconds: T.Integer({ minimum: 1 }), // seconds between checks of grants not yet mined (re-send pending or dropped ones)
+        recheckAfterSeconds: T.Integer({ minimum: 0 }), // seconds a grant is left alone after it was recorded or sent, before it is checked
         defaultAmount: FaucetAmount, // whole native units granted when a request names none (C28)
         maxAmount: FaucetAmount, // whole native units, the most one request may ask for (C28)
         gasLimit: T.Integer({ minimum: 21000 }), // gas units per grant (a plain transfer: 21000)

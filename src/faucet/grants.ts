@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { and, asc, eq, gte, lte, ne, sql } from 'drizzle-orm';
+import { and, asc, eq, gte, lte, ne, or, sql } from 'drizzle-orm';
 import { type Hex, keccak256 } from 'viem';
 import type { Db } from '../storage/db.ts';
 import { faucetGrants as g, type GrantStatus } from './schema.ts';
@@ -55,7 +55,7 @@ const toGrant = (r: typeof g.$inferSelect): Grant => ({
   status: r.status,
 });
 
-/** Faucet grants in storage: cooldowns, nonce allocation and the pending → sent/failed record (C29). */
+/** Faucet grants in storage: cooldowns, nonce allocation and the pending → sent → mined (or failed) record (C29). */
 export class GrantStore {
   readonly #db: Db;
   readonly #cooldownSeconds: number;
@@ -136,21 +136,47 @@ export class GrantStore {
       .where(and(eq(g.id, id), eq(g.status, 'pending')));
   }
 
-  /** The node refused it: its nonce is free again and it uses up no cooldown. Only a pending grant changes. */
-  async markFailed(id: string, error: string): Promise<void> {
+  /**
+   * The node refused it: its nonce is free again and it uses up no cooldown (the cooldown is given
+   * back). Only a grant still in status `from` changes: pending (first broadcast) or sent (a
+   * re-send after the node dropped it).
+   */
+  async markFailed(id: string, error: string, from: 'pending' | 'sent' = 'pending'): Promise<void> {
     await this.#db
       .update(g)
       .set({ status: 'failed', error: error.slice(0, 500), updatedAt: sql`now()` })
-      .where(and(eq(g.id, id), eq(g.status, 'pending')));
+      .where(and(eq(g.id, id), eq(g.status, from)));
   }
 
-  /** Grants still pending that were recorded at least `minAgeMs` ago, per network in nonce order. */
-  async pending(minAgeMs = 0): Promise<Grant[]> {
+  /** The transaction is in a block: nothing is left to check. Only a sent grant changes. */
+  async markMined(id: string): Promise<void> {
+    await this.#db
+      .update(g)
+      .set({ status: 'mined', updatedAt: sql`now()` })
+      .where(and(eq(g.id, id), eq(g.status, 'sent')));
+  }
+
+  /** A sent grant was sent again (the node had dropped it): its next check waits from now. */
+  async markResent(id: string): Promise<void> {
+    await this.#db
+      .update(g)
+      .set({ updatedAt: sql`now()` })
+      .where(and(eq(g.id, id), eq(g.status, 'sent')));
+  }
+
+  /**
+   * Grants not known to be settled, per network and wallet in nonce order: pending ones recorded
+   * at least `minAgeMs` ago, and sent ones last sent at least `minAgeMs` ago (not mined yet, as
+   * far as this record knows). At most `limit`, lowest nonces first.
+   */
+  async unsettled(minAgeMs = 0, limit = 500): Promise<Grant[]> {
+    const age = sql`now() - (${minAgeMs}::int * interval '1 millisecond')`;
     const rows = await this.#db
       .select()
       .from(g)
-      .where(and(eq(g.status, 'pending'), lte(g.createdAt, sql`now() - (${minAgeMs}::int * interval '1 millisecond')`)))
-      .orderBy(asc(g.network), asc(g.faucetAddress), asc(g.nonce));
+      .where(or(and(eq(g.status, 'pending'), lte(g.createdAt, age)), and(eq(g.status, 'sent'), lte(g.updatedAt, age))))
+      .orderBy(asc(g.network), asc(g.faucetAddress), asc(g.nonce))
+      .limit(limit);
     return rows.map(toGrant);
   }
 }

@@ -2,12 +2,14 @@ import { sql } from 'drizzle-orm';
 import { bigint, index, numeric, pgTable, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
 import { users } from '../auth/schema.ts';
 
-export type GrantStatus = 'pending' | 'sent' | 'failed';
+export type GrantStatus = 'pending' | 'sent' | 'mined' | 'failed';
 
 /**
  * Faucet grants (C29): each one is written `pending`, with its signed transaction, before it is
  * broadcast, then becomes `sent` (a node accepted it) or `failed` (refused; its nonce is free
- * again and it does not count against the cooldown). A restart re-broadcasts what is `pending`.
+ * again and it does not count against the cooldown). A `sent` grant becomes `mined` once it is in
+ * a block; one the node dropped is sent again, or becomes `failed` when the node refuses it now.
+ * A restart and a periodic check re-broadcast what is `pending` and look after what is `sent`.
  * `user_id` survives as null when the account is deleted: the record and the address cooldown stay.
  */
 export const faucetGrants = pgTable(

@@ -73,6 +73,20 @@ export type Broadcast =
   | { kind: 'unreached'; reason: string }
   | { kind: 'unknown'; reason: string };
 
+/**
+ * Where a sent transaction stands as the node sees it: in a block (`mined`), waiting in its pool
+ * (`known`, also when queued behind a nonce gap), or not at all (`unknown`: dropped from the pool,
+ * or never received).
+ * @throws NoUpstreamError or UpstreamRpcError as the pool does: the node could not say.
+ */
+export async function lookup(pool: UpstreamPool, txHash: Hex): Promise<'mined' | 'known' | 'unknown'> {
+  const receipt = await pool.request<{ blockNumber?: Hex | null } | null>('eth_getTransactionReceipt', [txHash]);
+  if (receipt?.blockNumber) return 'mined';
+  const tx = await pool.request<{ blockNumber?: Hex | null } | null>('eth_getTransactionByHash', [txHash]);
+  if (!tx) return 'unknown';
+  return tx.blockNumber ? 'mined' : 'known';
+}
+
 const ALREADY_HAVE = /already known|already imported|known transaction|already exists|already in (the )?(mem)?pool/i;
 const NONCE_USED = /nonce too low|nonce has already been used|old nonce|replacement transaction underpriced|already used/i;
 const NO_FUNDS = /insufficient funds/i;

@@ -7,7 +7,7 @@ import type { Upstreams } from '../upstreams/upstreams.ts';
 import { NoUpstreamError, UpstreamRpcError } from '../errors/upstream.ts';
 import type { Db } from '../storage/db.ts';
 import { CooldownError, type Grant, GrantStore } from './grants.ts';
-import { broadcast, readWallet, signGrant } from './sender.ts';
+import { broadcast, lookup, readWallet, signGrant } from './sender.ts';
 import { type GrantRequest, validateGrant } from './validate.ts';
 import { type FaucetWallet, faucetWallets, formatAmount } from './wallets.ts';
 
@@ -27,10 +27,6 @@ export interface FaucetBalance {
   error?: string;
 }
 
-/** Grants left pending (another instance crashed, or the node did not say) are retried this often, in ms... */
-const SWEEP_INTERVAL_MS = 30_000;
-/** ...once they are this old, so that another instance's grant in flight is left to finish first. */
-const SWEEP_MIN_AGE_MS = 30_000;
 
 /** Runs tasks one at a time per key, in call order. */
 class KeyedLock {
@@ -65,7 +61,8 @@ function upstreamFailure(network: string, err: unknown): unknown {
  * The testnet faucet (C28–C30). Grants on one network run one at a time in this process, and
  * across instances the nonce is allocated under a PostgreSQL advisory lock (GrantStore.reserve).
  * Each grant is recorded `pending` with its signed transaction before it is broadcast, so a
- * crash never leads to a second transaction: a restart re-broadcasts the same bytes.
+ * crash never leads to a second transaction: a restart re-broadcasts the same bytes, and so does
+ * the periodic check for a sent transaction that a node dropped from its pool.
  */
 export class FaucetService {
   readonly #wallets: ReadonlyMap<string, FaucetWallet>;
@@ -74,6 +71,9 @@ export class FaucetService {
   readonly #upstreams: Upstreams;
   readonly #log: Logger;
   readonly #cooldownSeconds: number;
+  /** How often grants not yet mined are checked, and how old (since recorded or sent) they must be, in ms. */
+  readonly #recheckIntervalMs: number;
+  readonly #recheckAfterMs: number;
   readonly #lock = new KeyedLock();
   #timer: NodeJS.Timeout | undefined;
   #sweeping: Promise<void> | undefined;
@@ -83,6 +83,8 @@ export class FaucetService {
   constructor(deps: { db: Db; config: Config; registry: NetworkRegistry; upstreams: Upstreams; logger: Logger }) {
     this.#wallets = new Map(faucetWallets(deps.config).map((w) => [w.slug, w]));
     this.#cooldownSeconds = deps.config.faucet.cooldownSeconds;
+    this.#recheckIntervalMs = deps.config.faucet.recheckIntervalSeconds * 1000;
+    this.#recheckAfterMs = deps.config.faucet.recheckAfterSeconds * 1000;
     this.#grants = new GrantStore(deps.db, this.#cooldownSeconds);
     this.#registry = deps.registry;
     this.#upstreams = deps.upstreams;
@@ -95,13 +97,15 @@ export class FaucetService {
   }
 
   /**
-   * Resumes grants recorded but not confirmed before a restart (in the background: a node that
-   * is down does not hold up the start), then keeps retrying any left pending.
+   * Settles grants left unsettled before a restart (in the background: a node that is down does
+   * not hold up the start), then checks every `faucet.recheckIntervalSeconds` the grants not yet
+   * mined: pending ones are re-broadcast, sent ones the node dropped are sent again (#reconcile).
    */
   async start(): Promise<void> {
     if (this.#timer || this.#closed) return;
     this.#sweep(0);
-    this.#timer = setInterval(() => this.#sweep(SWEEP_MIN_AGE_MS), SWEEP_INTERVAL_MS);
+    // Not younger than recheckAfter: another instance's grant in flight is left to finish first.
+    this.#timer = setInterval(() => this.#sweep(this.#recheckAfterMs), this.#recheckIntervalMs);
     this.#timer.unref();
   }
 
@@ -200,19 +204,30 @@ export class FaucetService {
     return new HttpError('FAUCET_EMPTY', `The ${w.slug} faucet cannot pay this grant right now; try a smaller amount or later`);
   }
 
-  /** Re-broadcasts pending grants, per network in nonce order, one sweep at a time. */
+  /** Settles grants not known to be mined, per network in nonce order, one sweep at a time. */
   #sweep(minAgeMs: number): void {
     if (this.#sweeping || this.#closed) return;
-    this.#sweeping = this.#resume(minAgeMs)
-      .catch((err: unknown) => this.#log.error({ err }, 'faucet: resuming pending grants failed'))
+    this.#sweeping = this.#reconcile(minAgeMs)
+      .catch((err: unknown) => this.#log.error({ err }, 'faucet: checking unsettled grants failed'))
       .finally(() => {
         this.#sweeping = undefined;
       });
   }
 
-  async #resume(minAgeMs: number): Promise<void> {
+  /**
+   * Brings the record in line with the node, lowest nonce first (a later grant waits behind an
+   * earlier one):
+   * - `pending` (recorded, not confirmed sent: a crash or a timeout): broadcast the stored bytes;
+   * - `sent`: in a block, it becomes `mined`; still in the node's pool, it is left alone; unknown
+   *   to the node (dropped from its pool), the stored bytes are sent again, which keeps the
+   *   wallet's nonces without a gap, so the grants after it can be mined.
+   * A node that refuses the bytes now (another transaction took the nonce, fees, funds) makes the
+   * grant `failed`: its cooldown is given back and its nonce goes to the next grant. A node that
+   * does not answer ends the network's round; the next one tries again.
+   */
+  async #reconcile(minAgeMs: number): Promise<void> {
     const byNetwork = new Map<string, Grant[]>();
-    for (const g of await this.#grants.pending(minAgeMs)) {
+    for (const g of await this.#grants.unsettled(minAgeMs)) {
       if (!this.#registry.has(g.network)) continue;
       byNetwork.set(g.network, [...(byNetwork.get(g.network) ?? []), g]);
     }
@@ -222,17 +237,33 @@ export class FaucetService {
           const pool = this.#upstreams.pool(network);
           for (const g of grants) {
             if (this.#closed) return;
-            const log = { network, grantId: g.id, nonce: g.nonce, txHash: g.txHash };
+            const log = { network, grantId: g.id, nonce: g.nonce, txHash: g.txHash, status: g.status };
+            if (g.status === 'sent') {
+              let seen: Awaited<ReturnType<typeof lookup>>;
+              try {
+                seen = await lookup(pool, g.txHash);
+              } catch (err) {
+                this.#log.warn({ ...log, reason: err instanceof Error ? err.message : String(err) }, 'faucet: could not look up a sent grant; retrying later');
+                return;
+              }
+              if (seen === 'mined') {
+                await this.#grants.markMined(g.id);
+                continue;
+              }
+              if (seen === 'known') continue;
+              this.#log.warn(log, 'faucet: the node no longer knows a sent grant; sending it again');
+            }
             const sent = await broadcast(pool, g.rawTx, g.txHash);
             if (sent.kind === 'accepted') {
-              await this.#grants.markSent(g.id);
-              this.#log.info(log, 'faucet: pending grant re-broadcast and accepted');
+              if (g.status === 'pending') await this.#grants.markSent(g.id);
+              else await this.#grants.markResent(g.id);
+              this.#log.info(log, 'faucet: grant re-broadcast and accepted');
             } else if (sent.kind === 'refused') {
-              await this.#grants.markFailed(g.id, sent.reason);
-              this.#log.warn({ ...log, reason: sent.reason }, 'faucet: pending grant refused; marked failed');
+              await this.#grants.markFailed(g.id, sent.reason, g.status === 'sent' ? 'sent' : 'pending');
+              this.#log.warn({ ...log, reason: sent.reason }, 'faucet: grant refused on re-broadcast; marked failed, its cooldown given back');
             } else {
               // The node is not answering: later nonces would only queue behind this one.
-              this.#log.warn({ ...log, reason: sent.reason }, 'faucet: pending grant not confirmed; retrying later');
+              this.#log.warn({ ...log, reason: sent.reason }, 'faucet: grant re-broadcast not confirmed; retrying later');
               return;
             }
           }

@@ -37,6 +37,8 @@ describe('faucet settings', () => {
       [{ env: { FAUCET_PRIVATE_KEY: 'not-a-key' } }, /faucet\.privateKey/],
       [{ env: {}, overrides: { faucet: { maxAmount: '-1' } } }, /faucet\.maxAmount/],
       [{ env: {}, overrides: { faucet: { cooldownSeconds: -5 } } }, /faucet\.cooldownSeconds/],
+      [{ env: {}, overrides: { faucet: { recheckIntervalSeconds: 0 } } }, /faucet\.recheckIntervalSeconds/],
+      [{ env: {}, overrides: { faucet: { recheckAfterSeconds: -1 } } }, /faucet\.recheckAfterSeconds/],
     ];
     for (const [opts, pattern] of cases) {
       assert.throws(() => loadConfig(opts), (err: Error) => err instanceof ConfigError && pattern.test(err.message) && !err.message.includes('not-a-key'));

@@ -118,7 +118,7 @@ describe('faucet on the devnet (C28–C30)', () => {
       assert.equal(tx.chainId, chainId(slug));
       assert.equal(await client.getBalance({ address: recipient.address }), wei, 'up by exactly the amount');
       const [row] = await grantRows(recipient.address);
-      assert.equal(row?.status, 'sent');
+      assert.ok(row?.status === 'sent' || row?.status === 'mined', `status ${row?.status}`);
       assert.equal(row?.txHash, data.txHash);
       assert.equal(row?.nonce, tx.nonce);
       assert.equal(row?.userId, user.id);
@@ -416,7 +416,7 @@ describe('faucet storage: refusals, restarts, several instances (C29)', () => {
       }, 10_000, 'the pending grants to be resumed');
       assert.equal(done.a?.status, 'failed');
       assert.match(done.a?.error ?? '', /nonce/);
-      assert.equal(done.b?.status, 'sent');
+      assert.ok(done.b?.status === 'sent' || done.b?.status === 'mined', `status ${done.b?.status}`);
       assert.equal(proxy.callCount('eth_sendRawTransaction') - sendsBefore, 2, 'each pending grant broadcast once');
       const tx = await chainRpc<{ nonce: Hex; to: string } | null>(chain, 'eth_getTransactionByHash', [keccak256(rawY)]);
       assert.equal(Number(tx?.nonce), n + 1);
@@ -424,14 +424,99 @@ describe('faucet storage: refusals, restarts, several instances (C29)', () => {
       assert.equal(BigInt(await chainRpc<Hex>(chain, 'eth_getBalance', [x, 'latest'])), 0n);
       assert.equal(await nonceOf(account.address, 'latest'), n + 2);
 
-      // Once more: nothing left pending, nothing sent again.
+      // Once more: nothing left pending, nothing sent again; the start's check finds y mined.
       await t.close();
       const sends = proxy.callCount('eth_sendRawTransaction');
       t = await startTestApp({ dataDir: dir, env: envFor(keyA) });
-      await new Promise((r) => setTimeout(r, 300));
+      await until(async () => ((await status('crash-y'))?.status === 'mined' ? true : undefined), 10_000, 'the sent grant to be found mined');
       assert.equal(proxy.callCount('eth_sendRawTransaction'), sends);
       assert.equal(await nonceOf(account.address), n + 2);
-      assert.equal((await status('crash-y'))?.status, 'sent');
+      assert.equal((await status('crash-x'))?.status, 'failed');
+    });
+  });
+
+  describe('a sent transaction the node dropped from its pool (checked every second)', () => {
+    const keyC = generatePrivateKey();
+    const faucet = privateKeyToAddress(keyC);
+    let t: TestApp;
+    before(async () => {
+      await chainRpc(chain, 'anvil_setBalance', [faucet, `0x${parseEther('1000').toString(16)}`]);
+      t = await startTestApp({ env: envFor(keyC), overrides: { faucet: { recheckIntervalSeconds: 1, recheckAfterSeconds: 1 } } });
+    });
+    after(async () => {
+      await chainRpc(chain, 'evm_setAutomine', [true]).catch(() => {});
+      proxy.refuse.delete('eth_getTransactionReceipt');
+      await t?.close();
+    });
+
+    const rowOf = (hash: Hex) => t.storage.db.select().from(faucetGrants).where(eq(faucetGrants.txHash, hash)).then((r) => r[0]);
+    const receipt = (hash: Hex) => chainRpc<{ status: Hex } | null>(chain, 'eth_getTransactionReceipt', [hash]);
+    /**
+     * A grant the node accepts and then drops (anvil_dropTransaction, mining paused meanwhile).
+     * While `held`, the proxy refuses receipt lookups, so the faucet's check cannot run yet.
+     */
+    const grantThenDrop = async (user: User, address: Address): Promise<Hex> => {
+      await chainRpc(chain, 'evm_setAutomine', [false]);
+      const res = await ask(t, user, { network: SEPOLIA, address, amount: '0.1' });
+      assert.equal(res.statusCode, 200, res.body);
+      const hash = res.json().data.txHash as Hex;
+      assert.equal(await chainRpc(chain, 'anvil_dropTransaction', [hash]), hash);
+      assert.equal(await chainRpc(chain, 'eth_getTransactionByHash', [hash]), null, 'the node forgot it');
+      return hash;
+    };
+
+    test('it is sent again with the same bytes, so the grants after it, stuck behind the nonce gap, are mined', async () => {
+      proxy.refuse.add('eth_getTransactionReceipt'); // the check waits until the scene is set
+      const [a, b] = [await registerUser(t.app), await registerUser(t.app)] as [User, User];
+      const [x, y] = [freshAddress(), freshAddress()];
+      const dropped = await grantThenDrop(a, x);
+      // The next grant takes the nonce after the dropped one: the node queues it behind the gap.
+      const later = await ask(t, b, { network: SEPOLIA, address: y, amount: '0.2' });
+      assert.equal(later.statusCode, 200, later.body);
+      const laterHash = later.json().data.txHash as Hex;
+      assert.equal(Number((await rowOf(laterHash))?.nonce), Number((await rowOf(dropped))?.nonce) + 1);
+      await chainRpc(chain, 'evm_setAutomine', [true]);
+      await chainRpc(chain, 'evm_mine', []);
+      assert.equal(await receipt(laterHash), null, 'stuck behind the gap');
+
+      const sends = proxy.callCount('eth_sendRawTransaction');
+      proxy.refuse.delete('eth_getTransactionReceipt');
+      const mined = await until(async () => {
+        const [r1, r2] = [await receipt(dropped), await receipt(laterHash)];
+        return r1 && r2 ? [r1, r2] : undefined;
+      }, 10_000, 'both grants to be mined');
+      assert.ok(mined.every((r) => r.status === '0x1'));
+      assert.equal(BigInt(await chainRpc<Hex>(chain, 'eth_getBalance', [x, 'latest'])), parseEther('0.1'));
+      assert.equal(BigInt(await chainRpc<Hex>(chain, 'eth_getBalance', [y, 'latest'])), parseEther('0.2'));
+      assert.equal(proxy.callCount('eth_sendRawTransaction') - sends, 1, 'only the dropped one was sent again');
+      await until(async () => ((await rowOf(dropped))?.status === 'mined' && (await rowOf(laterHash))?.status === 'mined' ? true : undefined), 10_000, 'both recorded mined');
+    });
+
+    test('one whose nonce another transaction took is marked failed and its cooldown is given back', async () => {
+      proxy.refuse.add('eth_getTransactionReceipt');
+      const user = await registerUser(t.app);
+      const x = freshAddress();
+      const dropped = await grantThenDrop(user, x);
+      const nonce = Number((await rowOf(dropped))?.nonce);
+      await chainRpc(chain, 'evm_setAutomine', [true]);
+      // Someone else with the wallet's key uses that nonce first.
+      const fees = { gas: 21_000n, maxFeePerGas: 10_000_000_000n, maxPriorityFeePerGas: 1_000_000_000n, chainId: 11155111 };
+      const other = await privateKeyToAccount(keyC).signTransaction({ ...fees, nonce, to: faucet, value: 0n });
+      await chainRpc(chain, 'eth_sendRawTransaction', [other]);
+      const cooling = await ask(t, user, { network: SEPOLIA, address: x, amount: '0.1' });
+      assert.equal(cooling.statusCode, 429, 'the lost grant still holds the cooldown');
+
+      proxy.refuse.delete('eth_getTransactionReceipt');
+      const row = await until(async () => {
+        const r = await rowOf(dropped);
+        return r?.status === 'failed' ? r : undefined;
+      }, 10_000, 'the dropped grant to be marked failed');
+      assert.match(row.error ?? '', /nonce/);
+      const again = await ask(t, user, { network: SEPOLIA, address: x, amount: '0.1' });
+      assert.equal(again.statusCode, 200, `the cooldown was given back: ${again.body}`);
+      const r = await until(() => receipt(again.json().data.txHash).then((v) => v ?? undefined), 10_000, 'the new grant to be mined');
+      assert.equal(r.status, '0x1');
+      assert.equal(BigInt(await chainRpc<Hex>(chain, 'eth_getBalance', [x, 'latest'])), parseEther('0.1'));
     });
   });
 
