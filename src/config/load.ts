@@ -104,11 +104,17 @@ export function loadConfig(opts: LoadOptions = {}): Config {
     logLevel: str(env, 'LOG_LEVEL'),
     bodyLimit: intEnv(env, 'BODY_LIMIT_BYTES'),
     trusted: str(env, 'TRUSTED_PROXIES'),
+    headersTimeout: intEnv(env, 'HEADERS_TIMEOUT_MS'),
+    requestTimeout: intEnv(env, 'REQUEST_TIMEOUT_MS'),
+    keepAliveTimeout: intEnv(env, 'KEEP_ALIVE_TIMEOUT_MS'),
   };
   if (e.port !== undefined) cfg.server.port = e.port;
   if (e.host) cfg.server.host = e.host;
   if (e.publicUrl) cfg.server.publicUrl = e.publicUrl;
   if (e.bodyLimit !== undefined) cfg.server.bodyLimitBytes = e.bodyLimit;
+  if (e.headersTimeout !== undefined) cfg.server.headersTimeoutMs = e.headersTimeout;
+  if (e.requestTimeout !== undefined) cfg.server.requestTimeoutMs = e.requestTimeout;
+  if (e.keepAliveTimeout !== undefined) cfg.server.keepAliveTimeoutMs = e.keepAliveTimeout;
   if (e.trusted) cfg.server.trustedProxies = e.trusted.split(',').map((s) => s.trim()).filter(Boolean);
   if (e.databaseUrl) cfg.storage.databaseUrl = e.databaseUrl;
   if (e.dataDir) cfg.storage.dataDir = e.dataDir;
@@ -155,6 +161,9 @@ export function validateConfig(raw: unknown): Config {
     throw new ConfigError(`invalid setting ${where}: ${first?.message ?? 'does not match the schema'}`);
   }
   const cfg = raw as Config;
+  const { headersTimeoutMs, requestTimeoutMs } = cfg.server;
+  if (requestTimeoutMs > 0 && headersTimeoutMs > requestTimeoutMs)
+    throw new ConfigError(`server.headersTimeoutMs (${headersTimeoutMs}) must not exceed server.requestTimeoutMs (${requestTimeoutMs})`);
   const seen = new Map<string, string>();
   for (const n of cfg.networks) {
     if (seen.has(n.slug)) throw new ConfigError(`networks: slug "${n.slug}" is listed twice`);

@@ -1,10 +1,13 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { describe, test } from 'node:test';
+import { after, describe, test } from 'node:test';
 import { createPublicClient, http } from 'viem';
-import { alive, descendants, spawnGateway } from '../support/process.ts';
+import { startFakeUpstream } from '../support/fake-upstream.ts';
+import { alive, descendants, type GatewayProcess, ROOT, spawnGateway } from '../support/process.ts';
+
+// Every start here is the real `npm start`: the compiled gateway in dist/, built first when stale.
 
 const tmp = () => mkdtempSync(path.join(tmpdir(), 'junction-main-'));
 
@@ -18,44 +21,169 @@ async function waitFor<T>(fn: () => Promise<T | undefined> | T | undefined, ms: 
   }
 }
 
-describe('the gateway process (main.ts)', () => {
-  test('starts on embedded PGlite under DATA_DIR, serves, and stops cleanly on SIGTERM; migrations are idempotent', async () => {
+/** The command line of the process `npm start` runs (npm's child). */
+function gatewayCommand(gw: GatewayProcess): string {
+  const npmPid = gw.child.pid as number;
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
+      if (Number(/^\d+ \(.*\) \S (\d+)/.exec(stat)?.[1]) === npmPid) return readFileSync(`/proc/${entry}/cmdline`, 'utf8').replaceAll('\0', ' ');
+    } catch {}
+  }
+  throw new Error('npm start runs no process');
+}
+
+async function post(url: string, body: unknown, headers: Record<string, string> = {}): Promise<Response> {
+  return fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+}
+
+describe('the gateway process (npm start)', () => {
+  // Whatever a failed test leaves running is killed, process groups included.
+  const running: Array<{ gw: GatewayProcess; group: boolean }> = [];
+  const start = async (opts: Parameters<typeof spawnGateway>[0]) => {
+    const gw = await spawnGateway(opts);
+    running.push({ gw, group: opts.detached === true });
+    return gw;
+  };
+  after(() => {
+    for (const { gw, group } of running) {
+      if (gw.child.exitCode !== null || gw.child.signalCode !== null) continue;
+      try {
+        process.kill(group ? -(gw.child.pid as number) : (gw.child.pid as number), 'SIGKILL');
+      } catch {}
+    }
+  });
+
+  test('runs compiled JavaScript from dist/ on embedded PGlite under DATA_DIR, serves, and stops cleanly on SIGTERM; migrations are idempotent', async () => {
     const dir = tmp();
     try {
       for (let run = 0; run < 2; run++) {
-        const gw = await spawnGateway({ env: { DATA_DIR: dir } });
+        const gw = await start({ env: { DATA_DIR: dir }, via: 'npm' });
+        const command = gatewayCommand(gw);
+        assert.match(command, /scripts\/start\.mjs/);
+        assert.doesNotMatch(command, /tsx/, 'no TypeScript loader');
         const ready = await fetch(`${gw.url}/health/ready`);
         assert.equal(ready.status, 200);
-        const reg = await fetch(`${gw.url}/api/v1/auth/register`, {
-          method: 'POST',
-          headers: { 'content-type': 'application/json' },
-          body: JSON.stringify({ email: `run${run}@example.com`, password: 'long enough pw', name: 'R' }),
-        });
+        const reg = await post(`${gw.url}/api/v1/auth/register`, { email: `run${run}@example.com`, password: 'long enough pw', name: 'R' });
         assert.equal(reg.status, 200, `run ${run}: the second start reuses the migrated database`);
         gw.child.kill('SIGTERM');
         const { code } = await gw.exited;
         assert.equal(code, 0);
         assert.match(gw.output(), /"msg":"stopped"/);
       }
+      assert.ok(existsSync(path.join(ROOT, 'dist/main.js')));
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
   });
 
-  test('a bad setting stops the start with a message naming it (exit 1)', async () => {
-    await assert.rejects(spawnGateway({ env: { DATA_DIR: tmp(), UPSTREAM_ATLANTIS: 'http://x' } }), /Configuration error: UPSTREAM_ATLANTIS/);
-    await assert.rejects(spawnGateway({ env: { DATA_DIR: tmp(), PORT: 'x' } }), /Configuration error: PORT/);
+  test('npm start builds dist/ when it is missing, rebuilds only what changed in src/, and finds the SQL migrations and default config from dist/', async () => {
+    // A copy of the project without dist/, so this one's dist/ is left alone.
+    const project = tmp();
+    const data = tmp();
+    try {
+      const skip = new Set(['node_modules', 'dist', '.git', 'data', 'test', 'bench', 'scratch', 'coverage']);
+      cpSync(ROOT, project, { recursive: true, filter: (from) => !skip.has(path.relative(ROOT, from).split(path.sep)[0] as string) });
+      symlinkSync(path.join(ROOT, 'node_modules'), path.join(project, 'node_modules'));
+      const run = async (what: string) => {
+        const gw = await start({ env: { DATA_DIR: data }, via: 'npm', cwd: project });
+        assert.equal((await fetch(`${gw.url}/health/ready`)).status, 200, `${what}: ready`);
+        const nets = await fetch(`${gw.url}/api/v1/networks`);
+        assert.equal(((await nets.json()) as { data: unknown[] }).data.length, 16, `${what}: the shipped networks`);
+        gw.child.kill('SIGTERM');
+        assert.equal((await gw.exited).code, 0, `${what}: stopped cleanly`);
+        return gw.output();
+      };
+
+      const first = await run('first start');
+      assert.match(first, /\[start\] dist\/ is missing[^\n]*: building/);
+      assert.ok(existsSync(path.join(project, 'dist/storage/migrations/0000_init.sql')), 'the migrations are copied');
+      assert.ok(existsSync(path.join(project, 'dist/main.js.map')), 'with source maps');
+
+      const changed = path.join(project, 'src/ops/health.ts');
+      writeFileSync(changed, `${readFileSync(changed, 'utf8')}\n// changed\n`);
+      const second = await run('after a change');
+      assert.match(second, /\[start\] dist\/ is older than src\/ops\/health\.ts: building/);
+      assert.match(second, /\[start\] built 1 file\(s\)/);
+      assert.match(readFileSync(path.join(project, 'dist/ops/health.js'), 'utf8'), /\/\/ changed/);
+
+      const third = await run('unchanged');
+      assert.doesNotMatch(third, /\[start\]/, 'nothing to build');
+    } finally {
+      rmSync(project, { recursive: true, force: true });
+      rmSync(data, { recursive: true, force: true });
+    }
   });
 
-  for (const [signal, via] of [
+  test('a bad setting stops the start with a message naming it (exit 1)', async () => {
+    await assert.rejects(spawnGateway({ env: { DATA_DIR: tmp(), UPSTREAM_ATLANTIS: 'http://x' }, via: 'npm' }), /Configuration error: UPSTREAM_ATLANTIS/);
+    await assert.rejects(spawnGateway({ env: { DATA_DIR: tmp(), PORT: 'x' }, via: 'npm' }), /Configuration error: PORT/);
+  });
+
+  test('usage of the last moment before a stop survives a stop signal sent twice to the whole process group (C27)', async () => {
+    const dir = tmp();
+    const upstream = await startFakeUpstream({ head: 0x1234 });
+    const env = { DATA_DIR: dir, UPSTREAM_NATIVE_MAINNET: upstream.url };
+    try {
+      let gw = await start({ env, via: 'npm', detached: true });
+      const reg = await post(`${gw.url}/api/v1/auth/register`, { email: 'last@example.com', password: 'long enough pw', name: 'L' });
+      const token = ((await reg.json()) as { data: { tokens: { accessToken: string } } }).data.tokens.accessToken;
+      const auth = { authorization: `Bearer ${token}` };
+      const created = await post(`${gw.url}/api/v1/api-keys`, { name: 'last' }, auth);
+      const key = ((await created.json()) as { data: { key: string } }).data.key;
+      const call = (id: number, method = 'eth_blockNumber', params: unknown[] = []) =>
+        post(`${gw.url}/rpc/main/evm/50`, { jsonrpc: '2.0', id, method, params }, { 'x-api-key': key });
+
+      const N = 20;
+      const answered = await Promise.all(Array.from({ length: N }, (_, i) => call(i)));
+      assert.deepEqual(
+        answered.map((r) => r.status),
+        Array(N).fill(200),
+      );
+      // More calls still in flight at the upstream when the stop comes: they are answered during the
+      // stop, so only the last flush of the graceful stop can store them.
+      upstream.setDelay(500);
+      const address = (i: number) => `0x${(i + 1).toString(16).padStart(40, '0')}`;
+      const inFlight = Array.from({ length: 5 }, (_, i) =>
+        call(N + i, 'eth_getBalance', [address(i), 'latest']).then((r) => r.status === 200, () => false),
+      );
+      await waitFor(() => (upstream.callCount('eth_getBalance') >= 5 ? true : undefined), 10_000, 'calls in flight');
+
+      const group = -(gw.child.pid as number);
+      process.kill(group, 'SIGTERM');
+      process.kill(group, 'SIGTERM');
+      const late = (await Promise.all(inFlight)).filter(Boolean).length;
+      const { code } = await gw.exited;
+      assert.equal(code, 0, `a clean stop:\n${gw.output().slice(-2000)}`);
+      assert.match(gw.output(), /"msg":"stopped"/);
+      assert.equal(late, 5, 'the calls in flight were answered');
+
+      gw = await start({ env, via: 'npm' });
+      try {
+        const stats = await fetch(`${gw.url}/api/v1/usage/stats`, { headers: auth });
+        assert.equal(stats.status, 200);
+        const { totalRequests } = ((await stats.json()) as { data: { totalRequests: number } }).data;
+        assert.equal(totalRequests, N + 5, `${N} calls before the stop and 5 answered during it`);
+      } finally {
+        gw.child.kill('SIGTERM');
+        await gw.exited;
+      }
+    } finally {
+      await upstream.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  for (const [signal, to] of [
     ['SIGTERM', 'npm'],
-    ['SIGINT', 'tsx'],
+    ['SIGINT', 'group'],
   ] as const) {
-    test(`--devnet: one anvil per network with its chainId, ready within 60 s, native chain mines; ${signal} leaves no anvil`, async () => {
+    test(`--devnet: one anvil per network with its chainId, ready within 60 s, native chain mines; ${signal} to the ${to === 'npm' ? 'npm process' : 'whole process group'} leaves no anvil`, async () => {
       const dir = tmp();
       try {
         const started = Date.now();
-        const gw = await spawnGateway({ args: ['--devnet'], env: { DATA_DIR: dir }, via });
+        const gw = await start({ args: ['--devnet'], env: { DATA_DIR: dir }, via: 'npm', detached: to === 'group' });
         await waitFor(async () => ((await fetch(`${gw.url}/health/ready`)).status === 200 ? true : undefined), 60_000, 'ready');
         const readyMs = Date.now() - started;
         assert.ok(readyMs < 60_000, `ready in ${readyMs} ms`);
@@ -74,7 +202,8 @@ describe('the gateway process (main.ts)', () => {
           }
           assert.deepEqual([...chainIds].sort((a, b) => a - b), nets.map((n) => n.chainId).sort((a, b) => a - b));
         }
-        gw.child.kill(signal);
+        if (to === 'group') process.kill(-(gw.child.pid as number), signal);
+        else gw.child.kill(signal);
         const { code } = await gw.exited;
         assert.equal(code, 0);
         await waitFor(() => (anvils.every((p) => !alive(p)) ? true : undefined), 5000, 'anvil processes to exit');

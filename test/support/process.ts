@@ -15,13 +15,18 @@ export interface GatewayProcess {
 }
 
 /**
- * Starts `src/main.ts` as its own process (as `npm start` does) on a free port and waits for its
- * "listening" log line. `via: 'npm'` runs `npm start`, `via: 'tsx'` the tsx CLI it calls.
+ * Starts the gateway as its own process on a free port and waits for its "listening" log line.
+ * `via: 'npm'` runs `npm start` (the compiled dist/, built first when stale), `via: 'tsx'` the tsx
+ * CLI on src/main.ts, by default node with tsx's loader on src/main.ts. `detached`: the child leads
+ * its own process group, so `process.kill(-child.pid, signal)` reaches the whole group.
  */
 export async function spawnGateway(opts: {
   args?: string[];
   env?: Record<string, string>;
   via?: 'node' | 'tsx' | 'npm';
+  detached?: boolean;
+  /** The project folder to start in (default: this one). */
+  cwd?: string;
   timeoutMs?: number;
 }): Promise<GatewayProcess> {
   const args = opts.args ?? [];
@@ -32,9 +37,10 @@ export async function spawnGateway(opts: {
         ? [path.join(ROOT, 'node_modules/.bin/tsx'), ['src/main.ts', ...args]]
         : [process.execPath, ['--import', 'tsx', 'src/main.ts', ...args]];
   const child = spawn(cmd, argv, {
-    cwd: ROOT,
+    cwd: opts.cwd ?? ROOT,
     env: { ...process.env, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', ...opts.env },
     stdio: ['ignore', 'pipe', 'pipe'],
+    detached: opts.detached ?? false,
   });
   let out = '';
   child.stdout?.on('data', (d) => {
