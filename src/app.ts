@@ -215,8 +215,8 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
       });
       // ...and signed-in traffic per account.
       await api.register(async (protectedScope) => {
-        requireBearer(protectedScope, tokens);
-        protectedScope.addHook('preHandler', (req, reply) => restLimits.request(req, reply, req.userId));
+        requireBearer(protectedScope, tokens, restLimits);
+        protectedScope.addHook('onRequest', (req, reply) => restLimits.request(req, reply, req.userId));
         await protectedScope.register(accountRoutes, { accounts, tokens, limits: restLimits, meter, config });
         await protectedScope.register(keyRoutes, { keys, accounts, config });
         await protectedScope.register(usageRoutes, { usage });

@@ -62,6 +62,16 @@ export class AccountService {
     return user;
   }
 
+  /** Whether `password` is this account's (a bounded hash: may throw 503 when all slots are busy). */
+  checkPassword(user: UserRow, password: string): Promise<boolean> {
+    return verifyPassword(password, user.passwordHash);
+  }
+
+  async setPassword(id: string, password: string): Promise<void> {
+    const passwordHash = await hashPassword(password, this.#hashCost);
+    await this.#db.update(users).set({ passwordHash, updatedAt: new Date() }).where(eq(users.id, id));
+  }
+
   async findById(id: string): Promise<UserRow | undefined> {
     const [row] = await this.#db.select().from(users).where(eq(users.id, id));
     return row;

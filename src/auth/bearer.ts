@@ -7,6 +7,8 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** The signed-in account, set by the bearer hook on protected routes (C6). */
     userId: string;
+    /** The login (refresh-token family) the access token belongs to. */
+    tokenFamily: string;
   }
 }
 
@@ -16,6 +18,7 @@ declare module 'fastify' {
  */
 export function requireBearer(scope: FastifyInstance, tokens: TokenService, limits?: RestLimits): void {
   scope.decorateRequest('userId', '');
+  scope.decorateRequest('tokenFamily', '');
   scope.addHook('onRequest', async (req: FastifyRequest) => {
     let claims: Awaited<ReturnType<TokenService['verifyAccess']>>;
     try {
@@ -27,6 +30,7 @@ export function requireBearer(scope: FastifyInstance, tokens: TokenService, limi
       if (limits && err instanceof HttpError && err.statusCode === 401) throw (await limits.bearerFailed(req)) ?? err;
       throw err;
     }
-    req.userId = claims;
+    req.userId = claims.userId;
+    req.tokenFamily = claims.familyId;
   });
 }

@@ -10,6 +10,15 @@ export interface TokenPair {
   refreshToken: string;
 }
 
+/** Who an access token speaks for: the account and the login (token family) it belongs to. */
+export interface AccessClaims {
+  userId: string;
+  familyId: string;
+}
+
+// Every claim the gateway issues must be present: a token without `exp` would never expire (C5).
+const REQUIRED_CLAIMS = ['iss', 'sub', 'iat', 'exp', 'jti'];
+
 export interface TokenOptions {
   secret: string;
   issuer: string;
@@ -47,7 +56,7 @@ export class TokenService {
       userId,
       expiresAt: new Date((now + this.#opts.refreshTtlSeconds) * 1000),
     });
-    const accessToken = await new SignJWT({ typ: 'access' })
+    const accessToken = await new SignJWT({ typ: 'access', fam: familyId })
       .setProtectedHeader({ alg: 'HS256' })
       .setSubject(userId)
       .setIssuer(this.#opts.issuer)
@@ -68,18 +77,24 @@ export class TokenService {
 
   async #verify(token: string, typ: 'access' | 'refresh') {
     try {
-      const { payload } = await jwtVerify(token, this.#key, { issuer: this.#opts.issuer, algorithms: ['HS256'] });
+      const { payload } = await jwtVerify(token, this.#key, {
+        issuer: this.#opts.issuer,
+        algorithms: ['HS256'],
+        requiredClaims: REQUIRED_CLAIMS,
+      });
       if (payload.typ !== typ || typeof payload.sub !== 'string' || typeof payload.jti !== 'string') throw new Error();
-      return payload as typeof payload & { sub: string; jti: string; fam?: string };
+      if (typeof payload.fam !== 'string') throw new Error();
+      return payload as typeof payload & { sub: string; jti: string; fam: string };
     } catch (err) {
       if (err instanceof joseErrors.JWTExpired) throw new HttpError('TOKEN_EXPIRED', `The ${typ} token has expired`);
       throw new HttpError('UNAUTHORIZED', `Invalid ${typ} token`);
     }
   }
 
-  /** The user id of a valid access token, else a 401 HttpError. */
-  async verifyAccess(token: string): Promise<string> {
-    return (await this.#verify(token, 'access')).sub;
+  /** The account and login of a valid access token, else a 401 HttpError. */
+  async verifyAccess(token: string): Promise<AccessClaims> {
+    const claims = await this.#verify(token, 'access');
+    return { userId: claims.sub, familyId: claims.fam };
   }
 
   /**
@@ -111,6 +126,15 @@ export class TokenService {
     return this.#pair(row.userId, row.familyId);
   }
 
+  /** Signs every login of the account out (their refresh tokens stop working). */
+  async revokeAll(userId: string): Promise<void> {
+    await this.#db
+      .update(refreshTokens)
+      .set({ revokedAt: new Date() })
+      .where(and(eq(refreshTokens.userId, userId), isNull(refreshTokens.revokedAt)));
+  }
+
+  /** Signs one login out: every refresh token of its family stops working. */
   async revokeFamily(familyId: string): Promise<void> {
     await this.#db
       .update(refreshTokens)

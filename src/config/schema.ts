@@ -79,10 +79,6 @@ export const ConfigSchema = T.Object(
         bodyLimitBytes: T.Integer({ minimum: 1024 }), // bytes; 1 MiB by default (C23)
         trustedProxies: T.Array(T.String()), // addresses or CIDRs whose X-Forwarded-For is believed
         shutdownGraceMs: T.Integer({ minimum: 0 }), // milliseconds a graceful stop may take
-        // Slow clients (src/http/server-timeouts.ts): milliseconds; 0 turns one off.
-        headersTimeoutMs: T.Integer({ minimum: 0 }), // a request's headers must arrive within 10 s
-        requestTimeoutMs: T.Integer({ minimum: 0 }), // its headers and body within 30 s
-        keepAliveTimeoutMs: T.Integer({ minimum: 0 }), // an idle keep-alive connection closes after 65 s
       },
       { additionalProperties: false },
     ),
@@ -101,6 +97,8 @@ export const ConfigSchema = T.Object(
         refreshTokenTtlSeconds: T.Integer({ minimum: 1 }), // seconds; 2592000 = 30 days (C5)
         passwordHashCost: T.Integer({ minimum: 10, maximum: 15 }), // log2 of scrypt's N for new password hashes; 15 (C5), lower only for tests
         issuer: T.String({ minLength: 1 }),
+        maxConcurrentHashes: T.Union([T.Integer({ minimum: 1 }), T.Null()]), // password hashes at once per process; null: cores, at most 3
+        hashWaitMs: T.Integer({ minimum: 1 }), // milliseconds a request waits for a hash slot before 503
       },
       { additionalProperties: false },
     ),

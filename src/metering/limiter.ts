@@ -56,6 +56,12 @@ export interface Limiter {
    * restart, from stored usage. A store whose counters outlive the process ignores it.
    */
   seed(counters: readonly CounterSeed[]): Promise<void>;
+  /**
+   * Gives back what an admitted `consume` of these checks took, for a reservation that turned out
+   * not to count (C17: a login attempt whose password was right): the newest `cost` entries of a
+   * window, `cost` of a counter (never below 0).
+   */
+  refund(checks: readonly Check[]): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -78,6 +84,9 @@ class TimeLog {
   }
   add(now: number, n: number): void {
     for (let i = 0; i < n; i++) this.ts.push(now);
+  }
+  removeNewest(n: number): void {
+    for (let i = 0; i < n && this.size > 0; i++) this.ts.pop();
   }
 }
 
@@ -154,6 +163,17 @@ export class MemoryLimiter implements Limiter {
       };
     });
     return { allowed, states };
+  }
+
+  async refund(checks: readonly Check[]): Promise<void> {
+    for (const c of checks) {
+      if (c.cost <= 0) continue;
+      if (c.kind === 'window') this.#logs.get(c.key)?.removeNewest(c.cost);
+      else {
+        const ctr = this.#counters.get(c.key);
+        if (ctr) ctr.value = Math.max(0, ctr.value - c.cost);
+      }
+    }
   }
 
   /** Counters of this process start at zero: take what storage says was already used (max, so never counted twice). */

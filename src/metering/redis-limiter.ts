@@ -72,6 +72,22 @@ end
 return out
 `;
 
+// Gives back an admitted reservation: the newest entries of a window, or part of a counter.
+const REFUND = `
+for i = 1, #KEYS do
+  local kind, cost = ARGV[(i - 1) * 2 + 1], tonumber(ARGV[(i - 1) * 2 + 2])
+  if cost > 0 then
+    if kind == 'w' then
+      redis.call('ZPOPMAX', KEYS[i], cost)
+    else
+      local v = tonumber(redis.call('GET', KEYS[i]) or '0')
+      if v > 0 then redis.call('DECRBY', KEYS[i], math.min(v, cost)) end
+    end
+  end
+end
+return 1
+`;
+
 /**
  * Limits shared by every instance through Redis (REDIS_URL). Counter keys carry their period in
  * the name (e.g. the UTC day), so `resetAt` only sets when Redis may forget them.
@@ -86,6 +102,19 @@ export class RedisLimiter implements Limiter {
     if (!('junctionLimit' in redis)) {
       redis.defineCommand('junctionLimit', { lua: SCRIPT });
     }
+    if (!('junctionRefund' in redis)) {
+      redis.defineCommand('junctionRefund', { lua: REFUND });
+    }
+  }
+
+  async refund(checks: readonly Check[]): Promise<void> {
+    if (checks.length === 0) return;
+    const argv = checks.flatMap((c) => [c.kind === 'window' ? 'w' : 'c', c.cost]);
+    await (this.#redis as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>).junctionRefund?.(
+      checks.length,
+      ...checks.map((c) => this.#prefix + c.key),
+      ...argv,
+    );
   }
 
   async consume(checks: readonly Check[]): Promise<ConsumeResult> {

@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Config } from '../config/schema.ts';
 import { HttpError } from '../errors/http.ts';
-import type { CheckState, Limiter } from './limiter.ts';
+import type { CheckState, Limiter, WindowCheck } from './limiter.ts';
 
 const MINUTE_MS = 60_000;
 const HOUR_MS = 3_600_000;
@@ -19,6 +19,11 @@ function headersOf(limit: number, s: CheckState): Record<string, string> {
 function throttled(s: CheckState, message: string): HttpError {
   const retryAfter = Math.max(1, Math.ceil(s.retryAfterMs / 1000));
   return new HttpError('RATE_LIMITED', message, { details: { retryAfter }, headers: { 'retry-after': String(retryAfter) } });
+}
+
+/** A reserved failed-login place (C17), given back by `release()`. */
+export interface LoginAttempt {
+  release(): Promise<void>;
 }
 
 /**
@@ -58,16 +63,24 @@ export class RestLimits {
     return r.allowed ? undefined : throttled(r.states[0] as CheckState, 'Too many failed authentications from this address; try again later');
   }
 
-  /** Before checking a password: refuse while this (IP, e-mail) has used up its failed logins. */
-  async loginAllowed(req: FastifyRequest, email: string): Promise<void> {
-    const r = await this.#limiter.consume([this.#login(req, email, 0)]);
-    const s = r.states[0] as CheckState;
-    if (s.remaining === 0) throw throttled({ ...s, retryAfterMs: s.resetAt - Date.now() }, 'Too many failed logins; try again later');
-  }
-
-  /** Counts one failed login of this (IP, e-mail). */
-  async loginFailed(req: FastifyRequest, email: string): Promise<void> {
-    await this.#limiter.consume([this.#login(req, email, 1)]);
+  /**
+   * C17: reserves one of this (IP, e-mail)'s failed logins before the password is checked, so that
+   * guesses sent at once are counted too: at most `failedLoginsPerMinute` are ever checked per
+   * window, the rest are 429 with Retry-After. Call `release()` when the attempt was not a wrong
+   * guess (the password was right, or never checked); a wrong one keeps its place.
+   */
+  async loginAttempt(req: FastifyRequest, email: string): Promise<LoginAttempt> {
+    const check = this.#login(req, email);
+    const r = await this.#limiter.consume([check]);
+    if (!r.allowed) throw throttled(r.states[0] as CheckState, 'Too many failed logins; try again later');
+    let released = false;
+    return {
+      release: async () => {
+        if (released) return;
+        released = true;
+        await this.#limiter.refund([check]);
+      },
+    };
   }
 
   /** Counts one registration from this IP; refuses past the hourly limit. */
@@ -78,13 +91,13 @@ export class RestLimits {
     if (!r.allowed) throw throttled(r.states[0] as CheckState, 'Too many registrations from this address; try again later');
   }
 
-  #login(req: FastifyRequest, email: string, cost: number) {
+  #login(req: FastifyRequest, email: string): WindowCheck {
     return {
-      kind: 'window' as const,
+      kind: 'window',
       key: `login:${req.ip}:${email.trim().toLowerCase()}`,
       limit: this.#cfg.failedLoginsPerMinute,
       windowMs: MINUTE_MS,
-      cost,
+      cost: 1,
     };
   }
 }

@@ -127,7 +127,7 @@ export class RpcPipeline {
       return plain(new ParseError('Parse error: the body is not valid JSON'), 'null');
     }
     const isBatch = Array.isArray(parsed);
-    const single = isBatch ? undefined : parseItem(parsed);
+    const single = isBatch ? undefined : parseItem(parsed, text);
     // The id as the client wrote it (an id of the wrong type is answered as null); read from the
     // text only when the gateway writes the answer itself: a forwarded call needs none of it.
     let idCache: string | undefined;
@@ -177,7 +177,7 @@ export class RpcPipeline {
       items = [];
       list.forEach((raw, index) => {
         const itemText = elements[index] ?? 'null';
-        const item = parseItem(raw);
+        const item = parseItem(raw, itemText);
         if (item.error) refused.push({ index, id: item.id !== null ? idText(itemText) : 'null', err: item.error });
         else items.push({ index, text: itemText, call: item.call });
       });

@@ -1,0 +1,143 @@
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { Type as T } from '@sinclair/typebox';
+import type { Config } from '../config/schema.ts';
+import { badRequest, unauthorized } from '../errors/http.ts';
+import { ErrorResponse, ok, OkMessage } from '../http/schemas.ts';
+import type { Meter } from '../metering/meter.ts';
+import { effectiveLimits } from '../metering/plans.ts';
+import type { RestLimits } from '../metering/rest-limits.ts';
+import type { AccountService } from './accounts.ts';
+import { checkNewPassword } from './password-rules.ts';
+import { configureHashSlots } from './passwords.ts';
+import { Password, Tokens, UserSchema } from './routes.ts';
+import type { TokenService } from './tokens.ts';
+
+const Limit = T.Union([T.Integer(), T.Null()]);
+const Me = T.Composite([
+  UserSchema,
+  T.Object({
+    limits: T.Object(
+      {
+        requestsPerMinute: Limit,
+        dailyLimit: Limit,
+        monthlyLimit: T.Union([T.Integer(), T.Null()], { description: 'compute units per calendar month (UTC)' }),
+        maxKeys: Limit,
+        maxNetworks: Limit,
+      },
+      { description: "the plan's limits with this account's overrides (C8, C9); null = unlimited" },
+    ),
+    remaining: T.Object(
+      {
+        requestsThisMinute: Limit,
+        requestsToday: Limit,
+        computeUnitsThisMonth: Limit,
+      },
+      { description: 'left now over all the account\'s keys (C10–C12); null = unlimited' },
+    ),
+  }),
+]);
+const errors = { 400: ErrorResponse, 401: ErrorResponse, 429: ErrorResponse, 503: ErrorResponse };
+const security = [{ bearerAuth: [] }];
+
+/**
+ * The signed-in account: `/me`, logout and password change. Registered behind the bearer hook
+ * (C6). Also applies the password-hash bound of the config (process-wide, see passwords.ts).
+ */
+export const accountRoutes: FastifyPluginAsyncTypebox<{
+  accounts: AccountService;
+  tokens: TokenService;
+  limits: RestLimits;
+  meter: Meter;
+  config: Config;
+}> = async (app, { accounts, tokens, limits, meter, config }) => {
+  configureHashSlots(config.auth);
+
+  const account = async (userId: string) => {
+    const user = await accounts.findById(userId);
+    if (!user) throw unauthorized('The account no longer exists');
+    return user;
+  };
+
+  app.get(
+    '/me',
+    {
+      schema: {
+        tags: ['auth'],
+        summary: 'The signed-in account, its limits and what is left of them now',
+        security,
+        response: { 200: ok(Me), ...errors },
+      },
+    },
+    async (req) => {
+      const user = await account(req.userId);
+      const l = effectiveLimits(config, user);
+      return {
+        success: true as const,
+        data: {
+          id: user.id,
+          email: user.email,
+          name: user.name,
+          tier: user.tier as 'free' | 'pro' | 'max' | 'enterprise',
+          limits: {
+            requestsPerMinute: l.requestsPerMinute,
+            dailyLimit: l.dailyLimit,
+            monthlyLimit: l.monthlyComputeUnits,
+            maxKeys: l.maxKeys,
+            maxNetworks: l.maxNetworks,
+          },
+          remaining: await meter.accountRemaining(user.id, l),
+        },
+      };
+    },
+  );
+
+  app.post(
+    '/auth/logout',
+    {
+      schema: {
+        tags: ['auth'],
+        summary: "Sign this login out: its refresh token stops working (the access token lives out its 15 minutes)",
+        security,
+        response: { 200: OkMessage, ...errors },
+      },
+    },
+    async (req) => {
+      await tokens.revokeFamily(req.tokenFamily);
+      return { success: true as const, message: 'Signed out' };
+    },
+  );
+
+  app.post(
+    '/auth/password',
+    {
+      schema: {
+        tags: ['auth'],
+        summary: 'Change the password; every other login is signed out and this one gets fresh tokens',
+        security,
+        body: T.Object(
+          { currentPassword: T.String({ minLength: 1, maxLength: 256 }), newPassword: Password },
+          { additionalProperties: false },
+        ),
+        response: { 200: ok(Tokens), ...errors },
+      },
+    },
+    async (req) => {
+      checkNewPassword(req.body.newPassword, 'body.newPassword');
+      const user = await account(req.userId);
+      // C17: guesses of the current password count as failed logins of this (IP, e-mail).
+      const attempt = await limits.loginAttempt(req, user.email);
+      const right = await accounts.checkPassword(user, req.body.currentPassword).catch(async (err: unknown) => {
+        await attempt.release();
+        throw err;
+      });
+      if (!right) {
+        throw badRequest('Invalid request: body.currentPassword is wrong', [{ field: 'body.currentPassword', message: 'is wrong' }]);
+      }
+      await attempt.release();
+      await accounts.setPassword(user.id, req.body.newPassword);
+      // Every login, this one included, is revoked; this one goes on under a new family.
+      await tokens.revokeAll(user.id);
+      return { success: true as const, data: await tokens.issue(user.id) };
+    },
+  );
+};
