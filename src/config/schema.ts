@@ -79,6 +79,10 @@ export const ConfigSchema = T.Object(
         bodyLimitBytes: T.Integer({ minimum: 1024 }), // bytes; 1 MiB by default (C23)
         trustedProxies: T.Array(T.String()), // addresses or CIDRs whose X-Forwarded-For is believed
         shutdownGraceMs: T.Integer({ minimum: 0 }), // milliseconds a graceful stop may take
+        // Slow clients (src/http/server-timeouts.ts): milliseconds; 0 turns one off.
+        headersTimeoutMs: T.Integer({ minimum: 0 }), // a request's headers must arrive within 10 s
+        requestTimeoutMs: T.Integer({ minimum: 0 }), // its headers and body within 30 s
+        keepAliveTimeoutMs: T.Integer({ minimum: 0 }), // an idle keep-alive connection closes after 65 s
       },
       { additionalProperties: false },
     ),
