@@ -8,10 +8,9 @@ export class RpcError extends BaseError {
   override name = 'RpcError';
   static code = -32603;
   static httpStatus = 500;
-  readonly data: unknown;
-  constructor(message: string, opts: { data?: unknown; cause?: unknown } = {}) {
+  /** Machine-readable details (C22), sent as the error object's `data`. */
+  constructor(message: string, opts: { details?: unknown; cause?: unknown } = {}) {
     super(message, opts);
-    this.data = opts.data;
   }
   get code(): number {
     return (this.constructor as typeof RpcError).code;
@@ -20,7 +19,7 @@ export class RpcError extends BaseError {
     return (this.constructor as typeof RpcError).httpStatus;
   }
   toJSON(): { code: number; message: string; data?: unknown } {
-    return { code: this.code, message: this.message, ...(this.data === undefined ? {} : { data: this.data }) };
+    return { code: this.code, message: this.message, ...(this.details === undefined ? {} : { data: this.details }) };
   }
 }
 
@@ -76,7 +75,7 @@ export class InternalRpcError extends RpcError {
 export class NodeAnsweredError extends RpcError {
   static override httpStatus = 200;
   readonly #nodeCode: number;
-  constructor(code: number, message: string, opts: { data?: unknown } = {}) {
+  constructor(code: number, message: string, opts: { details?: unknown } = {}) {
     super(message, opts);
     this.#nodeCode = code;
   }
@@ -96,8 +95,8 @@ export function toRpcError(err: unknown): RpcError {
     const message = err.maybeSent
       ? 'Upstream RPC error: the transaction may have been sent; check it by hash'
       : 'Upstream RPC error: no node could answer';
-    return new UpstreamError(message, { data: { network: err.network, maybeSent: err.maybeSent }, cause: err });
+    return new UpstreamError(message, { details: { network: err.network, maybeSent: err.maybeSent }, cause: err });
   }
-  if (err instanceof UpstreamRpcError) return new NodeAnsweredError(err.code, err.message, { data: err.details });
+  if (err instanceof UpstreamRpcError) return new NodeAnsweredError(err.code, err.message, { details: err.details });
   return new InternalRpcError('Internal error', { cause: err });
 }

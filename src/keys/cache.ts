@@ -178,7 +178,7 @@ export class KeyCache {
 /** C20: inactive -32001; revoked or expired -32002; else the key. */
 function usable(key: ResolvedKey, now: number): ResolvedKey | RpcError {
   if (key.status === 'inactive') return new InvalidApiKeyError('Invalid or inactive API key');
-  if (key.status === 'revoked') return new ApiKeyRevokedError('API key revoked or expired', { data: { reason: 'revoked' } });
-  if (key.expiresAt !== null && key.expiresAt <= now) return new ApiKeyRevokedError('API key revoked or expired', { data: { reason: 'expired' } });
+  if (key.status === 'revoked') return new ApiKeyRevokedError('API key revoked or expired', { details: { reason: 'revoked' } });
+  if (key.expiresAt !== null && key.expiresAt <= now) return new ApiKeyRevokedError('API key revoked or expired', { details: { reason: 'expired' } });
   return key;
 }

@@ -57,7 +57,7 @@ export class Meter {
     const state = result.states[0] as CheckState;
     if (result.allowed) return { error: null, headers: {}, release: () => this.#limiter.refund([check]) };
     const retryAfter = Math.max(1, Math.ceil(state.retryAfterMs / 1000));
-    const error = new RateLimitedError('Too many unknown API keys from this address; try again later', { data: { retryAfter, limit: 'keyLookups' } });
+    const error = new RateLimitedError('Too many unknown API keys from this address; try again later', { details: { retryAfter, limit: 'keyLookups' } });
     return { error, headers: { 'retry-after': String(retryAfter) }, release: async () => {} };
   }
 
@@ -180,10 +180,10 @@ export class Meter {
     const error =
       role === 'daily' || role === 'monthly'
         ? new QuotaExceededError(role === 'daily' ? 'Daily request limit exceeded' : 'Monthly compute unit limit exceeded', {
-            data: { retryAfter, limit: role === 'daily' ? 'daily' : 'monthly' },
+            details: { retryAfter, limit: role === 'daily' ? 'daily' : 'monthly' },
           })
         : new RateLimitedError('Rate limit exceeded', {
-            data: { retryAfter, limit: role === 'keyRate' ? 'key' : role === 'accountRate' ? 'plan' : 'ip' },
+            details: { retryAfter, limit: role === 'keyRate' ? 'key' : role === 'accountRate' ? 'plan' : 'ip' },
           });
     return { error, headers };
   }

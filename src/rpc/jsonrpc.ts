@@ -89,7 +89,7 @@ export function callMembersError(raw: string | Uint8Array): { error: InvalidRequ
   const message = repeated
     ? `Invalid request: member "${member}" appears more than once`
     : `Invalid request: member "${member}" is not allowed; a call has only "jsonrpc", "method", "params" and "id", each written exactly once`;
-  return { error: new InvalidRequestError(message, { data: { member } }), member, aboutId: readsAsId(member) };
+  return { error: new InvalidRequestError(message, { details: { member } }), member, aboutId: readsAsId(member) };
 }
 
 /** Whether a member name as written reads as "id" to a node that decodes escapes and ignores case. */

@@ -152,7 +152,7 @@ export class RpcPipeline {
     const caller: Caller = { key, network, ip: input.ip, requestId: input.requestId };
     if (key && !key.networks.has(network.slug)) {
       const err = new NetworkNotAllowedError(`API key not authorized for network ${network.slug}`, {
-        data: { network: network.slug, allowed: [...key.networks] },
+        details: { network: network.slug, allowed: [...key.networks] },
       });
       return { ...(await this.#refusal(caller, singleId(), err)), keyRefused: true };
     }
@@ -169,7 +169,7 @@ export class RpcPipeline {
       if (list.length === 0) return this.#refusal(caller, 'null', new InvalidRequestError('Invalid request: empty batch'));
       const max = this.#config.rpc.maxBatchSize;
       if (list.length > max) {
-        const err = new InvalidRequestError(`Invalid request: a batch holds at most ${max} calls`, { data: { maxBatchSize: max } });
+        const err = new InvalidRequestError(`Invalid request: a batch holds at most ${max} calls`, { details: { maxBatchSize: max } });
         return this.#refusal(caller, 'null', err);
       }
       const elements = arrayElements(text);

@@ -78,7 +78,7 @@ export class MethodPolicy {
     const memoKey = `${nativeNetwork ? 'n' : 'o'}${transport}:${method}`;
     let refusal = this.#refusals.get(memoKey);
     if (!refusal) {
-      refusal = new MethodNotSupportedError(`Method ${method} ${this.#why(method, nativeNetwork)}`, { data: { method } });
+      refusal = new MethodNotSupportedError(`Method ${method} ${this.#why(method, nativeNetwork)}`, { details: { method } });
       if (this.#refusals.size < 10_000) this.#refusals.set(memoKey, refusal);
     }
     return refusal;

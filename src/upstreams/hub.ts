@@ -117,7 +117,7 @@ export class SubscriptionHub {
     if (this.#closed) throw new UpstreamError('Upstream RPC error: the gateway is shutting down');
     if (this.#o.urls.length === 0) {
       throw new UpstreamError(`Upstream RPC error: network ${this.network} has no WebSocket upstream for subscriptions`, {
-        data: { network: this.network },
+        details: { network: this.network },
       });
     }
     let st = this.#topics.get(topic.key);
@@ -126,7 +126,7 @@ export class SubscriptionHub {
       this.#topics.set(topic.key, st);
       const created = st;
       created.timer = setTimeout(() => {
-        this.#failTopic(created, new UpstreamError('Upstream RPC error: no node accepted the subscription in time', { data: { network: this.network } }));
+        this.#failTopic(created, new UpstreamError('Upstream RPC error: no node accepted the subscription in time', { details: { network: this.network } }));
       }, this.#o.timeoutMs);
       created.timer.unref();
       clearTimeout(this.#lingerTimer);
@@ -358,7 +358,7 @@ export class SubscriptionHub {
     if (!st.active && err instanceof NodeError) {
       // The node refused this filter: its clients get the node's own error (C22).
       const e = err.error;
-      this.#failTopic(st, new NodeAnsweredError(typeof e.code === 'number' ? e.code : -32603, err.message, { data: e.data }));
+      this.#failTopic(st, new NodeAnsweredError(typeof e.code === 'number' ? e.code : -32603, err.message, { details: e.data }));
       return;
     }
     if (this.#topics.get(st.topic.key) !== st) return;

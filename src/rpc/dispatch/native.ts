@@ -209,13 +209,13 @@ function askNode(call: NodeCall): Ask {
 
 function nodeError(nodeMethod: string, message: string, extra: Record<string, unknown> = {}, cause?: unknown): RpcError {
   return new UpstreamError(`native node error (${nodeMethod}): ${message}`, {
-    data: { method: nodeMethod, message, ...extra },
+    details: { method: nodeMethod, message, ...extra },
     ...(cause === undefined ? {} : { cause }),
   });
 }
 
 function expectObject(nodeMethod: string, value: unknown): Record<string, unknown> {
-  if (!isObject(value)) throw new UpstreamError(`native node error (${nodeMethod}): unexpected answer`, { data: { method: nodeMethod } });
+  if (!isObject(value)) throw new UpstreamError(`native node error (${nodeMethod}): unexpected answer`, { details: { method: nodeMethod } });
   return value;
 }
 
@@ -236,7 +236,7 @@ async function rewardRecord(node: Ask, rewardMethod: string, epoch: number): Pro
   // The node answers {} when it has no record for the block (not stored, or unknown hash).
   if (record.signers === undefined && record.rewards === undefined) {
     throw new UpstreamError(`native node has no reward record for epoch ${epoch}`, {
-      data: { method: rewardMethod, epoch, blockHash: hash },
+      details: { method: rewardMethod, epoch, blockHash: hash },
     });
   }
   return { signers: record.signers, rewards: record.rewards };

@@ -44,7 +44,7 @@ export function rpcFastPath(deps: FastPathDeps): (req: IncomingMessage, res: Ser
   const accessLog = config.rpc.accessLog;
   const publicNetwork = registry.bySlug(PUBLIC_NETWORK);
   const networkList = () => registry.all.map((n) => n.slug);
-  const unknownNetwork = (what: string) => new UnknownNetworkError(`Unknown network: ${what}`, { data: { networks: networkList() } });
+  const unknownNetwork = (what: string) => new UnknownNetworkError(`Unknown network: ${what}`, { details: { networks: networkList() } });
 
   // Metric children bound once per (route, status): no label hashing per request.
   const counted = new Map<string, { inc(): void }>();

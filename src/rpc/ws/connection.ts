@@ -151,7 +151,7 @@ export class WsConnection implements SubscriptionDispatcher {
   reserve(key: ResolvedKey): RpcError | null {
     const max = this.#ctx.config.ws.plans[key.tier].subscriptionsPerConnection;
     if (max !== null && this.#subs.size + this.#reserved >= max) {
-      return new RateLimitedError(`Subscription limit exceeded: at most ${max} per connection`, { data: { limit: 'subscriptions', max } });
+      return new RateLimitedError(`Subscription limit exceeded: at most ${max} per connection`, { details: { limit: 'subscriptions', max } });
     }
     this.#reserved++;
     return null;

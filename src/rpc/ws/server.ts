@@ -181,7 +181,7 @@ export class WsGateway {
     if (this.#closing) return refuse(socket, 503, new InternalRpcError('The gateway is shutting down; reconnect shortly'));
     const network = this.#d.registry.bySlug(slug);
     if (!network) {
-      return refuse(socket, 404, new UnknownNetworkError(`Unknown network: ${slug.slice(0, 64)}`, { data: { networks: this.#d.registry.all.map((n) => n.slug) } }));
+      return refuse(socket, 404, new UnknownNetworkError(`Unknown network: ${slug.slice(0, 64)}`, { details: { networks: this.#d.registry.all.map((n) => n.slug) } }));
     }
     const origin = req.headers.origin;
     if (origin && !this.#origins.has('*') && !this.#origins.has(origin)) {
@@ -195,12 +195,12 @@ export class WsGateway {
     // C13: the 101 and every refusal from here on carry the caller's limits (read, not consumed).
     const { headers } = await this.#d.meter.rpc({ key }, 0, 0);
     if (!key.networks.has(network.slug)) {
-      const err = new NetworkNotAllowedError(`API key not authorized for network ${network.slug}`, { data: { network: network.slug, allowed: [...key.networks] } });
+      const err = new NetworkNotAllowedError(`API key not authorized for network ${network.slug}`, { details: { network: network.slug, allowed: [...key.networks] } });
       return refuse(socket, err.httpStatus, err, headers);
     }
     const max = this.#d.config.ws.plans[key.tier].connectionsPerKey;
     if (!this.#slots.take(key.keyId, max)) {
-      const err = new RateLimitedError(`Connection limit exceeded: at most ${max} WebSocket connections per API key`, { data: { limit: 'connections', max } });
+      const err = new RateLimitedError(`Connection limit exceeded: at most ${max} WebSocket connections per API key`, { details: { limit: 'connections', max } });
       return refuse(socket, err.httpStatus, err, headers);
     }
     if (socket.destroyed || this.#closing) {
