@@ -1,4 +1,6 @@
 import { randomBytes } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
 import { type Child, freePort, startChild, tempDir, waitUntil } from './children.ts';
 
 /** One gateway row of the table: how its process is started and how the bench account is set up. */
@@ -16,6 +18,12 @@ export interface GatewayVariant {
   };
   /** Resolves to why the row cannot run on this machine (e.g. Redis does not answer), or undefined. */
   skip?: () => Promise<string | undefined>;
+  /** Config file content for this row (GATEWAY_CONFIG), e.g. `{ cache: { enabled: false } }`. */
+  config?: Record<string, unknown>;
+  /** The JSON-RPC body of this row, when not the bench's default call. */
+  body?: string;
+  /** What the row is compared with the bare Node proxy for: plain forwarding, or answers from the response cache. */
+  kind?: 'pass-through' | 'cached';
 }
 
 export interface RunningGateway {
@@ -53,13 +61,19 @@ export async function startGateway(
 ): Promise<RunningGateway> {
   const port = await freePort();
   const adminToken = randomBytes(16).toString('hex');
-  const child = startChild(variant.label, process.execPath, [...(opts.nodeArgs ?? []), '--import', 'tsx', 'src/main.ts'], {
+  let configFile: string | undefined;
+  if (variant.config) {
+    configFile = path.join(tempDir('gateway-config'), 'config.json');
+    writeFileSync(configFile, JSON.stringify(variant.config));
+  }
+  // The compiled gateway, as `npm start` runs it (bench/run.ts builds dist/ first).
+  const child = startChild(variant.label, process.execPath, [...(opts.nodeArgs ?? []), 'dist/main.js'], {
     env: {
       ...process.env,
       // The same gateway whatever the shell exports: embedded storage, in-process state, no config file.
       DATABASE_URL: undefined,
       REDIS_URL: undefined,
-      GATEWAY_CONFIG: undefined,
+      GATEWAY_CONFIG: configFile,
       DEVNET: undefined,
       PORT: String(port),
       HOST: '127.0.0.1',

@@ -51,14 +51,33 @@ export function table(rows: Row[]): string {
 }
 
 /** The two targets: gateway throughput >= 40% of nginx's, and < 1 ms added at p50 under moderate load. */
-export function verdicts(rows: Row[], opts: { nginx: string; direct: string; gateways: string[]; connections: number; moderate: number }): string {
+export function verdicts(
+  rows: Row[],
+  opts: {
+    nginx: string;
+    direct: string;
+    bare: string;
+    /** Gateway rows compared with the bare Node proxy: pass-through >= 0.8 of it, cached answers >= 1.2. */
+    kinds: Record<string, 'pass-through' | 'cached'>;
+    gateways: string[];
+    connections: number;
+    moderate: number;
+  },
+): string {
   const find = (target: string, conns: number) => rows.find((r) => r.target === target && r.connections === conns);
   const out: string[] = [];
   const nginx = find(opts.nginx, opts.connections);
   const direct = find(opts.direct, opts.moderate);
+  const bare = find(opts.bare, opts.connections);
   for (const g of opts.gateways) {
     const loaded = find(g, opts.connections);
     const moderate = find(g, opts.moderate);
+    const kind = opts.kinds[g];
+    if (loaded && bare && kind) {
+      const ratio = loaded.rps / bare.rps;
+      const target = kind === 'cached' ? 1.2 : 0.8;
+      out.push(`${g}: ${ratio.toFixed(2)}x the bare Node proxy at ${opts.connections} connections (${kind}, target >= ${target}): ${ratio >= target ? 'OK' : 'BELOW'}`);
+    }
     if (loaded && nginx) {
       const ratio = (loaded.rps / nginx.rps) * 100;
       out.push(`${g}: throughput ${ratio.toFixed(0)}% of nginx at ${opts.connections} connections (target >= 40%): ${ratio >= 40 ? 'OK' : 'BELOW'}`);

@@ -13,6 +13,8 @@ import { type MeasureOptions, measure, QUIET } from './measure.ts';
 import { findNginx, startNginx } from './nginx.ts';
 import { hotFunctions } from './profile.ts';
 import { machineLine, type Row, table, verdicts } from './report.ts';
+// @ts-expect-error: a plain .mjs build script without type declarations
+import { build } from '../scripts/build.mjs';
 
 /**
  * One gateway row pair (loaded and moderate) per entry; a new row is a new entry. E.g. "limits on,
@@ -25,12 +27,23 @@ import { machineLine, type Row, table, verdicts } from './report.ts';
 // per-minute windows, the daily counter and the monthly compute units without ever being refused.
 const UNREACHABLE = { requestsPerMinute: 1_000_000_000, dailyLimit: 1_000_000_000, monthlyLimit: 1_000_000_000 };
 const REDIS = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+// Pass-through rows run with the response cache off: with it on, identical concurrent
+// eth_blockNumber calls share one upstream call (C44), which is not forwarding any more.
+const NO_CACHE = { cache: { enabled: false } };
 const GATEWAY_VARIANTS: GatewayVariant[] = [
-  { label: 'gateway, X-API-Key' },
-  { label: 'gateway, limits in-process', account: { tier: 'free', limits: UNREACHABLE } },
+  { label: 'gateway, X-API-Key', config: NO_CACHE, kind: 'pass-through' },
+  { label: 'gateway, limits in-process', account: { tier: 'free', limits: UNREACHABLE }, config: NO_CACHE, kind: 'pass-through' },
+  {
+    label: 'gateway, cached eth_chainId',
+    account: { tier: 'free', limits: UNREACHABLE },
+    body: '{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}',
+    kind: 'cached',
+  },
   {
     label: 'gateway, limits on Redis',
     account: { tier: 'free', limits: UNREACHABLE },
+    config: NO_CACHE,
+    kind: 'pass-through',
     env: { REDIS_URL: REDIS },
     skip: async () => {
       const u = new URL(REDIS);
@@ -89,12 +102,12 @@ async function main(): Promise<number> {
   const rows: Row[] = [];
   const failures: string[] = [];
   /** Starts a proxy, measures it, stops it; a failure to start is recorded and the bench goes on. */
-  const run = async (label: string, start: () => Promise<{ child: Child; url: string; headers?: Record<string, string> }>) => {
+  const run = async (label: string, options: MeasureOptions, start: () => Promise<{ child: Child; url: string; headers?: Record<string, string> }>) => {
     let child: Child | undefined;
     try {
       const p = await start();
       child = p.child;
-      rows.push(...(await measure({ label, url: p.url, headers: p.headers ?? {}, proxyPid: p.child.pid }, o)));
+      rows.push(...(await measure({ label, url: p.url, headers: p.headers ?? {}, proxyPid: p.child.pid }, options)));
       return true;
     } catch (err) {
       if (interrupted()) throw err;
@@ -107,15 +120,18 @@ async function main(): Promise<number> {
 
   rows.push(...(await measure({ label: DIRECT, url: upstream.url, headers: {}, proxyPid: null }, o)));
   const nginx = findNginx();
-  if (nginx) await run(NGINX, () => startNginx(nginx, Number(new URL(upstream.url).port)));
+  if (nginx) await run(NGINX, o, () => startNginx(nginx, Number(new URL(upstream.url).port)));
   else console.log(`  ${NGINX}: skipped, nginx is not installed (Debian/Ubuntu: apt-get install nginx-light)`);
-  await run(BARE, () => startScript('bare proxy', 'bare-proxy.ts', [upstream.url]));
+  await run(BARE, o, () => startScript('bare proxy', 'bare-proxy.ts', [upstream.url]));
 
   // Kept after the run (Chrome DevTools or speedscope open the .cpuprofile files); the path is printed.
   const profileDir = opt.profile ? mkdtempSync(path.join(os.tmpdir(), 'junction-bench-profile-')) : undefined;
   const nowUs = () => Number(process.hrtime.bigint() / 1000n); // the monotonic clock of the profiles
   const profiled: Array<{ label: string; dir: string; fromUs: number; toUs: number }> = [];
   const gateways: string[] = [];
+  const kinds: Record<string, 'pass-through' | 'cached'> = {};
+  // The gateway rows run the compiled JavaScript, as `npm start` does.
+  console.log(`  building dist/: ${await build()} file(s)`);
   for (const [i, variant] of GATEWAY_VARIANTS.entries()) {
     const why = await variant.skip?.();
     if (why) {
@@ -126,18 +142,19 @@ async function main(): Promise<number> {
     const nodeArgs = dir ? ['--cpu-prof', `--cpu-prof-dir=${dir}`] : [];
     let fromUs = 0;
     let toUs = 0;
-    const ok = await run(variant.label, async () => {
+    const ok = await run(variant.label, variant.body ? { ...o, body: variant.body } : o, async () => {
       const gw = await startGateway(variant, upstream.url, { nodeArgs });
       fromUs = nowUs();
       return { child: gw.child, url: gw.rpcUrl, headers: gw.headers };
     });
     toUs = nowUs();
     if (ok) gateways.push(variant.label);
+    if (ok && variant.kind) kinds[variant.label] = variant.kind;
     if (ok && dir) profiled.push({ label: variant.label, dir, fromUs, toUs });
   }
 
   console.log(`\n${table(rows)}\n`);
-  console.log(verdicts(rows, { nginx: NGINX, direct: DIRECT, gateways: [BARE, ...gateways], connections: CONNECTIONS, moderate: MODERATE }));
+  console.log(verdicts(rows, { nginx: NGINX, direct: DIRECT, bare: BARE, kinds, gateways: [BARE, ...gateways], connections: CONNECTIONS, moderate: MODERATE }));
   const disturbed = rows.filter((r) => r.cpu.other >= QUIET).length;
   if (disturbed > 0) {
     console.log(`note: other processes used >= ${QUIET}% of a core during ${disturbed} run(s) (column "other"): rerun on a quiet machine before comparing figures`);

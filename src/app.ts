@@ -7,6 +7,7 @@ import type { DestinationStream, Logger } from 'pino';
 import { adminRoutes } from './admin/routes.ts';
 import { accountRoutes } from './auth/account-routes.ts';
 import { AccountService } from './auth/accounts.ts';
+import { configureHashSlots } from './auth/passwords.ts';
 import { requireBearer } from './auth/bearer.ts';
 import { authRoutes } from './auth/routes.ts';
 import { TokenService } from './auth/tokens.ts';
@@ -113,6 +114,8 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   });
   const registry = new NetworkRegistry(config, () => publicUrl(config, listeningPort));
   const db = deps.storage.db;
+  // Password hashing is bounded process-wide (register, login, password change).
+  configureHashSlots(config.auth);
   const accounts = new AccountService(db, { passwordHashCost: config.auth.passwordHashCost });
   const tokens = new TokenService(db, {
     secret: deps.secrets.jwtSecret,

@@ -8,7 +8,6 @@ import { effectiveLimits } from '../metering/plans.ts';
 import type { RestLimits } from '../metering/rest-limits.ts';
 import type { AccountService } from './accounts.ts';
 import { checkNewPassword } from './password-rules.ts';
-import { configureHashSlots } from './passwords.ts';
 import { Password, Tokens, UserSchema } from './routes.ts';
 import type { TokenService } from './tokens.ts';
 
@@ -41,7 +40,7 @@ const security = [{ bearerAuth: [] }];
 
 /**
  * The signed-in account: `/me`, logout and password change. Registered behind the bearer hook
- * (C6). Also applies the password-hash bound of the config (process-wide, see passwords.ts).
+ * (C6). 
  */
 export const accountRoutes: FastifyPluginAsyncTypebox<{
   accounts: AccountService;
@@ -50,8 +49,6 @@ export const accountRoutes: FastifyPluginAsyncTypebox<{
   meter: Meter;
   config: Config;
 }> = async (app, { accounts, tokens, limits, meter, config }) => {
-  configureHashSlots(config.auth);
-
   const account = async (userId: string) => {
     const user = await accounts.findById(userId);
     if (!user) throw unauthorized('The account no longer exists');
