@@ -80,8 +80,10 @@ function plan() {
     });
     if (built[rel] !== sources[rel] || !present) todo.push(rel);
   }
-  const gone = Object.keys(built).filter((rel) => !(rel in sources));
-  return { key, full, sources, todo, gone };
+  // Outputs no source makes any more (a deleted file, or anything left by other build options).
+  const expected = new Set(['.build.json', ...Object.keys(sources).flatMap(outputsOf)]);
+  const stray = walk(DIST).filter((rel) => !expected.has(rel) && !rel.endsWith('.tmp'));
+  return { key, full, sources, todo, stray };
 }
 
 /** Why dist/ is out of date (missing, or which source changed), or undefined when it is current. */
@@ -89,7 +91,7 @@ export function staleness() {
   const p = plan();
   if (p.full) return 'missing or built with other options';
   if (p.todo.length) return `older than src/${p.todo[0]}${p.todo.length > 1 ? ` and ${p.todo.length - 1} more` : ''}`;
-  if (p.gone.length) return `holding the output of src/${p.gone[0]}, which is gone`;
+  if (p.stray.length) return `holding dist/${p.stray[0]}, which no source makes`;
   return undefined;
 }
 
@@ -101,13 +103,14 @@ function writeAtomic(file, data) {
 }
 
 /**
- * Brings dist/ up to date with src/. Resolves with the number of files written; throws (naming
- * file and line) when a source does not parse.
+ * Brings dist/ up to date with src/. Resolves with how many sources were built and how many stray
+ * files removed; throws (naming file and line) when a source does not parse.
  */
 export async function build() {
   const p = plan();
-  if (!p.full && p.todo.length === 0 && p.gone.length === 0) return 0;
-  if (p.full) rmSync(DIST, { recursive: true, force: true });
+  if (!p.full && p.todo.length === 0 && p.stray.length === 0) return { built: 0, removed: 0 };
+  // Files are replaced in place (never dist/ removed whole): a gateway already running from dist/,
+  // or another start building at the same moment, never finds a file missing.
   const { default: ts } = await import('typescript');
   const parsed = ts.getParsedCommandLineOfConfigFile(path.join(ROOT, 'tsconfig.build.json'), undefined, {
     ...ts.sys,
@@ -148,16 +151,20 @@ export async function build() {
     rmSync(STAMP, { force: true });
     throw new Error(`build failed:\n${errors.join('\n')}`);
   }
-  for (const rel of p.gone) for (const o of outputsOf(rel)) rmSync(path.join(DIST, o), { force: true });
+  for (const rel of p.stray) rmSync(path.join(DIST, rel), { force: true });
   writeAtomic(STAMP, `${JSON.stringify({ key: p.key, files: p.sources }, null, 1)}\n`);
-  return p.todo.length;
+  return { built: p.todo.length, removed: p.stray.length };
 }
 
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   const started = Date.now();
   try {
-    const n = await build();
-    console.log(n ? `[build] dist/: ${n} file(s) from src/ in ${Date.now() - started} ms` : '[build] dist/ is up to date');
+    const { built, removed } = await build();
+    console.log(
+      built || removed
+        ? `[build] dist/: built ${built} file(s) from src/${removed ? `, removed ${removed}` : ''} in ${Date.now() - started} ms`
+        : '[build] dist/ is up to date',
+    );
   } catch (err) {
     console.error(`[build] ${err.message}`);
     process.exit(1);

@@ -12,8 +12,8 @@ if (stale) {
   const started = Date.now();
   process.stderr.write(`[start] dist/ is ${stale}: building\n`);
   try {
-    const n = await build();
-    process.stderr.write(`[start] built ${n} file(s) in ${Date.now() - started} ms\n`);
+    const { built, removed } = await build();
+    process.stderr.write(`[start] built ${built} file(s)${removed ? `, removed ${removed}` : ''} in ${Date.now() - started} ms\n`);
   } catch (err) {
     process.stderr.write(`[start] ${err.message}\n`);
     process.exit(1);

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -107,6 +108,16 @@ describe('the gateway process (npm start)', () => {
       assert.match(second, /\[start\] dist\/ is older than src\/ops\/health\.ts: building/);
       assert.match(second, /\[start\] built 1 file\(s\)/);
       assert.match(readFileSync(path.join(project, 'dist/ops/health.js'), 'utf8'), /\/\/ changed/);
+
+      // A file whose source is gone leaves dist/ too.
+      const extra = path.join(project, 'src/storage/migrations/extra.txt');
+      const buildNow = () => execFileSync(process.execPath, ['scripts/build.mjs'], { cwd: project, encoding: 'utf8' });
+      writeFileSync(extra, 'x');
+      assert.match(buildNow(), /built 1 file/);
+      assert.ok(existsSync(path.join(project, 'dist/storage/migrations/extra.txt')));
+      rmSync(extra);
+      assert.match(buildNow(), /removed 1/);
+      assert.ok(!existsSync(path.join(project, 'dist/storage/migrations/extra.txt')));
 
       const third = await run('unchanged');
       assert.doesNotMatch(third, /\[start\]/, 'nothing to build');
