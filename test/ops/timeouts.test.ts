@@ -2,9 +2,10 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
+import WebSocket from 'ws';
 import { loadConfig } from '../../src/config/load.ts';
 import { applyServerTimeouts, type CheckedServer } from '../../src/http/server-timeouts.ts';
-import { startTestApp, type TestApp } from '../support/app.ts';
+import { createKey, startTestApp, type TestApp } from '../support/app.ts';
 
 // Small values so each case takes about a second; the shipped ones are 10 s, 30 s and 65 s.
 const HEADERS_MS = 600;
@@ -114,6 +115,21 @@ describe('server timeouts: slow and idle clients are cut (server.headersTimeoutM
     const ms = await c.closed;
     assert.ok(ms !== undefined, `the idle connection is still open after ${BOUND_MS} ms`);
     assert.match(c.received(), /^HTTP\/1\.1 200/, 'the request itself was answered');
+  });
+
+  test('a WebSocket stays open past all three timeouts: they bound receiving requests, not upgraded connections', async () => {
+    const { key } = await createKey(t.app);
+    const ws = new WebSocket(`${t.url.replace('http', 'ws')}/ws?apiKey=${key}`);
+    await new Promise((resolve, reject) => ws.once('open', resolve).once('error', reject));
+    let closed = false;
+    ws.once('close', () => {
+      closed = true;
+    });
+    await new Promise((r) => setTimeout(r, REQUEST_MS * 2));
+    assert.equal(closed, false);
+    ws.ping();
+    await new Promise((resolve) => ws.once('pong', resolve));
+    ws.close();
   });
 
   test('a request sent at a normal pace is answered and its connection reused', async () => {
