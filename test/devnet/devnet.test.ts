@@ -10,6 +10,7 @@ import { createPublicClient, createWalletClient, http, parseEther } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { mainnet } from 'viem/chains';
 import { type Devnet, type DevnetNetwork, anvilBinary, startDevnet } from '../../src/devnet/devnet.ts';
+import { waitFor } from '../support/wait.ts';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const root = path.resolve(here, '../..');
@@ -26,7 +27,6 @@ const FAUCET = '0x000000000000000000000000000000000000fa0c' as const;
 const silent = { info() {}, warn() {}, error() {} };
 
 const client = (url: string) => createPublicClient({ transport: http(url), pollingInterval: 100 });
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Alive and not a zombie (a zombie has exited; only its parent has not reaped it yet). */
 function isAlive(pid: number): boolean {
@@ -67,13 +67,12 @@ function refusesConnections(port: number): Promise<boolean> {
   });
 }
 
-async function waitUntil(check: () => boolean | Promise<boolean>, ms: number): Promise<boolean> {
-  const deadline = Date.now() + ms;
-  while (Date.now() < deadline) {
-    if (await check()) return true;
-    await sleep(100);
-  }
-  return check();
+/** Whether `check` holds within `ms` (the callers assert it with their own message). */
+function waitUntil(check: () => boolean | Promise<boolean>, ms: number): Promise<boolean> {
+  return waitFor(check, { timeoutMs: ms, intervalMs: 100 }).then(
+    () => true,
+    () => false,
+  );
 }
 
 describe('anvilBinary', () => {

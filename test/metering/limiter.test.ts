@@ -66,6 +66,7 @@ for (const store of stores) {
     test('the window slides: requests leave one by one as they age, never a 2x burst at an edge', async () => {
       const k = randomUUID();
       assert.equal((await limiter.consume([win(k, 2, 600)])).allowed, true);
+      // The window's own timing is under test here: these sleeps wait out parts of it on purpose.
       await sleep(350);
       assert.equal((await limiter.consume([win(k, 2, 600)])).allowed, true);
       assert.equal((await limiter.consume([win(k, 2, 600)])).allowed, false);

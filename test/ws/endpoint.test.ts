@@ -230,6 +230,7 @@ describe('calls', () => {
     const c = await connect(wsAddress(t, `/ws?apiKey=${k.key}`));
     await patchKey(k.user.auth, k.id, { expiresAt: new Date(Date.now() + 1_000).toISOString() });
     assert.equal((await c.call('eth_chainId')).result, '0x32');
+    // A point in time (the expiry), and a refused call closes the connection: no polling.
     await sleep(1_200);
     const refused = await c.call('eth_chainId');
     assert.equal(refused.error?.code, -32002);

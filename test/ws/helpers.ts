@@ -119,15 +119,6 @@ export async function tryUpgrade(url: string, headers: Record<string, string> = 
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-/** Polls until `check` holds (or fails after `timeoutMs`). */
-export async function waitFor(check: () => boolean, timeoutMs = 8_000, what = 'condition'): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!check()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await sleep(20);
-  }
-}
-
 /**
  * A WebSocket relay between the gateway and a node: counts the JSON-RPC methods the gateway
  * sends upstream, and can cut every relayed connection or refuse new ones.

@@ -9,7 +9,8 @@ import { runInNewContext } from 'node:vm';
 import WebSocket from 'ws';
 import type { WsConnection } from '../../src/rpc/ws/connection.ts';
 import { createKey, startTestApp, type TestApp } from '../support/app.ts';
-import { connect, type FakeWsNode, sleep, startFakeWsNode, tryUpgrade, waitFor, withUpstreams, wsAddress } from './helpers.ts';
+import { connect, type FakeWsNode, sleep, startFakeWsNode, tryUpgrade, withUpstreams, wsAddress } from './helpers.ts';
+import { waitFor } from '../support/wait.ts';
 
 setFlagsFromString('--expose-gc');
 const MAX_BUFFERED = 256 * 1024;
@@ -89,12 +90,12 @@ test('cuts off a client that stops reading once its queue passes ws.maxBufferedB
     for (let i = 0; i < 5; i++) node.emit('newHeads', { number: `0x${sent.toString(16)}`, filler }) && sent++;
     await new Promise((r) => setImmediate(r));
   }
-  await waitFor(() => conn.closed, 5_000, 'the slow client to be cut off');
+  await waitFor(() => conn.closed, { timeoutMs: 5_000, what: 'the slow client to be cut off' });
   // The gateway's queue for the client is all it held for it: the cap plus one message at most.
   assert.ok(conn.peakBufferedBytes <= MAX_BUFFERED + message, `queue peaked at ${conn.peakBufferedBytes} bytes`);
   assert.ok(sent * message > 4 * MAX_BUFFERED, `only ${sent * message} bytes were sent before the cut`);
   // And once cut, nothing of it stays behind.
-  await waitFor(() => read >= sent, 10_000, 'the reader to get every notification');
+  await waitFor(() => read >= sent, { timeoutMs: 10_000, what: 'the reader to get every notification' });
   gc();
   const growth = retained() - baseline;
   assert.ok(growth < 4 * 1024 * 1024, `${growth} bytes retained after the cut`);
@@ -102,9 +103,9 @@ test('cuts off a client that stops reading once its queue passes ws.maxBufferedB
   // The client sees an abrupt end once it reads again; the reader goes on.
   (slow.ws as unknown as { _socket: { resume(): void } })._socket.resume();
   assert.equal((await slow.closed).code, 1006);
-  await waitFor(() => read >= sent, 10_000, 'the reader to get every notification');
+  await waitFor(() => read >= sent, { timeoutMs: 10_000, what: 'the reader to get every notification' });
   node.emit('newHeads', { number: '0xffff' });
-  await waitFor(() => read === sent + 1, 5_000, 'the reader to get the next notification');
+  await waitFor(() => read === sent + 1, { timeoutMs: 5_000, what: 'the reader to get the next notification' });
   reader.close();
 });
 
@@ -131,7 +132,7 @@ test('refuses connections past the per-key limit with 429 (-32005), and admits a
   assert.equal(t.app.parts.ws.connectionsOf(k.id), 3);
 
   await open[0]?.close();
-  await waitFor(() => t.app.parts.ws.connectionsOf(k.id) === 2, 2_000, 'the slot to be released');
+  await waitFor(() => t.app.parts.ws.connectionsOf(k.id) === 2, { timeoutMs: 2_000, what: 'the slot to be released' });
   const again = await connect(url(k.key));
   for (const c of [again, ...open.slice(1)]) await c.close();
 });
@@ -175,10 +176,10 @@ test('on a graceful stop every client gets a 1001 close and the hubs close their
   const a = await connect(url(key));
   const b = await connect(url(key));
   await a.subscribe(['newHeads']);
-  await waitFor(() => node.connections === 1, 2_000, 'the hub connected upstream');
+  await waitFor(() => node.connections === 1, { timeoutMs: 2_000, what: 'the hub connected upstream' });
   stopped = true;
   await t.close();
   assert.equal((await a.closed).code, 1001);
   assert.equal((await b.closed).code, 1001);
-  await waitFor(() => node.connections === 0, 2_000, 'the upstream connection to close');
+  await waitFor(() => node.connections === 0, { timeoutMs: 2_000, what: 'the upstream connection to close' });
 });

@@ -18,7 +18,8 @@ import { privateKeyToAccount } from 'viem/accounts';
 import { mainnet } from 'viem/chains';
 import { createKey } from '../support/app.ts';
 import { TINY_ABI, TINY_BYTECODE } from '../support/tiny-contract.ts';
-import { connect, type Relay, sleep, startRelayedGateway, waitFor, wsAddress } from './helpers.ts';
+import { waitFor } from '../support/wait.ts';
+import { connect, type Relay, sleep, startRelayedGateway, wsAddress } from './helpers.ts';
 
 let g: Awaited<ReturnType<typeof startRelayedGateway>>;
 let key: string;
@@ -75,9 +76,10 @@ describe('newHeads', () => {
 
     // The last client disconnects without unsubscribing: the upstream subscription goes too.
     await b.close();
-    await waitFor(() => upstreamUnsubscribes(native) === unsubscribesBefore + 1, 5_000, 'upstream eth_unsubscribe');
+    await waitFor(() => upstreamUnsubscribes(native) === unsubscribesBefore + 1, { timeoutMs: 5_000, what: 'upstream eth_unsubscribe' });
     assert.equal(hub('native-mainnet')?.topics, 0);
     const countA = a.notificationsOf(idA).length;
+    // An absence over more than one block time (the native devnet mines every second): nothing to poll for.
     await sleep(1_300);
     assert.equal(a.notificationsOf(idA).length, countA, 'no notification after eth_unsubscribe');
     await a.close();
@@ -93,7 +95,7 @@ describe('newHeads', () => {
     const hashes: string[] = [];
     const unwatchNumbers = client.watchBlockNumber({ onBlockNumber: (n) => void numbers.push(n), onError: (e) => assert.fail(e) });
     const unwatchBlocks = client.watchBlocks({ onBlock: (b) => void hashes.push(b.hash as string), onError: (e) => assert.fail(e) });
-    await waitFor(() => numbers.length >= 2 && hashes.length >= 2, 8_000, 'two blocks from viem');
+    await waitFor(() => numbers.length >= 2 && hashes.length >= 2, { timeoutMs: 8_000, what: 'two blocks from viem' });
     assert.ok((numbers[1] as bigint) > (numbers[0] as bigint));
     assert.equal(upstreamSubscribes(native), before, 'viem joined the running newHeads subscription');
     assert.equal(hub('native-mainnet')?.topics, 1);
@@ -144,7 +146,7 @@ describe('logs and pending transactions', () => {
     const viem = createPublicClient({ transport: webSocket(url('ethereum')) });
     const events: Array<{ value?: bigint }> = [];
     const unwatch = viem.watchContractEvent({ address: x, abi: TINY_ABI, eventName: 'Stored', onLogs: (logs) => events.push(...logs.map((l) => l.args)) });
-    await waitFor(() => eth.count('eth_subscribe') - before === 4, 5_000, "viem's subscription");
+    await waitFor(() => eth.count('eth_subscribe') - before === 4, { timeoutMs: 5_000, what: "viem's subscription" });
 
     await store(0, x, 7n);
     const logA = await a.notification(idA);
@@ -152,7 +154,7 @@ describe('logs and pending transactions', () => {
     assert.equal(getAddress(logA.params.result.address), getAddress(x));
     assert.equal(BigInt(logA.params.result.data), 7n);
     assert.deepEqual(logB.params.result, logA.params.result);
-    await waitFor(() => events.length === 1, 5_000, "viem's event");
+    await waitFor(() => events.length === 1, { timeoutMs: 5_000, what: "viem's event" });
     assert.equal(events[0]?.value, 7n);
 
     await store(1, y, 8n);
@@ -161,6 +163,7 @@ describe('logs and pending transactions', () => {
     assert.equal(BigInt(logC.params.result.data), 8n);
     assert.equal(logC.params.result.topics[1], pad(sender1).toLowerCase());
     assert.equal(logD.params.result.transactionHash, logC.params.result.transactionHash);
+    // An absence: give a stray notification time to arrive.
     await sleep(300);
     assert.equal(a.notificationsOf(idA).length, 1, 'A saw only the log of x');
     assert.equal(c.notificationsOf(idC).length, 1, "C saw only sender 1's log");
@@ -171,7 +174,7 @@ describe('logs and pending transactions', () => {
     unwatch();
     await (await viem.transport.getRpcClient()).close();
     for (const cl of [a, b, c, d]) await cl.close();
-    await waitFor(() => eth.count('eth_unsubscribe') >= 4, 5_000, 'every logs subscription dropped upstream');
+    await waitFor(() => eth.count('eth_unsubscribe') >= 4, { timeoutMs: 5_000, what: 'every logs subscription dropped upstream' });
   });
 
   test('newPendingTransactions notifies the hash of a sent transaction', async () => {
@@ -229,7 +232,7 @@ describe('upstream failures', () => {
     active.refuse(true);
     active.cut();
     // Both topics are subscribed again on the other upstream.
-    await waitFor(() => other.count('eth_subscribe') - otherBefore === 2, 5_000, 'resubscription on the other upstream');
+    await waitFor(() => other.count('eth_subscribe') - otherBefore === 2, { timeoutMs: 5_000, what: 'resubscription on the other upstream' });
     const afterA = await a.next((m) => m.params?.subscription === idA && Number(m.params.result.number) > lastBefore);
     const afterB = await b.next((m) => m.params?.subscription === idB && Number(m.params.result.number) > lastBefore);
     assert.equal(afterA.params.result.hash, afterB.params.result.hash);
@@ -240,7 +243,7 @@ describe('upstream failures', () => {
     const activeBefore = active.count('eth_subscribe');
     const lastMiddle = Number(afterA.params.result.number);
     other.cut();
-    await waitFor(() => active.count('eth_subscribe') - activeBefore === 2, 5_000, 'resubscription on the first upstream');
+    await waitFor(() => active.count('eth_subscribe') - activeBefore === 2, { timeoutMs: 5_000, what: 'resubscription on the first upstream' });
     await a.next((m) => m.params?.subscription === idA && Number(m.params.result.number) > lastMiddle);
     assert.equal((await b.call('eth_unsubscribe', [idL])).result, true, 'ids survive reconnections');
     await a.close();

@@ -1,0 +1,29 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+
+export interface WaitOptions {
+  /** Give up after this many milliseconds (default 10 s: generous, for a loaded machine). */
+  timeoutMs?: number;
+  /** Milliseconds between two checks (default 20). */
+  intervalMs?: number;
+  /** What is awaited, for the timeout message. */
+  what?: string;
+}
+
+/**
+ * Polls `predicate` until it gives something other than `undefined`, `null` or `false`, and
+ * returns that. Throws after `timeoutMs`, naming `what`. Use it instead of a fixed sleep whenever
+ * a test waits for something to happen: it returns as soon as it has, and waits longer on a busy
+ * machine instead of failing.
+ */
+export async function waitFor<T>(
+  predicate: () => T | Promise<T>,
+  { timeoutMs = 10_000, intervalMs = 20, what = 'condition' }: WaitOptions = {},
+): Promise<Exclude<T, undefined | null | false>> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await predicate();
+    if (value !== undefined && value !== null && value !== false) return value as Exclude<T, undefined | null | false>;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await sleep(intervalMs);
+  }
+}
