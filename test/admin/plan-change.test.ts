@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { createKey, registerUser, startTestApp, type TestApp } from '../support/app.ts';
-import { type FakeUpstream, startFakeUpstream } from '../support/fake-upstream.ts';
+import { type FakeNode, startFakeNode } from '../support/fake-node.ts';
 import { storageBackends } from '../support/services.ts';
 
 const ADMIN = 'admin-token-for-plan-change-tests';
@@ -15,9 +15,9 @@ type User = Awaited<ReturnType<typeof registerUser>>;
 for (const backend of backends) {
   describe(`plan changes on ${backend.name} (C8, C14–C16, C20)`, { skip: backend.skip }, () => {
     let t: TestApp;
-    let fake: FakeUpstream;
+    let fake: FakeNode;
     before(async () => {
-      fake = await startFakeUpstream();
+      fake = await startFakeNode();
       t = await startTestApp({
         backend: backend.name,
         env: { ADMIN_TOKEN: ADMIN, UPSTREAM_NATIVE_MAINNET: fake.url, UPSTREAM_ETHEREUM: fake.url, UPSTREAM_POLYGON: fake.url },

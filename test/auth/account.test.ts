@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { createKey, registerUser, startTestApp, type TestApp } from '../support/app.ts';
-import { type FakeUpstream, startFakeUpstream } from '../support/fake-upstream.ts';
+import { type FakeNode, startFakeNode } from '../support/fake-node.ts';
 import { serviceSkip } from '../support/services.ts';
 
 const ADMIN = 'admin-token-for-account-tests';
@@ -15,9 +15,9 @@ for (const setup of [
 ]) {
   describe(`the signed-in account: /me, logout, password change (${setup.name})`, { skip: setup.skip }, () => {
     let t: TestApp;
-    let fake: FakeUpstream;
+    let fake: FakeNode;
     before(async () => {
-      fake = await startFakeUpstream();
+      fake = await startFakeNode();
       t = await startTestApp({
         backend: setup.backend,
         redis: setup.redis,

@@ -23,8 +23,9 @@ import type { Devnet } from '../../src/devnet/devnet.ts';
 import { startDevnet } from '../../src/devnet/devnet.ts';
 import { faucetGrants } from '../../src/faucet/schema.ts';
 import { createKey, createTestDatabase, registerUser, setTier, startTestApp, type TestApp } from '../support/app.ts';
+import { type FakeNode, startFakeNode } from '../support/fake-node.ts';
 import { serviceSkip } from '../support/services.ts';
-import { type NodeProxy, startNodeProxy } from './node-proxy.ts';
+import { waitFor } from '../support/wait.ts';
 
 const ADMIN_TOKEN = 'faucet-test-admin-token-0123456789';
 const SEPOLIA = 'ethereum-sepolia';
@@ -47,17 +48,6 @@ const chainOf = (id: number, url: string) =>
   defineChain({ id, name: `chain ${id}`, nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 }, rpcUrls: { default: { http: [url] } } });
 
 const freshAddress = (): Address => privateKeyToAddress(generatePrivateKey());
-
-/** Polls until `done` returns a value, for at most `ms`. */
-async function until<T>(done: () => Promise<T | undefined>, ms = 10_000, what = 'condition'): Promise<T> {
-  const started = Date.now();
-  for (;;) {
-    const v = await done();
-    if (v !== undefined) return v;
-    if (Date.now() - started > ms) assert.fail(`${what}: not within ${ms} ms`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
 
 describe('faucet on the devnet (C28–C30)', () => {
   let t: TestApp;
@@ -295,7 +285,8 @@ describe('faucet on the devnet (C28–C30)', () => {
 
 describe('faucet storage: refusals, restarts, several instances (C29)', () => {
   let devnet: Devnet;
-  let proxy: NodeProxy;
+  /** Passes every call on to the chain, counts them, and refuses the methods in `refuse`. */
+  let proxy: FakeNode;
   const keyA = generatePrivateKey();
   const keyB = generatePrivateKey();
   let chain: string;
@@ -307,7 +298,7 @@ describe('faucet storage: refusals, restarts, several instances (C29)', () => {
       fund: [privateKeyToAddress(keyA), privateKeyToAddress(keyB)],
     });
     chain = devnet.upstreams[SEPOLIA]?.http as string;
-    proxy = await startNodeProxy(chain);
+    proxy = await startFakeNode({ forwardTo: chain });
   });
   after(async () => {
     await proxy?.close();
@@ -410,10 +401,10 @@ describe('faucet storage: refusals, restarts, several instances (C29)', () => {
       t = await startTestApp({ dataDir: dir, env: envFor(keyA) });
       const status = (id: string) =>
         t.storage.db.select().from(faucetGrants).where(eq(faucetGrants.id, id)).then((r) => r[0]);
-      const done = await until(async () => {
+      const done = await waitFor(async () => {
         const [a, b] = [await status('crash-x'), await status('crash-y')];
         return a?.status !== 'pending' && b?.status !== 'pending' ? { a, b } : undefined;
-      }, 10_000, 'the pending grants to be resumed');
+      }, { timeoutMs: 10_000, intervalMs: 100, what: 'the pending grants to be resumed' });
       assert.equal(done.a?.status, 'failed');
       assert.match(done.a?.error ?? '', /nonce/);
       assert.ok(done.b?.status === 'sent' || done.b?.status === 'mined', `status ${done.b?.status}`);
@@ -428,7 +419,7 @@ describe('faucet storage: refusals, restarts, several instances (C29)', () => {
       await t.close();
       const sends = proxy.callCount('eth_sendRawTransaction');
       t = await startTestApp({ dataDir: dir, env: envFor(keyA) });
-      await until(async () => ((await status('crash-y'))?.status === 'mined' ? true : undefined), 10_000, 'the sent grant to be found mined');
+      await waitFor(async () => ((await status('crash-y'))?.status === 'mined' ? true : undefined), { timeoutMs: 10_000, intervalMs: 100, what: 'the sent grant to be found mined' });
       assert.equal(proxy.callCount('eth_sendRawTransaction'), sends);
       assert.equal(await nonceOf(account.address), n + 2);
       assert.equal((await status('crash-x'))?.status, 'failed');
@@ -481,15 +472,15 @@ describe('faucet storage: refusals, restarts, several instances (C29)', () => {
 
       const sends = proxy.callCount('eth_sendRawTransaction');
       proxy.refuse.delete('eth_getTransactionReceipt');
-      const mined = await until(async () => {
+      const mined = await waitFor(async () => {
         const [r1, r2] = [await receipt(dropped), await receipt(laterHash)];
         return r1 && r2 ? [r1, r2] : undefined;
-      }, 10_000, 'both grants to be mined');
+      }, { timeoutMs: 10_000, intervalMs: 100, what: 'both grants to be mined' });
       assert.ok(mined.every((r) => r.status === '0x1'));
       assert.equal(BigInt(await chainRpc<Hex>(chain, 'eth_getBalance', [x, 'latest'])), parseEther('0.1'));
       assert.equal(BigInt(await chainRpc<Hex>(chain, 'eth_getBalance', [y, 'latest'])), parseEther('0.2'));
       assert.equal(proxy.callCount('eth_sendRawTransaction') - sends, 1, 'only the dropped one was sent again');
-      await until(async () => ((await rowOf(dropped))?.status === 'mined' && (await rowOf(laterHash))?.status === 'mined' ? true : undefined), 10_000, 'both recorded mined');
+      await waitFor(async () => ((await rowOf(dropped))?.status === 'mined' && (await rowOf(laterHash))?.status === 'mined' ? true : undefined), { timeoutMs: 10_000, intervalMs: 100, what: 'both recorded mined' });
     });
 
     test('one whose nonce another transaction took is marked failed and its cooldown is given back', async () => {
@@ -507,14 +498,14 @@ describe('faucet storage: refusals, restarts, several instances (C29)', () => {
       assert.equal(cooling.statusCode, 429, 'the lost grant still holds the cooldown');
 
       proxy.refuse.delete('eth_getTransactionReceipt');
-      const row = await until(async () => {
+      const row = await waitFor(async () => {
         const r = await rowOf(dropped);
         return r?.status === 'failed' ? r : undefined;
-      }, 10_000, 'the dropped grant to be marked failed');
+      }, { timeoutMs: 10_000, intervalMs: 100, what: 'the dropped grant to be marked failed' });
       assert.match(row.error ?? '', /nonce/);
       const again = await ask(t, user, { network: SEPOLIA, address: x, amount: '0.1' });
       assert.equal(again.statusCode, 200, `the cooldown was given back: ${again.body}`);
-      const r = await until(() => receipt(again.json().data.txHash).then((v) => v ?? undefined), 10_000, 'the new grant to be mined');
+      const r = await waitFor(() => receipt(again.json().data.txHash).then((v) => v ?? undefined), { timeoutMs: 10_000, intervalMs: 100, what: 'the new grant to be mined' });
       assert.equal(r.status, '0x1');
       assert.equal(BigInt(await chainRpc<Hex>(chain, 'eth_getBalance', [x, 'latest'])), parseEther('0.1'));
     });

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
 import { createPublicClient, http } from 'viem';
-import { startFakeUpstream } from '../support/fake-upstream.ts';
+import { type FakeNode, startFakeNode } from '../support/fake-node.ts';
 import { alive, descendants, type GatewayProcess, ROOT, spawnGateway } from '../support/process.ts';
 
 // Every start here is the real `npm start`: the compiled gateway in dist/, built first when stale.
@@ -134,7 +134,7 @@ describe('the gateway process (npm start)', () => {
 
   test('usage of the last moment before a stop survives a stop signal sent twice to the whole process group (C27)', async () => {
     const dir = tmp();
-    const upstream = await startFakeUpstream({ head: 0x1234 });
+    const upstream = await startFakeNode({ head: 0x1234 });
     const env = { DATA_DIR: dir, UPSTREAM_NATIVE_MAINNET: upstream.url };
     try {
       let gw = await start({ env, via: 'npm', detached: true });

@@ -7,7 +7,7 @@ import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { MemoryLimiter } from '../../src/metering/limiter.ts';
 import { createKey, registerUser, startTestApp, type TestApp } from '../support/app.ts';
-import { type FakeUpstream, startFakeUpstream } from '../support/fake-upstream.ts';
+import { type FakeNode, startFakeNode } from '../support/fake-node.ts';
 import { serviceSkip } from '../support/services.ts';
 
 const ADMIN = 'admin-token-for-quota-restart-tests';
@@ -36,12 +36,12 @@ for (const store of [
   { name: 'Redis', redis: true, skip: redisSkip },
 ]) {
   describe(`quotas across a restart on one PGlite directory, ${store.name} limits`, { skip: store.skip }, () => {
-    let fake: FakeUpstream;
+    let fake: FakeNode;
     let dir: string;
     let t: TestApp | undefined;
     const start = () => startTestApp({ dataDir: dir, redis: store.redis, env: { ADMIN_TOKEN: ADMIN, UPSTREAM_NATIVE_MAINNET: fake.url } });
     before(async () => {
-      fake = await startFakeUpstream();
+      fake = await startFakeNode();
       dir = await mkdtemp(path.join(tmpdir(), 'junction-quota-'));
     });
     after(async () => {

@@ -1,32 +1,23 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { createKey, createTestDatabase, startTestApp, type TestApp } from '../support/app.ts';
-import { type FakeUpstream, startFakeUpstream } from '../support/fake-upstream.ts';
+import { type FakeNode, startFakeNode } from '../support/fake-node.ts';
 import { serviceSkip } from '../support/services.ts';
+import { waitFor } from '../support/wait.ts';
 
 const pgSkip = await serviceSkip('PostgreSQL');
 const redisSkip = await serviceSkip('Redis');
 const skip = pgSkip || redisSkip;
 const call = (method = 'eth_chainId', id = 1) => ({ jsonrpc: '2.0', id, method, params: [] });
 
-async function until<T>(fn: () => Promise<T | undefined>, ms: number): Promise<{ value: T; elapsedMs: number }> {
-  const start = Date.now();
-  for (;;) {
-    const value = await fn();
-    if (value !== undefined) return { value, elapsedMs: Date.now() - start };
-    if (Date.now() - start > ms) throw new Error(`not within ${ms} ms`);
-    await new Promise((r) => setTimeout(r, 25));
-  }
-}
-
 describe('two instances on one PostgreSQL and one Redis behave as one (C12, C20, C27)', { skip }, () => {
   let a: TestApp;
   let b: TestApp;
-  let fake: FakeUpstream;
+  let fake: FakeNode;
   let drop: () => Promise<void>;
 
   before(async () => {
-    fake = await startFakeUpstream();
+    fake = await startFakeNode();
     const db = await createTestDatabase();
     drop = db.drop;
     const opts = { databaseUrl: db.url, redis: true, env: { UPSTREAM_NATIVE_MAINNET: fake.url } };
@@ -67,7 +58,9 @@ describe('two instances on one PostgreSQL and one Redis behave as one (C12, C20,
     assert.equal((await rpc(b, key)).statusCode, 200, 'b has the key cached now');
     const revoked = await a.app.inject({ method: 'POST', url: `/api/v1/api-keys/${id}/revoke`, headers: user.auth });
     assert.equal(revoked.statusCode, 200);
-    const { elapsedMs } = await until(async () => ((await rpc(b, key)).statusCode === 401 ? true : undefined), 1000);
+    const started = Date.now();
+    await waitFor(async () => (await rpc(b, key)).statusCode === 401, { timeoutMs: 1000, intervalMs: 25, what: 'b to refuse the key' });
+    const elapsedMs = Date.now() - started;
     assert.ok(elapsedMs <= 1000);
     assert.equal((await rpc(b, key)).json().error.code, -32002);
   });
@@ -76,10 +69,10 @@ describe('two instances on one PostgreSQL and one Redis behave as one (C12, C20,
     const { key, id, user } = await createKey(a.app);
     for (let i = 0; i < 3; i++) await rpc(a, key);
     for (let i = 0; i < 2; i++) await rpc(b, key);
-    const { value } = await until(async () => {
+    const value = await waitFor(async () => {
       const res = await b.app.inject({ method: 'GET', url: `/api/v1/usage/stats?apiKeyId=${id}`, headers: user.auth });
       return res.json().data?.totalRequests === 5 ? res.json().data : undefined;
-    }, 5000);
+    }, { timeoutMs: 5000, intervalMs: 25, what: 'usage of both instances' });
     assert.equal(value.requestsByMethod.eth_chainId, 5);
   });
 });

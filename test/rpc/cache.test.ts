@@ -4,7 +4,7 @@ import { request } from 'undici';
 import { loadConfig } from '../../src/config/load.ts';
 import { type CacheOptions, ResponseCache, answerText, successResult } from '../../src/rpc/dispatch/cache.ts';
 import { idText } from '../../src/rpc/lossless.ts';
-import { type FakeUpstream, startFakeUpstream } from '../support/fake-upstream.ts';
+import { type FakeNode, startFakeNode } from '../support/fake-node.ts';
 
 // C44: the response cache and request coalescing, on their own (the pipeline wires them in).
 const NET = { slug: 'ethereum' };
@@ -454,9 +454,9 @@ describe('response cache: coalescing identical reads', () => {
   });
 
   describe('over real HTTP to a node', () => {
-    let node: FakeUpstream;
+    let node: FakeNode;
     before(async () => {
-      node = await startFakeUpstream({ delayMs: 50 });
+      node = await startFakeNode({ delayMs: 50 });
     });
     after(() => node.close());
 

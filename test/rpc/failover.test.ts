@@ -5,7 +5,8 @@ import { after, before, describe, test } from 'node:test';
 import { type Hex, keccak256, parseEther } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { createKey, startTestApp, type TestApp } from '../support/app.ts';
-import { type FakeMode, type FakeUpstream, startFakeUpstream } from '../support/fake-upstream.ts';
+import { type FakeMode, type FakeNode, startFakeNode } from '../support/fake-node.ts';
+import { waitFor } from '../support/wait.ts';
 
 const NETWORK = 'native-testnet';
 const CHAIN_ID_HEX = '0x33'; // 51
@@ -32,20 +33,6 @@ async function post(url: string, payload: unknown): Promise<Answer> {
 }
 
 const call = (method: string, params: unknown[] = [], id: number | string = 1) => ({ jsonrpc: '2.0', id, method, params });
-
-async function waitFor<T>(
-  what: string,
-  probe: () => Promise<T | undefined> | T | undefined,
-  { timeoutMs = 8_000, everyMs = 50 } = {},
-): Promise<T> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await probe();
-    if (v !== undefined && v !== false) return v;
-    if (Date.now() > until) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, everyMs));
-  }
-}
 
 interface UpstreamReport {
   index: number;
@@ -76,7 +63,7 @@ function failedAttempts(t: TestApp, mark: number): Array<{ upstream: number; rea
 
 describe('a failing upstream in front of a devnet chain', () => {
   let t: TestApp;
-  let fake: FakeUpstream;
+  let fake: FakeNode;
   let rpcUrl: string;
   let chainUrl: string;
   const rpc = (payload: unknown) => post(rpcUrl, payload);
@@ -88,7 +75,7 @@ describe('a failing upstream in front of a devnet chain', () => {
   };
 
   before(async () => {
-    fake = await startFakeUpstream({ head: FAKE_HEAD });
+    fake = await startFakeNode({ head: FAKE_HEAD });
     t = await startTestApp({
       devnet: true,
       devnetNetworks: [NETWORK],
@@ -113,10 +100,10 @@ describe('a failing upstream in front of a devnet chain', () => {
   async function fakeHealthy(): Promise<void> {
     await fake.setMode('ok');
     fake.setHead(FAKE_HEAD);
-    await waitFor('the fake to be healthy again', async () => {
+    await waitFor(async () => {
       const u = (await readiness(t)).upstreams[0];
       return u?.healthy === true && u.head === FAKE_HEAD && u.lastError === undefined;
-    });
+    }, { what: 'the fake to be healthy again' });
   }
 
   /**
@@ -183,10 +170,10 @@ describe('a failing upstream in front of a devnet chain', () => {
     const chainHead = Number.parseInt(await node<string>('eth_blockNumber'), 16);
     assert.ok(chainHead >= 100);
     fake.setHead(1);
-    await waitFor('the health round to see the fake lagging', async () => {
+    await waitFor(async () => {
       const u = (await readiness(t)).upstreams[0];
       return u?.head === 1 && u.healthy && (u.lag ?? 0) >= chainHead - 1;
-    });
+    }, { what: 'the health round to see the fake lagging' });
     const before = fake.callCount('eth_chainId');
     for (let i = 0; i < 3; i++) {
       const a = await rpc(call('eth_chainId', [], i));
@@ -196,7 +183,7 @@ describe('a failing upstream in front of a devnet chain', () => {
     assert.equal(fake.callCount('eth_chainId'), before, 'the lagging fake was not asked');
 
     fake.setHead(FAKE_HEAD);
-    await waitFor('the fake to catch up', async () => (await readiness(t)).upstreams[0]?.lag === 0);
+    await waitFor(async () => (await readiness(t)).upstreams[0]?.lag === 0, { what: 'the fake to catch up' });
     assert.deepEqual((await rpc(call('eth_chainId'))).body.result, { method: 'eth_chainId', params: [] });
   });
 
@@ -237,7 +224,10 @@ describe('a failing upstream in front of a devnet chain', () => {
     const nonceNow = async (tag: string) => Number.parseInt(await node<string>('eth_getTransactionCount', [tx.from, tag]), 16);
     assert.equal(await nonceNow('pending'), tx.nonce);
     assert.equal(await node('eth_getTransactionByHash', [tx.hash]), null);
-    await new Promise((r) => setTimeout(r, 1_500)); // the native devnet mines every second
+    // The native devnet mines every second: wait for the next block.
+    const head = async () => Number.parseInt(await node<string>('eth_blockNumber'), 16);
+    const mined = await head();
+    await waitFor(async () => (await head()) > mined, { intervalMs: 100, what: 'the next native block' });
     assert.equal(await nonceNow('latest'), tx.nonce);
     assert.equal(await nonceNow('pending'), tx.nonce);
   });
@@ -253,10 +243,10 @@ describe('a failing upstream in front of a devnet chain', () => {
     assert.equal(a.status, 200, a.text);
     assert.equal(a.body.result, tx.hash);
     // Its receipt, read back through the gateway (the fake is cooling down or refusing).
-    const receipt = await waitFor('the receipt', async () => {
+    const receipt = await waitFor(async () => {
       const r = await rpc(call('eth_getTransactionReceipt', [tx?.hash]));
-      return (r.body.result as { status?: string } | null) ?? undefined;
-    }, { everyMs: 250 }); // a free key: 100 requests a minute
+      return r.body.result as { status?: string } | null;
+    }, { intervalMs: 250, what: 'the receipt' }); // a free key: 100 requests a minute
     assert.equal(receipt.status, '0x1');
   });
 
@@ -271,8 +261,8 @@ describe('a failing upstream in front of a devnet chain', () => {
 
 describe('a network whose upstreams all fail (only fakes)', () => {
   let t: TestApp;
-  let a: FakeUpstream;
-  let b: FakeUpstream;
+  let a: FakeNode;
+  let b: FakeNode;
   let rpcUrl: string;
   const bodies: string[] = [];
   const rpc = async (payload: unknown) => {
@@ -283,7 +273,7 @@ describe('a network whose upstreams all fail (only fakes)', () => {
   const ATTEMPT_MS = 1_500; // one stalled attempt eats most of the total; the second gets the rest
 
   before(async () => {
-    [a, b] = await Promise.all([startFakeUpstream({ head: 10 }), startFakeUpstream({ head: 10 })]);
+    [a, b] = await Promise.all([startFakeNode({ head: 10 }), startFakeNode({ head: 10 })]);
     t = await startTestApp({
       listen: true,
       env: {

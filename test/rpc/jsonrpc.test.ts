@@ -1,9 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { createKey, setTier, startTestApp, type TestApp } from '../support/app.ts';
-import { type FakeNativeNode, REWARD_EPOCH, startFakeNativeNode } from '../support/fake-native-node.ts';
-import { type FakeUpstream, startFakeUpstream } from '../support/fake-upstream.ts';
-import { rawId, type ScriptedUpstream, startScriptedUpstream, topLevel } from '../support/scripted-upstream.ts';
+import { type FakeNode, REWARD_EPOCH, rawId, startFakeNode, topLevel } from '../support/fake-node.ts';
 
 // JSON-RPC handling of the gateway itself (C22–C25), against fake nodes: no anvil needed.
 const ADMIN = 'admin-token-jsonrpc-tests-0123456789';
@@ -23,32 +21,30 @@ interface Answer {
 
 let t: TestApp;
 /** native-mainnet: counts calls, answers set bytes. */
-let fake: FakeUpstream;
+let fake: FakeNode;
 /** ethereum: echoes ids as raw bytes, answers batches reversed. */
-let echo: ScriptedUpstream;
+let echo: FakeNode;
 /** polygon: two nodes that, like geth and anvil, answer a notification with no body. */
-let silentA: ScriptedUpstream;
-let silentB: ScriptedUpstream;
-/** native-testnet: the fake XDPoS node, behind a front that splits batches (the fake takes single calls only). */
-let native: FakeNativeNode;
-let nativeFront: ScriptedUpstream;
+let silentA: FakeNode;
+let silentB: FakeNode;
+/** native-testnet: the fake XDPoS node. */
+let native: FakeNode;
 let key: string;
 let proKey: string;
 let freeKey: string;
 
 before(async () => {
-  fake = await startFakeUpstream();
-  echo = await startScriptedUpstream({ batchOrder: 'reversed' });
-  silentA = await startScriptedUpstream({ silentNotifications: 204 });
-  silentB = await startScriptedUpstream({ silentNotifications: 204 });
-  native = await startFakeNativeNode();
-  nativeFront = await startScriptedUpstream({ forwardTo: native.url });
+  fake = await startFakeNode();
+  echo = await startFakeNode({ batchOrder: 'reversed' });
+  silentA = await startFakeNode({ silentNotifications: 204 });
+  silentB = await startFakeNode({ silentNotifications: 204 });
+  native = await startFakeNode({ native: true });
   t = await startTestApp({
     listen: true,
     env: {
       ADMIN_TOKEN: ADMIN,
       UPSTREAM_NATIVE_MAINNET: fake.url,
-      UPSTREAM_NATIVE_TESTNET: nativeFront.url,
+      UPSTREAM_NATIVE_TESTNET: native.url,
       UPSTREAM_ETHEREUM: echo.url,
       UPSTREAM_POLYGON: `${silentA.url},${silentB.url}`,
     },
@@ -66,7 +62,7 @@ before(async () => {
 
 after(async () => {
   await t?.close();
-  await Promise.all([fake, echo, silentA, silentB, native, nativeFront].map((f) => f?.close()));
+  await Promise.all([fake, echo, silentA, silentB, native].map((f) => f?.close()));
 });
 
 const at = (network: string, k = key) => `/v1/${network}/${k}`;
@@ -507,8 +503,8 @@ describe('nat_* through the gateway (C24, C25)', () => {
   });
 
   test('the node sees its own method names, never nat_*', async () => {
-    assert.ok(native.nativeCalls().length > 0);
-    assert.ok(native.nativeCalls().every((c) => !c.method.startsWith('nat_')));
+    assert.ok(native.logWithoutProbes().length > 0);
+    assert.ok(native.logWithoutProbes().every((c) => !c.method.startsWith('nat_')));
   });
 
   test('nat_* calls mixed with a standard method in a batch are each answered, in order', async () => {
@@ -531,11 +527,11 @@ describe('nat_* through the gateway (C24, C25)', () => {
   });
 
   test('bad nat_* params are -32602 before any node call', async () => {
-    const before = native.nativeCalls().length;
+    const before = native.logWithoutProbes().length;
     const res = await nat('nat_getValidatorReward', ['soon', 'nobody']);
     assert.equal(res.status, 200);
     assert.equal(res.json.error.code, -32602);
-    assert.equal(native.nativeCalls().length, before);
+    assert.equal(native.logWithoutProbes().length, before);
   });
 });
 

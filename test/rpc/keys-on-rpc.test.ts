@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
 import { createKey, registerUser, setTier, startTestApp, type TestApp } from '../support/app.ts';
-import { type FakeUpstream, startFakeUpstream } from '../support/fake-upstream.ts';
+import { type FakeNode, startFakeNode } from '../support/fake-node.ts';
 
 // API keys on the RPC hot path (C1, C20): every address, every key state, and changes that take
 // effect on the very next request, with no storage round trip per request.
@@ -13,10 +13,10 @@ type Json = any;
 type User = Awaited<ReturnType<typeof registerUser>>;
 
 let t: TestApp;
-let fake: FakeUpstream;
+let fake: FakeNode;
 
 before(async () => {
-  fake = await startFakeUpstream();
+  fake = await startFakeNode();
   t = await startTestApp({
     listen: true,
     env: {
@@ -188,7 +188,7 @@ describe('key failures (C20, C22)', () => {
     const expiresAt = Date.now() + 1_000;
     await patchKey(k.user, k.id, { expiresAt: new Date(expiresAt).toISOString() });
     assertServed(await rpc(`/v1/native-mainnet/${k.key}`));
-    await sleep(expiresAt - Date.now() + 50);
+    await sleep(expiresAt - Date.now() + 50); // a point in time, not an event: polling would not end sooner
     assertError(await rpc(`/v1/native-mainnet/${k.key}`), -32002, 401);
   });
 

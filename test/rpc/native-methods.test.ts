@@ -10,12 +10,7 @@ import {
   parseJsonKeepingBigIntegers,
 } from '../../src/rpc/dispatch/native.ts';
 import { NoUpstreamError, UpstreamPool } from '../../src/upstreams/pool.ts';
-import {
-  EPOCH_WITHOUT_REWARDS,
-  type FakeNativeNode,
-  REWARD_EPOCH,
-  startFakeNativeNode,
-} from '../support/fake-native-node.ts';
+import { EPOCH_WITHOUT_REWARDS, type FakeNode, REWARD_EPOCH, startFakeNode } from '../support/fake-node.ts';
 
 // The shipped table: what runs in production is what is tested.
 const config = JSON.parse(readFileSync(new URL('../../config/default.json', import.meta.url), 'utf8')) as {
@@ -33,13 +28,13 @@ const EPOCH_HASH = '0x4e2a6c8e0a2c4e6f8a0b2c4d6e8f0a1b3c5d7e9f1a2b4c6d8e0f1a3b5c
 
 const xdc = (address: string): string => `xdc${address.slice(2)}`;
 
-let node: FakeNativeNode;
+let node: FakeNode;
 let pool: UpstreamPool;
 let call: NodeCall;
 let lossless: NodeCall;
 
 before(async () => {
-  node = await startFakeNativeNode();
+  node = await startFakeNode({ native: true });
   pool = new UpstreamPool({
     network: 'native-testnet',
     upstreams: [{ http: node.url }],
@@ -56,7 +51,7 @@ after(async () => {
 });
 
 beforeEach(() => {
-  node.calls.length = 0;
+  node.log.length = 0;
   node.setBlockError(false);
   node.setMasternodesError(false);
 });
@@ -87,7 +82,7 @@ describe('nat_getBlockByNumber', () => {
       timestamp: 1718000000,
       encodedRLP: '+QJYoBstP0pcbn+AkSo7TF1uf4CRorPE1eb3CBkqO0xdbn+AoB3MTepdrCpBC+3LhvtVgrC3ZXg/hQ==',
     });
-    assert.deepEqual(node.nativeCalls(), [{ method: 'XDPoS_getV2BlockByNumber', params: ['latest'] }]);
+    assert.deepEqual(node.logWithoutProbes(), [{ method: 'XDPoS_getV2BlockByNumber', params: ['latest'] }]);
   });
 
   test('sends a tag as given and a number as a canonical hex quantity', async () => {
@@ -97,7 +92,7 @@ describe('nat_getBlockByNumber', () => {
     await nat('nat_getBlockByNumber', []);
     await nat('nat_getBlockByNumber', undefined);
     assert.deepEqual(
-      node.nativeCalls().map((c) => c.params),
+      node.logWithoutProbes().map((c) => c.params),
       [['finalized'], ['0x4ca5e22'], ['0x4ca5e22'], ['latest'], ['latest']],
     );
   });
@@ -136,7 +131,7 @@ describe('nat_getCandidates', () => {
     await nat('nat_getCandidates', ['89300']);
     await nat('nat_getCandidates', []);
     assert.deepEqual(
-      node.nativeCalls().map((c) => [c.method, c.params]),
+      node.logWithoutProbes().map((c) => [c.method, c.params]),
       [
         ['eth_getCandidates', ['latest']],
         ['eth_getCandidates', ['0x15cd4']],
@@ -161,7 +156,7 @@ describe('nat_getMasternodes', () => {
       standbynodesLen: 1,
       standbynodes: [PROPOSED],
     });
-    assert.deepEqual(node.nativeCalls(), [{ method: 'XDPoS_getMasternodesByNumber', params: ['0x4ca5e22'] }]);
+    assert.deepEqual(node.logWithoutProbes(), [{ method: 'XDPoS_getMasternodesByNumber', params: ['0x4ca5e22'] }]);
   });
 
   test('an Error set by the node ({} once Go has marshalled it) becomes -32000', async () => {
@@ -174,7 +169,7 @@ describe('nat_getValidatorReward', () => {
   test('resolves the epoch to its block hash, then reads the reward record of that hash', async () => {
     const reward = await nat('nat_getValidatorReward', [REWARD_EPOCH, MN1], lossless);
     assert.deepEqual(reward, { sign: 225, reward: '3281250000000000000123' });
-    assert.deepEqual(node.nativeCalls(), [
+    assert.deepEqual(node.logWithoutProbes(), [
       { method: 'XDPoS_getBlockInfoByEpochNum', params: [REWARD_EPOCH] },
       { method: 'eth_getRewardByHash', params: [EPOCH_HASH] },
     ]);
@@ -193,7 +188,7 @@ describe('nat_getValidatorReward', () => {
     for (const epoch of [REWARD_EPOCH, `0x${REWARD_EPOCH.toString(16)}`, String(REWARD_EPOCH)]) {
       await nat('nat_getValidatorReward', [epoch, MN1]);
     }
-    const lookups = node.nativeCalls().filter((c) => c.method === 'XDPoS_getBlockInfoByEpochNum');
+    const lookups = node.logWithoutProbes().filter((c) => c.method === 'XDPoS_getBlockInfoByEpochNum');
     assert.deepEqual(
       lookups.map((c) => c.params),
       [[REWARD_EPOCH], [REWARD_EPOCH], [REWARD_EPOCH]],
@@ -210,7 +205,7 @@ describe('nat_getValidatorReward', () => {
       upstreamErrorWith(/XDPoS_getBlockInfoByEpochNum.*epoch 999999 is not reached yet/),
     );
     assert.deepEqual(
-      node.nativeCalls().map((c) => c.method),
+      node.logWithoutProbes().map((c) => c.method),
       ['XDPoS_getBlockInfoByEpochNum'],
     );
   });
@@ -227,7 +222,7 @@ describe('nat_getVoterReward', () => {
   test('answers rewards[masternode][voter], addresses in any prefix and case', async () => {
     const amount = await nat('nat_getVoterReward', [REWARD_EPOCH, xdc(MN1).toUpperCase(), VOTER.toUpperCase().replace('0X', '0x')], lossless);
     assert.equal(amount, '1968750000000000000123');
-    assert.deepEqual(node.nativeCalls(), [
+    assert.deepEqual(node.logWithoutProbes(), [
       { method: 'XDPoS_getBlockInfoByEpochNum', params: [REWARD_EPOCH] },
       { method: 'eth_getRewardByHash', params: [EPOCH_HASH] },
     ]);
@@ -292,7 +287,7 @@ describe('params and table', () => {
         assert.match(err.message, new RegExp(method));
         return true;
       });
-      assert.deepEqual(node.nativeCalls(), []);
+      assert.deepEqual(node.logWithoutProbes(), []);
     });
   }
 
@@ -300,7 +295,7 @@ describe('params and table', () => {
     await assert.rejects(nat('nat_getSomethingElse', []), MethodNotSupportedError);
     await assert.rejects(callNativeMethod('nat_getCandidates', ['latest'], {}, call), MethodNotSupportedError);
     await assert.rejects(nat('toString', []), MethodNotSupportedError);
-    assert.deepEqual(node.nativeCalls(), []);
+    assert.deepEqual(node.logWithoutProbes(), []);
   });
 
   test('the node method comes from the table, and a node error on it is -32000 with the node code', async () => {
@@ -311,7 +306,7 @@ describe('params and table', () => {
       return true;
     });
     assert.deepEqual(
-      node.nativeCalls().map((c) => c.method),
+      node.logWithoutProbes().map((c) => c.method),
       ['XDPoS_getMasternodesByNumberV9'],
     );
   });
@@ -322,7 +317,7 @@ describe('params and table', () => {
       candidates: Record<string, unknown>;
     };
     assert.ok(Object.keys(raw.candidates).every((k) => k.startsWith('xdc')));
-    assert.deepEqual(node.nativeCalls(), [{ method: 'eth_getCandidates', params: ['latest'] }]);
+    assert.deepEqual(node.logWithoutProbes(), [{ method: 'eth_getCandidates', params: ['latest'] }]);
   });
 
   test('no node answering rejects with the pool NoUpstreamError, unchanged', async () => {

@@ -2,15 +2,15 @@
 // (C44), and the heads stream of the upstreams module: on a devnet chain and a counting fake node.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { startFakeUpstream, type FakeUpstream } from '../support/fake-upstream.ts';
+import { type FakeNode, startFakeNode } from '../support/fake-node.ts';
 import { createKey, startTestApp, type TestApp } from '../support/app.ts';
 import { connect, type Json, wsAddress } from '../ws/helpers.ts';
 
 let t: TestApp;
-let fake: FakeUpstream;
+let fake: FakeNode;
 
 before(async () => {
-  fake = await startFakeUpstream();
+  fake = await startFakeNode();
   t = await startTestApp({
     devnet: true,
     devnetNetworks: ['native-mainnet'],

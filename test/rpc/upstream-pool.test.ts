@@ -11,7 +11,8 @@ import {
   UpstreamPool,
   UpstreamRpcError,
 } from '../../src/upstreams/pool.ts';
-import { type FakeMode, type FakeUpstream, startFakeUpstream } from '../support/fake-upstream.ts';
+import { type FakeMode, type FakeNode, startFakeNode } from '../support/fake-node.ts';
+import { waitFor } from '../support/wait.ts';
 import { toRpcError } from '../../src/errors/rpc.ts';
 
 const MARGIN_MS = 2_500; // generous: the point is "bounded", not "fast"
@@ -22,14 +23,14 @@ afterEach(async () => {
 });
 
 /** One fake node per mode, closed after the test. */
-async function fakes<const M extends readonly FakeMode[]>(...modes: M): Promise<{ [K in keyof M]: FakeUpstream }> {
-  const list = await Promise.all(modes.map(() => startFakeUpstream()));
+async function fakes<const M extends readonly FakeMode[]>(...modes: M): Promise<{ [K in keyof M]: FakeNode }> {
+  const list = await Promise.all(modes.map(() => startFakeNode()));
   opened.push(...list);
   await Promise.all(list.map((f, i) => f.setMode(modes[i] ?? 'ok')));
-  return list as { [K in keyof M]: FakeUpstream };
+  return list as { [K in keyof M]: FakeNode };
 }
 
-function pool(upstreams: Array<FakeUpstream | string>, opts: Partial<PoolOptions> = {}): UpstreamPool {
+function pool(upstreams: Array<FakeNode | string>, opts: Partial<PoolOptions> = {}): UpstreamPool {
   const p = new UpstreamPool({
     network: 'testnet',
     upstreams: upstreams.map((u) => ({ http: typeof u === 'string' ? u : u.url })),
@@ -43,14 +44,6 @@ function pool(upstreams: Array<FakeUpstream | string>, opts: Partial<PoolOptions
 
 function call(method: string, params: unknown[] = [], id: number | string = 1): string {
   return JSON.stringify({ jsonrpc: '2.0', id, method, params });
-}
-
-async function waitFor(cond: () => boolean, timeoutMs = 5_000): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  while (!cond()) {
-    if (Date.now() > until) throw new Error('condition not met in time');
-    await new Promise((r) => setTimeout(r, 20));
-  }
 }
 
 describe('UpstreamPool forwarding', () => {
@@ -368,19 +361,12 @@ async function freePort(): Promise<number> {
 }
 
 async function waitForRpc(url: string, timeoutMs: number): Promise<void> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
+  const answers = async () => {
     try {
-      const res = await fetch(url, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: call('eth_chainId'),
-      });
-      if (res.ok) return;
+      return (await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: call('eth_chainId') })).ok;
     } catch {
-      // not up yet
+      return false; // not up yet
     }
-    if (Date.now() > until) throw new Error('anvil did not start');
-    await new Promise((r) => setTimeout(r, 100));
-  }
+  };
+  await waitFor(answers, { timeoutMs, intervalMs: 100, what: 'anvil to start' });
 }

@@ -10,8 +10,9 @@ import pino from 'pino';
 import type { Db } from '../../src/storage/db.ts';
 import { UsageService } from '../../src/usage/service.ts';
 import { createKey, createTestDatabase, registerUser, startTestApp, type TestApp } from '../support/app.ts';
-import { type FakeUpstream, startFakeUpstream } from '../support/fake-upstream.ts';
+import { type FakeNode, startFakeNode } from '../support/fake-node.ts';
 import { storageBackends } from '../support/services.ts';
+import { waitFor } from '../support/wait.ts';
 
 const backends = await storageBackends();
 
@@ -26,10 +27,10 @@ const call = (method: string, id: number | string = 1, params: unknown[] = []) =
 
 for (const backend of backends) {
   describe(`usage on ${backend.name} (C21, C27)`, { skip: backend.skip }, () => {
-    let fake: FakeUpstream;
+    let fake: FakeNode;
     let t: TestApp;
     before(async () => {
-      fake = await startFakeUpstream();
+      fake = await startFakeNode();
       t = await startTestApp({ backend: backend.name, env: { UPSTREAM_NATIVE_MAINNET: fake.url, UPSTREAM_NATIVE_TESTNET: fake.url } });
     });
     after(async () => {
@@ -52,15 +53,6 @@ for (const backend of backends) {
     };
     /** The app's own UsageService (it is the key list's usage reader): skips the wait where timing is not the point. */
     const flushNow = () => (t.app.parts.keys.usage as UsageService).flush();
-    /** Polls until `done` holds, for at most `ms`; returns the elapsed time. */
-    const until = async (done: () => Promise<boolean>, ms = 5000): Promise<number> => {
-      const started = Date.now();
-      while (!(await done())) {
-        if (Date.now() - started > ms) assert.fail(`not within ${ms} ms`);
-        await new Promise((r) => setTimeout(r, 100));
-      }
-      return Date.now() - started;
-    };
     const insertUsage = (userId: string, keyId: string, network: string, method: string, day: string, requests: number) =>
       t.storage.db.execute(
         sql`insert into usage_daily (user_id, key_id, network, method, day, requests, compute_units) values (${userId}, ${keyId}, ${network}, ${method}, ${day}, ${requests}, ${requests})`,
@@ -91,7 +83,9 @@ for (const backend of backends) {
         assert.equal(seen('eth_getLogs') - logsBefore, 1, 'the node saw the admitted batch item');
         assert.equal(seen('eth_sendTransaction') + seen('eth_accounts'), 0, 'refused calls never left the gateway');
 
-        const elapsed = await until(async () => (await statsOk(user.auth)).totalRequests >= 7);
+        const started = Date.now();
+        await waitFor(async () => (await statsOk(user.auth)).totalRequests >= 7, { timeoutMs: 5000, intervalMs: 100, what: 'the requests in the stats' });
+        const elapsed = Date.now() - started;
         assert.ok(elapsed < 5000, `visible after ${elapsed} ms`);
         await flushNow(); // anything straggling would show now
         const s = await statsOk(user.auth);
