@@ -25,7 +25,7 @@ import { keyRoutes } from './keys/routes.ts';
 import { KeyService } from './keys/service.ts';
 import { healthRoutes, type ReadinessCheck } from './ops/health.ts';
 import { createLogger, genReqId } from './ops/logging.ts';
-import { instrument, Metrics } from './ops/metrics.ts';
+import { instrument, Metrics, RpcHttpMetrics } from './ops/metrics.ts';
 import { ResponseCache } from './rpc/dispatch/cache.ts';
 import { rpcFastPath } from './rpc/http/fast-path.ts';
 import { RpcPipeline } from './rpc/pipeline.ts';
@@ -173,7 +173,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   const redis = deps.redis;
   if (redis) checks.push({ name: 'redis', check: async () => void (await redis.ping()) });
   healthRoutes(app, checks, () => upstreams.report());
-  const rpcHttp = rpcFastPath({ config, registry, pipeline, logger, metrics });
+  const rpcHttp = rpcFastPath({ config, registry, pipeline, logger, metrics: new RpcHttpMetrics(metrics.registry) });
   fastPath = rpcHttp;
   // The server hands RPC requests to the fast path before Fastify sees them; requests that
   // reach Fastify another way (app.inject in tests) take the same path from here.

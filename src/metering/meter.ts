@@ -23,6 +23,15 @@ export interface AccountRemaining {
   computeUnitsThisMonth: number | null;
 }
 
+interface CheckNames {
+  day: string;
+  month: string;
+  keyRate: string;
+  accountRate: string;
+  daily: string;
+  monthly: string;
+}
+
 type Role = 'keyRate' | 'accountRate' | 'daily' | 'monthly' | 'ipRate';
 
 /** Stored usage the quotas are counted from (UsageService.quotaUsage). */
@@ -39,6 +48,7 @@ export class Meter {
   readonly #limiter: Limiter;
   readonly #publicPerMinute: number;
   readonly #failedLookupsPerMinute: number;
+  readonly #nameCache = new WeakMap<ResolvedKey, CheckNames>();
 
   constructor(config: Config, limiter: Limiter) {
     this.#limiter = limiter;
@@ -61,6 +71,16 @@ export class Meter {
     return { error, headers: { 'retry-after': String(retryAfter) }, release: async () => {} };
   }
 
+  /** The limiter keys of a key's checks, made once per key and period rather than per request. */
+  #names(key: ResolvedKey, day: string, month: string): CheckNames {
+    let n = this.#nameCache.get(key);
+    if (!n || n.day !== day || n.month !== month) {
+      n = { day, month, keyRate: `k:${key.keyId}`, accountRate: `a:${key.userId}`, daily: `d:${key.userId}:${day}`, monthly: `cu:${key.userId}:${month}` };
+      this.#nameCache.set(key, n);
+    }
+    return n;
+  }
+
   /**
    * Consumes `requests` (batch items count one each, C10) and `computeUnits`; a cost of 0 only
    * reads the state for the headers. All or nothing: a refused request consumes nothing.
@@ -77,24 +97,25 @@ export class Meter {
       const { key } = who;
       const plan = key.limits;
       const p = currentPeriods();
+      const names = this.#names(key, p.day, p.month);
       if (key.rateLimit !== null && (plan.requestsPerMinute === null || key.rateLimit < plan.requestsPerMinute)) {
-        checks.push({ kind: 'window', key: `k:${key.keyId}`, limit: key.rateLimit, windowMs: MINUTE_MS, cost: requests });
+        checks.push({ kind: 'window', key: names.keyRate, limit: key.rateLimit, windowMs: MINUTE_MS, cost: requests });
         roles.push('keyRate');
       }
       if (plan.requestsPerMinute !== null) {
-        checks.push({ kind: 'window', key: `a:${key.userId}`, limit: plan.requestsPerMinute, windowMs: MINUTE_MS, cost: requests });
+        checks.push({ kind: 'window', key: names.accountRate, limit: plan.requestsPerMinute, windowMs: MINUTE_MS, cost: requests });
         roles.push('accountRate');
       }
       perMinute = Math.min(key.rateLimit ?? Number.POSITIVE_INFINITY, plan.requestsPerMinute ?? Number.POSITIVE_INFINITY);
       if (perMinute === Number.POSITIVE_INFINITY) perMinute = -1;
       if (plan.dailyLimit !== null) {
-        checks.push({ kind: 'counter', key: `d:${key.userId}:${p.day}`, limit: plan.dailyLimit, resetAt: p.dayEndsAt, cost: requests });
+        checks.push({ kind: 'counter', key: names.daily, limit: plan.dailyLimit, resetAt: p.dayEndsAt, cost: requests });
         roles.push('daily');
       }
       if (plan.monthlyComputeUnits !== null) {
         checks.push({
           kind: 'counter',
-          key: `cu:${key.userId}:${p.month}`,
+          key: names.monthly,
           limit: plan.monthlyComputeUnits,
           resetAt: p.monthEndsAt,
           cost: computeUnits,

@@ -123,6 +123,8 @@ export class UpstreamPool {
   private readonly log: PoolLogger | undefined;
   private readonly onHead: ((head: number) => void) | undefined;
   private lastHead = -1;
+  private ordered: Upstream[] | null = null;
+  private orderedUntil = 0;
   private timer: NodeJS.Timeout | undefined;
   private started = false;
   private closed = false;
@@ -214,6 +216,7 @@ export class UpstreamPool {
         this.markOk(u);
       }),
     );
+    this.ordered = null; // heads and latencies changed
     const best = this.bestHead(Date.now());
     if (best !== null && best > this.lastHead) {
       this.lastHead = best;
@@ -284,10 +287,8 @@ export class UpstreamPool {
   ): Promise<{ value: T; upstream: number }> {
     const deadline = Date.now() + this.totalTimeoutMs;
     const stateChanging = methods.some((m) => STATE_CHANGING_METHODS.has(m));
-    const attemptMs =
-      methods.length === 0
-        ? this.requestTimeoutMs
-        : Math.max(...methods.map((m) => this.methodTimeoutsMs[m] ?? this.requestTimeoutMs));
+    let attemptMs = methods.length === 0 ? this.requestTimeoutMs : 0;
+    for (const m of methods) attemptMs = Math.max(attemptMs, this.methodTimeoutsMs[m] ?? this.requestTimeoutMs);
     const failed: FailedAttempt[] = [];
     for (const u of this.closed ? [] : this.order()) {
       const remaining = deadline - Date.now();
@@ -329,11 +330,20 @@ export class UpstreamPool {
         await res.body.dump().catch(() => undefined);
         return { ok: false, reason: `HTTP ${res.statusCode}`, sent: true };
       }
-      const declared = Number(res.headers['content-length'] ?? 0);
+      const length = res.headers['content-length'];
+      const declared = length === undefined ? -1 : Number(length);
       if (declared > this.maxResponseBytes) {
         res.body.destroy();
         return { ok: false, reason: `answer larger than ${this.maxResponseBytes} bytes`, sent: true, final: true };
       }
+      if (declared >= 0) {
+        // The usual case: a declared length within the cap, read in one go.
+        const buf = Buffer.from(await res.body.arrayBuffer());
+        const value = read(res.statusCode, buf);
+        if (value === undefined) return { ok: false, reason: `invalid body (HTTP ${res.statusCode})`, sent: true };
+        return { ok: true, value };
+      }
+      // Chunked: counted as it arrives, so an endless answer is cut at the cap.
       const chunks: Buffer[] = [];
       let size = 0;
       for await (const chunk of res.body as AsyncIterable<Buffer>) {
@@ -359,8 +369,22 @@ export class UpstreamPool {
     }
   }
 
+  /**
+   * The upstreams in the order to try (see the class comment). Kept until something changes it
+   * (a failure, a recovery, a probe round) or an upstream's cool-down ends, at most a second, so
+   * a call does not sort the list again.
+   */
   private order(): Upstream[] {
     const now = Date.now();
+    if (this.ordered && now < this.orderedUntil) return this.ordered;
+    let until = now + 1_000;
+    for (const u of this.upstreams) if (u.unhealthyUntil > now && u.unhealthyUntil < until) until = u.unhealthyUntil;
+    this.ordered = this.sorted(now);
+    this.orderedUntil = until;
+    return this.ordered;
+  }
+
+  private sorted(now: number): Upstream[] {
     const best = this.bestHead(now);
     const group = (u: Upstream): number => {
       if (u.unhealthyUntil > now) return 2;
@@ -391,6 +415,7 @@ export class UpstreamPool {
   }
 
   private markFailed(u: Upstream, reason: string): void {
+    this.ordered = null;
     const now = Date.now();
     const wasHealthy = u.unhealthyUntil <= now;
     u.failures += 1;
@@ -403,7 +428,9 @@ export class UpstreamPool {
   }
 
   private markOk(u: Upstream): void {
-    if (u.failures > 0) this.log?.info({ network: this.network, upstream: u.index }, 'upstream recovered');
+    if (u.failures === 0) return;
+    this.ordered = null;
+    this.log?.info({ network: this.network, upstream: u.index }, 'upstream recovered');
     u.failures = 0;
     u.unhealthyUntil = 0;
     u.lastError = undefined;

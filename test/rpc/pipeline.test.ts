@@ -211,3 +211,18 @@ describe('unknown API keys on the RPC addresses (C17 failed-auth limit)', () => 
     }
   });
 });
+
+describe('RPC fast path metrics', () => {
+  test('/metrics counts RPC requests by address and status, with a duration histogram, and never a key', async () => {
+    const { key } = await createKey(t.app);
+    await post(`/v1/native-mainnet/${key}`, call('eth_chainId', 1));
+    await post(`/v1/native-mainnet/${key}`, '{not json');
+    const text = await (await fetch(`${t.url}/metrics`)).text();
+    const count = (status: number) => Number(new RegExp(`junction_rpc_http_requests_total\\{route="/v1/:network/:apiKey",status="${status}"\\} (\\d+)`).exec(text)?.[1] ?? 0);
+    assert.ok(count(200) >= 1, 'successes counted');
+    assert.ok(count(400) >= 1, 'parse errors counted');
+    assert.match(text, /junction_rpc_http_request_duration_seconds_bucket\{le="\+Inf",route="\/v1\/:network\/:apiKey"\} \d+/);
+    assert.match(text, /junction_rpc_http_request_duration_seconds_count\{route="\/v1\/:network\/:apiKey"\} \d+/);
+    assert.ok(!text.includes(key.slice(8)), 'no key in the metrics');
+  });
+});

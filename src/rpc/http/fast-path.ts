@@ -1,10 +1,10 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
-import type { Counter, Histogram } from 'prom-client';
 import type { Network, NetworkRegistry } from '../../chains/registry.ts';
 import type { Config } from '../../config/schema.ts';
 import { InternalRpcError, InvalidRequestError, type RpcError, UnknownNetworkError } from '../../errors/rpc.ts';
 import { genReqId } from '../../ops/logging.ts';
+import type { RpcHttpMetrics } from '../../ops/metrics.ts';
 import { errorText } from '../jsonrpc.ts';
 import type { RpcOutput, RpcPipeline } from '../pipeline.ts';
 import { clientIpResolver } from '../ws/client-ip.ts';
@@ -24,7 +24,7 @@ export interface FastPathDeps {
   registry: NetworkRegistry;
   pipeline: RpcPipeline;
   logger: Logger;
-  metrics?: { httpRequests: Counter<'method' | 'route' | 'status'>; httpDuration: Histogram<'route'> };
+  metrics?: RpcHttpMetrics;
 }
 
 /**
@@ -46,19 +46,7 @@ export function rpcFastPath(deps: FastPathDeps): (req: IncomingMessage, res: Ser
   const networkList = () => registry.all.map((n) => n.slug);
   const unknownNetwork = (what: string) => new UnknownNetworkError(`Unknown network: ${what}`, { details: { networks: networkList() } });
 
-  // Metric children bound once per (route, status): no label hashing per request.
-  const counted = new Map<string, { inc(): void }>();
-  const timed = new Map<string, { observe(v: number): void }>();
-  const count = (route: string, status: number, seconds: number) => {
-    if (!metrics) return;
-    const k = `${route} ${status}`;
-    let c = counted.get(k);
-    if (!c) counted.set(k, (c = metrics.httpRequests.labels('POST', route, String(status))));
-    c.inc();
-    let h = timed.get(route);
-    if (!h) timed.set(route, (h = metrics.httpDuration.labels(route)));
-    h.observe(seconds);
-  };
+  const count = (route: string, status: number, seconds: number) => metrics?.record(route, status, seconds);
 
   const target = (path: string, req: IncomingMessage): Target | null => {
     const parts = path.split('/');
@@ -83,8 +71,10 @@ export function rpcFastPath(deps: FastPathDeps): (req: IncomingMessage, res: Ser
     return null;
   };
 
+  // Only browsers send Origin, and only their answers need the CORS headers.
   const cors = (req: IncomingMessage, headers: Record<string, string>) => {
     const origin = req.headers.origin;
+    if (origin === undefined) return;
     if (anyOrigin) headers['access-control-allow-origin'] = '*';
     else if (origin && origins.has(origin)) {
       headers['access-control-allow-origin'] = origin;
@@ -120,6 +110,8 @@ export function rpcFastPath(deps: FastPathDeps): (req: IncomingMessage, res: Ser
       if (out.body === null) res.writeHead(204, headers).end();
       else {
         headers['content-type'] = 'application/json; charset=utf-8';
+        // A length, not chunked encoding: one write of head and body.
+        headers['content-length'] = String(typeof out.body === 'string' ? Buffer.byteLength(out.body) : out.body.length);
         res.writeHead(out.status, headers).end(out.body);
       }
       count(t.route, out.status, (performance.now() - started) / 1000);
