@@ -1,0 +1,209 @@
+// Fuzzing the JSON-RPC addresses (bounded, seeded: the same inputs on every run): random and
+// mutated bodies, batches and WebSocket frames against the gateway in front of a fake node that
+// records every body it receives. The gateway never answers 5xx but -32000/502, never crashes,
+// and never forwards a call the policy refuses or whose members are not exactly as allowed (C22-C24).
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { createKey, setTier, startTestApp, type TestApp } from '../support/app.ts';
+import { type FakeNode, startFakeNode, topLevel } from '../support/fake-node.ts';
+import { connect, wsAddress } from '../ws/helpers.ts';
+
+const SEED = Number(process.env.FUZZ_SEED ?? 20261123);
+const HTTP_CASES = 400;
+const WS_CASES = 150;
+const ADMIN = 'fuzz-admin-token-0123456789';
+const MEMBERS = new Set(['jsonrpc', 'method', 'params', 'id']);
+
+/** mulberry32: a small seeded PRNG, so a failure can be replayed with FUZZ_SEED. */
+function prng(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const ALLOWED = ['eth_chainId', 'eth_blockNumber', 'eth_getBalance', 'eth_call', 'net_version', 'eth_getBlockByNumber', 'web3_clientVersion'];
+const REFUSED = [
+  'eth_sendUnsignedTransaction',
+  'eth_sendTransactionSync',
+  'eth_sendTransaction',
+  'eth_accounts',
+  'admin_addPeer',
+  'anvil_setBalance',
+  'evm_mine',
+  'hardhat_impersonateAccount',
+  'debug_traceTransaction',
+  'personal_unlockAccount',
+  'Eth_blockNumber',
+  'eth_subscribe',
+  'txpool_content',
+  'eth_chainid',
+];
+
+function generator(rand: () => number) {
+  const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rand() * xs.length)] as T;
+  const int = (n: number) => Math.floor(rand() * n);
+  const str = () => {
+    const alphabet = 'abcdefghijklmnopqrstuvwxyz_ABCXYZ0123456789\\"\u0000\u00e9\u{1F600}';
+    return Array.from({ length: int(12) }, () => pick([...alphabet])).join('');
+  };
+  const value = (depth = 0): unknown => {
+    switch (int(depth > 2 ? 5 : 8)) {
+      case 0:
+        return null;
+      case 1:
+        return rand() < 0.5;
+      case 2:
+        return pick([0, -1, 1.5, 2 ** 53 + 1, 1e308, -0]);
+      case 3:
+        return str();
+      case 4:
+        return `0x${int(2 ** 30).toString(16)}`;
+      case 5:
+        return Array.from({ length: int(4) }, () => value(depth + 1));
+      default:
+        return Object.fromEntries(Array.from({ length: int(4) }, () => [str(), value(depth + 1)]));
+    }
+  };
+  const method = () => (rand() < 0.45 ? pick(ALLOWED) : rand() < 0.75 ? pick(REFUSED) : str());
+  const id = () => pick<unknown>([int(1000), str(), null, 12345678901234567890, { a: 1 }, [1], true, undefined]);
+  /** One call as text, often mutated in the ways a node reads differently from JSON.parse. */
+  const callText = (): string => {
+    const members: string[] = [];
+    if (rand() < 0.95) members.push(`"jsonrpc":${rand() < 0.9 ? '"2.0"' : JSON.stringify(value())}`);
+    if (rand() < 0.95) members.push(`"method":${JSON.stringify(method())}`);
+    if (rand() < 0.8) members.push(`"params":${JSON.stringify(rand() < 0.7 ? [value(), value()] : value())}`);
+    const i = id();
+    if (i !== undefined) members.push(`"id":${JSON.stringify(i)}`);
+    switch (int(10)) {
+      case 0:
+        members.push(`"Method":${JSON.stringify(pick(REFUSED))}`);
+        break;
+      case 1:
+        members.push(`"m\\u0065thod":${JSON.stringify(pick(REFUSED))}`);
+        break;
+      case 2:
+        members.push(`"method":${JSON.stringify(pick(REFUSED))}`);
+        break;
+      case 3:
+        members.push(`${JSON.stringify(str())}:${JSON.stringify(value())}`);
+        break;
+      case 4:
+        members.push(`"ID":1`);
+        break;
+      default:
+    }
+    for (let k = members.length - 1; k > 0; k--) {
+      if (rand() < 0.3) {
+        const j = int(k + 1);
+        [members[k], members[j]] = [members[j] as string, members[k] as string];
+      }
+    }
+    return `{${members.join(',')}}`;
+  };
+  const body = (): string => {
+    const r = rand();
+    if (r < 0.35) return callText();
+    if (r < 0.6) {
+      const items = Array.from({ length: rand() < 0.1 ? 100 + int(30) : int(8) }, () =>
+        rand() < 0.8 ? callText() : JSON.stringify(rand() < 0.5 ? value() : [JSON.parse(callText().replace(/\\u0065/g, 'e')) as unknown]),
+      );
+      return `[${items.join(',')}]`;
+    }
+    if (r < 0.75) {
+      const t = callText();
+      return t.slice(0, int(t.length)); // truncated
+    }
+    if (r < 0.85) return JSON.stringify(value());
+    return Buffer.from(Array.from({ length: int(64) }, () => int(256))).toString('latin1');
+  };
+  return { body };
+}
+
+let t: TestApp;
+let node: FakeNode;
+let key: string;
+
+before(async () => {
+  node = await startFakeNode();
+  t = await startTestApp({
+    listen: true,
+    env: { UPSTREAM_NATIVE_MAINNET: node.url, ADMIN_TOKEN: ADMIN },
+    overrides: { limits: { publicRpcPerMinute: 1_000_000 } },
+  });
+  const k = await createKey(t.app);
+  await setTier(t.app, k.user.id, 'enterprise', ADMIN);
+  key = k.key;
+});
+after(async () => {
+  await t?.close();
+  await node?.close();
+});
+
+/** Every call object the node received: its method is allowed and its members are exactly as allowed. */
+function assertNodeSawOnlyAllowedCalls(): void {
+  const allowed = new Set(t.config.methods.standard);
+  for (const text of node.bodies) {
+    const top = topLevel(text);
+    const calls = top.kind === 'array' ? top.parts.map((p) => p.raw) : [text];
+    for (const raw of calls) {
+      const members = topLevel(raw).parts.map((p) => p.key ?? '');
+      assert.ok(members.every((m) => MEMBERS.has(m)), `forwarded a call with members ${JSON.stringify(members)}: ${raw.slice(0, 200)}`);
+      assert.equal(new Set(members).size, members.length, `forwarded a call with a repeated member: ${raw.slice(0, 200)}`);
+      const method = (JSON.parse(raw) as { method?: unknown }).method;
+      assert.ok(typeof method === 'string' && allowed.has(method), `forwarded ${String(method)}: ${raw.slice(0, 200)}`);
+    }
+  }
+}
+
+/** A gateway answer: JSON (or nothing), and 5xx only as -32000 with 502. */
+function assertSaneAnswer(status: number, text: string, input: string): void {
+  const where = `for input ${JSON.stringify(input.slice(0, 300))}`;
+  if (status === 204) {
+    assert.equal(text, '', where);
+    return;
+  }
+  let parsed: unknown;
+  assert.doesNotThrow(() => (parsed = JSON.parse(text)), `answer is not JSON ${where}: ${text.slice(0, 200)}`);
+  const items = (Array.isArray(parsed) ? parsed : [parsed]) as Array<{ error?: { code: number } }>;
+  assert.ok(status < 500 || status === 502, `HTTP ${status} ${where}`);
+  if (status === 502) assert.ok(items.every((i) => i.error?.code === -32000 || !i.error), `502 without -32000 ${where}`);
+  assert.ok(!items.some((i) => i.error?.code === -32603), `internal error ${where}: ${text.slice(0, 200)}`);
+}
+
+describe('fuzzing the JSON-RPC addresses (seeded)', () => {
+  test(`${HTTP_CASES} random and mutated HTTP bodies: sane answers, and nothing refused reaches the node`, async () => {
+    const { body } = generator(prng(SEED));
+    for (let i = 0; i < HTTP_CASES; i++) {
+      const input = body();
+      const path = i % 3 === 0 ? '/public/main' : `/v1/native-mainnet/${key}`;
+      const res = await fetch(`${t.url}${path}`, { method: 'POST', body: input });
+      assertSaneAnswer(res.status, await res.text(), input);
+    }
+    assertNodeSawOnlyAllowedCalls();
+    assert.equal((await fetch(`${t.url}/health/live`)).status, 200, 'still alive');
+  });
+
+  test(`${WS_CASES} random and mutated WebSocket frames: sane answers, the connection stays, nothing refused reaches the node`, async () => {
+    const { body } = generator(prng(SEED + 1));
+    const client = await connect(wsAddress(t, `/ws/native-mainnet?apiKey=${key}`));
+    try {
+      for (let i = 0; i < WS_CASES; i++) {
+        const input = body();
+        const seen = client.raw.length;
+        client.ws.send(input);
+        // A sentinel after each frame: every answer to the frame has arrived once its answer has.
+        const sentinel = await client.call('eth_chainId');
+        assert.equal(sentinel.error, undefined, `the connection still serves calls after ${JSON.stringify(input.slice(0, 200))}`);
+        for (const text of client.raw.slice(seen, -1)) assertSaneAnswer(200, text, input);
+      }
+    } finally {
+      await client.close();
+    }
+    assertNodeSawOnlyAllowedCalls();
+  });
+});
