@@ -16,7 +16,7 @@ import { networkRoutes } from './chains/routes.ts';
 import { publicUrl } from './config/load.ts';
 import type { Config } from './config/schema.ts';
 import type { Secrets } from './config/secrets.ts';
-import { installRestErrors } from './errors/handler.ts';
+import { clientErrorHandler, installRestErrors } from './errors/handler.ts';
 import { applyServerTimeouts } from './http/server-timeouts.ts';
 import { installValidators } from './http/validation.ts';
 import { KeyChangeBus } from './keys/bus.ts';
@@ -95,6 +95,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
       createServer((req, res) => {
         if (!fastPath?.(req, res)) handler(req, res);
       }),
+    clientErrorHandler,
     loggerInstance: logger as FastifyBaseLogger,
     genReqId,
     requestIdHeader: false,

@@ -156,6 +156,7 @@ export const ConfigSchema = T.Object(
         maxLagBlocks: T.Integer({ minimum: 0 }), // blocks behind the best head before an upstream is skipped (C26)
         healthIntervalMs: T.Integer({ minimum: 100 }), // milliseconds between upstream health probes
         connectionsPerUpstream: T.Integer({ minimum: 1 }), // kept-alive connections per upstream
+        maxResponseBytes: T.Integer({ minimum: 1024 }), // bytes an upstream answer may have; past it the call is -32000
         keyCacheTtlMs: T.Integer({ minimum: 0 }), // milliseconds a key lookup is cached (changes invalidate at once)
         accessLog: T.Boolean(), // log every RPC request at info (off: only failures)
         corsOrigins: T.Array(T.String()), // allowed browser origins on the RPC paths; "*" for any

@@ -1,6 +1,8 @@
+import { STATUS_CODES } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { redactUrl, serializeError } from '../ops/logging.ts';
-import { envelope, HttpError } from './http.ts';
+import { envelope, type ErrorCode, HttpError } from './http.ts';
 
 interface AjvIssue {
   instancePath: string;
@@ -74,5 +76,26 @@ export function installRestErrors(app: FastifyInstance): void {
   // The path is echoed redacted: a mistyped RPC address still holds the caller's key (C19).
   app.setNotFoundHandler((req, reply) =>
     sendHttpError(reply, new HttpError('NOT_FOUND', `No route ${req.method} ${redactUrl(req.url.split('?')[0] ?? '')}`)),
+  );
+}
+
+/**
+ * Answers what Node's HTTP parser refuses before any route sees it (headers too large, a request
+ * that took too long to arrive, malformed HTTP) in the C7 envelope, then closes the connection.
+ */
+export function clientErrorHandler(err: Error & { code?: string }, socket: Duplex): void {
+  if (err.code === 'ECONNRESET' || !socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const [status, code, message]: [number, ErrorCode, string] =
+    err.code === 'HPE_HEADER_OVERFLOW'
+      ? [431, 'HEADERS_TOO_LARGE', 'Request headers are too large']
+      : err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? [408, 'REQUEST_TIMEOUT', 'The request did not arrive in time']
+        : [400, 'BAD_REQUEST', 'Malformed HTTP request'];
+  const body = JSON.stringify({ success: false, error: { code, message } });
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
   );
 }

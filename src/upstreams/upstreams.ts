@@ -50,6 +50,7 @@ export class Upstreams {
           maxLagBlocks: r.maxLagBlocks,
           healthIntervalMs: r.healthIntervalMs,
           connections: r.connectionsPerUpstream,
+          maxResponseBytes: r.maxResponseBytes,
           logger,
           onHead: (head) => this.#emitHead(n.slug, head, null),
         }),

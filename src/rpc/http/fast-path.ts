@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import type { Network, NetworkRegistry } from '../../chains/registry.ts';
 import type { Config } from '../../config/schema.ts';
 import { InternalRpcError, InvalidRequestError, type RpcError, UnknownNetworkError } from '../../errors/rpc.ts';
-import { genReqId } from '../../ops/logging.ts';
+import { genReqId, redactSecrets } from '../../ops/logging.ts';
 import type { RpcHttpMetrics } from '../../ops/metrics.ts';
 import { errorText } from '../jsonrpc.ts';
 import type { RpcOutput, RpcPipeline } from '../pipeline.ts';
@@ -44,7 +44,8 @@ export function rpcFastPath(deps: FastPathDeps): (req: IncomingMessage, res: Ser
   const accessLog = config.rpc.accessLog;
   const publicNetwork = registry.bySlug(PUBLIC_NETWORK);
   const networkList = () => registry.all.map((n) => n.slug);
-  const unknownNetwork = (what: string) => new UnknownNetworkError(`Unknown network: ${what}`, { details: { networks: networkList() } });
+  // The name as sent is repeated only with anything key-shaped in it redacted (a key in the wrong slot).
+  const unknownNetwork = (what: string) => new UnknownNetworkError(`Unknown network: ${redactSecrets(what)}`, { details: { networks: networkList() } });
 
   const count = (route: string, status: number, seconds: number) => metrics?.record(route, status, seconds);
 

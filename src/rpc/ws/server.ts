@@ -11,6 +11,7 @@ import { InternalRpcError, InvalidRequestError, NetworkNotAllowedError, RateLimi
 import type { KeyCache } from '../../keys/cache.ts';
 import type { KeyChange } from '../../keys/service.ts';
 import type { Meter } from '../../metering/meter.ts';
+import { redactSecrets } from '../../ops/logging.ts';
 import type { Upstreams } from '../../upstreams/upstreams.ts';
 import { errorText } from '../jsonrpc.ts';
 import type { RpcPipeline } from '../pipeline.ts';
@@ -181,7 +182,7 @@ export class WsGateway {
     if (this.#closing) return refuse(socket, 503, new InternalRpcError('The gateway is shutting down; reconnect shortly'));
     const network = this.#d.registry.bySlug(slug);
     if (!network) {
-      return refuse(socket, 404, new UnknownNetworkError(`Unknown network: ${slug.slice(0, 64)}`, { details: { networks: this.#d.registry.all.map((n) => n.slug) } }));
+      return refuse(socket, 404, new UnknownNetworkError(`Unknown network: ${redactSecrets(slug.slice(0, 64))}`, { details: { networks: this.#d.registry.all.map((n) => n.slug) } }));
     }
     const origin = req.headers.origin;
     if (origin && !this.#origins.has('*') && !this.#origins.has(origin)) {

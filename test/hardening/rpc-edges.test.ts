@@ -1,0 +1,105 @@
+// Edges of the RPC addresses found by the hardening review: upstream answers past the size cap,
+// HTTP the parser refuses (431), clients that hang up, and keys in odd places (C7, C22).
+import assert from 'node:assert/strict';
+import net from 'node:net';
+import { after, before, describe, test } from 'node:test';
+import { createKey, startTestApp, type TestApp } from '../support/app.ts';
+import { type FakeNode, startFakeNode } from '../support/fake-node.ts';
+import { waitFor } from '../support/wait.ts';
+
+let t: TestApp;
+let node: FakeNode;
+let key: string;
+
+before(async () => {
+  node = await startFakeNode();
+  t = await startTestApp({
+    listen: true,
+    env: { UPSTREAM_NATIVE_MAINNET: node.url, LOG_LEVEL: 'debug' },
+    overrides: { rpc: { maxResponseBytes: 64 * 1024 } },
+  });
+  key = (await createKey(t.app)).key;
+});
+after(async () => {
+  await t?.close();
+  await node?.close();
+});
+
+const rpc = (body: unknown, signal?: AbortSignal) =>
+  fetch(`${t.url}/v1/native-mainnet/${key}`, { method: 'POST', body: JSON.stringify(body), ...(signal ? { signal } : {}) });
+
+/** Raw bytes over a socket, and everything the server sent back until it closed. */
+function raw(text: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const u = new URL(t.url);
+    const socket = net.connect(Number(u.port), u.hostname, () => socket.write(text));
+    let got = '';
+    socket.on('data', (d) => (got += String(d)));
+    socket.on('end', () => resolve(got));
+    socket.on('error', reject);
+    socket.setTimeout(10_000, () => {
+      socket.destroy();
+      resolve(got);
+    });
+  });
+}
+
+describe('the RPC addresses at their edges', () => {
+  test('an upstream answer larger than rpc.maxResponseBytes is -32000 with 502, and no other node is asked', async () => {
+    const big = `{"jsonrpc":"2.0","id":1,"result":"0x${'0'.repeat(100 * 1024)}"}`;
+    node.setRaw('eth_getLogs', big);
+    try {
+      const before = node.callCount('eth_getLogs');
+      const res = await rpc({ jsonrpc: '2.0', id: 7, method: 'eth_getLogs', params: [{}] });
+      assert.equal(res.status, 502);
+      const body = (await res.json()) as { id: number; error: { code: number; data: unknown } };
+      assert.equal(body.id, 7);
+      assert.equal(body.error.code, -32000);
+      assert.equal(node.callCount('eth_getLogs') - before, 1);
+      // Under the cap the same call passes.
+      node.setRaw('eth_getLogs', `{"jsonrpc":"2.0","id":1,"result":[]}`);
+      assert.equal((await rpc({ jsonrpc: '2.0', id: 8, method: 'eth_getLogs', params: [{}] })).status, 200);
+    } finally {
+      node.setRaw('eth_getLogs', null);
+    }
+  });
+
+  test('headers too large are 431 in the C7 envelope', async () => {
+    const answer = await raw(`POST /v1/native-mainnet/${key} HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\nContent-Length: 2\r\n\r\n{}`);
+    assert.match(answer, /^HTTP\/1\.1 431 /);
+    const body = JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4)) as { success: boolean; error: { code: string } };
+    assert.deepEqual([body.success, body.error.code], [false, 'HEADERS_TOO_LARGE']);
+  });
+
+  test('malformed HTTP is 400 in the C7 envelope', async () => {
+    const answer = await raw('POST /v1 HTTP/9.9 nonsense\r\n\r\n');
+    assert.match(answer, /^HTTP\/1\.1 400 /);
+    assert.equal((JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4)) as { error: { code: string } }).error.code, 'BAD_REQUEST');
+  });
+
+  test('a client that hangs up before its answer is no error of ours: nothing is logged at error level', async () => {
+    node.setDelay(500);
+    const mark = t.logs.length;
+    try {
+      const abort = new AbortController();
+      const pending = rpc({ jsonrpc: '2.0', id: 1, method: 'eth_gasPrice', params: [] }, abort.signal).catch(() => undefined);
+      await waitFor(() => node.callCount('eth_gasPrice') > 0, { timeoutMs: 5_000 });
+      abort.abort();
+      await pending;
+      await waitFor(() => t.logs.slice(mark).some((l) => l.includes('client closed the connection before the answer')), { timeoutMs: 5_000 });
+      const errors = t.logs.slice(mark).filter((l) => (JSON.parse(l) as { level: number }).level >= 50);
+      assert.deepEqual(errors, []);
+    } finally {
+      node.setDelay(0);
+    }
+  });
+
+  test('a key in the network slot of /v1 is never repeated in the answer or the logs', async () => {
+    const mark = t.logs.length;
+    const res = await fetch(`${t.url}/v1/${key}`, { method: 'POST', body: '{"jsonrpc":"2.0","id":1,"method":"eth_chainId"}' });
+    const text = await res.text();
+    const secret = key.slice(8);
+    assert.ok(!text.includes(secret), `answer repeats the key: ${text}`);
+    assert.ok(!t.logs.slice(mark).join('\n').includes(secret), 'a log line repeats the key');
+  });
+});
