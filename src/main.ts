@@ -15,7 +15,7 @@ import type { Redis } from 'ioredis';
 
 /** The config with every network's upstream pointed at its local devnet chain (C31). */
 function onDevnet(cfg: Config, devnet: Devnet): Config {
-  const copy = structuredClone(cfg) as Config;
+  const copy = structuredClone<Config>(cfg);
   for (const n of copy.networks) {
     const u = devnet.upstreams[n.slug];
     if (u) n.upstreams = [{ http: u.http, ws: u.ws }];
@@ -108,11 +108,12 @@ async function main(): Promise<void> {
 
   try {
     const secrets = resolveSecrets(config);
-    // The chains (their own processes), the storage and Redis start side by side.
-    const [chains, opened, connected] = await Promise.allSettled([
-      config.devnet.enabled ? startChains(config, log) : undefined,
+    // The storage, Redis and the chains (their own processes) start side by side; storage first, as
+    // its loading goes on in the background while the chains are being spawned.
+    const [opened, connected, chains] = await Promise.allSettled([
       openStorage({ databaseUrl: config.storage.databaseUrl, dataDir: config.storage.dataDir }),
       config.redis.url ? openRedis(config.redis.url) : undefined,
+      config.devnet.enabled ? startChains(config, log) : undefined,
     ]);
     if (chains.status === 'fulfilled' && chains.value) ({ config, devnet } = chains.value);
     if (opened.status === 'fulfilled') storage = opened.value;
