@@ -2,7 +2,7 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { DestinationStream, Logger } from 'pino';
 import { adminRoutes } from './admin/routes.ts';
 import { accountRoutes } from './auth/account-routes.ts';
@@ -89,6 +89,7 @@ export const API_PREFIX = '/api/v1';
 export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyInstance> {
   const logger = deps.logger ?? createLogger(config.logLevel, deps.logStream);
   // Set once the pipeline exists; the server asks it first for every request.
+  // eslint-disable-next-line prefer-const -- assigned once the pipeline exists, read by the server factory before that
   let fastPath: ((req: IncomingMessage, res: ServerResponse) => boolean) | undefined;
   const app = Fastify({
     serverFactory: (handler) =>
@@ -96,7 +97,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
         if (!fastPath?.(req, res)) handler(req, res);
       }),
     clientErrorHandler,
-    loggerInstance: logger as FastifyBaseLogger,
+    loggerInstance: logger,
     genReqId,
     requestIdHeader: false,
     bodyLimit: config.server.bodyLimitBytes,

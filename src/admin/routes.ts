@@ -126,7 +126,7 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{
       // drops every cached lookup of the account's keys (C20: takes effect at once).
       const changed = await keys.changeAccountLimits(req.params.id, patch);
       if (!changed) throw notFound('account');
-      if (Object.values(changed.keys).some((ids) => ids.length > 0)) {
+      if (Object.values(changed.keys).some((ids: readonly string[]) => ids.length > 0)) {
         req.log.info({ userId: changed.user.id, tier: changed.user.tier, ...changed.keys }, 'keys brought within the account’s plan');
       }
       return { success: true as const, data: { ...show(changed.user), keyChanges: changed.keys } };

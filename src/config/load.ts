@@ -44,7 +44,7 @@ function readJson(file: string, label: string): Json {
   try {
     text = readFileSync(file, 'utf8');
   } catch (err) {
-    throw new ConfigError(`${label}: cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? err})`);
+    throw new ConfigError(`${label}: cannot read ${file} (${(err as NodeJS.ErrnoException).code ?? String(err)})`);
   }
   try {
     return JSON.parse(text) as Json;
@@ -122,7 +122,7 @@ export function loadConfig(opts: LoadOptions = {}): Config {
   if (e.jwtSecret) cfg.auth.jwtSecret = e.jwtSecret;
   if (e.keySecret) cfg.keys.encryptionSecret = e.keySecret;
   if (e.adminToken) cfg.admin.token = e.adminToken;
-  if (e.logLevel) cfg.logLevel = e.logLevel as Config['logLevel'];
+  if (e.logLevel) cfg.logLevel = e.logLevel;
   if (opts.devnet || env.DEVNET === '1' || env.DEVNET === 'true') cfg.devnet.enabled = true;
 
   // UPSTREAM_<SLUG>=http://a,http://b replaces that network's HTTP upstreams (C32).
@@ -160,7 +160,7 @@ export function validateConfig(raw: unknown): Config {
     const where = first?.path ? first.path.slice(1).replaceAll('/', '.') : '(root)';
     throw new ConfigError(`invalid setting ${where}: ${first?.message ?? 'does not match the schema'}`);
   }
-  const cfg = raw as Config;
+  const cfg = raw;
   const { headersTimeoutMs, requestTimeoutMs } = cfg.server;
   if (requestTimeoutMs > 0 && headersTimeoutMs > requestTimeoutMs)
     throw new ConfigError(`server.headersTimeoutMs (${headersTimeoutMs}) must not exceed server.requestTimeoutMs (${requestTimeoutMs})`);

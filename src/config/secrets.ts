@@ -14,7 +14,7 @@ export interface Secrets {
  * once into DATA_DIR/secrets.json (mode 0600) so tokens and keys survive a restart. With a shared
  * PostgreSQL every instance must hold the same secrets, so they must be given.
  */
-export function resolveSecrets(cfg: Config, dataDir: string | 'memory' = cfg.storage.dataDir): Secrets {
+export function resolveSecrets(cfg: Config, dataDir: string = cfg.storage.dataDir): Secrets {
   const given = { jwtSecret: cfg.auth.jwtSecret, keyEncryptionSecret: cfg.keys.encryptionSecret };
   if (given.jwtSecret && given.keyEncryptionSecret) return given as Secrets;
   if (cfg.storage.databaseUrl) {
@@ -32,7 +32,7 @@ export function resolveSecrets(cfg: Config, dataDir: string | 'memory' = cfg.sto
     stored = JSON.parse(readFileSync(file, 'utf8')) as Partial<Secrets>;
     onDisk = true;
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw new ConfigError(`cannot read ${file}: ${err}`);
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw new ConfigError(`cannot read ${file}: ${String(err)}`);
   }
   const out: Secrets = {
     jwtSecret: given.jwtSecret ?? stored.jwtSecret ?? fresh(),

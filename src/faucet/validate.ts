@@ -23,7 +23,7 @@ export interface ValidGrant {
  * valid EIP-55 checksum; on the native networks an `xdc` prefix is accepted and becomes `0x`.
  * Returns the EIP-55 form, or why the address is refused.
  */
-export function parseRecipient(text: string, native: boolean): Address | string {
+export function parseRecipient(text: string, native: boolean): string {
   let hex = text;
   if (/^xdc/i.test(text)) {
     if (!native) return 'must start with 0x (the xdc prefix is accepted on the native networks only)';

@@ -106,7 +106,7 @@ export function faucetWallets(config: Config): FaucetWallet[] {
  */
 export function withDevnetFaucetKeys(config: Config, slugs?: Iterable<string>): { config: Config; fund: Address[] } {
   const wanted = new Set(slugs ?? config.networks.map((n) => n.slug));
-  const copy = structuredClone(config) as Config;
+  const copy = structuredClone<Config>(config);
   if (!copy.faucet.privateKey) {
     for (const n of copy.networks) {
       const own = copy.faucet.networks[n.slug];

@@ -23,7 +23,7 @@ export class KeyChangeBus {
     this.#sub = sub;
     this.#off = keys.onChange((change, remote) => {
       if (remote) return;
-      pub.publish(CHANNEL, JSON.stringify({ origin: this.#origin, change })).catch((err: Error) => {
+      this.#pub.publish(CHANNEL, JSON.stringify({ origin: this.#origin, change })).catch((err: Error) => {
         log.warn({ error: err.message }, 'could not publish a key change; other instances see it when their cache entry expires');
       });
     });

@@ -150,7 +150,7 @@ export class KeyService {
 
   async create(userId: string, input: CreateKeyInput): Promise<KeyRow> {
     const row = await this.#db.transaction(async (tx) => {
-      const user = await lockUser(tx as unknown as Db, userId);
+      const user = await lockUser(tx, userId);
       const limits = effectiveLimits(this.#cfg, user);
       const others = await tx
         .select({ networks: apiKeys.networks })
@@ -188,9 +188,9 @@ export class KeyService {
 
   async update(userId: string, id: string, input: PatchKeyInput): Promise<KeyRow> {
     const row = await this.#db.transaction(async (tx) => {
-      const user = await lockUser(tx as unknown as Db, userId);
+      const user = await lockUser(tx, userId);
       // The key's row lock orders this PATCH against a concurrent revoke: one sees the other's result.
-      const current = await getIn(tx as unknown as Db, userId, id, true);
+      const current = await getIn(tx, userId, id, true);
       // C20: revoked is permanent; 409 rather than 400, since the body itself is valid.
       if (current.status === 'revoked') throw new HttpError('CONFLICT', 'A revoked key cannot be changed');
       const patch: Partial<KeyRow> = { updatedAt: new Date() };
@@ -203,7 +203,7 @@ export class KeyService {
         patch.networks = this.#resolveNetworks(user, input.networks, others.map((o) => o.networks));
       }
       if (input.rateLimit !== undefined) patch.rateLimit = this.#checkRateLimit(user, input.rateLimit ?? undefined);
-      if (input.status === 'active' && current.status !== 'active') await this.#checkActiveAllowance(tx as unknown as Db, user, id);
+      if (input.status === 'active' && current.status !== 'active') await this.#checkActiveAllowance(tx, user, id);
       if (input.status !== undefined) patch.status = input.status;
       if (input.expiresAt !== undefined) patch.expiresAt = parseDate(input.expiresAt);
       const [updated] = await tx.update(apiKeys).set(patch).where(eq(apiKeys.id, id)).returning();
@@ -216,7 +216,7 @@ export class KeyService {
   /** Revoked for good (C20). Under the key's row lock, so a PATCH running at the same time cannot bring it back. */
   async revoke(userId: string, id: string): Promise<KeyRow> {
     const { row, before } = await this.#db.transaction(async (tx) => {
-      const current = await getIn(tx as unknown as Db, userId, id, true);
+      const current = await getIn(tx, userId, id, true);
       if (current.status === 'revoked') return { row: current, before: undefined };
       const [updated] = await tx
         .update(apiKeys)
@@ -233,7 +233,7 @@ export class KeyService {
   async rotate(userId: string, id: string): Promise<KeyRow> {
     const { key, prefix } = generateKey(this.#cfg.keys.prefix);
     const { row, oldHash } = await this.#db.transaction(async (tx) => {
-      const current = await getIn(tx as unknown as Db, userId, id, true);
+      const current = await getIn(tx, userId, id, true);
       if (current.status === 'revoked') throw new HttpError('CONFLICT', 'A revoked key cannot be rotated');
       const [updated] = await tx
         .update(apiKeys)

@@ -27,7 +27,7 @@ export interface StorageOptions {
   /** PostgreSQL URL; null/undefined means embedded PGlite. */
   databaseUrl?: string | null;
   /** PGlite files go to `<dataDir>/pglite`; `memory` keeps them in memory (tests). */
-  dataDir?: string | 'memory';
+  dataDir?: string;
   /**
    * In memory only: start from this image of a migrated database (`migratedPgliteImage()`)
    * instead of an empty one, which skips PGlite's initdb. Migrations still run over it.

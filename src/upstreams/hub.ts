@@ -282,7 +282,7 @@ export class SubscriptionHub {
     const text = data.toString('utf8');
     let msg: { id?: unknown; method?: unknown; params?: unknown; result?: unknown; error?: unknown };
     try {
-      msg = JSON.parse(text);
+      msg = JSON.parse(text) as typeof msg;
     } catch {
       return;
     }
@@ -292,7 +292,7 @@ export class SubscriptionHub {
       if (!p) return;
       this.#pending.delete(msg.id);
       clearTimeout(p.timer);
-      if (msg.error !== undefined) p.reject(new NodeError((msg.error ?? {}) as NodeError['error']));
+      if (msg.error !== undefined) p.reject(new NodeError((msg.error ?? {})));
       else p.resolve(msg.result);
       return;
     }

@@ -116,9 +116,9 @@ export class UsageService implements UsageSink, KeyUsageReader {
       pending.indexDay = this.#day;
     }
     let byNetwork = pending.index.get(event.keyId);
-    if (!byNetwork) pending.index.set(event.keyId, (byNetwork = new Map()));
+    if (!byNetwork) pending.index.set(event.keyId, (byNetwork = new Map<string, Map<string, Entry>>()));
     let byMethod = byNetwork.get(event.network);
-    if (!byMethod) byNetwork.set(event.network, (byMethod = new Map()));
+    if (!byMethod) byNetwork.set(event.network, (byMethod = new Map<string, Entry>()));
     let entry = byMethod.get(event.method);
     if (!entry) {
       entry = this.#row(event, this.#day);
@@ -295,12 +295,10 @@ export class UsageService implements UsageSink, KeyUsageReader {
    * is still stored. Another account's key is neither (C7: 404).
    */
   async ownsKey(userId: string, keyId: string): Promise<boolean> {
-    const rows = (await this.#db.execute(sql`
+    const result: unknown = await this.#db.execute(sql`
       select (exists (select 1 from api_keys where id = ${keyId} and user_id = ${userId})
-           or exists (select 1 from usage_daily where user_id = ${userId} and key_id = ${keyId})) as owned`)) as unknown as {
-      rows: Array<{ owned: boolean }>;
-    };
-    return rows.rows[0]?.owned === true;
+           or exists (select 1 from usage_daily where user_id = ${userId} and key_id = ${keyId})) as owned`);
+    return (result as { rows: Array<{ owned: boolean }> }).rows[0]?.owned === true;
   }
 
   /** C27: the account's counts over [start, end], with every day of the period present, oldest first. */

@@ -368,7 +368,7 @@ export class ResponseCache {
     try {
       flight = fetch();
     } catch (err) {
-      flight = Promise.reject(err);
+      flight = Promise.reject(err instanceof Error ? err : new Error(String(err)));
     }
     const done = (): void => {
       if (this.#flights.get(key) === flight) this.#flights.delete(key);
