@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { and, asc, eq, gte, lte, ne, or, sql } from 'drizzle-orm';
-import { type Hex, keccak256 } from 'viem';
+import type { Hex } from 'viem';
+import { keccak256 } from 'viem/utils';
 import type { Db } from '../storage/db.ts';
 import { faucetGrants as g, type GrantStatus } from './schema.ts';
 

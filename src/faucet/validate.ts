@@ -1,4 +1,5 @@
-import { type Address, getAddress } from 'viem';
+import type { Address } from 'viem';
+import { getAddress } from 'viem/utils';
 import type { NetworkRegistry } from '../chains/registry.ts';
 import { badRequest } from '../errors/http.ts';
 import { formatAmount, type FaucetWallet, parseAmount } from './wallets.ts';

@@ -1,4 +1,5 @@
-import { type Address, formatUnits, type Hex } from 'viem';
+import type { Address, Hex } from 'viem';
+import { formatUnits } from 'viem/utils';
 import { generatePrivateKey, type PrivateKeyAccount, privateKeyToAccount } from 'viem/accounts';
 import { ConfigError, validateConfig } from '../config/load.ts';
 import type { Config } from '../config/schema.ts';
