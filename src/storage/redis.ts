@@ -1,10 +1,12 @@
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 
 /**
  * The Redis connection for shared state (limits, key-change events) when REDIS_URL is set.
  * Commands fail fast while Redis is away instead of queueing without bound.
  */
 export async function openRedis(url: string): Promise<Redis> {
+  // Loaded only when configured: an embedded start does not pay for the client.
+  const { Redis } = await import('ioredis');
   const redis = new Redis(url, {
     lazyConnect: true,
     maxRetriesPerRequest: 1,

@@ -82,7 +82,8 @@ describe('a failing upstream in front of a devnet chain', () => {
       listen: true,
       // debug: the pool logs each failed attempt, which shows the fake was tried first.
       env: { UPSTREAM_NATIVE_TESTNET: fake.url, LOG_LEVEL: 'debug' },
-      overrides: { rpc: { requestTimeoutMs: REQUEST_TIMEOUT_MS, totalTimeoutMs: TOTAL_TIMEOUT_MS, healthIntervalMs: 200 } },
+      // No response cache: every call here must reach the pool, whose failover is under test.
+      overrides: { rpc: { requestTimeoutMs: REQUEST_TIMEOUT_MS, totalTimeoutMs: TOTAL_TIMEOUT_MS, healthIntervalMs: 200 }, cache: { enabled: false } },
     });
     chainUrl = t.devnet?.upstreams[NETWORK]?.http ?? '';
     const { key } = await createKey(t.app, { networks: [NETWORK] });
@@ -280,7 +281,7 @@ describe('a network whose upstreams all fail (only fakes)', () => {
         UPSTREAM_NATIVE_TESTNET: `http://user:secret@127.0.0.1:${a.port}/secretpath,http://127.0.0.1:${b.port}`,
         LOG_LEVEL: 'debug',
       },
-      overrides: { rpc: { requestTimeoutMs: ATTEMPT_MS, totalTimeoutMs: TOTAL_TIMEOUT_MS, healthIntervalMs: 200 } },
+      overrides: { rpc: { requestTimeoutMs: ATTEMPT_MS, totalTimeoutMs: TOTAL_TIMEOUT_MS, healthIntervalMs: 200 }, cache: { enabled: false } },
     });
     rpcUrl = `${t.url}/v1/${NETWORK}/${(await createKey(t.app, { networks: [NETWORK] })).key}`;
   });

@@ -302,7 +302,7 @@ describe('params and table', () => {
     const table = { ...TABLE, nat_getMasternodes: 'XDPoS_getMasternodesByNumberV9' };
     await assert.rejects(callNativeMethod('nat_getMasternodes', ['latest'], table, call), (err) => {
       upstreamErrorWith(/XDPoS_getMasternodesByNumberV9/)(err);
-      assert.equal(((err as UpstreamError).data as { code: number }).code, -32601);
+      assert.equal(((err as UpstreamError).details as { code: number }).code, -32601);
       return true;
     });
     assert.deepEqual(
