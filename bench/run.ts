@@ -177,7 +177,7 @@ let code = 1;
 try {
   code = await main();
 } catch (err) {
-  if (!interrupted()) console.error(`bench failed: ${(err as Error).stack ?? err}`);
+  if (!interrupted()) console.error(`bench failed: ${(err as Error).stack ?? String(err)}`);
 } finally {
   await cleanup();
 }

@@ -26,6 +26,10 @@ const { values: opt } = parseArgs({
 const NETWORK = 'native-mainnet';
 const TIME_LIMIT_MS = 120_000;
 
+/** A ws message as text: a Buffer by default, fragments or an ArrayBuffer under other binary types. */
+const text = (data: WebSocket.RawData): string =>
+  (Buffer.isBuffer(data) ? data : Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data)).toString();
+
 type FromGateway =
   | { type: 'ready'; port: number; key: string }
   | { type: 'stats'; rss: number; js: number; hubs: unknown[]; connections: number };
@@ -51,7 +55,7 @@ async function runGateway(upstream: string): Promise<void> {
     storage,
     secrets: { jwtSecret: 'bench-ws-jwt-secret-0123456789abcdef012345', keyEncryptionSecret: 'bench-ws-key-secret-0123456789abcdef012345' },
   });
-  const port = (await app.listen({ host: '127.0.0.1', port: 0 }).then(() => (app.server.address() as AddressInfo).port)) as number;
+  const port = await app.listen({ host: '127.0.0.1', port: 0 }).then(() => (app.server.address() as AddressInfo).port);
 
   const reg = await app.inject({ method: 'POST', url: '/api/v1/auth/register', payload: { email: 'bench-ws@example.com', password: 'bench password', name: 'bench' } });
   const { user, tokens } = reg.json().data;
@@ -96,7 +100,7 @@ async function runBench(): Promise<void> {
   const live = new Map<string, WebSocket>();
   node.on('connection', (ws) => {
     ws.on('message', (data) => {
-      const m = JSON.parse(String(data)) as { id: number; method: string; params: unknown[] };
+      const m = JSON.parse(text(data)) as { id: number; method: string; params: unknown[] };
       if (m.method === 'eth_subscribe') {
         upstreamSubscribes++;
         const id = `0x${upstreamSubscribes.toString(16).padStart(32, '0')}`;
@@ -154,7 +158,7 @@ async function runBench(): Promise<void> {
       await once(ws, 'open');
       ws.send('{"jsonrpc":"2.0","id":1,"method":"eth_subscribe","params":["newHeads"]}');
       const [answer] = (await once(ws, 'message')) as [Buffer];
-      if (!String(answer).includes('"result"')) throw new Error(`eth_subscribe failed: ${answer}`);
+      if (!String(answer).includes('"result"')) throw new Error(`eth_subscribe failed: ${String(answer)}`);
       ws.on('message', (data: Buffer) => {
         const at = performance.now();
         const n = Number(JSON.parse(String(data)).params.result.number);

@@ -39,7 +39,7 @@ for (const backend of backends) {
 
     test('the password is stored as a scrypt hash, not in plain text', async () => {
       const u = await registerUser(t.app, { password: 'plain text never stored' });
-      const res = (await t.storage.db.execute(sql`select password_hash from users where id = ${u.id}`)) as unknown as {
+      const res = (await t.storage.db.execute(sql`select password_hash from users where id = ${u.id}`)) as {
         rows: Array<{ password_hash: string }>;
       };
       const stored = String((res.rows[0] as { password_hash: string }).password_hash);

@@ -534,7 +534,7 @@ describe('faucet storage: refusals, restarts, several instances (C29)', () => {
       const start = await nonceOf(faucet);
       const sends = proxy.callCount('eth_sendRawTransaction');
       const answers = await Promise.all(
-        users.map((u, i) => ask(i % 2 ? two : one, u, { network: SEPOLIA, address: recipients[i] as Address, amount: '0.02' })),
+        users.map((u, i) => ask(i % 2 ? two : one, u, { network: SEPOLIA, address: recipients[i], amount: '0.02' })),
       );
       for (const a of answers) assert.equal(a.statusCode, 200, a.body);
       const hashes = answers.map((a) => a.json().data.txHash as Hex);

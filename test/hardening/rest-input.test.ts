@@ -11,9 +11,9 @@ const ADDRESS = '0x00000000000000000000000000000000000000aa';
 
 
 /** C7: 400 VALIDATION_ERROR whose details name `field`. */
-function assertFieldRefused(res: { statusCode: number; json(): any; body: string }, field: string, what: string): void {
+function assertFieldRefused(res: { statusCode: number; json(): unknown; body: string }, field: string, what: string): void {
   assert.equal(res.statusCode, 400, `${what}: ${res.body}`);
-  const body = res.json();
+  const body = res.json() as { success: boolean; error: { code: string; details: Array<{ field: string }> } };
   assert.equal(body.success, false, what);
   assert.equal(body.error.code, 'VALIDATION_ERROR', what);
   assert.ok(Array.isArray(body.error.details), `${what}: details listed`);

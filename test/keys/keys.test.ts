@@ -29,7 +29,7 @@ for (const backend of backends) {
     const setTier = (id: string, tier: string) =>
       t.app.inject({ method: 'PATCH', url: `/api/v1/admin/users/${id}`, headers: { 'x-admin-token': ADMIN }, payload: { tier } });
     const rawRows = async () =>
-      ((await t.storage.db.execute(sql`select * from api_keys`)) as unknown as { rows: Array<Record<string, unknown>> }).rows;
+      ((await t.storage.db.execute(sql`select * from api_keys`)) as { rows: Array<Record<string, unknown>> }).rows;
 
     test('create answers id, name, key, prefix, networks, rateLimit, createdAt', async () => {
       const u = await registerUser(t.app);

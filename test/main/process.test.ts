@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
 import { createPublicClient, http } from 'viem';
-import { type FakeNode, startFakeNode } from '../support/fake-node.ts';
+import { startFakeNode } from '../support/fake-node.ts';
 import { alive, descendants, type GatewayProcess, ROOT, spawnGateway } from '../support/process.ts';
 
 // Every start here is the real `npm start`: the compiled gateway in dist/, built first when stale.

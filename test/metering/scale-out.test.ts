@@ -19,7 +19,7 @@ describe('two instances on one PostgreSQL and one Redis behave as one (C12, C20,
   before(async () => {
     fake = await startFakeNode();
     const db = await createTestDatabase();
-    drop = db.drop;
+    drop = () => db.drop();
     const opts = { databaseUrl: db.url, redis: true, env: { UPSTREAM_NATIVE_MAINNET: fake.url } };
     a = await startTestApp(opts);
     b = await startTestApp(opts);

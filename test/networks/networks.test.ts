@@ -31,7 +31,7 @@ describe('networks (spec 2 Network, 4.2; C2, C6)', () => {
     for (const n of nets) {
       assert.deepEqual(Object.keys(n).sort(), ['chainId', 'currency', 'id', 'name', 'rpcUrl', 'slug', 'type']);
       assert.match(String(n.slug), /^[a-z0-9-]+$/);
-      assert.equal(n.rpcUrl, `https://rpc.example.test/v1/${n.slug}`, 'C2: {PUBLIC_URL}/v1/{slug}');
+      assert.equal(n.rpcUrl, `https://rpc.example.test/v1/${String(n.slug)}`, 'C2: {PUBLIC_URL}/v1/{slug}');
       const c = n.currency as Record<string, unknown>;
       assert.equal(typeof c.name, 'string');
       assert.equal(typeof c.symbol, 'string');

@@ -102,7 +102,7 @@ describe('devnet dev accounts', () => {
     'every account in devnet.accounts is one anvil funded, so tests can sign with any of them',
     async () => {
       const node = direct(VIEM_NETWORK);
-      const funded = (await node.request({ method: 'eth_accounts' as never })) as string[];
+      const funded: string[] = await node.request({ method: 'eth_accounts' as never });
       for (const [i, a] of (t.devnet?.accounts ?? []).entries()) {
         assert.equal(a.address.toLowerCase(), funded[i]?.toLowerCase(), `account ${i}`);
         assert.ok((await node.getBalance({ address: a.address })) > 0n, `account ${i} ${a.address} has no balance`);

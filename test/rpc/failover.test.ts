@@ -45,7 +45,7 @@ interface UpstreamReport {
 /** `GET /health/ready`: its status, raw body and this network's upstream report. */
 async function readiness(t: TestApp): Promise<{ status: number; text: string; upstreams: UpstreamReport[] }> {
   const res = await t.app.inject({ method: 'GET', url: '/health/ready' });
-  const net = (res.json() as { networks: Record<string, { upstreams?: UpstreamReport[] }> }).networks[NETWORK];
+  const net = res.json<{ networks: Record<string, { upstreams?: UpstreamReport[] }> }>().networks[NETWORK];
   return { status: res.statusCode, text: res.body, upstreams: net?.upstreams ?? [] };
 }
 
@@ -356,7 +356,7 @@ describe('a network whose upstreams all fail (only fakes)', () => {
     await rpc(call('eth_chainId'));
     const ready = await t.app.inject({ method: 'GET', url: '/health/ready' });
     assert.equal(ready.statusCode, 200, 'no upstream answering does not make the gateway unready (C3)');
-    const report = (ready.json() as { networks: Record<string, { status: string; upstreams: UpstreamReport[] }> }).networks[NETWORK];
+    const report = ready.json<{ networks: Record<string, { status: string; upstreams: UpstreamReport[] }> }>().networks[NETWORK];
     assert.equal(report?.status, 'down');
     assert.ok(report?.upstreams.every((u) => typeof u.lastError === 'string'));
 

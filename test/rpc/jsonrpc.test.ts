@@ -9,14 +9,34 @@ const ADDRESS = '0x00000000000000000000000000000000000000aa';
 const MN1 = '0x6ccd5f2bd3e1a9f2c5ec7a06aa1c8b2bb5a5e8c1';
 const VOTER = '0xa5e0c7b2d4f6a8c1e3b5d7f9a2c4e6b8d0f1a3c5';
 
-// JSON answers are checked field by field.
-type Json = any;
-interface Answer {
+/** A JSON-RPC error object (C22). */
+interface RpcError {
+  code: number;
+  message: string;
+  data?: unknown;
+}
+/** What the fake nodes answer as result: the call they received. */
+interface Echo {
+  method: string;
+  params: unknown[];
+}
+/**
+ * A JSON-RPC answer with the members these tests read, its result read as `R`: whether it
+ * carries a result or an error is what each test asserts.
+ */
+interface RpcAnswer<R = Echo> {
+  jsonrpc: string;
+  id: unknown;
+  result: R;
+  error: RpcError;
+}
+interface Answer<J> {
   status: number;
   headers: Headers;
   text: string;
   bytes: Buffer;
-  json: Json;
+  /** The body parsed (undefined when it is not JSON), read as `J`. */
+  json: J;
 }
 
 let t: TestApp;
@@ -68,7 +88,7 @@ after(async () => {
 const at = (network: string, k = key) => `/v1/${network}/${k}`;
 
 /** POSTs a body (objects are serialised) with real fetch; the answer as bytes, text and JSON. */
-async function post(path: string, body: unknown, headers: Record<string, string> = {}): Promise<Answer> {
+async function post<J = RpcAnswer>(path: string, body: unknown, headers: Record<string, string> = {}): Promise<Answer<J>> {
   const res = await fetch(t.url + path, {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...headers },
@@ -76,13 +96,13 @@ async function post(path: string, body: unknown, headers: Record<string, string>
   });
   const bytes = Buffer.from(await res.arrayBuffer());
   const text = bytes.toString('utf8');
-  let json: Json;
+  let json: unknown;
   try {
     json = JSON.parse(text);
   } catch {
     json = undefined;
   }
-  return { status: res.status, headers: res.headers, text, bytes, json };
+  return { status: res.status, headers: res.headers, text, bytes, json: json as J };
 }
 
 const call = (method: string, id: unknown = 1, params: unknown[] = []) => ({ jsonrpc: '2.0', id, method, params });
@@ -157,7 +177,7 @@ describe('notifications (C23)', () => {
 
   test('notifications in a batch are left out of the answer array and still reach the node', async () => {
     const before = fake.callCount('eth_maxPriorityFeePerGas');
-    const res = await post(at('native-mainnet'), [
+    const res = await post<RpcAnswer[]>(at('native-mainnet'), [
       call('eth_chainId', 1),
       notification('eth_maxPriorityFeePerGas'),
       call('net_version', 2),
@@ -165,7 +185,7 @@ describe('notifications (C23)', () => {
     ]);
     assert.equal(res.status, 200);
     assert.deepEqual(
-      res.json.map((a: Json) => [a.id, a.result.method]),
+      res.json.map((a) => [a.id, a.result.method]),
       [
         [1, 'eth_chainId'],
         [2, 'net_version'],
@@ -207,18 +227,18 @@ describe('notifications (C23)', () => {
 describe('batches (C23)', () => {
   test('answered as an array in request order with the ids as sent, though the node answers in reverse', async () => {
     const batchIds: unknown[] = [1, 'two', 3, 'héllo', 0, null];
-    const res = await post(
+    const res = await post<RpcAnswer[]>(
       at('ethereum'),
       batchIds.map((id, i) => call('eth_getBalance', id, [ADDRESS, `0x${i}`])),
     );
     assert.equal(res.status, 200);
     assert.ok(Array.isArray(res.json));
     assert.deepEqual(
-      res.json.map((a: Json) => a.id),
+      res.json.map((a) => a.id),
       batchIds,
     );
     assert.deepEqual(
-      res.json.map((a: Json) => a.result.params[1]),
+      res.json.map((a) => a.result.params[1]),
       batchIds.map((_, i) => `0x${i}`),
     );
     // One batch reached the node, which answers batches in reverse order.
@@ -230,9 +250,9 @@ describe('batches (C23)', () => {
   test(
     'two calls with the same id each get their own answer when the node reorders',
     async () => {
-      const res = await post(at('ethereum'), [call('eth_getBalance', 7, [ADDRESS, '0xa']), call('eth_getBalance', 7, [ADDRESS, '0xb'])]);
+      const res = await post<RpcAnswer[]>(at('ethereum'), [call('eth_getBalance', 7, [ADDRESS, '0xa']), call('eth_getBalance', 7, [ADDRESS, '0xb'])]);
       assert.deepEqual(
-        res.json.map((a: Json) => a.result.params[1]),
+        res.json.map((a) => a.result.params[1]),
         ['0xa', '0xb'],
       );
     },
@@ -248,8 +268,7 @@ describe('batches (C23)', () => {
   );
 
   test('valid, invalid and refused items each get their own answer, in order', async () => {
-    const before = fake.callCount('eth_accounts');
-    const res = await post(at('native-mainnet'), [
+    const res = await post<RpcAnswer[]>(at('native-mainnet'), [
       call('eth_chainId', 1),
       { jsonrpc: '1.0', id: 2, method: 'eth_chainId' },
       call('eth_accounts', 3),
@@ -261,7 +280,7 @@ describe('batches (C23)', () => {
     ]);
     assert.equal(res.status, 200);
     assert.deepEqual(
-      res.json.map((a: Json) => [a.id, a.error?.code ?? a.result.method]),
+      res.json.map((a) => [a.id, a.error?.code ?? a.result.method]),
       [
         [1, 'eth_chainId'],
         [2, -32600],
@@ -287,11 +306,11 @@ describe('batches (C23)', () => {
   test('100 items are answered; 101 are one -32600 error with HTTP 400 and reach no node', async () => {
     const items = (n: number) => Array.from({ length: n }, (_, i) => call('eth_getTransactionCount', i, [ADDRESS, 'latest']));
     const before = fake.callCount('eth_getTransactionCount');
-    const ok = await post(at('native-mainnet'), items(100));
+    const ok = await post<RpcAnswer[]>(at('native-mainnet'), items(100));
     assert.equal(ok.status, 200);
     assert.equal(ok.json.length, 100);
     assert.deepEqual(
-      ok.json.map((a: Json) => a.id),
+      ok.json.map((a) => a.id),
       [...Array(100).keys()],
     );
     assert.equal(fake.callCount('eth_getTransactionCount'), before + 100);
@@ -433,10 +452,10 @@ describe('method policy (C24)', () => {
   });
 
   test('refused methods in a batch are refused item by item and never reach the node', async () => {
-    const res = await post(at('native-mainnet'), [call('eth_sign', 1, [ADDRESS, '0x00']), call('eth_chainId', 2), call('anvil_mine', 3)]);
+    const res = await post<RpcAnswer[]>(at('native-mainnet'), [call('eth_sign', 1, [ADDRESS, '0x00']), call('eth_chainId', 2), call('anvil_mine', 3)]);
     assert.equal(res.status, 200);
     assert.deepEqual(
-      res.json.map((a: Json) => a.error?.code ?? a.result.method),
+      res.json.map((a) => a.error?.code ?? a.result.method),
       [-32601, 'eth_chainId', -32601],
     );
     assert.equal(fake.callCount('eth_sign') + fake.callCount('anvil_mine'), 0);
@@ -471,10 +490,22 @@ describe('method policy (C24)', () => {
 });
 
 describe('nat_* through the gateway (C24, C25)', () => {
-  const nat = (method: string, params: unknown[], id: unknown = 1) => post(at('native-testnet'), call(method, id, params));
+  /** What the nat_* methods answer, with the members these tests read (C25). */
+  interface Block {
+    miner: string;
+    number: number;
+  }
+  interface Candidates {
+    candidates: Record<string, { capacity: string; status: string }>;
+  }
+  interface Masternodes {
+    masternodesLen: number;
+    masternodes: string[];
+  }
+  const nat = <R = unknown>(method: string, params: unknown[], id: unknown = 1) => post<RpcAnswer<R>>(at('native-testnet'), call(method, id, params));
 
   test('nat_getBlockByNumber answers the translated block', async () => {
-    const res = await nat('nat_getBlockByNumber', ['latest']);
+    const res = await nat<Block>('nat_getBlockByNumber', ['latest']);
     assert.equal(res.status, 200);
     assert.equal(res.json.id, 1);
     assert.equal(res.json.result.miner, MN1);
@@ -482,14 +513,14 @@ describe('nat_* through the gateway (C24, C25)', () => {
   });
 
   test('nat_getCandidates answers 0x addresses and exact stakes as decimal strings', async () => {
-    const res = await nat('nat_getCandidates', ['latest']);
+    const res = await nat<Candidates>('nat_getCandidates', ['latest']);
     assert.equal(res.status, 200);
     assert.deepEqual(res.json.result.candidates[MN1], { capacity: '10000000000000000000000000', status: 'MASTERNODE' });
-    assert.equal(res.json.result.candidates['0x9d7e2f0a1c4b6e8d3f5a7c9e1b3d5f7a9c2e4f60'].capacity, '12345678901234567890123456');
+    assert.equal(res.json.result.candidates['0x9d7e2f0a1c4b6e8d3f5a7c9e1b3d5f7a9c2e4f60']?.capacity, '12345678901234567890123456');
   });
 
   test('nat_getMasternodes answers camelCase keys and 0x addresses', async () => {
-    const res = await nat('nat_getMasternodes', ['latest']);
+    const res = await nat<Masternodes>('nat_getMasternodes', ['latest']);
     assert.equal(res.status, 200);
     assert.equal(res.json.result.masternodesLen, 2);
     assert.equal(res.json.result.masternodes[0], MN1);
@@ -508,7 +539,7 @@ describe('nat_* through the gateway (C24, C25)', () => {
   });
 
   test('nat_* calls mixed with a standard method in a batch are each answered, in order', async () => {
-    const res = await post(at('native-testnet'), [
+    const res = await post<[RpcAnswer<Candidates>, RpcAnswer<string>, RpcAnswer<Masternodes>, RpcAnswer<string>]>(at('native-testnet'), [
       call('nat_getCandidates', 'c', ['latest']),
       call('eth_blockNumber', 'b'),
       call('nat_getMasternodes', 'm', ['latest']),
@@ -516,11 +547,11 @@ describe('nat_* through the gateway (C24, C25)', () => {
     ]);
     assert.equal(res.status, 200);
     assert.deepEqual(
-      res.json.map((a: Json) => a.id),
+      res.json.map((a) => a.id),
       ['c', 'b', 'm', 'v'],
     );
     const [c, b, m, v] = res.json;
-    assert.equal(c.result.candidates[MN1].status, 'MASTERNODE');
+    assert.equal(c.result.candidates[MN1]?.status, 'MASTERNODE');
     assert.equal(b.result, '0x4ca5e22');
     assert.equal(m.result.masternodes[1], '0x1f4b7d2e9a0c3f6b8d1e4a7c0f3b6d9e2a5c8f13');
     assert.equal(v.result, '1968750000000000000123');

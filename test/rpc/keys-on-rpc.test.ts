@@ -1,15 +1,28 @@
 import assert from 'node:assert/strict';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
-import { createKey, registerUser, setTier, startTestApp, type TestApp } from '../support/app.ts';
+import { createKey, type registerUser, setTier, startTestApp, type TestApp } from '../support/app.ts';
 import { type FakeNode, startFakeNode } from '../support/fake-node.ts';
 
 // API keys on the RPC hot path (C1, C20): every address, every key state, and changes that take
 // effect on the very next request, with no storage round trip per request.
 const ADMIN = 'admin-token-keys-on-rpc-0123456789';
 
-// JSON answers are checked field by field.
-type Json = any;
+/**
+ * A JSON-RPC answer with the members these tests read: whether it carries a result or an error
+ * (and which) is what they assert (C22).
+ */
+interface RpcAnswer {
+  jsonrpc: string;
+  id: unknown;
+  result: unknown;
+  error: { code: number; message: string; data?: { reason?: string } };
+}
+interface Served {
+  status: number;
+  /** The body parsed (undefined when empty). */
+  json: RpcAnswer;
+}
 type User = Awaited<ReturnType<typeof registerUser>>;
 
 let t: TestApp;
@@ -38,32 +51,33 @@ after(async () => {
 const call = (method = 'eth_chainId', id: unknown = 1, params: unknown[] = []) => ({ jsonrpc: '2.0', id, method, params });
 
 /** One JSON-RPC POST with real fetch; `key` goes in X-API-Key when given. */
-async function rpc(path: string, opts: { key?: string; body?: unknown } = {}): Promise<{ status: number; json: Json }> {
+async function rpc(path: string, opts: { key?: string; body?: unknown } = {}): Promise<Served> {
   const res = await fetch(t.url + path, {
     method: 'POST',
     headers: { 'content-type': 'application/json', ...(opts.key === undefined ? {} : { 'x-api-key': opts.key }) },
     body: JSON.stringify(opts.body ?? call()),
   });
   const text = await res.text();
-  return { status: res.status, json: text ? JSON.parse(text) : undefined };
+  return { status: res.status, json: (text ? JSON.parse(text) : undefined) as RpcAnswer };
 }
 
 /** Asserts a successful answer that reached the node (the fake echoes the method). */
-function assertServed(res: { status: number; json: Json }, id: unknown = 1, what = ''): void {
+function assertServed(res: Served, id: unknown = 1, what = ''): void {
   assert.equal(res.status, 200, `${what} ${JSON.stringify(res.json)}`);
   assert.equal(res.json.id, id, what);
   assert.ok(res.json.result !== undefined, `${what} ${JSON.stringify(res.json)}`);
 }
 
 /** Asserts a JSON-RPC error with its code and HTTP status (C22), echoing the request id. */
-function assertError(res: { status: number; json: Json }, code: number, status: number, id: unknown = 1): void {
+function assertError(res: Served, code: number, status: number, id: unknown = 1): void {
   assert.equal(res.json?.error?.code, code, JSON.stringify(res.json));
   assert.equal(res.status, status);
   assert.equal(res.json.jsonrpc, '2.0');
   assert.equal(res.json.id, id);
 }
 
-async function rest(user: User, method: 'PATCH' | 'POST' | 'DELETE', url: string, payload?: unknown): Promise<Json> {
+/** A REST call that must succeed; its answer's data read as `D` (C7). */
+async function rest<D = unknown>(user: User, method: 'PATCH' | 'POST' | 'DELETE', url: string, payload?: unknown): Promise<{ data: D }> {
   const res = await t.app.inject({ method, url: `/api/v1${url}`, headers: user.auth, ...(payload === undefined ? {} : { payload: payload as object }) });
   assert.equal(res.statusCode, 200, `${method} ${url}: ${res.body}`);
   return res.json();
@@ -194,7 +208,7 @@ describe('key failures (C20, C22)', () => {
 
   test('a rotated key: the old value is -32001 at once, the new one works at once', async () => {
     const k = await usedKey();
-    const rotated = (await rest(k.user, 'POST', `/api-keys/${k.id}/rotate`)).data;
+    const rotated = (await rest<{ key: string }>(k.user, 'POST', `/api-keys/${k.id}/rotate`)).data;
     assert.notEqual(rotated.key, k.key);
     assertError(await rpc(`/v1/native-mainnet/${k.key}`, { body: call('eth_chainId', 'old') }), -32001, 401, 'old');
     assertError(await rpc('/rpc/main/evm/50', { key: k.key }), -32001, 401);

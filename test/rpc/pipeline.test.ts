@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { type FakeNode, startFakeNode } from '../support/fake-node.ts';
 import { createKey, startTestApp, type TestApp } from '../support/app.ts';
-import { connect, type Json, wsAddress } from '../ws/helpers.ts';
+import { connect, type Head, type Json, wsAddress } from '../ws/helpers.ts';
 
 let t: TestApp;
 let fake: FakeNode;
@@ -40,7 +40,7 @@ describe('one pipeline for every transport (C23)', () => {
     const res = await post(`/v1/native-mainnet/${http.key}`, [call('eth_chainId', 1), call('eth_chainId', 2), call('eth_chainId', 3)]);
     assert.equal(res.status, 429);
     assert.ok(!Array.isArray(res.json), 'one error for the whole batch');
-    assert.equal((res.json as Json).error?.code, -32005);
+    assert.equal(res.json.error?.code, -32005);
 
     const ws = await createKey(t.app, { rateLimit: 2 });
     const client = await connect(wsAddress(t, `/ws/native-mainnet?apiKey=${ws.key}`));
@@ -138,14 +138,14 @@ describe('the response cache in the dispatch step (C44)', () => {
   test('an old block by hash on the devnet is served from memory the second time, in a batch too', async () => {
     const { key } = await createKey(t.app);
     const url = `/v1/native-mainnet/${key}`;
-    const block = (await post(url, call('eth_getBlockByNumber', 1, ['0x1', false]))).json as Json;
-    const hash = block.result.hash as string;
+    const block = (await post(url, call('eth_getBlockByNumber', 1, ['0x1', false]))).json as Json<Head>;
+    const hash = block.result.hash;
     const first = await post(url, call('eth_getBlockByHash', 1, [hash, false]));
     const second = await post(url, call('eth_getBlockByHash', 2, [hash, false]));
     assert.equal(first.headers.get('x-cache'), 'MISS');
     assert.equal(second.headers.get('x-cache'), 'HIT');
     assert.deepEqual((second.json as Json).result, (first.json as Json).result);
-    const batch = (await post(url, [call('eth_getBlockByHash', 'a', [hash, false]), call('eth_chainId', 'b')])).json as Json[];
+    const batch = (await post(url, [call('eth_getBlockByHash', 'a', [hash, false]), call('eth_chainId', 'b')])).json as [Json<Head>, Json<string>];
     assert.equal(batch[0]?.result.hash, hash);
     assert.equal(batch[0]?.id, 'a');
     assert.equal(batch[1]?.result, '0x32');
@@ -156,14 +156,14 @@ describe('the response cache in the dispatch step (C44)', () => {
     const url = `/v1/native-mainnet/${key}`;
     const first = await post(url, call('eth_getBlockByNumber', 1, ['latest', false]));
     assert.notEqual(first.headers.get('x-cache'), 'HIT');
-    const n0 = Number.parseInt((first.json as Json).result.number, 16);
+    const n0 = Number.parseInt((first.json as Json<Head>).result.number, 16);
     // The native devnet chain mines every second: a later answer shows a newer block.
     let n1 = n0;
     for (let i = 0; i < 50 && n1 === n0; i++) {
       await new Promise((r) => setTimeout(r, 100));
       const again = await post(url, call('eth_getBlockByNumber', 2, ['latest', false]));
       assert.notEqual(again.headers.get('x-cache'), 'HIT');
-      n1 = Number.parseInt((again.json as Json).result.number, 16);
+      n1 = Number.parseInt((again.json as Json<Head>).result.number, 16);
     }
     assert.ok(n1 > n0, 'latest moved on');
   });

@@ -21,8 +21,22 @@ import { type Client, connect, withUpstreams, wsAddress } from '../ws/helpers.ts
 const ADMIN = 'admin-token-policy-exact-0123456789';
 const RECIPIENT = '0x00000000000000000000000000000000000000bb';
 
-// JSON answers are checked field by field.
-type Json = any;
+/** A JSON-RPC error object (C22). */
+interface RpcError {
+  code: number;
+  message: string;
+  data?: unknown;
+}
+/**
+ * A JSON-RPC answer with the members these tests read (the results read here are quantities and
+ * hashes: strings); whether it carries a result or an error is what they assert.
+ */
+interface RpcAnswer {
+  jsonrpc: string;
+  id: unknown;
+  result: string;
+  error: RpcError;
+}
 
 /** An HTTP node in front of the chain that keeps every body it receives (health probes too) and the chain's answer. */
 interface Recorder {
@@ -99,22 +113,23 @@ after(async () => {
   await devnet?.stop();
 });
 
-async function post(path: string, body: string): Promise<{ status: number; bytes: Buffer; json: Json }> {
+/** POSTs a body; the answer as bytes and parsed (undefined when it is not JSON), read as `J`. */
+async function post<J = RpcAnswer>(path: string, body: string): Promise<{ status: number; bytes: Buffer; json: J }> {
   const res = await fetch(t.url + path, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
   const bytes = Buffer.from(await res.arrayBuffer());
-  let json: Json;
+  let json: unknown;
   try {
     json = JSON.parse(bytes.toString('utf8'));
   } catch {
     json = undefined;
   }
-  return { status: res.status, bytes, json };
+  return { status: res.status, bytes, json: json as J };
 }
 
 /** Asks the chain itself, past the gateway. */
-async function chain(method: string, params: unknown[]): Promise<Json> {
+async function chain(method: string, params: unknown[]): Promise<unknown> {
   const res = await fetch(chainHttp, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }) });
-  return ((await res.json()) as Json).result;
+  return ((await res.json()) as { result: unknown }).result;
 }
 
 const call = (method: string, params: unknown[], id: unknown) => JSON.stringify({ jsonrpc: '2.0', id, method, params });
@@ -165,10 +180,10 @@ const STRAY: Array<{ what: string; body: (marker: string) => string; member: str
 let markers = 0;
 const marker = () => `stray-marker-${markers++}`;
 
-function assertStray(answer: Json, c: (typeof STRAY)[number]): void {
+function assertStray(answer: { id?: unknown; error?: RpcError }, c: (typeof STRAY)[number]): void {
   assert.equal(answer.error?.code, -32600, `${c.what}: ${JSON.stringify(answer)}`);
-  assert.deepEqual(answer.error.data, { member: c.member }, c.what);
-  assert.ok(answer.error.message.includes(c.member), c.what);
+  assert.deepEqual(answer.error?.data, { member: c.member }, c.what);
+  assert.ok(answer.error?.message.includes(c.member), c.what);
   assert.equal(answer.id, c.id, c.what);
 }
 
@@ -188,14 +203,14 @@ describe('members of a call as written (C22: -32600)', () => {
   test('in a batch, each such item is -32600 in place, naming its member, and only the clean items reach the node', async () => {
     const sent = STRAY.map((c) => ({ c, m: marker() }));
     const body = `[${sent.map(({ c, m }) => c.body(m)).join(',')},{"jsonrpc":"2.0","id":"clean","method":"eth_getBalance","params":["${RECIPIENT}","pending"]}]`;
-    const res = await post(keyPath(), body);
+    const res = await post<RpcAnswer[]>(keyPath(), body);
     assert.equal(res.status, 200);
     assert.equal(res.json.length, STRAY.length + 1);
     sent.forEach(({ c, m }, i) => {
-      assertStray(res.json[i], c);
+      assertStray(res.json[i] as RpcAnswer, c);
       assert.ok(!recorder.saw(m), `${c.what} reached the node`);
     });
-    const last = res.json[STRAY.length];
+    const last = res.json[STRAY.length] as RpcAnswer;
     assert.equal(last.id, 'clean');
     assert.match(last.result, /^0x/);
   });
@@ -245,7 +260,7 @@ describe('the exact method allowlist (C24: -32601)', () => {
         const res = await post(path(), call(method, params, `id-${method}`));
         assert.equal(res.status, 200, method);
         assert.equal(res.json.id, `id-${method}`);
-        assert.equal(res.json.error?.code, -32601, `${method}: ${res.bytes}`);
+        assert.equal(res.json.error?.code, -32601, `${method}: ${String(res.bytes)}`);
         assert.match(res.json.error.message, why, method);
         assert.deepEqual(res.json.error.data, { method });
         assert.ok(!recorder.saw(`"${method}"`), `${method} reached the node`);
@@ -255,10 +270,10 @@ describe('the exact method allowlist (C24: -32601)', () => {
 
   test('in a batch, each refused method is -32601 in place and never reaches the node', async () => {
     const body = `[${REFUSED.map(([method, params], i) => call(method, params, i)).join(',')},${call('eth_chainId', [], 'ok')}]`;
-    const res = await post(keyPath(), body);
+    const res = await post<RpcAnswer[]>(keyPath(), body);
     assert.equal(res.status, 200);
-    REFUSED.forEach(([method], i) => assert.equal(res.json[i].error?.code, -32601, method));
-    assert.equal(res.json[REFUSED.length].result, '0x32');
+    REFUSED.forEach(([method], i) => assert.equal(res.json[i]?.error?.code, -32601, method));
+    assert.equal(res.json[REFUSED.length]?.result, '0x32');
     for (const [method] of REFUSED) assert.ok(!recorder.saw(`"${method}"`), `${method} reached the node`);
   });
 
@@ -301,7 +316,7 @@ describe('the exact method allowlist (C24: -32601)', () => {
       assert.equal(res.status, 200, method);
       // The node may not know it (its own -32601 "Method not found"): the gateway let it through.
       const refusedHere = res.json.error?.code === -32601 && String(res.json.error.message).startsWith(`Method ${method} `);
-      assert.ok(!refusedHere, `${method}: ${res.bytes}`);
+      assert.ok(!refusedHere, `${method}: ${String(res.bytes)}`);
     }
   });
 
@@ -317,7 +332,7 @@ describe('the exact method allowlist (C24: -32601)', () => {
     // An allowed call after them: once its row is stored, any row of theirs would be too.
     assert.match((await post(`/v1/native-mainnet/${k.key}`, call('net_version', [], 'last'))).json.result, /^\d+$/);
     const methods = async () =>
-      ((await t.storage.db.execute(sql`select method from usage_daily where key_id = ${k.id}`)) as unknown as { rows: Array<{ method: string }> }).rows.map((r) => r.method);
+      ((await t.storage.db.execute(sql`select method from usage_daily where key_id = ${k.id}`)) as { rows: Array<{ method: string }> }).rows.map((r) => r.method);
     const deadline = Date.now() + 10_000;
     while (!(await methods()).includes('net_version')) {
       assert.ok(Date.now() < deadline, 'the usage of net_version was never stored');
@@ -378,7 +393,7 @@ describe('the same rules over the WebSocket (/ws)', () => {
 
   test('a stray member in a batch item, or beside eth_subscribe, is -32600 too', async () => {
     const m = marker();
-    const batch = (await c.send(`[${(STRAY[0] as (typeof STRAY)[number]).body(m)},{"jsonrpc":"2.0","id":"ok","method":"eth_chainId","params":[]}]`)) as unknown as Json[];
+    const batch = (await c.send(`[${(STRAY[0] as (typeof STRAY)[number]).body(m)},{"jsonrpc":"2.0","id":"ok","method":"eth_chainId","params":[]}]`)) as unknown as [RpcAnswer, RpcAnswer];
     assertStray(batch[0], STRAY[0] as (typeof STRAY)[number]);
     assert.equal(batch[1].result, '0x32');
     assert.ok(!recorder.saw(m));

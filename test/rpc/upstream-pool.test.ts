@@ -309,7 +309,7 @@ describe('UpstreamPool secrecy', () => {
 
     const seen = [
       ...lines,
-      ...[...errors, ctorError].map((e) => `${String(e)} ${(e as Error).stack} ${JSON.stringify(e)}`),
+      ...[...errors, ctorError].map((e) => `${String(e)} ${e.stack} ${JSON.stringify(e)}`),
       JSON.stringify(p.health()),
     ].join('\n');
     for (const leak of ['secret', 'user:', '127.0.0.1', String(secret.port)]) {

@@ -8,7 +8,7 @@ import { pgliteTemplate } from '../support/pglite-template.ts';
 /** Names of the tables in `public`, sorted. */
 async function tables(s: Storage): Promise<string[]> {
   const res = await s.db.execute(sql`select tablename from pg_tables where schemaname = 'public' order by tablename`);
-  return (res as unknown as { rows: Array<{ tablename: string }> }).rows.map((r) => r.tablename);
+  return (res as { rows: Array<{ tablename: string }> }).rows.map((r) => r.tablename);
 }
 
 describe('in-memory PGlite opened from a migrated image (test template)', () => {
@@ -22,7 +22,7 @@ describe('in-memory PGlite opened from a migrated image (test template)', () => 
 
   test('has every table of the migrations', async () => {
     const names = await tables(reference);
-    for (const t of ['users', 'refresh_tokens', 'api_keys', 'usage_daily', 'faucet_grants']) assert.ok(names.includes(t), `${t} in ${names}`);
+    for (const t of ['users', 'refresh_tokens', 'api_keys', 'usage_daily', 'faucet_grants']) assert.ok(names.includes(t), `${t} in ${names.join(',')}`);
   });
 
   test('databases opened from one image are independent of each other', async () => {

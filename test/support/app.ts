@@ -80,7 +80,7 @@ export async function startTestApp(opts: TestAppOptions = {}): Promise<TestApp> 
   if (opts.backend === 'postgres' && !databaseUrl) {
     const db = await createTestDatabase();
     databaseUrl = db.url;
-    dropDb = db.drop;
+    dropDb = () => db.drop();
   }
   // Tests make many accounts from one address: generous REST limits unless a test sets its own.
   // Cheap password hashes (2^10 instead of 2^15) unless a test sets its own: hashing is not what most tests test.
@@ -101,7 +101,7 @@ export async function startTestApp(opts: TestAppOptions = {}): Promise<TestApp> 
       nativeBlockTimeSeconds: config.devnet.nativeBlockTimeSeconds,
       fund: faucet.fund,
     });
-    const copy = structuredClone(config) as Config;
+    const copy = structuredClone<Config>(config);
     for (const n of copy.networks) {
       const u = devnet.upstreams[n.slug];
       // Upstreams given in env (UPSTREAM_<SLUG>) come first, the devnet chain after them.

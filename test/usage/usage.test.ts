@@ -281,7 +281,7 @@ for (const backend of backends) {
       const stored = async (keyId: string) => {
         const res = (await t.storage.db.execute(
           sql`select coalesce(sum(requests), 0)::int as n from usage_daily where key_id = ${keyId}`,
-        )) as unknown as { rows: Array<{ n: number }> };
+        )) as { rows: Array<{ n: number }> };
         return Number(res.rows[0]?.n);
       };
       const event = (k: { id: string; user: User }, method = 'eth_call') => ({ userId: k.user.id, keyId: k.id, network: 'native-mainnet', method, computeUnits: 2 });

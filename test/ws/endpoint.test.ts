@@ -124,9 +124,9 @@ describe('upgrade', () => {
 describe('calls', () => {
   test('answers every HTTP method over the socket: single calls, ids as sent, batches in order, notifications unanswered', async () => {
     const c = await connect(wsAddress(t, `/ws?apiKey=${key}`));
-    const block = await c.call('eth_blockNumber');
+    const block = await c.call<string>('eth_blockNumber');
     assert.match(block.result, /^0x[0-9a-f]+$/);
-    const balance = await c.call('eth_getBalance', ['0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266', 'latest']);
+    const balance = await c.call<string>('eth_getBalance', ['0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266', 'latest']);
     assert.match(balance.result, /^0x[0-9a-f]+$/);
 
     // Ids come back exactly as written, big numbers too (C23).
@@ -184,7 +184,7 @@ describe('calls', () => {
     assert.ok((await c.call('eth_blockNumber')).result);
     const fourth = await c.call('eth_chainId');
     assert.equal(fourth.error?.code, -32005);
-    assert.ok(fourth.error?.data.retryAfter >= 1);
+    assert.ok((fourth.error?.data as { retryAfter: number }).retryAfter >= 1);
     // Over the limit, a subscription is refused too; the open one keeps delivering (not metered).
     assert.equal((await c.call('eth_subscribe', ['newHeads'])).error?.code, -32005);
     await c.notification(sub);

@@ -10,7 +10,39 @@ import type { NetworkConfig } from '../../src/config/schema.ts';
 import { type Devnet, startDevnet } from '../../src/devnet/devnet.ts';
 import { startTestApp, type TestApp, type TestAppOptions } from '../support/app.ts';
 
-export type Json = { jsonrpc?: string; id?: unknown; method?: string; params?: any; result?: any; error?: { code: number; message: string; data?: any } };
+/**
+ * A JSON-RPC message from the socket, with the members tests read: an answer, or a notification
+ * whose params carry its subscription and result. `R` is the result as the test reads it (the
+ * Client methods take it as a type argument, as `res.json<T>()` does); which kind of message it
+ * is, and whether it carries a result or an error, is what the tests assert.
+ */
+export interface Json<R = unknown> {
+  jsonrpc?: string;
+  id?: unknown;
+  method?: string;
+  params: { subscription: string; result: R };
+  result: R;
+  error?: { code: number; message: string; data?: unknown };
+}
+
+/** A block header as newHeads and eth_getBlockBy* carry it (the members tests read). */
+export interface Head {
+  number: string;
+  hash: string;
+}
+
+/** A log as a logs subscription carries it. */
+export interface Log {
+  address: string;
+  data: string;
+  topics: string[];
+  transactionHash: string;
+}
+
+/** A ws message as text: a Buffer by default, fragments or an ArrayBuffer under other binary types. */
+function messageText(data: WebSocket.RawData): string {
+  return (Buffer.isBuffer(data) ? data : Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data)).toString();
+}
 
 /** A WebSocket client that keeps every message it received and can wait for the next matching one. */
 export class Client {
@@ -23,7 +55,7 @@ export class Client {
 
   constructor(readonly ws: WebSocket) {
     ws.on('message', (data) => {
-      const text = String(data);
+      const text = messageText(data);
       this.raw.push(text);
       const m = JSON.parse(text) as Json;
       this.messages.push(m);
@@ -34,37 +66,38 @@ export class Client {
     ws.on('error', () => {});
   }
 
-  /** The next message (from now on, or already received and not yet taken) that matches. */
-  next(match: (m: Json) => boolean = () => true, timeoutMs = 8_000): Promise<Json> {
-    const found = this.messages.slice(this.#seen).find(match);
+  /** The next message (from now on, or already received and not yet taken) that matches, its result read as `R`. */
+  next<R = unknown>(match: (m: Json<R>) => boolean = () => true, timeoutMs = 8_000): Promise<Json<R>> {
+    const matches = match as (m: Json) => boolean;
+    const found = this.messages.slice(this.#seen).find(matches);
     if (found) {
       this.#seen = this.messages.indexOf(found) + 1;
-      return Promise.resolve(found);
+      return Promise.resolve(found as Json<R>);
     }
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => reject(new Error(`no matching message within ${timeoutMs} ms`)), timeoutMs);
       this.#waiters.push({
-        match,
+        match: matches,
         resolve: (m) => {
           clearTimeout(timer);
           this.#seen = this.messages.length;
-          resolve(m);
+          resolve(m as Json<R>);
         },
       });
     });
   }
 
   /** Sends one call and waits for the answer with its id. */
-  async call(method: string, params: unknown[] = []): Promise<Json> {
+  async call<R = unknown>(method: string, params: unknown[] = []): Promise<Json<R>> {
     const id = this.#nextId++;
     this.ws.send(JSON.stringify({ jsonrpc: '2.0', id, method, params }));
-    return this.next((m) => m.id === id);
+    return this.next<R>((m) => m.id === id);
   }
 
   /** Sends raw text (or anything) and waits for the next answer that is not a notification. */
-  async send(data: string | Buffer, opts: { binary?: boolean } = {}): Promise<Json> {
+  async send<R = unknown>(data: string | Buffer, opts: { binary?: boolean } = {}): Promise<Json<R>> {
     this.ws.send(data, { binary: opts.binary ?? false });
-    return this.next((m) => m.method !== 'eth_subscription');
+    return this.next<R>((m) => m.method !== 'eth_subscription');
   }
 
   async subscribe(params: unknown[]): Promise<string> {
@@ -74,12 +107,12 @@ export class Client {
   }
 
   /** The next notification of a subscription. */
-  notification(subscription: string, timeoutMs = 8_000): Promise<Json> {
-    return this.next((m) => m.method === 'eth_subscription' && m.params?.subscription === subscription, timeoutMs);
+  notification<R = unknown>(subscription: string, timeoutMs = 8_000): Promise<Json<R>> {
+    return this.next<R>((m) => m.method === 'eth_subscription' && m.params?.subscription === subscription, timeoutMs);
   }
 
-  notificationsOf(subscription: string): Json[] {
-    return this.messages.filter((m) => m.method === 'eth_subscription' && m.params?.subscription === subscription);
+  notificationsOf<R = unknown>(subscription: string): Array<Json<R>> {
+    return this.messages.filter((m) => m.method === 'eth_subscription' && m.params?.subscription === subscription) as Array<Json<R>>;
   }
 
   close(): Promise<{ code: number; reason: string }> {
@@ -157,7 +190,7 @@ export async function startRelay(target: string): Promise<Relay> {
       for (const m of queue.splice(0)) node.send(m);
     });
     client.on('message', (data) => {
-      const text = String(data);
+      const text = messageText(data);
       try {
         const m = JSON.parse(text) as Json;
         if (m.method) calls.set(m.method, (calls.get(m.method) ?? 0) + 1);
@@ -165,7 +198,7 @@ export async function startRelay(target: string): Promise<Relay> {
       if (node.readyState === WebSocket.OPEN) node.send(text);
       else queue.push(text);
     });
-    node.on('message', (data) => client.readyState === WebSocket.OPEN && client.send(String(data)));
+    node.on('message', (data) => client.readyState === WebSocket.OPEN && client.send(messageText(data)));
     const end = () => {
       pairs.delete(pair);
       client.terminate();
@@ -229,7 +262,8 @@ export async function startFakeWsNode(): Promise<FakeWsNode> {
   server.on('connection', (ws) => {
     ws.on('error', () => {});
     ws.on('message', (data) => {
-      const m = JSON.parse(String(data)) as Json;
+      // Calls from the gateway: eth_subscribe's first param is the kind, eth_unsubscribe's the id.
+      const m = JSON.parse(messageText(data)) as { id?: unknown; method?: string; params: [string] };
       if (m.method === 'eth_subscribe') {
         subscribes++;
         const id = `0x${(next++).toString(16).padStart(32, '0')}`;
@@ -277,7 +311,7 @@ export async function startFakeWsNode(): Promise<FakeWsNode> {
 
 /** The shipped network definitions, for overrides that replace upstreams. */
 export function defaultNetworks(): NetworkConfig[] {
-  return structuredClone(loadConfig({ env: {} }).networks) as NetworkConfig[];
+  return structuredClone<NetworkConfig[]>(loadConfig({ env: {} }).networks);
 }
 
 /** Networks with the given upstreams replaced (others keep the shipped ones, which tests never reach). */
@@ -308,7 +342,7 @@ export async function startRelayedGateway(
   for (const slug of networks) {
     const chain = devnet.upstreams[slug] as { http: string; ws: string };
     relays[slug] = await Promise.all(Array.from({ length: opts.relaysPerNetwork ?? 1 }, () => startRelay(chain.ws)));
-    upstreams[slug] = (relays[slug] as Relay[]).map((r) => ({ http: chain.http, ws: r.url }));
+    upstreams[slug] = relays[slug].map((r) => ({ http: chain.http, ws: r.url }));
   }
   const t = await startTestApp({
     listen: true,

@@ -87,7 +87,7 @@ test('cuts off a client that stops reading once its queue passes ws.maxBufferedB
   let sent = 0;
   // Notifications in bursts of 160 KiB (below the cap: the reader keeps up) until the cut.
   while (sent < 4_000 && !conn.closed) {
-    for (let i = 0; i < 5; i++) node.emit('newHeads', { number: `0x${sent.toString(16)}`, filler }) && sent++;
+    for (let i = 0; i < 5; i++) if (node.emit('newHeads', { number: `0x${sent.toString(16)}`, filler })) sent++;
     await new Promise((r) => setImmediate(r));
   }
   await waitFor(() => conn.closed, { timeoutMs: 5_000, what: 'the slow client to be cut off' });

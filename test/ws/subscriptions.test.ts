@@ -19,7 +19,7 @@ import { mainnet } from 'viem/chains';
 import { createKey } from '../support/app.ts';
 import { TINY_ABI, TINY_BYTECODE } from '../support/tiny-contract.ts';
 import { waitFor } from '../support/wait.ts';
-import { connect, type Relay, sleep, startRelayedGateway, wsAddress } from './helpers.ts';
+import { connect, type Head, type Log, type Relay, sleep, startRelayedGateway, wsAddress } from './helpers.ts';
 
 let g: Awaited<ReturnType<typeof startRelayedGateway>>;
 let key: string;
@@ -61,8 +61,8 @@ describe('newHeads', () => {
     assert.equal(upstreamSubscribes(native) - before, 1, 'one eth_subscribe upstream for two clients');
 
     // The same block reaches both, each under its own id.
-    const noteA = await a.notification(idA);
-    const noteB = await b.next((m) => m.params?.subscription === idB && m.params.result.number === noteA.params.result.number);
+    const noteA = await a.notification<Head>(idA);
+    const noteB = await b.next<Head>((m) => m.params?.subscription === idB && m.params.result.number === noteA.params.result.number);
     assert.equal(noteB.params.result.hash, noteA.params.result.hash);
     assert.equal(noteA.jsonrpc, '2.0');
     assert.equal(noteA.method, 'eth_subscription');
@@ -102,7 +102,7 @@ describe('newHeads', () => {
     assert.equal(hub('native-mainnet')?.subscribers, 3);
     unwatchNumbers();
     unwatchBlocks();
-    await (await client.transport.getRpcClient()).close();
+    (await client.transport.getRpcClient()).close();
     await raw.call('eth_unsubscribe', [rawId]);
     await raw.close();
   });
@@ -149,8 +149,8 @@ describe('logs and pending transactions', () => {
     await waitFor(() => eth.count('eth_subscribe') - before === 4, { timeoutMs: 5_000, what: "viem's subscription" });
 
     await store(0, x, 7n);
-    const logA = await a.notification(idA);
-    const logB = await b.notification(idB);
+    const logA = await a.notification<Log>(idA);
+    const logB = await b.notification<Log>(idB);
     assert.equal(getAddress(logA.params.result.address), getAddress(x));
     assert.equal(BigInt(logA.params.result.data), 7n);
     assert.deepEqual(logB.params.result, logA.params.result);
@@ -158,8 +158,8 @@ describe('logs and pending transactions', () => {
     assert.equal(events[0]?.value, 7n);
 
     await store(1, y, 8n);
-    const logC = await c.notification(idC);
-    const logD = await d.notification(idD);
+    const logC = await c.notification<Log>(idC);
+    const logD = await d.notification<Log>(idD);
     assert.equal(BigInt(logC.params.result.data), 8n);
     assert.equal(logC.params.result.topics[1], pad(sender1).toLowerCase());
     assert.equal(logD.params.result.transactionHash, logC.params.result.transactionHash);
@@ -172,7 +172,7 @@ describe('logs and pending transactions', () => {
     const logs = await viem.getLogs({ address: x, fromBlock: 0n });
     assert.equal(logs.length, 1);
     unwatch();
-    await (await viem.transport.getRpcClient()).close();
+    (await viem.transport.getRpcClient()).close();
     for (const cl of [a, b, c, d]) await cl.close();
     await waitFor(() => eth.count('eth_unsubscribe') >= 4, { timeoutMs: 5_000, what: 'every logs subscription dropped upstream' });
   });
@@ -228,13 +228,13 @@ describe('upstream failures', () => {
     const other = active === first ? second : first;
     const otherBefore = other.count('eth_subscribe');
 
-    const lastBefore = Number(a.notificationsOf(idA).at(-1)?.params.result.number);
+    const lastBefore = Number(a.notificationsOf<Head>(idA).at(-1)?.params.result.number);
     active.refuse(true);
     active.cut();
     // Both topics are subscribed again on the other upstream.
     await waitFor(() => other.count('eth_subscribe') - otherBefore === 2, { timeoutMs: 5_000, what: 'resubscription on the other upstream' });
-    const afterA = await a.next((m) => m.params?.subscription === idA && Number(m.params.result.number) > lastBefore);
-    const afterB = await b.next((m) => m.params?.subscription === idB && Number(m.params.result.number) > lastBefore);
+    const afterA = await a.next<Head>((m) => m.params?.subscription === idA && Number(m.params.result.number) > lastBefore);
+    const afterB = await b.next<Head>((m) => m.params?.subscription === idB && Number(m.params.result.number) > lastBefore);
     assert.equal(afterA.params.result.hash, afterB.params.result.hash);
     assert.equal(hub('native-mainnet')?.reconnects, 1);
 
@@ -244,7 +244,7 @@ describe('upstream failures', () => {
     const lastMiddle = Number(afterA.params.result.number);
     other.cut();
     await waitFor(() => active.count('eth_subscribe') - activeBefore === 2, { timeoutMs: 5_000, what: 'resubscription on the first upstream' });
-    await a.next((m) => m.params?.subscription === idA && Number(m.params.result.number) > lastMiddle);
+    await a.next<Head>((m) => m.params?.subscription === idA && Number(m.params.result.number) > lastMiddle);
     assert.equal((await b.call('eth_unsubscribe', [idL])).result, true, 'ids survive reconnections');
     await a.close();
     await b.close();
