@@ -51,6 +51,8 @@ export interface ConsumeResult {
 
 export interface Limiter {
   consume(checks: readonly Check[]): Promise<ConsumeResult>;
+  /** The same without a promise, for a store that answers at once (in process): two microtask hops less per request. */
+  consumeSync?(checks: readonly Check[]): ConsumeResult;
   /**
    * Raises counters to at least these values (never lowers them): quotas counted before a
    * restart, from stored usage. A store whose counters outlive the process ignores it.

@@ -86,6 +86,20 @@ export class Meter {
    * reads the state for the headers. All or nothing: a refused request consumes nothing.
    */
   async rpc(who: Metered, requests: number, computeUnits: number): Promise<MeterOutcome> {
+    const { checks, roles, perMinute } = this.#checks(who, requests, computeUnits);
+    const result = await this.#limiter.consume(checks);
+    return this.#outcome(result.allowed, result.states, roles, perMinute);
+  }
+
+  /** `rpc` answered at once when the limiter can (in process); undefined when it must be awaited (Redis). */
+  rpcNow(who: Metered, requests: number, computeUnits: number): MeterOutcome | undefined {
+    if (!this.#limiter.consumeSync) return undefined;
+    const { checks, roles, perMinute } = this.#checks(who, requests, computeUnits);
+    const result = this.#limiter.consumeSync(checks);
+    return this.#outcome(result.allowed, result.states, roles, perMinute);
+  }
+
+  #checks(who: Metered, requests: number, computeUnits: number): { checks: Check[]; roles: Role[]; perMinute: number } {
     const checks: Check[] = [];
     const roles: Role[] = [];
     let perMinute = -1;
@@ -123,8 +137,7 @@ export class Meter {
         roles.push('monthly');
       }
     }
-    const result = await this.#limiter.consume(checks);
-    return this.#outcome(result.allowed, result.states, roles, perMinute);
+    return { checks, roles, perMinute };
   }
 
   /**

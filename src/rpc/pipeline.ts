@@ -213,12 +213,12 @@ export class RpcPipeline {
     };
 
     // C10, C23: the whole message is metered at once; one that does not fit is refused whole.
-    const headers: Record<string, string> = {};
     let cu = 0;
     for (const item of admitted) cu += this.#cu.of(item.call.method);
     const who = key ? { key } : { ip: input.ip };
-    const metered = await this.#meter.rpc(who, admitted.length, cu);
-    Object.assign(headers, metered.headers);
+    // In process the limits answer at once; only a shared store (Redis) is awaited.
+    const metered = this.#meter.rpcNow(who, admitted.length, cu) ?? (await this.#meter.rpc(who, admitted.length, cu));
+    const headers = metered.headers;
     if (metered.error) {
       releaseAll();
       return { status: metered.error.httpStatus, body: errorText(single ? singleId() : 'null', metered.error), headers, keyRefused: false, key };
@@ -240,7 +240,7 @@ export class RpcPipeline {
   /** An answer that sends nothing upstream: it consumes nothing but still reports the limits (C13). */
   async #refusal(caller: Caller, id: string, err: RpcError): Promise<RpcOutput> {
     const who = caller.key ? { key: caller.key } : { ip: caller.ip };
-    const { headers } = await this.#meter.rpc(who, 0, 0);
+    const { headers } = this.#meter.rpcNow(who, 0, 0) ?? (await this.#meter.rpc(who, 0, 0));
     return { status: err.httpStatus, body: errorText(id, err), headers, keyRefused: false, key: caller.key };
   }
 
