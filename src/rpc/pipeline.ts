@@ -260,13 +260,8 @@ export class RpcPipeline {
       return out(200, a.text, a.after ? { after: a.after } : {});
     }
     if (call.method.startsWith('nat_')) {
-      try {
-        const result = await callNativeMethod(call.method, call.params, this.#config.methods.native, nodeCallFromPool(this.#upstreams.pool(caller.network.slug)));
-        return out(200, resultText(idText(item.text), result));
-      } catch (err) {
-        const e = toRpcError(err);
-        return out(e.httpStatus, errorText(idText(item.text), e));
-      }
+      const a = await this.#native(item, caller.network);
+      return out(a.status, a.text);
     }
     try {
       const pool = this.#upstreams.pool(caller.network.slug);
@@ -284,6 +279,19 @@ export class RpcPipeline {
       this.#logFailure(caller, [call.method], err);
       const e = toRpcError(err);
       return out(e.httpStatus, errorText(idText(item.text), e));
+    }
+  }
+
+  /** A `nat_*` call translated for the native node (C25): the answer under the caller's id, and its HTTP status. */
+  async #native(item: Item, network: Network): Promise<{ status: number; text: string }> {
+    const id = idText(item.text);
+    try {
+      const pool = this.#upstreams.pool(network.slug);
+      const result = await callNativeMethod(item.call.method, item.call.params, this.#config.methods.native, nodeCallFromPool(pool));
+      return { status: 200, text: resultText(id, result) };
+    } catch (err) {
+      const e = toRpcError(err);
+      return { status: e.httpStatus, text: errorText(id, e) };
     }
   }
 
@@ -358,12 +366,7 @@ export class RpcPipeline {
         const id = item.call.id === undefined ? null : idText(item.text);
         let a: DispatchAnswer;
         if (item.call.method.startsWith('nat_')) {
-          try {
-            const result = await callNativeMethod(item.call.method, item.call.params, this.#config.methods.native, nodeCallFromPool(pool));
-            a = { text: id === null ? null : resultText(id, result) };
-          } catch (err) {
-            a = { text: id === null ? null : errorText(id, toRpcError(err)) };
-          }
+          a = { text: id === null ? null : (await this.#native(item, caller.network)).text };
         } else {
           a = await this.#subscription(item, subs as SubscriptionDispatcher, caller.key as ResolvedKey);
         }

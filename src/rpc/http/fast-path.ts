@@ -7,7 +7,7 @@ import { genReqId, redactSecrets } from '../../ops/logging.ts';
 import type { RpcHttpMetrics } from '../../ops/metrics.ts';
 import { errorText } from '../jsonrpc.ts';
 import type { RpcOutput, RpcPipeline } from '../pipeline.ts';
-import { clientIpResolver } from '../ws/client-ip.ts';
+import { clientIpResolver } from '../client-ip.ts';
 
 const PUBLIC_NETWORK = 'native-mainnet';
 const EXPOSED = 'X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, X-CU-Remaining, Retry-After, X-Request-Id, X-Cache';

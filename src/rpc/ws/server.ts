@@ -15,7 +15,7 @@ import { redactSecrets } from '../../ops/logging.ts';
 import type { Upstreams } from '../../upstreams/upstreams.ts';
 import { errorText } from '../jsonrpc.ts';
 import type { RpcPipeline } from '../pipeline.ts';
-import { clientIpResolver } from './client-ip.ts';
+import { clientIpResolver } from '../client-ip.ts';
 import { type ConnectionContext, WsConnection } from './connection.ts';
 import { refuse, serveAsHttp } from './http-fallback.ts';
 

@@ -14,7 +14,7 @@ function plain(address: string): string {
 }
 
 /**
- * The client address of an upgrade request under the same trust rules as Fastify's
+ * The client address of a request (HTTP or WebSocket upgrade) under the same trust rules as Fastify's
  * `trustProxy` (`server.trustedProxies`): the peer address, or, when the peer is a trusted proxy,
  * the nearest address in `X-Forwarded-For` that is not one.
  */
