@@ -11,6 +11,7 @@ import { type GatewayVariant, startGateway } from './gateway.ts';
 import { pickLoadGenerator } from './load.ts';
 import { type MeasureOptions, measure, QUIET } from './measure.ts';
 import { findNginx, startNginx } from './nginx.ts';
+import { type Comparison, interleaved, type PairTarget } from './pairs.ts';
 import { hotFunctions } from './profile.ts';
 import { machineLine, type Row, table, verdicts } from './report.ts';
 // @ts-expect-error: a plain .mjs build script without type declarations
@@ -32,8 +33,12 @@ const REDIS = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 const NO_CACHE = { cache: { enabled: false } };
 // The bench registers one account per row from one address; Redis keeps that count between runs.
 const LIMITS = { limits: { registrationsPerHour: 1_000_000 } };
+// C46: the same pass-through with analytics recording off, next to the row with it on (the default).
+const ANALYTICS_OFF = 'gateway, X-API-Key, analytics off';
+const ANALYTICS_ON = 'gateway, X-API-Key';
 const GATEWAY_VARIANTS: GatewayVariant[] = [
-  { label: 'gateway, X-API-Key', config: { ...NO_CACHE, ...LIMITS }, kind: 'pass-through' },
+  { label: ANALYTICS_OFF, config: { ...NO_CACHE, ...LIMITS, analytics: { enabled: false } }, kind: 'pass-through' },
+  { label: ANALYTICS_ON, config: { ...NO_CACHE, ...LIMITS }, kind: 'pass-through' },
   { label: 'gateway, limits in-process', account: { tier: 'free', limits: UNREACHABLE }, config: { ...NO_CACHE, ...LIMITS }, kind: 'pass-through' },
   {
     label: 'gateway, cached eth_chainId',
@@ -71,6 +76,8 @@ const { values: opt } = parseArgs({
     profile: { type: 'boolean', default: false }, // --cpu-prof on the gateway; prints where its CPU goes
     only: { type: 'string' }, // run only the gateway rows whose label contains this text
     loadgen: { type: 'string' }, // wrk (default when installed) or undici
+    rounds: { type: 'string', default: '6' }, // interleaved rounds after the table (0: none)
+    'round-seconds': { type: 'string', default: '3' }, // measured seconds of each target in a round
   },
 });
 const CONNECTIONS = Number(opt.connections);
@@ -160,6 +167,8 @@ async function main(): Promise<number> {
 
   console.log(`\n${table(rows)}\n`);
   console.log(verdicts(rows, { nginx: NGINX, direct: DIRECT, bare: BARE, kinds, gateways: [BARE, ...gateways], connections: CONNECTIONS, moderate: MODERATE }));
+  const cost = analyticsCost(rows);
+  if (cost) console.log(cost);
   const disturbed = rows.filter((r) => r.cpu.other >= QUIET).length;
   if (disturbed > 0) {
     console.log(`note: other processes used >= ${QUIET}% of a core during ${disturbed} run(s) (column "other"): rerun on a quiet machine before comparing figures`);
@@ -169,8 +178,67 @@ async function main(): Promise<number> {
     console.log(hotFunctions(p.dir, { fromUs: p.fromUs, toUs: p.toUs }).join('\n'));
     console.log(`profiles: ${p.dir}`);
   }
+  const rounds = Number(opt.rounds);
+  if (rounds > 0 && !interrupted()) {
+    try {
+      console.log(`\n${(await pairs(upstream.url, load, rounds)).join('\n')}`);
+    } catch (err) {
+      if (interrupted()) throw err;
+      failures.push(`interleaved rounds: ${(err as Error).message}`);
+    }
+  }
   for (const f of failures) console.error(`\nFAILED ${f}`);
   return failures.length > 0 ? 1 : 0;
+}
+
+/**
+ * The ratios the goals speak of, measured interleaved (bench/pairs.ts): the bare proxy and the
+ * gateway rows run side by side and take turns, so drift on a shared machine falls on both sides.
+ */
+async function pairs(upstreamUrl: string, load: ReturnType<typeof pickLoadGenerator>, rounds: number): Promise<string[]> {
+  const wanted = GATEWAY_VARIANTS.filter((v) => (v.label === ANALYTICS_OFF || v.label === ANALYTICS_ON || v.kind === 'cached') && (opt.only === undefined || v.label.includes(opt.only)));
+  if (wanted.length === 0) return [];
+  const children: Child[] = [];
+  try {
+    const bare = await startScript('bare proxy', 'bare-proxy.ts', [upstreamUrl]);
+    children.push(bare.child);
+    const targets: PairTarget[] = [{ label: BARE, url: bare.url, headers: {}, body: BODY, pid: bare.child.pid }];
+    for (const v of wanted) {
+      const gw = await startGateway(v, upstreamUrl);
+      children.push(gw.child);
+      targets.push({ label: v.label, url: gw.rpcUrl, headers: gw.headers, body: v.body ?? BODY, pid: gw.child.pid });
+    }
+    const has = (label: string) => targets.some((t) => t.label === label);
+    const comparisons: Comparison[] = [];
+    if (has(ANALYTICS_ON)) comparisons.push({ name: `${ANALYTICS_ON} vs ${BARE}`, a: ANALYTICS_ON, b: BARE, goal: { min: 0.8, text: 'pass-through, goal >= 0.8' } });
+    for (const v of wanted.filter((w) => w.kind === 'cached')) comparisons.push({ name: `${v.label} vs ${BARE}`, a: v.label, b: BARE, goal: { min: 1.2, text: 'cached, goal >= 1.2' } });
+    if (has(ANALYTICS_ON) && has(ANALYTICS_OFF)) comparisons.push({ name: 'analytics on vs off', a: ANALYTICS_ON, b: ANALYTICS_OFF, goal: { min: 0.97, text: 'C46, goal: within 3%' } });
+    return await interleaved(targets, comparisons, { load, connections: CONNECTIONS, rounds, warmupSeconds: 1, seconds: Number(opt['round-seconds']) });
+  } finally {
+    for (const c of children) await stopChild(c, 10_000);
+  }
+}
+
+/**
+ * C46: recording analytics on vs off, from the two pass-through rows of this run: throughput and
+ * the gateway's CPU per request (less disturbed by other work than req/s), at each concurrency.
+ */
+function analyticsCost(rows: Row[]): string | undefined {
+  const lines: string[] = [];
+  for (const connections of [CONNECTIONS, MODERATE]) {
+    const off = rows.find((r) => r.target === ANALYTICS_OFF && r.connections === connections);
+    const on = rows.find((r) => r.target === ANALYTICS_ON && r.connections === connections);
+    if (!off || !on || !off.rps || !on.rps) continue;
+    const usPerRequest = (r: Row) => (r.cpu.proxy === null ? null : (r.cpu.proxy * 10_000) / r.rps);
+    const cpuOff = usPerRequest(off);
+    const cpuOn = usPerRequest(on);
+    const pct = (a: number, b: number) => `${((a / b - 1) * 100).toFixed(1)}%`;
+    lines.push(
+      `  ${connections} connections: ${Math.round(on.rps)} vs ${Math.round(off.rps)} req/s (${pct(on.rps, off.rps)})` +
+        (cpuOn !== null && cpuOff !== null ? `, gateway CPU ${cpuOn.toFixed(1)} vs ${cpuOff.toFixed(1)} µs per request (${pct(cpuOn, cpuOff)})` : ''),
+    );
+  }
+  return lines.length ? `analytics recording on vs off (goal: pass-through within 3%):\n${lines.join('\n')}` : undefined;
 }
 
 let code = 1;

@@ -8,10 +8,14 @@
 // `npm run typecheck`'s business, not the build's. Every other file under src/ (SQL migrations
 // and their journal, ...) is copied, so code that finds files next to itself through
 // `import.meta.url` finds them in dist/ too. dist/.build.json records what was built from what.
+//
+// It also builds the dashboard (C43) with Vite from web/ into web/dist/ when that is missing or
+// its sources (or the versions of Vite, Preact, Chart.js, Pico) changed since the last build;
+// web/dist/.build.json records the hash of those inputs.
 import { createHash } from 'node:crypto';
 import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
 export const DIST = path.join(ROOT, 'dist');
@@ -86,13 +90,83 @@ function plan() {
   return { key, full, sources, todo, stray };
 }
 
-/** Why dist/ is out of date (missing, or which source changed), or undefined when it is current. */
+const WEB = path.join(ROOT, 'web');
+export const WEB_DIST = path.join(WEB, 'dist');
+const WEB_STAMP = path.join(WEB_DIST, '.build.json');
+/** Packages whose version changes the dashboard's output. */
+const WEB_PACKAGES = ['vite', 'preact', 'chart.js', '@picocss/pico'];
+
+/** Hash of everything the dashboard is built from (web/ but its output and notes, and the packages' versions). */
+function webKey() {
+  const h = createHash('sha1');
+  const files = walk(WEB).filter((rel) => !rel.startsWith('dist/') && !rel.startsWith('.dist-') && !rel.endsWith('.md')).sort();
+  for (const rel of files) h.update(`${rel}\0`).update(readFileSync(path.join(WEB, rel))).update('\0');
+  for (const name of WEB_PACKAGES) {
+    try {
+      h.update(`${name}@${JSON.parse(readFileSync(path.join(ROOT, 'node_modules', name, 'package.json'), 'utf8')).version}\0`);
+    } catch {
+      h.update(`${name}@none\0`);
+    }
+  }
+  return h.digest('hex');
+}
+
+/** Why web/dist/ is out of date, or undefined when it is current (or there is no web/ to build). */
+export function webStaleness() {
+  try {
+    statSync(path.join(WEB, 'index.html'));
+  } catch {
+    return undefined;
+  }
+  let stamp;
+  try {
+    stamp = JSON.parse(readFileSync(WEB_STAMP, 'utf8'));
+  } catch {
+    return 'missing the dashboard (web/dist/)';
+  }
+  return stamp.key === webKey() ? undefined : 'older than the dashboard sources (web/)';
+}
+
+/**
+ * Builds the dashboard with Vite into a fresh folder, then puts it in place of web/dist/. Resolves
+ * with false when there was nothing to do, or when Vite is not installed (said on stderr: the
+ * gateway runs without its dashboard). Throws when a source does not compile.
+ */
+export async function buildWeb() {
+  if (!webStaleness()) return false;
+  const key = webKey();
+  let vite;
+  try {
+    vite = await import('vite');
+  } catch {
+    process.stderr.write('[build] Vite is not installed: the dashboard (web/) is not built; `npm install` brings it\n');
+    return false;
+  }
+  const { default: config } = await import(pathToFileURL(path.join(WEB, 'vite.config.mjs')).href);
+  const tmp = path.join(WEB, `.dist-${process.pid}`);
+  try {
+    await vite.build({ ...config, configFile: false, build: { ...config.build, outDir: tmp } });
+    writeFileSync(path.join(tmp, '.build.json'), `${JSON.stringify({ key })}\n`);
+    // Another build may have finished first: the last one in place wins, both are the same.
+    rmSync(WEB_DIST, { recursive: true, force: true });
+    try {
+      renameSync(tmp, WEB_DIST);
+    } catch (err) {
+      if (err.code !== 'ENOTEMPTY' && err.code !== 'EEXIST') throw err;
+    }
+  } finally {
+    rmSync(tmp, { recursive: true, force: true });
+  }
+  return true;
+}
+
+/** Why dist/ (or the dashboard in web/dist/) is out of date, or undefined when both are current. */
 export function staleness() {
   const p = plan();
   if (p.full) return 'missing or built with other options';
   if (p.todo.length) return `older than src/${p.todo[0]}${p.todo.length > 1 ? ` and ${p.todo.length - 1} more` : ''}`;
   if (p.stray.length) return `holding dist/${p.stray[0]}, which no source makes`;
-  return undefined;
+  return webStaleness();
 }
 
 function writeAtomic(file, data) {
@@ -107,6 +181,13 @@ function writeAtomic(file, data) {
  * files removed; throws (naming file and line) when a source does not parse.
  */
 export async function build() {
+  const gateway = await buildGateway();
+  const started = Date.now();
+  if (await buildWeb()) process.stderr.write(`[build] web/dist/: the dashboard built in ${Date.now() - started} ms\n`);
+  return gateway;
+}
+
+async function buildGateway() {
   const p = plan();
   if (!p.full && p.todo.length === 0 && p.stray.length === 0) return { built: 0, removed: 0 };
   // Files are replaced in place (never dist/ removed whole): a gateway already running from dist/,
@@ -163,7 +244,7 @@ if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.me
     console.log(
       built || removed
         ? `[build] dist/: built ${built} file(s) from src/${removed ? `, removed ${removed}` : ''} in ${Date.now() - started} ms`
-        : '[build] dist/ is up to date',
+        : '[build] dist/ is up to date (and web/dist/)',
     );
   } catch (err) {
     console.error(`[build] ${err.message}`);

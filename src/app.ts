@@ -17,23 +17,31 @@ import { publicUrl } from './config/load.ts';
 import type { Config } from './config/schema.ts';
 import type { Secrets } from './config/secrets.ts';
 import { clientErrorHandler, installRestErrors } from './errors/handler.ts';
+import { dashboardRoutes } from './http/dashboard.ts';
 import { applyServerTimeouts } from './http/server-timeouts.ts';
 import { installValidators } from './http/validation.ts';
+import { openapiOptions } from './http/openapi.ts';
 import { KeyChangeBus } from './keys/bus.ts';
 import { KeyCache } from './keys/cache.ts';
 import { keyRoutes } from './keys/routes.ts';
 import { KeyService } from './keys/service.ts';
 import { healthRoutes, type ReadinessCheck } from './ops/health.ts';
 import { createLogger, genReqId } from './ops/logging.ts';
-import { instrument, Metrics, RpcHttpMetrics } from './ops/metrics.ts';
+import { instrument, Metrics, observeRpc, RpcHttpMetrics, rpcMethodLabels } from './ops/metrics.ts';
 import { ResponseCache } from './rpc/dispatch/cache.ts';
 import { rpcFastPath } from './rpc/http/fast-path.ts';
 import { RpcPipeline } from './rpc/pipeline.ts';
 import { MethodPolicy } from './rpc/policy.ts';
 import { installWebSocket, type WsGateway } from './rpc/ws/server.ts';
+import { UPSTREAM_BUCKETS } from './upstreams/pool.ts';
 import { Upstreams } from './upstreams/upstreams.ts';
 import { faucetRoutes } from './faucet/routes.ts';
+import { intentRoutes } from './intents/routes.ts';
+import { IntentService } from './intents/service.ts';
+import { Solver } from './intents/solver.ts';
 import { FaucetService } from './faucet/service.ts';
+import { balanceRoutes } from './balance/routes.ts';
+import { BalanceService } from './balance/service.ts';
 import type { Storage } from './storage/db.ts';
 import type { Redis } from 'ioredis';
 import { type Limiter, MemoryLimiter } from './metering/limiter.ts';
@@ -41,6 +49,16 @@ import { Meter } from './metering/meter.ts';
 import { RestLimits } from './metering/rest-limits.ts';
 import { RedisLimiter } from './metering/redis-limiter.ts';
 import { usageRoutes } from './usage/routes.ts';
+import { AnalyticsRecorder } from './analytics/recorder.ts';
+import { analyticsRoutes } from './analytics/routes.ts';
+import { AnalyticsStore } from './analytics/store.ts';
+import { BlockFollower } from './events/follower.ts';
+import { Prices } from './prices/prices.ts';
+import { whaleRoutes } from './whales/routes.ts';
+import { WhaleAlerts } from './whales/service.ts';
+import { webhookRoutes } from './webhooks/routes.ts';
+import { Webhooks } from './webhooks/service.ts';
+import { AddressActivity } from './webhooks/address-activity.ts';
 import { UsageService } from './usage/service.ts';
 
 export interface AppDeps {
@@ -70,6 +88,12 @@ export interface AppParts {
   upstreams: Upstreams;
   usage: UsageService;
   ws: WsGateway;
+  follower: BlockFollower;
+  prices: Prices;
+  whales: WhaleAlerts;
+  webhooks: Webhooks;
+  intents: IntentService;
+  solver: Solver;
 }
 
 declare module 'fastify' {
@@ -87,7 +111,7 @@ export const API_PREFIX = '/api/v1';
  * The JSON-RPC addresses are served by a fast path on the same server, ahead of Fastify.
  */
 export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyInstance> {
-  const logger = deps.logger ?? createLogger(config.logLevel, deps.logStream);
+  const logger = deps.logger ?? createLogger(config.logLevel, deps.logStream, config.logFormat);
   // Set once the pipeline exists; the server asks it first for every request.
   // eslint-disable-next-line prefer-const -- assigned once the pipeline exists, read by the server factory before that
   let fastPath: ((req: IncomingMessage, res: ServerResponse) => boolean) | undefined;
@@ -136,14 +160,20 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   const usage = new UsageService({ db, config, logger });
   keys.usage = usage;
   const cache = config.cache.enabled ? new ResponseCache(config.cache) : undefined;
-  const pipeline = new RpcPipeline({ config, keys: keyCache, policy, upstreams, logger, meter, usage, ...(cache ? { cache } : {}) });
+  const rpcMetrics = observeRpc(metrics, { methods: config.methods, upstreams, upstreamBuckets: UPSTREAM_BUCKETS, cache });
+  // C46: recorded with usage and flushed in its transaction; `analytics.enabled: false` records nothing.
+  const analytics = config.analytics.enabled ? new AnalyticsRecorder(rpcMethodLabels(config.methods)) : undefined;
+  usage.analytics = analytics;
+  const analyticsStore = new AnalyticsStore({ db, logger });
+  const pipeline = new RpcPipeline({ config, keys: keyCache, policy, upstreams, logger, meter, usage, metrics: rpcMetrics, ...(cache ? { cache } : {}), ...(analytics ? { analytics } : {}) });
   app.addHook('onClose', async () => {
     await bus?.close();
     keyCache.close();
     await upstreams.close();
     await limiter.close();
-    // Nothing accepted is lost on a graceful stop: the last counts reach storage (C27).
+    // Nothing accepted is lost on a graceful stop: the last counts reach storage (C27), analytics with them (C46).
     await usage.close();
+    await analyticsStore.close();
   });
 
   app.addHook('onRequest', async (req, reply) => {
@@ -151,24 +181,10 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   });
   installValidators(app);
   installRestErrors(app);
-  instrument(app, metrics);
+  instrument(app, metrics, { token: config.metrics.token, port: config.metrics.port, host: config.server.host });
 
-  await app.register(swagger, {
-    openapi: {
-      openapi: '3.1.0',
-      info: {
-        title: 'Junction API',
-        version: '1.0.0',
-        description: 'REST API of the Junction multi-chain RPC gateway. JSON-RPC addresses: see README.',
-      },
-      components: {
-        securitySchemes: {
-          bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' },
-          adminToken: { type: 'apiKey', in: 'header', name: 'X-Admin-Token' },
-        },
-      },
-    },
-  });
+  // The document also describes the JSON-RPC and WebSocket addresses served outside Fastify's routes.
+  await app.register(swagger, openapiOptions());
   await app.register(swaggerUi, { routePrefix: '/docs' });
 
   const checks: ReadinessCheck[] = [{ name: 'storage', check: () => deps.storage.ping() }];
@@ -198,14 +214,57 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   });
   const faucet = new FaucetService({ db, config, registry, upstreams, logger });
   app.addHook('onClose', () => faucet.close());
-  app.decorate('parts', { config, registry, accounts, tokens, keys, metrics, keyCache, upstreams, usage, ws } satisfies AppParts);
+  // Chain events (C33-C39): one follower hands blocks to whale alerts and webhooks; prices value them.
+  const prices = new Prices({ config, upstreams, logger });
+  const webhooks = new Webhooks({ db, config, logger, encryptionSecret: deps.secrets.keyEncryptionSecret });
+  const whales = new WhaleAlerts({ db, config, prices, webhooks, logger });
+  const follower = new BlockFollower({ db, config, upstreams, logger });
+  // The follower's figures per network, read at each scrape (C33).
+  const followed = (pick: (f: ReturnType<BlockFollower['stats']>[number]) => number | null) => () =>
+    follower.stats().flatMap((f): [Record<string, string>, number][] => {
+      const v = pick(f);
+      return v === null ? [] : [[{ network: f.network }, v]];
+    });
+  metrics.define({ name: 'junction_follower_cursor', help: 'Last block handed to the consumers, by network', type: 'gauge', labelNames: ['network'], read: followed((f) => f.cursor) });
+  metrics.define({ name: 'junction_follower_lag_blocks', help: 'Blocks between the newest head and the cursor (confirmations included), by network', type: 'gauge', labelNames: ['network'], read: followed((f) => f.lag) });
+  metrics.define({ name: 'junction_follower_blocks_total', help: 'Blocks handed on by this instance, by network', type: 'counter', labelNames: ['network'], read: followed((f) => f.blocksHandled) });
+  metrics.define({ name: 'junction_follower_lease_held', help: '1 where this instance holds the network\'s follower lease', type: 'gauge', labelNames: ['network'], read: followed((f) => (f.leaseHeld ? 1 : 0)) });
+  // The webhook sender's figures on this instance (C37-C39).
+  metrics.define({ name: 'junction_webhook_attempts_total', help: 'Webhook delivery attempts sent by this instance', type: 'counter', read: () => webhooks.stats.attempts });
+  metrics.define({ name: 'junction_webhook_deliveries_total', help: 'Webhook deliveries ended by this instance, by outcome (delivered, failed after the last retry)', type: 'counter', labelNames: ['outcome'], read: () => [[{ outcome: 'delivered' }, webhooks.stats.delivered], [{ outcome: 'failed' }, webhooks.stats.failed]] });
+  metrics.define({ name: 'junction_webhook_in_flight', help: 'Webhook attempts waiting for the receiver on this instance', type: 'gauge', read: () => webhooks.stats.inFlight });
+  follower.register(whales);
+  follower.register(new AddressActivity({ webhooks, prices, config, logger }));
+  // A new or changed address.activity endpoint is followed at once, not at the next asking.
+  webhooks.endpoints.onChange = () => void follower.refresh();
+  // C41: intents; their solver follows the blocks of their networks (a new intent's at once).
+  const intents = new IntentService({ db, config, upstreams, logger, onCreated: () => void follower.refresh() });
+  const solver = new Solver({ db, config, intents, upstreams, webhooks, logger });
+  follower.register(solver);
+  app.addHook('onClose', () => solver.close());
+  // C38 usage.quota: checked after usage counts are stored, never on the RPC path.
+  usage.onFlush = (userIds) => webhooks.quota.afterFlush(userIds);
+  app.addHook('onClose', async () => {
+    await follower.close();
+    await whales.close();
+    await webhooks.close();
+    prices.close();
+  });
+  // C40: the unified balance reads through the same pools and values with the same prices.
+  const balances = new BalanceService({ registry, upstreams, prices, logger });
+  app.decorate('parts', { config, registry, accounts, tokens, keys, metrics, keyCache, upstreams, usage, ws, follower, prices, whales, webhooks, intents, solver } satisfies AppParts);
 
   // Background work starts once the app is ready, never while it is being built.
   app.addHook('onReady', async () => {
     if (deps.probeUpstreams) upstreams.startAll();
     await meter.seedFromUsage(usage);
     usage.start();
+    analyticsStore.start();
     await faucet.start();
+    webhooks.start();
+    whales.start();
+    follower.start();
+    solver.start();
   });
 
   const restLimits = new RestLimits(config, limiter);
@@ -223,13 +282,20 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
         requireBearer(protectedScope, tokens, restLimits);
         protectedScope.addHook('onRequest', (req, reply) => restLimits.request(req, reply, req.userId));
         await protectedScope.register(accountRoutes, { accounts, tokens, limits: restLimits, meter, config });
-        await protectedScope.register(keyRoutes, { keys, accounts, config });
+        await protectedScope.register(keyRoutes, { keys, accounts, config, registry });
         await protectedScope.register(usageRoutes, { usage });
+        await protectedScope.register(analyticsRoutes, { store: analyticsStore, accounts, networks: new Set(config.networks.map((n) => n.slug)) });
         await protectedScope.register(faucetRoutes, { faucet });
+        await protectedScope.register(whaleRoutes, { whales, accounts, config });
+        await protectedScope.register(webhookRoutes, { webhooks, accounts, config });
+        await protectedScope.register(balanceRoutes, { balances });
+        await protectedScope.register(intentRoutes, { intents });
       });
     },
     { prefix: API_PREFIX },
   );
+  // C43: the dashboard at `/`, from web/dist/ (built by npm install / npm start).
+  dashboardRoutes(app);
 
   return app;
 }

@@ -1,25 +1,38 @@
+import { rmSync } from 'node:fs';
 import type http from 'node:http';
-import { parseArgs } from 'node:util';
 import type { FastifyInstance } from 'fastify';
 import { buildApp } from './app.ts';
+import { helpText, parseCommandLine, UsageError } from './config/cli.ts';
 import { ConfigError, loadConfig, validateConfig } from './config/load.ts';
 import type { Config } from './config/schema.ts';
 import { resolveSecrets } from './config/secrets.ts';
+import { listenStartError, redisStartError, StartError, storageStartError } from './config/start-errors.ts';
 import { type Devnet, startDevnet } from './devnet/devnet.ts';
-import { withDevnetFaucetKeys } from './faucet/wallets.ts';
+import { applyDevnetTokens, deployTestTokens } from './devnet/tokens.ts';
+import { deployDevnetSettlers, devnetSolver, withDevnetIntents } from './intents/deploy.ts';
+import type { Address } from 'viem';
+import { applyDevnetPrices, feedHeartbeatSeconds } from './devnet/prices.ts';
+import { faucetWallets, withDevnetFaucetKeys } from './faucet/wallets.ts';
 import { createLogger } from './ops/logging.ts';
+import { maskUrl } from './config/describe.ts';
+import { publicUrl } from './config/load.ts';
+import path from 'node:path';
 import type { Logger } from 'pino';
 import { openStorage, type Storage } from './storage/db.ts';
 import { openRedis } from './storage/redis.ts';
 import type { Redis } from 'ioredis';
 
-/** The config with every network's upstream pointed at its local devnet chain (C31). */
-function onDevnet(cfg: Config, devnet: Devnet): Config {
+/** The config with every network's upstream pointed at its local devnet chain (C31) and the devnet's prices (C45). */
+function onDevnet(cfg: Config, devnet: Devnet, tokens: Readonly<Record<string, Address>>): Config {
   const copy = structuredClone<Config>(cfg);
   for (const n of copy.networks) {
     const u = devnet.upstreams[n.slug];
     if (u) n.upstreams = [{ http: u.http, ws: u.ws }];
   }
+  applyDevnetPrices(copy, devnet.priceFeeds);
+  applyDevnetTokens(copy, tokens);
+  // The local chains have no block explorer: say so rather than link to the real network's.
+  for (const n of copy.networks) if (devnet.upstreams[n.slug]) n.explorerUrl = null;
   return validateConfig(copy);
 }
 
@@ -43,27 +56,54 @@ function drainConnections(server: http.Server, drainMs: number, log: Logger): ()
 }
 
 /** The local chains of `--devnet` (C31) and the config pointed at them. */
-async function startChains(cfg: Config, log: Logger): Promise<{ config: Config; devnet: Devnet }> {
+async function startChains(cfg: Config, log: Logger, stateDir: string | undefined): Promise<{ config: Config; devnet: Devnet }> {
   const started = Date.now();
   // C31: testnets without a faucet key get one for this run; the chains fund every faucet wallet.
   const faucet = withDevnetFaucetKeys(cfg);
+  // C42: the solver wallet (configured, or made for this run) is funded on every chain and deploys the settlers.
+  const solver = devnetSolver(faucet.config);
   const devnet = await startDevnet({
     networks: faucet.config.networks.map((n) => ({ slug: n.slug, chainId: n.chainId, native: n.native === true })),
     nativeBlockTimeSeconds: faucet.config.devnet.nativeBlockTimeSeconds,
-    fund: faucet.fund,
+    fund: [...faucet.fund, solver.address],
+    // The chains keep their state in the data folder, in step with the database across restarts.
+    ...(stateDir === undefined ? {} : { stateDir }),
+    // C45: the native coin's feed price, dev account 9's whale transfers, and the feeds' heartbeat.
+    nativeUsdPrice: faucet.config.devnet.nativeUsdPrice,
+    whaleEverySeconds: faucet.config.devnet.whaleEverySeconds,
+    feedHeartbeatSeconds: feedHeartbeatSeconds(faucet.config),
     logger: log,
   });
-  log.info({ networks: faucet.config.networks.length, ms: Date.now() - started }, 'devnet chains are up');
-  return { config: onDevnet(faucet.config, devnet), devnet };
+  const chains = Object.fromEntries(Object.entries(devnet.upstreams).map(([slug, u]) => [slug, u.http]));
+  log.info({ networks: faucet.config.networks.length, ms: Date.now() - started, chains: devnet.upstreams }, 'devnet chains are up (one anvil per network)');
+  // Public anvil keys (the "test test ... junk" mnemonic): shown so a newcomer can sign at once.
+  const accounts = devnet.accounts.map((a, i) => ({ index: i, address: a.address, privateKey: a.privateKey }));
+  log.info({ accounts }, 'devnet dev accounts: 10,000,000 coins each on every chain; public keys, never use them elsewhere (index 9 is the devnet\'s own)');
+  const wallets = Object.fromEntries(faucetWallets(faucet.config).map((w) => [w.slug, w.address]));
+  log.info({ wallets }, 'devnet faucet wallets (funded on their chains)');
+  // C40: a test ERC-20 on every chain (the shipped token addresses hold no contract locally); C42: both settlers.
+  const [tokens, settlers] = await Promise.all([
+    deployTestTokens({ urls: chains, from: devnet.accounts[9]!.address, recipients: devnet.accounts.map((a) => a.address) }),
+    deployDevnetSettlers({
+      chains: faucet.config.networks.filter((n) => chains[n.slug]).map((n) => ({ slug: n.slug, chainId: n.chainId, rpcUrl: chains[n.slug]! })),
+      solver,
+    }),
+  ]).catch(async (err: unknown) => {
+    await devnet.stop();
+    throw err;
+  });
+  log.info({ tokens, settlers: settlers.settlers, solver: solver.address, ms: Date.now() - started }, 'devnet contracts deployed (test token JUSD, intent settlers)');
+  return { config: withDevnetIntents(onDevnet(faucet.config, devnet, tokens), settlers), devnet };
 }
 
 async function main(): Promise<void> {
-  const { values } = parseArgs({
-    options: { config: { type: 'string' }, devnet: { type: 'boolean', default: false } },
-    allowPositionals: false,
-  });
+  const values = parseCommandLine(process.argv.slice(2));
+  if (values.help) {
+    process.stdout.write(helpText());
+    return;
+  }
   let config = loadConfig({ configFile: values.config, devnet: values.devnet });
-  const log = createLogger(config.logLevel);
+  const log = createLogger(config.logLevel, undefined, config.logFormat);
 
   let devnet: Devnet | undefined;
   let storage: Storage | undefined;
@@ -108,25 +148,48 @@ async function main(): Promise<void> {
 
   try {
     const secrets = resolveSecrets(config);
+    const dataDir = path.resolve(config.storage.dataDir);
+    log.info({ dataDir, secrets: secretsSource(config) }, `data folder ${config.storage.dataDir === 'memory' ? '(none: in memory)' : dataDir}`);
+    // Devnet chains persist next to the embedded database; with DATABASE_URL too, in the data folder.
+    const devnetStateDir = config.devnet.enabled && config.storage.dataDir !== 'memory' ? path.join(dataDir, 'devnet') : undefined;
+    if (values.fresh) {
+      if (!config.devnet.enabled) throw new StartError('--fresh resets the devnet chains and the embedded database: use it with --devnet');
+      if (config.storage.databaseUrl) {
+        throw new StartError(`--fresh starts the chains and the database anew, but DATABASE_URL (${maskUrl(config.storage.databaseUrl)}) is not the gateway's to drop: drop and create that database yourself, then start without --fresh after removing ${path.join(dataDir, 'devnet')}`);
+      }
+      rmSync(path.join(dataDir, 'pglite'), { recursive: true, force: true });
+      if (devnetStateDir) rmSync(devnetStateDir, { recursive: true, force: true });
+      log.info({ dataDir }, '--fresh: the devnet chains and the database start anew');
+    }
     // The storage, Redis and the chains (their own processes) start side by side; storage first, as
     // its loading goes on in the background while the chains are being spawned.
+    const redisUrl = config.redis.url;
     const [opened, connected, chains] = await Promise.allSettled([
-      openStorage({ databaseUrl: config.storage.databaseUrl, dataDir: config.storage.dataDir }),
-      config.redis.url ? openRedis(config.redis.url) : undefined,
-      config.devnet.enabled ? startChains(config, log) : undefined,
+      openStorage({ databaseUrl: config.storage.databaseUrl, dataDir: config.storage.dataDir }).catch((err: unknown) => {
+        throw storageStartError(err, config);
+      }),
+      redisUrl ? openRedis(redisUrl).catch((err: unknown) => {
+        throw redisStartError(err, redisUrl);
+      }) : undefined,
+      config.devnet.enabled ? startChains(config, log, devnetStateDir) : undefined,
     ]);
     if (chains.status === 'fulfilled' && chains.value) ({ config, devnet } = chains.value);
     if (opened.status === 'fulfilled') storage = opened.value;
     if (connected.status === 'fulfilled') redis = connected.value;
     for (const r of [chains, opened, connected]) if (r.status === 'rejected') throw r.reason;
     if (!storage) throw new Error('storage did not open');
-    log.info({ storage: storage.kind }, 'storage ready, migrations applied');
+    const where = config.storage.databaseUrl ? maskUrl(config.storage.databaseUrl) : config.storage.dataDir === 'memory' ? 'memory' : dataDir;
+    log.info({ storage: storage.kind, where }, `storage ready (${storage.kind === 'postgres' ? 'PostgreSQL' : 'embedded PGlite'}, ${where}), migrations applied`);
     app = await buildApp(config, { storage, secrets, logger: log, probeUpstreams: true, ...(redis ? { redis } : {}) });
-    const address = await app.listen({ port: config.server.port, host: config.server.host });
-    log.info({ address, devnet: config.devnet.enabled }, 'Junction is listening');
+    const address = await app.listen({ port: config.server.port, host: config.server.host }).catch((err: unknown) => {
+      throw listenStartError(err, config);
+    });
+    const base = publicUrl(config, (app.server.address() as { port?: number } | null)?.port);
+    log.info({ address, publicUrl: base, docs: `${base}/docs`, devnet: config.devnet.enabled }, 'Junction is listening');
   } catch (err) {
-    if (err instanceof ConfigError) console.error(`Configuration error: ${err.message}`);
-    else log.error({ err }, 'start failed');
+    if (!plainStartError(err)) log.error({ err }, 'start failed');
+    // Whatever had started is closed, but a failed start never hangs on it.
+    setTimeout(() => process.exit(1), config.server.shutdownGraceMs).unref();
     await app?.close().catch(() => {});
     await storage?.close().catch(() => {});
     redis?.disconnect();
@@ -135,8 +198,23 @@ async function main(): Promise<void> {
   }
 }
 
-await main().catch((err) => {
+/** Where the secrets come from, for the start line (never their values). */
+function secretsSource(cfg: Config): string {
+  if (cfg.auth.jwtSecret && cfg.keys.encryptionSecret) return 'given (JWT_SECRET, KEY_ENCRYPTION_SECRET)';
+  if (cfg.storage.dataDir === 'memory') return 'generated for this run only';
+  return `generated once into ${path.resolve(cfg.storage.dataDir, 'secrets.json')} (mode 0600)`;
+}
+
+/** A mistake of the user or the surroundings: one plain line on stderr, no stack. */
+function plainStartError(err: unknown): boolean {
   if (err instanceof ConfigError) console.error(`Configuration error: ${err.message}`);
-  else console.error(err);
+  else if (err instanceof StartError) console.error(`Cannot start: ${err.message}`);
+  else if (err instanceof UsageError) console.error(`Command line: ${err.message}`);
+  else return false;
+  return true;
+}
+
+await main().catch((err: unknown) => {
+  if (!plainStartError(err)) console.error(err);
   process.exit(1);
 });

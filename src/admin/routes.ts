@@ -76,6 +76,7 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{
     {
       schema: {
         tags: ['admin'],
+        operationId: 'adminFindUsers',
         summary: 'Find accounts by e-mail',
         security,
         querystring: T.Object({ email: Email }, { additionalProperties: false }),
@@ -93,6 +94,7 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{
     {
       schema: {
         tags: ['admin'],
+        operationId: 'adminUpdateUser',
         summary: 'Change an account’s tier and per-account limit overrides (null clears one)',
         security,
         params: T.Object({ id: T.String({ maxLength: 64 }) }),

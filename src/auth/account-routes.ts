@@ -8,7 +8,7 @@ import { effectiveLimits } from '../metering/plans.ts';
 import type { RestLimits } from '../metering/rest-limits.ts';
 import type { AccountService } from './accounts.ts';
 import { checkNewPassword } from './password-rules.ts';
-import { Password, Tokens, UserSchema } from './routes.ts';
+import { clearRefreshCookie, Password, Tokens, UserSchema } from './routes.ts';
 import type { TokenService } from './tokens.ts';
 
 const Limit = T.Union([T.Integer(), T.Null()]);
@@ -23,7 +23,7 @@ const Me = T.Composite([
         maxKeys: Limit,
         maxNetworks: Limit,
       },
-      { description: "the plan's limits with this account's overrides (C8, C9); null = unlimited" },
+      { description: "the plan's limits with this account's overrides; null = unlimited" }, // C8, C9
     ),
     remaining: T.Object(
       {
@@ -31,7 +31,7 @@ const Me = T.Composite([
         requestsToday: Limit,
         computeUnitsThisMonth: Limit,
       },
-      { description: 'left now over all the account\'s keys (C10–C12); null = unlimited' },
+      { description: 'left now over all the account\'s keys; null = unlimited' }, // C10–C12
     ),
   }),
 ]);
@@ -60,6 +60,7 @@ export const accountRoutes: FastifyPluginAsyncTypebox<{
     {
       schema: {
         tags: ['auth'],
+        operationId: 'getMe',
         summary: 'The signed-in account, its limits and what is left of them now',
         security,
         response: { 200: ok(Me), ...errors },
@@ -93,13 +94,15 @@ export const accountRoutes: FastifyPluginAsyncTypebox<{
     {
       schema: {
         tags: ['auth'],
+        operationId: 'logout',
         summary: "Sign this login out: its refresh token stops working (the access token lives out its 15 minutes)",
         security,
         response: { 200: OkMessage, ...errors },
       },
     },
-    async (req) => {
+    async (req, reply) => {
       await tokens.revokeFamily(req.tokenFamily);
+      clearRefreshCookie(req, reply); // C43: the dashboard's cookie goes too
       return { success: true as const, message: 'Signed out' };
     },
   );
@@ -109,6 +112,7 @@ export const accountRoutes: FastifyPluginAsyncTypebox<{
     {
       schema: {
         tags: ['auth'],
+        operationId: 'changePassword',
         summary: 'Change the password; every other login is signed out and this one gets fresh tokens',
         security,
         body: T.Object(

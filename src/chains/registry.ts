@@ -47,4 +47,15 @@ export class NetworkRegistry {
   rpcUrl(slug: string): string {
     return `${this.#publicUrl()}/v1/${slug}`;
   }
+
+  /** `ws(s)://{PUBLIC_URL host}/ws/{slug}`: append `?apiKey={apiKey}` for a working address (C1). */
+  wsUrl(slug: string): string {
+    return `${this.#publicUrl().replace(/^http/, 'ws')}/ws/${slug}`;
+  }
+
+  /** The ready-to-paste addresses of a network for one key: HTTP with the key in the path, WebSocket in the query. */
+  keyUrls(slug: string, apiKey: string): { network: string; http: string; ws: string } {
+    const key = encodeURIComponent(apiKey);
+    return { network: slug, http: `${this.rpcUrl(slug)}/${key}`, ws: `${this.wsUrl(slug)}?apiKey=${key}` };
+  }
 }

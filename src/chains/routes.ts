@@ -11,12 +11,13 @@ const NetworkSummary = T.Object({
   slug: T.String(),
   chainId: T.Integer(),
   type: T.Union([T.Literal('mainnet'), T.Literal('testnet')]),
-  rpcUrl: T.String({ description: 'Append /{apiKey} to call the network (C2)' }),
+  rpcUrl: T.String({ description: 'JSON-RPC over HTTP: append /{apiKey}, or send the key in X-API-Key' }),
+  wsUrl: T.String({ description: 'JSON-RPC over WebSocket: append ?apiKey={apiKey}' }),
   currency: Currency,
 });
 const NetworkDetail = T.Composite([
   NetworkSummary,
-  T.Object({ explorerUrl: T.String(), supportedMethods: T.Array(T.String()) }),
+  T.Object({ explorerUrl: T.Union([T.String(), T.Null()], { description: 'the block explorer; null when there is none (the devnet)' }), supportedMethods: T.Array(T.String()) }),
 ]);
 
 /** GET /networks and /networks/:slug: public (C6). */
@@ -28,6 +29,7 @@ export const networkRoutes: FastifyPluginAsyncTypebox<{ registry: NetworkRegistr
     chainId: n.chainId,
     type: n.type,
     rpcUrl: registry.rpcUrl(n.slug),
+    wsUrl: registry.wsUrl(n.slug),
     currency: n.currency,
   });
 
@@ -36,6 +38,7 @@ export const networkRoutes: FastifyPluginAsyncTypebox<{ registry: NetworkRegistr
     {
       schema: {
         tags: ['networks'],
+        operationId: 'listNetworks',
         summary: 'List the supported networks',
         response: { 200: ok(T.Array(NetworkSummary)) },
       },
@@ -48,6 +51,7 @@ export const networkRoutes: FastifyPluginAsyncTypebox<{ registry: NetworkRegistr
     {
       schema: {
         tags: ['networks'],
+        operationId: 'getNetwork',
         summary: 'One network, with its explorer and supported methods',
         params: T.Object({ slug: T.String() }),
         response: { 200: ok(NetworkDetail), 404: ErrorResponse },

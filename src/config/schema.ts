@@ -1,223 +1,491 @@
-import { type Static, Type as T } from '@sinclair/typebox';
+import { type Static, type TSchema, Type as T } from '@sinclair/typebox';
+
+// Every setting has a `description`: docs/config-reference.md is generated from them
+// (`npm run docs:config`, src/config/reference.ts). `allowed` says in words what a pattern
+// admits; start errors and the reference show it instead of the pattern.
 
 /** A limit that may be absent: `null` means unlimited. */
-const Limit = T.Union([T.Integer({ minimum: 1 }), T.Null()]);
+const Limit = (description: string) => T.Union([T.Integer({ minimum: 1 }), T.Null()], { description });
 
 const Plan = T.Object(
   {
-    requestsPerMinute: Limit, // requests per sliding 60 s (C12)
-    dailyLimit: Limit, // requests per UTC day (C11)
-    monthlyComputeUnits: Limit, // compute units per UTC month (C10)
-    maxKeys: Limit, // API keys per account (C15)
-    maxNetworks: Limit, // distinct networks over all of an account's keys (C16); null = all
+    requestsPerMinute: Limit('requests per sliding 60 s; null = unlimited'), // C12
+    dailyLimit: Limit('requests per UTC day; null = unlimited'), // C11
+    monthlyComputeUnits: Limit('compute units per UTC month; null = unlimited'), // C10
+    maxKeys: Limit('API keys per account; null = unlimited'), // C15
+    maxNetworks: Limit("distinct networks over all of an account's keys; null = all"), // C16
   },
-  { additionalProperties: false },
+  { additionalProperties: false, description: 'the limits of one plan' },
 );
 
 const WsPlan = T.Object(
   {
-    connectionsPerKey: Limit, // WebSocket connections open at once per API key, per instance
-    subscriptionsPerConnection: Limit, // eth_subscribe subscriptions alive at once per connection
+    connectionsPerKey: Limit('WebSocket connections open at once per API key, per instance; null = unlimited'),
+    subscriptionsPerConnection: Limit('eth_subscribe subscriptions alive at once per connection; null = unlimited'),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, description: 'WebSocket limits of one plan' },
 );
 
 // Method names are exact (no patterns). Names that need an account held by the node can never
 // be listed (C24; the policy refuses them as well).
 const StandardMethod = T.String({
   pattern: '^(?!eth_(accounts|sign|signTransaction|signTypedData|sendTransaction|sendTransactionSync|sendUnsignedTransaction)$)(eth|net|web3)_[A-Za-z0-9]+$',
+  allowed: 'an exact eth_*, net_* or web3_* method name, not one that needs an account held by the node (eth_accounts, eth_sign*, eth_sendTransaction)',
 });
-const ExtraMethod = T.String({ pattern: '^(debug|trace|txpool)_[A-Za-z0-9]+$' });
+const ExtraMethod = T.String({ pattern: '^(debug|trace|txpool)_[A-Za-z0-9]+$', allowed: 'an exact debug_*, trace_* or txpool_* method name' });
+
+const HttpUrl = (description: string) =>
+  T.String({ format: 'uri', pattern: '^https?://', allowed: 'an http:// or https:// URL', description });
+const Address = T.String({ pattern: '^0x[0-9a-fA-F]{40}$', allowed: 'a 0x-prefixed address of 40 hex digits' });
 
 const Upstream = T.Object(
   {
-    http: T.String({ format: 'uri', pattern: '^https?://' }),
-    ws: T.Optional(T.String({ format: 'uri', pattern: '^wss?://' })),
+    name: T.Optional(
+      T.String({
+        pattern: '^[A-Za-z0-9_.-]{1,64}$',
+        allowed: 'up to 64 letters, digits, ".", "_" or "-"',
+        description: 'a name for logs and metrics (never the URL, which may hold a provider key); default: the host',
+      }),
+    ),
+    http: HttpUrl('JSON-RPC over HTTP; env UPSTREAM_<SLUG> replaces the list'),
+    ws: T.Optional(
+      T.String({
+        format: 'uri',
+        pattern: '^wss?://',
+        allowed: 'a ws:// or wss:// URL',
+        description: 'JSON-RPC over WebSocket (subscriptions); env UPSTREAM_WS_<SLUG> sets them by position',
+      }),
+    ),
+    archive: T.Optional(T.Boolean({ description: 'true: keeps all state; reads of state older than pruneDepthBlocks go to archive nodes first' })),
+    weight: T.Optional(
+      T.Integer({
+        minimum: 1,
+        maximum: 1000,
+        description: 'share of the calls among equally good upstreams (default 1); with no weight set in a network, the first listed takes all',
+      }),
+    ),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, description: 'one node the gateway forwards to' },
 );
 
 // C28-C30: a decimal string in whole native units ("1", "0.5"); a faucet key is 32 bytes of hex.
-const FaucetAmount = T.String({ pattern: '^[0-9]+(\\.[0-9]+)?$' });
-const FaucetKey = T.String({ pattern: '^0x[0-9a-fA-F]{64}$' });
+const Amount = (description: string) =>
+  T.String({ pattern: '^[0-9]+(\\.[0-9]+)?$', allowed: 'a decimal number in quotes, e.g. "1" or "0.5"', description });
+const FaucetKey = T.String({ pattern: '^0x[0-9a-fA-F]{64}$', allowed: 'a 0x-prefixed private key of 64 hex digits' });
 
 const FaucetNetwork = T.Object(
   {
-    enabled: T.Optional(T.Boolean()), // false: no faucet on this testnet, even with faucet.privateKey
-    privateKey: T.Optional(T.Union([FaucetKey, T.Null()])), // secret: prefer env FAUCET_PRIVATE_KEY_<SLUG>
-    defaultAmount: T.Optional(FaucetAmount), // whole native units; overrides faucet.defaultAmount
-    maxAmount: T.Optional(FaucetAmount), // whole native units; overrides faucet.maxAmount
-    gasLimit: T.Optional(T.Integer({ minimum: 21000 })), // gas units per grant; overrides faucet.gasLimit
+    enabled: T.Optional(T.Boolean({ description: 'false: no faucet on this testnet, even with faucet.privateKey' })),
+    privateKey: T.Optional(
+      T.Union([FaucetKey, T.Null()], { description: 'secret: the wallet of this testnet; prefer env FAUCET_PRIVATE_KEY_<SLUG>' }),
+    ),
+    defaultAmount: T.Optional(Amount('whole native units; overrides faucet.defaultAmount')),
+    maxAmount: T.Optional(Amount('whole native units; overrides faucet.maxAmount')),
+    gasLimit: T.Optional(T.Integer({ minimum: 21000, description: 'gas units per grant; overrides faucet.gasLimit' })),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, description: 'faucet settings of one testnet' },
+);
+
+// C34: where a coin's USD price comes from.
+const PriceSource = T.Union(
+  [
+    T.Object(
+      {
+        type: T.Literal('chainlink'),
+        network: T.String({ minLength: 1, description: 'slug of the network the feed lives on' }),
+        address: Address,
+      },
+      { additionalProperties: false, description: 'a Chainlink price feed' },
+    ),
+    T.Object(
+      {
+        type: T.Literal('http'),
+        url: T.String({ pattern: '^https?://', allowed: 'an http:// or https:// URL' }),
+        path: T.String({ minLength: 1, description: 'dotted path of the number in the JSON answer' }),
+      },
+      { additionalProperties: false, description: 'a JSON document over HTTP' },
+    ),
+    T.Object({ type: T.Literal('fixed'), usd: T.Number({ minimum: 0 }) }, { additionalProperties: false, description: 'a fixed price' }),
+  ],
+  { description: 'where a USD price comes from: {"type":"chainlink",network,address}, {"type":"http",url,path} or {"type":"fixed",usd}' },
+);
+
+// C40: an ERC-20 token of a network, counted in the unified balance.
+const Token = T.Object(
+  {
+    symbol: T.String({ minLength: 1, maxLength: 16, description: 'ticker shown in balances' }),
+    address: T.String({ ...Address, description: 'the token contract' }),
+    decimals: T.Integer({ minimum: 0, maximum: 36, description: 'decimals of its amounts' }),
+    price: T.Optional(PriceSource),
+  },
+  { additionalProperties: false, description: 'an ERC-20 token' },
 );
 
 const Network = T.Object(
   {
-    slug: T.String({ pattern: '^[a-z0-9]+(-[a-z0-9]+)*$' }),
-    name: T.String({ minLength: 1 }),
-    chainId: T.Integer({ minimum: 1 }),
-    type: T.Union([T.Literal('mainnet'), T.Literal('testnet')]),
-    native: T.Optional(T.Boolean()),
+    slug: T.String({
+      pattern: '^[a-z0-9]+(-[a-z0-9]+)*$',
+      allowed: 'lower-case letters and digits in words joined by "-"',
+      description: 'the name in addresses (/v1/{slug}) and the key a config file merges by',
+    }),
+    enabled: T.Optional(T.Boolean({ description: 'false in a config file leaves this network out' })),
+    name: T.String({ minLength: 1, description: 'display name' }),
+    chainId: T.Integer({ minimum: 1, description: 'EIP-155 chain id' }),
+    type: T.Union([T.Literal('mainnet'), T.Literal('testnet')], { description: 'testnets get the faucet' }),
+    native: T.Optional(T.Boolean({ description: 'true on the native chains (nat_* methods)' })),
     currency: T.Object(
-      { name: T.String(), symbol: T.String(), decimals: T.Integer({ minimum: 0, maximum: 36 }) },
-      { additionalProperties: false },
+      {
+        name: T.String({ description: "the coin's name" }),
+        symbol: T.String({ description: "the coin's ticker" }),
+        decimals: T.Integer({ minimum: 0, maximum: 36, description: 'decimals of its amounts (18 on EVM chains)' }),
+      },
+      { additionalProperties: false, description: 'the native coin' },
     ),
-    explorerUrl: T.String({ format: 'uri' }),
-    upstreams: T.Array(Upstream),
+    explorerUrl: T.Union([T.String({ format: 'uri' }), T.Null()], { allowed: 'a URL, or null for none', description: 'block explorer; null: none (the devnet\'s local chains)' }),
+    upstreams: T.Array(Upstream, { description: 'nodes, tried in order of health; env UPSTREAM_<SLUG> replaces them' }),
+    pruneDepthBlocks: T.Optional(T.Integer({ minimum: 1, description: 'blocks of state a full node keeps (default 128); older state reads go to archive upstreams first' })),
+    hedgeDelayMs: T.Optional(T.Integer({ minimum: 1, description: "milliseconds before a read is also sent to the next node on this network; default: rpc.hedge's" })),
+    price: T.Optional(T.Union(PriceSource.anyOf, { description: "the native coin's USD price; absent: none (testnets: 0)" })), // C34
+    tokens: T.Optional(T.Array(Token, { description: 'ERC-20 tokens counted in the unified balance' })), // C40
+    // Issue 15: a network's own eth_getLogs limits (its nodes' caps), else those of `rpc`.
+    maxLogsRange: T.Optional(
+      T.Union([T.Integer({ minimum: 1 }), T.Null()], { description: 'blocks one eth_getLogs sent to a node may span (wider ranges are split); null = never split; absent: rpc.maxLogsRange' }),
+    ),
+    maxLogsResults: T.Optional(
+      T.Union([T.Integer({ minimum: 1 }), T.Null()], { description: 'logs a split eth_getLogs may answer; null = no limit; absent: rpc.maxLogsResults' }),
+    ),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, description: 'one network' },
 );
+
+const Tiers = <S extends TSchema>(s: () => S, description: string) =>
+  T.Object({ free: s(), pro: s(), max: s(), enterprise: s() }, { additionalProperties: false, description });
 
 export const ConfigSchema = T.Object(
   {
     server: T.Object(
       {
-        port: T.Integer({ minimum: 0, maximum: 65535 }),
-        host: T.String({ minLength: 1 }),
-        publicUrl: T.Union([T.String({ pattern: '^https?://' }), T.Null()]), // null: http://localhost:$PORT (C2)
-        bodyLimitBytes: T.Integer({ minimum: 1024 }), // bytes; 1 MiB by default (C23)
-        trustedProxies: T.Array(T.String()), // addresses or CIDRs whose X-Forwarded-For is believed
-        shutdownGraceMs: T.Integer({ minimum: 0 }), // milliseconds a graceful stop may take
-        // Slow clients (src/http/server-timeouts.ts): milliseconds; 0 turns one off.
-        headersTimeoutMs: T.Integer({ minimum: 0 }), // a request's headers must arrive within 10 s
-        requestTimeoutMs: T.Integer({ minimum: 0 }), // its headers and body within 30 s
-        keepAliveTimeoutMs: T.Integer({ minimum: 0 }), // an idle keep-alive connection closes after 65 s
+        port: T.Integer({ minimum: 0, maximum: 65535, description: 'listen port; 0 = any free port' }),
+        host: T.String({ minLength: 1, description: 'listen address' }),
+        publicUrl: T.Union([T.String({ format: 'uri', pattern: '^https?://', allowed: 'an http:// or https:// URL' }), T.Null()], {
+          description: 'the address users see in rpcUrl and wsUrl; null: http://localhost:$PORT', // C2
+        }),
+        bodyLimitBytes: T.Integer({ minimum: 1024, description: 'bytes a request body may have; 1 MiB by default' }), // C23
+        trustedProxies: T.Array(T.String(), { description: 'addresses or CIDRs whose X-Forwarded-For is believed' }),
+        shutdownGraceMs: T.Integer({ minimum: 0, description: 'milliseconds a graceful stop may take' }),
+        // Slow clients (src/http/server-timeouts.ts).
+        headersTimeoutMs: T.Integer({ minimum: 0, description: "milliseconds for a request's headers to arrive; 0 = off" }),
+        requestTimeoutMs: T.Integer({ minimum: 0, description: 'milliseconds for headers and body to arrive; 0 = off' }),
+        keepAliveTimeoutMs: T.Integer({ minimum: 0, description: 'milliseconds an idle keep-alive connection stays open; 0 = off' }),
       },
-      { additionalProperties: false },
+      { additionalProperties: false, description: 'the HTTP listener' },
     ),
     storage: T.Object(
       {
-        databaseUrl: T.Union([T.String({ pattern: '^postgres(ql)?://' }), T.Null()]), // null: embedded PGlite
-        dataDir: T.String({ minLength: 1 }),
+        databaseUrl: T.Union([T.String({ format: 'uri', pattern: '^postgres(ql)?://', allowed: 'a postgres:// or postgresql:// URL' }), T.Null()], {
+          description: 'PostgreSQL; null: embedded PGlite under dataDir',
+        }),
+        dataDir: T.String({ minLength: 1, description: 'folder of the embedded database and generated secrets; "memory": nothing on disk' }),
       },
-      { additionalProperties: false },
+      { additionalProperties: false, description: 'where accounts, keys and usage are kept' },
     ),
-    redis: T.Object({ url: T.Union([T.String({ pattern: '^rediss?://' }), T.Null()]) }, { additionalProperties: false }),
+    redis: T.Object(
+      {
+        url: T.Union([T.String({ format: 'uri', pattern: '^rediss?://', allowed: 'a redis:// or rediss:// URL' }), T.Null()], {
+          description: 'Redis for limits and key changes shared by several instances; null: in process',
+        }),
+      },
+      { additionalProperties: false, description: 'shared state' },
+    ),
     auth: T.Object(
       {
-        jwtSecret: T.Union([T.String({ minLength: 32 }), T.Null()]),
-        accessTokenTtlSeconds: T.Integer({ minimum: 1 }), // seconds; 900 = 15 min (C5)
-        refreshTokenTtlSeconds: T.Integer({ minimum: 1 }), // seconds; 2592000 = 30 days (C5)
-        passwordHashCost: T.Integer({ minimum: 10, maximum: 15 }), // log2 of scrypt's N for new password hashes; 15 (C5), lower only for tests
-        issuer: T.String({ minLength: 1 }),
-        maxConcurrentHashes: T.Union([T.Integer({ minimum: 1 }), T.Null()]), // password hashes at once per process; null: cores, at most 3
-        hashWaitMs: T.Integer({ minimum: 1 }), // milliseconds a request waits for a hash slot before 503
+        jwtSecret: T.Union([T.String({ minLength: 32 }), T.Null()], {
+          description: 'secret signing tokens; null: generated into dataDir (embedded storage only)',
+        }),
+        accessTokenTtlSeconds: T.Integer({ minimum: 1, description: 'seconds an access token lives; 900 = 15 min' }), // C5
+        refreshTokenTtlSeconds: T.Integer({ minimum: 1, description: 'seconds a refresh token lives; 2592000 = 30 days' }), // C5
+        passwordHashCost: T.Integer({
+          minimum: 10,
+          maximum: 15,
+          description: "log2 of scrypt's N for new password hashes; lower only for tests",
+        }),
+        issuer: T.String({ minLength: 1, description: 'the iss claim of tokens' }),
+        maxConcurrentHashes: T.Union([T.Integer({ minimum: 1 }), T.Null()], {
+          description: 'password hashes at once per process; null: the cores, at most 3',
+        }),
+        hashWaitMs: T.Integer({ minimum: 1, description: 'milliseconds a request waits for a hash slot before 503' }),
       },
-      { additionalProperties: false },
+      { additionalProperties: false, description: 'accounts and tokens' },
     ),
     keys: T.Object(
       {
-        encryptionSecret: T.Union([T.String({ minLength: 32 }), T.Null()]),
-        prefix: T.String({ pattern: '^[a-z0-9_]{2,16}$' }),
+        encryptionSecret: T.Union([T.String({ minLength: 32 }), T.Null()], {
+          description: 'secret encrypting stored API keys; null: generated into dataDir (embedded storage only)',
+        }),
+        prefix: T.String({
+          pattern: '^[a-z0-9_]{2,16}$',
+          allowed: '2 to 16 lower-case letters, digits or "_"',
+          description: 'the start of every new API key',
+        }),
       },
-      { additionalProperties: false },
+      { additionalProperties: false, description: 'API keys' },
     ),
-    admin: T.Object({ token: T.Union([T.String({ minLength: 16 }), T.Null()]) }, { additionalProperties: false }),
-    logLevel: T.Union(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => T.Literal(l))),
-    plans: T.Object(
-      { free: Plan, pro: Plan, max: Plan, enterprise: Plan },
-      { additionalProperties: false },
+    admin: T.Object(
+      {
+        token: T.Union([T.String({ minLength: 16 }), T.Null()], {
+          description: 'secret for the X-Admin-Token header of /api/v1/admin/*; null: no admin routes',
+        }),
+      },
+      { additionalProperties: false, description: 'the admin routes' },
     ),
+    logLevel: T.Union(
+      ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].map((l) => T.Literal(l)),
+      { description: 'the lowest level logged' },
+    ),
+    logFormat: T.Union([T.Literal('auto'), T.Literal('json'), T.Literal('pretty')], {
+      description: 'log lines as JSON (json), readable (pretty), or readable only when stdout is a terminal (auto)',
+    }),
+    metrics: T.Object(
+      {
+        token: T.Union([T.String({ minLength: 16 }), T.Null()], {
+          description: 'secret GET /metrics asks for as Authorization: Bearer <token> (16+ characters); null: open',
+        }),
+        port: T.Union([T.Integer({ minimum: 0, maximum: 65535 }), T.Null()], {
+          description: 'serve /metrics on this port only (0: any free port), not on the main one; null: on the main port',
+        }),
+      },
+      { additionalProperties: false, description: 'the Prometheus endpoint' },
+    ),
+    plans: Tiers(() => Plan, 'limits by plan'),
     methods: T.Object(
       {
         // C24: the exact, case-sensitive allowlist of standard methods, for every plan and network.
-        standard: T.Array(StandardMethod),
-        native: T.Record(T.String({ pattern: '^nat_[A-Za-z0-9]+$' }), T.String({ minLength: 1 })),
+        standard: T.Array(StandardMethod, { description: 'methods every key may call on every network (exact names)' }),
+        native: T.Record(T.String({ pattern: '^nat_[A-Za-z0-9]+$' }), T.String({ minLength: 1 }), {
+          description: 'nat_* methods of the native networks and the node method each stands for',
+        }),
         // C24: debug_*, trace_*, txpool_* methods a plan may call besides, each by its exact name.
-        planExtras: T.Object(
-          { free: T.Array(ExtraMethod), pro: T.Array(ExtraMethod), max: T.Array(ExtraMethod), enterprise: T.Array(ExtraMethod) },
-          { additionalProperties: false },
-        ),
-        computeUnits: T.Record(T.String(), T.Integer({ minimum: 0 })),
+        planExtras: Tiers(() => T.Array(ExtraMethod), 'debug_*, trace_*, txpool_* methods a plan may call besides (exact names)'),
+        computeUnits: T.Record(T.String(), T.Integer({ minimum: 0 }), {
+          description: 'compute units by method for the monthly quota; a method not listed costs 1',
+        }),
       },
-      { additionalProperties: false },
+      { additionalProperties: false, description: 'the JSON-RPC methods served' },
     ),
     limits: T.Object(
       {
-        publicRpcPerMinute: T.Integer({ minimum: 1 }), // requests per sliding minute per client IP on /public (C18)
-        restPerMinute: T.Integer({ minimum: 1 }), // REST requests per sliding minute per account, or per IP unsigned (C17)
-        failedLoginsPerMinute: T.Integer({ minimum: 1 }), // failed logins per minute per (client IP, e-mail) (C17)
-        failedAuthPerMinute: T.Integer({ minimum: 1 }), // failed bearer authentications (401) per sliding minute per client IP (C17)
-        registrationsPerHour: T.Integer({ minimum: 1 }), // registrations per hour per client IP (C17)
+        publicRpcPerMinute: T.Integer({ minimum: 1, description: 'requests per sliding minute per client IP on /public/main' }), // C18
+        restPerMinute: T.Integer({ minimum: 1, description: 'REST requests per sliding minute per account, or per IP signed out' }), // C17
+        failedLoginsPerMinute: T.Integer({ minimum: 1, description: 'failed logins per minute per (client IP, e-mail)' }), // C17
+        failedAuthPerMinute: T.Integer({ minimum: 1, description: 'failed bearer authentications (401) per sliding minute per client IP' }),
+        registrationsPerHour: T.Integer({ minimum: 1, description: 'registrations per hour per client IP' }), // C17
       },
-      { additionalProperties: false },
+      { additionalProperties: false, description: 'limits besides the plans' },
     ),
     usage: T.Object(
-      { flushIntervalMs: T.Integer({ minimum: 100, maximum: 2000 }) }, // ms between usage flushes to storage (C27: visible within 5 s)
-      { additionalProperties: false },
+      {
+        // C27: usage is visible within 5 s.
+        flushIntervalMs: T.Integer({ minimum: 100, maximum: 2000, description: 'milliseconds between usage flushes to storage' }),
+      },
+      { additionalProperties: false, description: 'usage counting' },
+    ),
+    // C46: advanced analytics (latency, errors, refusals) recorded on the RPC path and flushed with usage.
+    analytics: T.Object(
+      {
+        enabled: T.Boolean({ description: 'record analytics for GET /usage/analytics; false records nothing (the route then shows zeros)' }),
+      },
+      { additionalProperties: false, description: 'advanced analytics' },
     ),
     rpc: T.Object(
       {
-        maxBatchSize: T.Integer({ minimum: 1, maximum: 10000 }), // items per JSON-RPC batch (C23)
-        requestTimeoutMs: T.Integer({ minimum: 1 }), // milliseconds per upstream attempt
-        totalTimeoutMs: T.Integer({ minimum: 1 }), // milliseconds per call, failover included
-        methodTimeoutsMs: T.Record(T.String(), T.Integer({ minimum: 1 })), // milliseconds per attempt, by method
-        maxLagBlocks: T.Integer({ minimum: 0 }), // blocks behind the best head before an upstream is skipped (C26)
-        healthIntervalMs: T.Integer({ minimum: 100 }), // milliseconds between upstream health probes
-        connectionsPerUpstream: T.Integer({ minimum: 1 }), // kept-alive connections per upstream
-        maxResponseBytes: T.Integer({ minimum: 1024 }), // bytes an upstream answer may have; past it the call is -32000
-        keyCacheTtlMs: T.Integer({ minimum: 0 }), // milliseconds a key lookup is cached (changes invalidate at once)
-        accessLog: T.Boolean(), // log every RPC request at info (off: only failures)
-        corsOrigins: T.Array(T.String()), // allowed browser origins on the RPC paths; "*" for any
+        maxBatchSize: T.Integer({ minimum: 1, maximum: 10000, description: 'items per JSON-RPC batch' }), // C23
+        requestTimeoutMs: T.Integer({ minimum: 1, description: 'milliseconds per upstream attempt' }),
+        totalTimeoutMs: T.Integer({ minimum: 1, description: 'milliseconds per call, failover included' }),
+        methodTimeoutsMs: T.Record(T.String(), T.Integer({ minimum: 1 }), { description: 'milliseconds per attempt, by method' }),
+        maxLagBlocks: T.Integer({ minimum: 0, description: 'blocks behind the best head before an upstream is skipped' }), // C26
+        healthIntervalMs: T.Integer({ minimum: 100, description: 'milliseconds between upstream health probes' }),
+        connectionsPerUpstream: T.Integer({ minimum: 1, description: 'kept-alive connections per upstream' }),
+        maxResponseBytes: T.Integer({ minimum: 1024, description: 'bytes an upstream answer may have; past it the call fails (-32000)' }),
+        providerErrors: T.Array(
+          T.Object(
+            {
+              code: T.Optional(T.Integer({ description: 'the JSON-RPC error code' })),
+              message: T.Optional(T.String({ minLength: 1, description: 'text the error message contains, any letter case' })),
+              kind: T.Union([T.Literal('busy'), T.Literal('missing'), T.Literal('answer')], {
+                description: 'busy: throttled, the node cools down; missing: lacks the data, the node stays in use; answer: passed on as it is',
+              }),
+            },
+            { additionalProperties: false, description: 'a code, a message fragment, or both' },
+          ),
+          { description: 'node errors that move a read to the next node; the first row that matches decides' },
+        ),
+        hedge: T.Object(
+          {
+            enabled: T.Boolean({ description: 'send a slow read to the next node as well; the first good answer wins' }),
+            delayMs: T.Union([T.Integer({ minimum: 1 }), T.Null()], { description: "milliseconds before hedging; null: the p90 of the node's recent calls, within the bounds" }),
+            minDelayMs: T.Integer({ minimum: 1, description: 'milliseconds, the shortest automatic hedge delay' }),
+            maxDelayMs: T.Integer({ minimum: 1, description: 'milliseconds, the longest automatic hedge delay (also while a node has few samples)' }),
+          },
+          { additionalProperties: false, description: 'hedged reads; never for transactions or filters' },
+        ),
+        broadcastTransactions: T.Boolean({ description: 'eth_sendRawTransaction goes to every healthy upstream at once' }),
+        keyCacheTtlMs: T.Integer({ minimum: 0, description: 'milliseconds a key lookup is cached (changes invalidate it at once)' }),
+        accessLog: T.Boolean({ description: 'log every RPC request at info (false: only failures)' }),
+        corsOrigins: T.Array(T.String(), { description: 'browser origins allowed on the RPC addresses; "*" for any' }),
+        // Issue 15: wide eth_getLogs ranges are split into chunks a node accepts.
+        maxLogsRange: T.Union([T.Integer({ minimum: 1 }), T.Null()], {
+          description: 'blocks one eth_getLogs sent to a node may span; a wider range is split into chunks of this size and merged; null = never split',
+        }),
+        maxLogsResults: Limit('logs a split eth_getLogs may answer; more is -32602 naming the limit; null = no limit'),
+        logsChunkConcurrency: T.Integer({ minimum: 1, maximum: 64, description: 'chunks of one split eth_getLogs sent at once' }),
+        maxLogsChunks: T.Integer({ minimum: 1, description: 'chunks one eth_getLogs may be split into; a wider range is refused (-32602) before anything is sent' }),
       },
-      { additionalProperties: false },
+      { additionalProperties: false, description: 'JSON-RPC over HTTP' },
     ),
     ws: T.Object(
       {
-        maxPayloadBytes: T.Integer({ minimum: 1024 }), // bytes per incoming message; 1 MiB = the HTTP body limit (C23)
-        pingIntervalMs: T.Integer({ minimum: 50 }), // milliseconds between pings to each client and each upstream node
-        idleTimeoutMs: T.Integer({ minimum: 50 }), // milliseconds without a pong before a client (or upstream socket) is dropped
-        maxBufferedBytes: T.Integer({ minimum: 1024 }), // bytes queued for a client that does not read before it is cut off
-        maxInFlight: T.Integer({ minimum: 1 }), // messages of one connection handled at once; past it the connection is not read
-        upstreamTimeoutMs: T.Integer({ minimum: 1 }), // milliseconds for an upstream node to connect or answer eth_subscribe
-        reconnectMinMs: T.Integer({ minimum: 1 }), // milliseconds before the first reconnection to an upstream node
-        reconnectMaxMs: T.Integer({ minimum: 1 }), // milliseconds, the longest wait between reconnections (doubling)
-        closeGraceMs: T.Integer({ minimum: 0 }), // milliseconds clients get to answer the 1001 close on a graceful stop
-        // Per plan: open connections per API key (per instance) and subscriptions per connection; null = unlimited.
-        plans: T.Object(
-          { free: WsPlan, pro: WsPlan, max: WsPlan, enterprise: WsPlan },
-          { additionalProperties: false },
-        ),
+        maxPayloadBytes: T.Integer({ minimum: 1024, description: 'bytes per incoming message' }), // C23
+        pingIntervalMs: T.Integer({ minimum: 50, description: 'milliseconds between pings to each client and each upstream node' }),
+        idleTimeoutMs: T.Integer({ minimum: 50, description: 'milliseconds without a pong before a client (or upstream socket) is dropped' }),
+        maxBufferedBytes: T.Integer({ minimum: 1024, description: 'bytes queued for a client that does not read before it is cut off' }),
+        maxInFlight: T.Integer({ minimum: 1, description: 'messages of one connection handled at once; past it the connection is not read' }),
+        upstreamTimeoutMs: T.Integer({ minimum: 1, description: 'milliseconds for an upstream node to connect or answer eth_subscribe' }),
+        reconnectMinMs: T.Integer({ minimum: 1, description: 'milliseconds before the first reconnection to an upstream node' }),
+        reconnectMaxMs: T.Integer({ minimum: 1, description: 'milliseconds, the longest wait between reconnections (doubling)' }),
+        closeGraceMs: T.Integer({ minimum: 0, description: 'milliseconds clients get to answer the 1001 close on a graceful stop' }),
+        // Issue 15: what a subscription missed while its upstream connection was down is sent first.
+        gapFillMaxBlocks: T.Integer({ minimum: 0, description: 'blocks of newHeads and logs fetched after an upstream reconnect (the latest ones); 0 = none' }),
+        plans: Tiers(() => WsPlan, 'WebSocket limits by plan'),
       },
-      { additionalProperties: false },
+      { additionalProperties: false, description: 'JSON-RPC over WebSocket' },
     ),
     // C44: answers that cannot change are served from memory; identical concurrent reads share one call.
     cache: T.Object(
       {
-        enabled: T.Boolean(), // false: nothing cached nor coalesced, every call goes to a node
-        maxBytesPerNetwork: T.Integer({ minimum: 0 }), // characters (key + result text) per network's LRU; 33554432 = 32 MiB
-        safeDepth: T.Integer({ minimum: 0 }), // blocks below the head from which a block's answers are cached
+        enabled: T.Boolean({ description: 'false: nothing cached nor coalesced, every call goes to a node' }),
+        maxBytesPerNetwork: T.Integer({ minimum: 0, description: "characters (key + result text) per network's cache; 33554432 = 32 MiB" }),
+        safeDepth: T.Integer({ minimum: 0, description: "blocks below the head from which a block's answers are cached" }),
       },
-      { additionalProperties: false },
+      { additionalProperties: false, description: 'the response cache' },
     ),
     devnet: T.Object(
       {
-        enabled: T.Boolean(),
-        nativeBlockTimeSeconds: T.Integer({ minimum: 1, maximum: 2 }), // seconds between blocks on the native networks (C31)
+        enabled: T.Boolean({ description: 'run on local anvil chains (same as --devnet or DEVNET=1)' }),
+        nativeBlockTimeSeconds: T.Integer({ minimum: 1, maximum: 2, description: 'seconds between blocks on the native networks' }), // C31
+        whaleEverySeconds: T.Integer({
+          minimum: 0,
+          description: "seconds between dev account 9's whale-sized transfers on each native chain; 0 = off",
+        }), // C45
+        nativeUsdPrice: T.Number({ minimum: 0, description: 'USD per native coin in the devnet price feed' }), // C45
+        fixedUsdPrices: T.Record(T.String(), T.Number({ minimum: 0 }), {
+          description: 'USD per coin by currency symbol on the other devnet mainnets',
+        }), // C45
       },
-      { additionalProperties: false },
+      { additionalProperties: false, description: 'local chains for development' },
     ),
     faucet: T.Object(
       {
-        privateKey: T.Union([FaucetKey, T.Null()]), // secret, every testnet: prefer env FAUCET_PRIVATE_KEY; null = none
-        cooldownSeconds: T.Integer({ minimum: 0 }), // seconds between grants per (network, address) and per (network, account) (C29)
-        recheckIntervalSeconds: T.Integer({ minimum: 1 }), // seconds between checks of grants not yet mined (re-send pending or dropped ones)
-        recheckAfterSeconds: T.Integer({ minimum: 0 }), // seconds a grant is left alone after it was recorded or sent, before it is checked
-        defaultAmount: FaucetAmount, // whole native units granted when a request names none (C28)
-        maxAmount: FaucetAmount, // whole native units, the most one request may ask for (C28)
-        gasLimit: T.Integer({ minimum: 21000 }), // gas units per grant (a plain transfer: 21000)
-        networks: T.Record(T.String(), FaucetNetwork), // per testnet slug
+        privateKey: T.Union([FaucetKey, T.Null()], {
+          description: 'secret: the wallet of every testnet; prefer env FAUCET_PRIVATE_KEY; null = no faucet',
+        }),
+        cooldownSeconds: T.Integer({ minimum: 0, description: 'seconds between grants per (network, address) and per (network, account)' }), // C29
+        recheckIntervalSeconds: T.Integer({ minimum: 1, description: 'seconds between checks of grants not yet mined' }),
+        recheckAfterSeconds: T.Integer({ minimum: 0, description: 'seconds a grant is left alone after it was sent, before it is checked' }),
+        defaultAmount: Amount('whole native units granted when a request names none'), // C28
+        maxAmount: Amount('whole native units, the most one request may ask for'), // C28
+        gasLimit: T.Integer({ minimum: 21000, description: 'gas units per grant (a plain transfer: 21000)' }),
+        networks: T.Record(T.String(), FaucetNetwork, { description: 'settings by testnet slug' }),
       },
-      { additionalProperties: false },
+      { additionalProperties: false, description: 'the testnet faucet' },
     ),
-    networks: T.Array(Network, { minItems: 1 }),
+    // C33: the block follower.
+    events: T.Object(
+      {
+        confirmations: T.Integer({ minimum: 0, description: 'blocks a block must be deep before it is read (1 under --devnet)' }),
+        maxCatchUpBlocks: T.Integer({ minimum: 1, description: 'blocks caught up after a restart; an older gap is skipped and logged' }),
+        batchBlocks: T.Integer({ minimum: 1, maximum: 1000, description: 'blocks asked in one JSON-RPC batch while catching up' }),
+        leaseSeconds: T.Integer({ minimum: 2, maximum: 14, description: "seconds a follower's lease on a network lasts without renewal" }),
+        pollIntervalMs: T.Integer({ minimum: 50, description: 'milliseconds between looks at the head when no new head was pushed' }),
+      },
+      { additionalProperties: false, description: 'the block follower feeding whale alerts and webhooks' },
+    ),
+    // C34: price cache and staleness.
+    prices: T.Object(
+      {
+        cacheSeconds: T.Integer({ minimum: 0, description: 'seconds a price is reused before it is read again' }),
+        maxAgeSeconds: T.Integer({ minimum: 1, description: 'seconds after which a price is stale and gives null' }),
+        timeoutMs: T.Integer({ minimum: 1, description: 'milliseconds to read one price source' }),
+      },
+      { additionalProperties: false, description: 'USD prices' },
+    ),
+    // C35, C36: whale alerts.
+    whaleAlerts: T.Object(
+      {
+        networks: T.Array(T.String(), { description: 'slugs followed for whale alerts' }),
+        recordMinValue: Amount('whole native units a transfer needs to be recorded'),
+        retentionDays: T.Integer({ minimum: 1, description: 'days an alert is kept' }),
+      },
+      { additionalProperties: false, description: 'whale alerts' },
+    ),
+    // C37-C39: webhooks.
+    webhooks: T.Object(
+      {
+        allowPrivateTargets: T.Boolean({ description: 'true: loopback and private targets allowed (true under --devnet)' }),
+        maxEndpoints: T.Object(
+          { max: Limit('endpoints of a max account; null = unlimited'), enterprise: Limit('endpoints of an enterprise account; null = unlimited') },
+          { additionalProperties: false, description: 'endpoints per account, by plan' },
+        ),
+        timeoutMs: T.Integer({ minimum: 1, description: 'milliseconds one delivery attempt may take' }),
+        concurrency: T.Integer({ minimum: 1, description: 'attempts in flight at once per instance' }),
+        pollIntervalMs: T.Integer({ minimum: 10, description: 'milliseconds between looks at the outbox when nothing woke the sender' }),
+        retryDelaysSeconds: T.Array(T.Integer({ minimum: 0 }), { minItems: 1, description: 'seconds before each retry; past the last: failed' }),
+        disableAfterFailingDays: T.Integer({ minimum: 1, description: 'an endpoint failing this many days in a row is disabled' }),
+        rotationOverlapSeconds: T.Integer({ minimum: 0, description: 'seconds the old secret still signs after a rotation' }),
+        deliveryRetentionDays: T.Integer({ minimum: 1, description: 'days delivered and failed events are kept' }),
+      },
+      { additionalProperties: false, description: 'webhooks' },
+    ),
+    // C41, C42: cross-chain intents, their settler contracts and the solver.
+    intents: T.Object(
+      {
+        feeBps: T.Integer({ minimum: 0, maximum: 10000, description: 'fee in basis points of the amount, on top of the destination gas of a fill' }),
+        fillGasLimit: T.Integer({ minimum: 21000, description: "gas units of a fill (quoted at the destination's gas price)" }),
+        settleGasLimit: T.Integer({ minimum: 21000, description: 'gas units of a settle or a refund' }),
+        fillMarginSeconds: T.Integer({ minimum: 0, description: 'seconds before the fill deadline after which the solver no longer fills' }),
+        expiryGraceSeconds: T.Integer({ minimum: 0, description: 'seconds past the open deadline before an intent never opened is expired' }),
+        checkIntervalMs: T.Integer({ minimum: 50, description: "milliseconds between the solver's looks at intents due for a step" }),
+        resendAfterSeconds: T.Integer({ minimum: 0, description: "seconds before a solver transaction not yet mined is checked and sent again" }),
+        solverPrivateKey: T.Union([FaucetKey, T.Null()], {
+          description: 'secret: the solver wallet (and oracle) on every network; prefer env SOLVER_PRIVATE_KEY; null = none',
+        }),
+        solverPrivateKeys: T.Record(T.String(), FaucetKey, { description: 'secret: the solver wallet of one network by slug; prefer env SOLVER_PRIVATE_KEY_<SLUG>' }),
+        routes: T.Union(
+          [T.Array(T.Object({ from: T.String({ minLength: 1, description: 'slug of the origin network' }), to: T.String({ minLength: 1, description: 'slug of the destination network' }) }, { additionalProperties: false, description: 'one route: from and to slugs' })), T.Null()],
+          { description: 'routes intents may take; null = every ordered pair of networks of one type with the same native coin' },
+        ),
+        settlers: T.Record(
+          T.String(),
+          T.Object(
+            { origin: T.String({ ...Address, description: 'the origin settler contract' }), destination: T.String({ ...Address, description: 'the destination settler contract' }) },
+            { additionalProperties: false, description: 'settler addresses on one network' },
+          ),
+          { description: 'settler contracts by slug (npm run deploy:settlers prints them); a route needs both ends' },
+        ),
+      },
+      { additionalProperties: false, description: 'cross-chain intents' },
+    ),
+    networks: T.Array(Network, {
+      minItems: 1,
+      description: 'the networks served; a config file merges its entries into these by slug',
+    }),
   },
   { additionalProperties: false },
 );
 
 export type Config = Static<typeof ConfigSchema>;
 export type NetworkConfig = Static<typeof Network>;
+export type PriceSourceConfig = Static<typeof PriceSource>;
+export type TokenConfig = Static<typeof Token>;
 export type PlanLimits = Static<typeof Plan>;
 export type Tier = keyof Config['plans'];
 export const TIERS = ['free', 'pro', 'max', 'enterprise'] as const satisfies readonly Tier[];

@@ -83,7 +83,17 @@ export interface AnvilOptions {
   chainId: number;
   /** Interval mining every this many seconds; undefined: mine one block per transaction. */
   blockTimeSeconds?: number;
+  /** Whole coins each of the 10 dev accounts holds at the start; anvil's default (10,000) when undefined. */
+  accountBalanceCoins?: number;
+  /**
+   * A file the chain is loaded from when it exists and dumped to every few seconds and on exit
+   * (anvil `--state`): the chain survives a restart. Undefined: the chain lives in memory only.
+   */
+  statePath?: string;
 }
+
+/** Seconds between dumps of a chain's state to its file. */
+const STATE_INTERVAL_SECONDS = 5;
 
 /** A running anvil process. */
 export class AnvilProcess {
@@ -110,6 +120,8 @@ export class AnvilProcess {
       '--color', 'never',
       `--prune-history=${HISTORY_STATES}`,
       ...(opts.blockTimeSeconds === undefined ? [] : ['--block-time', String(opts.blockTimeSeconds)]),
+      ...(opts.accountBalanceCoins === undefined ? [] : ['--balance', String(opts.accountBalanceCoins)]),
+      ...(opts.statePath === undefined ? [] : ['--state', opts.statePath, '--state-interval', String(STATE_INTERVAL_SECONDS)]),
     ];
     // Not --quiet: it also hides the "Listening on" line. Request logging is switched off over RPC
     // once the chain answers (anvil_setLoggingEnabled, see devnet.ts).

@@ -1,7 +1,14 @@
 // C31: `--devnet` runs one local anvil chain per network, with that network's chainId, so that
 // every feature works on one machine with no internet. Tests start the same devnet.
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import type { Address } from 'viem';
 import { privateKeyToAddress } from 'viem/accounts';
 import { AnvilProcess } from './anvil.ts';
+import { deployPriceFeed, setFeedPrice } from './feeds.ts';
+import { rpc } from './rpc.ts';
+import { type DevnetTraffic, startDevnetTraffic } from './traffic.ts';
+import { startXdposResponder, type XdposResponder } from './xdpos.ts';
 
 export { anvilBinary } from './anvil.ts';
 
@@ -15,6 +22,7 @@ export interface DevnetNetwork {
 
 /** Where devnet progress and failures are reported (a pino logger fits). */
 export interface DevnetLogger {
+  debug?(obj: object, msg?: string): void;
   info(obj: object, msg?: string): void;
   warn(obj: object, msg?: string): void;
   error(obj: object, msg?: string): void;
@@ -28,14 +36,33 @@ export interface DevnetOptions {
   fund?: readonly `0x${string}`[];
   /** Balance given to each `fund` address, in wei; default 1,000,000 ether. */
   fundAmountWei?: bigint;
+  /** C45: USD per native coin in the price feed deployed on each native chain; default 0.05. */
+  nativeUsdPrice?: number;
+  /** C45: seconds between dev account 9's whale transfers on each native chain; 0 or undefined: none. */
+  whaleEverySeconds?: number;
+  /**
+   * A folder where each chain keeps its state (`<slug>.json`, anvil --state): a restart finds the
+   * chains as they were, in step with the database. Undefined: chains live in memory only.
+   */
+  stateDir?: string;
+  /** Seconds between heartbeats that keep the feeds' prices fresh (C34's maxAgeSeconds); default 600, 0: none. */
+  feedHeartbeatSeconds?: number;
   logger?: DevnetLogger;
 }
 
 export interface Devnet {
-  /** Per slug: the chain's local HTTP and WS address. */
+  /** Per slug: the chain's local HTTP address (native chains: the XDPoS responder in front of anvil, which passes everything else on) and anvil's WS address. */
   upstreams: Record<string, { http: string; ws: string }>;
-  /** anvil's default dev accounts (address + private key), funded on every chain; tests use these to sign transactions. */
+  /**
+   * anvil's 10 dev accounts (address + private key), 10,000,000 coins each on every chain (C45).
+   * Indexes 0-8 are for users and tests; index 9 is the devnet's own: it owns the price feeds and
+   * sends the whale transfers.
+   */
   accounts: readonly { address: `0x${string}`; privateKey: `0x${string}` }[];
+  /** Per native network: the address of its price feed (contracts/DevPriceFeed.sol, C45). */
+  priceFeeds: Readonly<Record<string, Address>>;
+  /** Sets a native network's feed to `usd` per coin, updated at `updatedAt` (unix seconds; default: now); resolves once mined. */
+  setPrice(slug: string, usd: number, updatedAt?: number): Promise<void>;
   /** Per slug: the anvil process id, for diagnostics and for tests that check nothing is left running. */
   pids: Readonly<Record<string, number>>;
   /** Stops every chain; resolves when all anvil processes have exited (SIGTERM, then SIGKILL after ~3 s). Idempotent. */
@@ -46,9 +73,13 @@ export interface Devnet {
 const READY_TIMEOUT_MS = 30_000;
 const POLL_INTERVAL_MS = 50;
 const DEFAULT_FUND_WEI = 1_000_000n * 10n ** 18n;
+/** C45: whole coins each dev account holds on every chain. */
+const DEV_ACCOUNT_COINS = 10_000_000;
+const DEFAULT_NATIVE_USD = 0.05;
+const DEFAULT_FEED_HEARTBEAT_SECONDS = 600;
 
 // The keys anvil derives from its default mnemonic "test test ... junk" (m/44'/60'/0'/0/i),
-// public knowledge and funded with 10,000 ether each on every chain. Never use them elsewhere.
+// public knowledge and funded with 10,000,000 coins each on every chain. Never use them elsewhere.
 const DEV_KEYS = [
   '0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80',
   '0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d',
@@ -65,6 +96,8 @@ const DEV_KEYS = [
 const DEV_ACCOUNTS = Object.freeze(
   DEV_KEYS.map((privateKey) => Object.freeze({ address: privateKeyToAddress(privateKey), privateKey })),
 );
+/** C45: the devnet's own account (index 9): owner of the price feeds, sender of the whale transfers. */
+const DEVNET_ACCOUNT = DEV_ACCOUNTS[9]?.address as Address;
 
 const consoleLogger: DevnetLogger = {
   info: () => {},
@@ -90,17 +123,26 @@ export async function startDevnet(opts: DevnetOptions): Promise<Devnet> {
     slugs.add(n.slug);
   }
 
+  if (opts.stateDir !== undefined) mkdirSync(opts.stateDir, { recursive: true, mode: 0o700 });
   const chains = opts.networks.map((network) => ({
     network,
     anvil: new AnvilProcess({
       chainId: network.chainId,
       ...(network.native ? { blockTimeSeconds: opts.nativeBlockTimeSeconds } : {}),
+      accountBalanceCoins: DEV_ACCOUNT_COINS,
+      ...(opts.stateDir === undefined ? {} : { statePath: path.join(opts.stateDir, `${network.slug}.json`) }),
     }),
   }));
 
+  let traffic: DevnetTraffic | undefined = undefined; // started once every chain is up
+  const responders: XdposResponder[] = [];
   let stopped: Promise<void> | undefined;
   const stop = (): Promise<void> => {
-    stopped ??= Promise.all(chains.map((c) => c.anvil.stop())).then(() => {});
+    stopped ??= (async () => {
+      await traffic?.stop();
+      await Promise.all(responders.map((r) => r.close()));
+      await Promise.all(chains.map((c) => c.anvil.stop()));
+    })();
     return stopped;
   };
 
@@ -109,10 +151,19 @@ export async function startDevnet(opts: DevnetOptions): Promise<Devnet> {
   const results = await Promise.allSettled(
     chains.map(async ({ network, anvil }) => {
       const url = await whenReady(network, anvil);
-      // Per-request lines on stdout would cost CPU under load, and nobody reads them.
-      await rpc(url, 'anvil_setLoggingEnabled', [false]);
-      for (const address of fund) await rpc(url, 'anvil_setBalance', [address, fundHex]);
-      return url;
+      const [, , feed, responder] = await Promise.all([
+        // Per-request lines on stdout would cost CPU under load, and nobody reads them.
+        rpc(url, 'anvil_setLoggingEnabled', [false]),
+        (async () => {
+          for (const address of fund) await rpc(url, 'anvil_setBalance', [address, fundHex]);
+        })(),
+        // C45: every native chain gets a price feed, deployed as the chains come up (not one after another).
+        network.native ? deployPriceFeed(url, DEVNET_ACCOUNT, `${network.slug} / USD`, opts.nativeUsdPrice ?? DEFAULT_NATIVE_USD) : undefined,
+        // C25: anvil has no XDPoS methods; a responder in front of each native chain answers them.
+        network.native ? startXdposResponder({ anvilUrl: url, accounts: DEV_ACCOUNTS.map((a) => a.address) }) : undefined,
+      ]);
+      if (responder) responders.push(responder);
+      return { url, feed, responder };
     }),
   );
 
@@ -130,11 +181,17 @@ export async function startDevnet(opts: DevnetOptions): Promise<Devnet> {
 
   const upstreams: Devnet['upstreams'] = {};
   const pids: Record<string, number> = {};
+  const priceFeeds: Record<string, Address> = {};
+  const chainUrls: Record<string, string> = {};
   results.forEach((r, i) => {
     const chain = chains[i];
     if (r.status !== 'fulfilled' || !chain) return;
     const { slug } = chain.network;
-    upstreams[slug] = { http: r.value, ws: r.value.replace(/^http/, 'ws') }; // anvil serves WS on the same port
+    const { url, feed, responder } = r.value;
+    // HTTP through the XDPoS responder on native chains; WebSocket straight to anvil (same port as its HTTP).
+    upstreams[slug] = { http: responder?.url ?? url, ws: url.replace(/^http/, 'ws') };
+    chainUrls[slug] = url;
+    if (feed) priceFeeds[slug] = feed;
     pids[slug] = chain.anvil.pid;
     void chain.anvil.exited.then(({ code, signal }) => {
       // Never throw from here: a dead chain is the gateway's upstream failing, not a crash.
@@ -144,11 +201,27 @@ export async function startDevnet(opts: DevnetOptions): Promise<Devnet> {
     });
   });
 
+  traffic = startDevnetTraffic({
+    chains: Object.entries(priceFeeds).map(([slug, feed]) => ({ slug, url: chainUrls[slug] ?? '', feed })),
+    account: DEVNET_ACCOUNT,
+    whaleEverySeconds: opts.whaleEverySeconds ?? 0,
+    feedHeartbeatSeconds: opts.feedHeartbeatSeconds ?? DEFAULT_FEED_HEARTBEAT_SECONDS,
+    logger,
+  });
+
+  const setPrice = async (slug: string, usd: number, updatedAt?: number): Promise<void> => {
+    const feed = priceFeeds[slug];
+    const url = chainUrls[slug];
+    if (!feed || !url) throw new Error(`devnet: network "${slug}" has no price feed (only native networks do)`);
+    const send = () => setFeedPrice(url, feed, DEVNET_ACCOUNT, usd, updatedAt);
+    await (traffic ? traffic.sendInTurn(slug, send) : send());
+  };
+
   logger.info(
-    { networks: chains.length, ms: Date.now() - startedAt },
+    { networks: chains.length, ms: Date.now() - startedAt, priceFeeds, whaleEverySeconds: opts.whaleEverySeconds ?? 0 },
     'devnet ready',
   );
-  return { upstreams, accounts: DEV_ACCOUNTS, pids: Object.freeze(pids), stop };
+  return { upstreams, accounts: DEV_ACCOUNTS, pids: Object.freeze(pids), priceFeeds: Object.freeze(priceFeeds), setPrice, stop };
 }
 
 /** Waits for anvil's port, then for eth_chainId to return the expected id; returns the HTTP URL. */
@@ -178,16 +251,4 @@ async function whenReady(network: DevnetNetwork, anvil: AnvilProcess): Promise<s
     await new Promise((r) => setTimeout(r, POLL_INTERVAL_MS));
   }
   throw new Error(`did not answer eth_chainId with ${network.chainId} within ${READY_TIMEOUT_MS / 1000} s (${last})`);
-}
-
-async function rpc(url: string, method: string, params: unknown[], timeoutMs = 5_000): Promise<unknown> {
-  const res = await fetch(url, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
-    signal: AbortSignal.timeout(timeoutMs),
-  });
-  const body = (await res.json()) as { result?: unknown; error?: { message?: string } };
-  if (body.error) throw new Error(`${method}: ${body.error.message ?? 'error'}`);
-  return body.result;
 }

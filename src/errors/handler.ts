@@ -60,7 +60,13 @@ export function toHttpError(err: FastifyError | Error): HttpError {
   return new HttpError('INTERNAL_ERROR', 'Internal server error', { cause: err });
 }
 
+/** Refusals worth a debug line: who was turned away and why (the request line says the rest). */
+const REFUSALS = new Set([401, 403, 429]);
+
 export function sendHttpError(reply: FastifyReply, err: HttpError): FastifyReply {
+  if (REFUSALS.has(err.statusCode)) {
+    reply.log.debug({ status: err.statusCode, code: err.code, reason: err.message }, 'request refused');
+  }
   return reply.status(err.statusCode).headers(err.headers).send(envelope(err));
 }
 

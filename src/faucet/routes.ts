@@ -43,6 +43,7 @@ export const faucetRoutes: FastifyPluginAsyncTypebox<{ faucet: FaucetService }> 
     {
       schema: {
         tags: ['faucet'],
+        operationId: 'requestFaucet',
         summary: 'Send testnet coins to an address (answers once a node accepted the transaction)',
         description:
           'One grant per (network, address) and per (network, account) every 24 hours by default: another is 429 FAUCET_COOLDOWN with Retry-After. A faucet wallet that cannot pay is 503 FAUCET_EMPTY. Invalid or refused requests use up nothing.',
@@ -66,6 +67,7 @@ export const faucetRoutes: FastifyPluginAsyncTypebox<{ faucet: FaucetService }> 
     {
       schema: {
         tags: ['faucet'],
+        operationId: 'getFaucetBalances',
         summary: 'Every faucet wallet: balance (read live), symbol and address, keyed by testnet slug',
         security,
         response: { 200: ok(T.Record(T.String(), FaucetBalance)), 401: ErrorResponse },

@@ -1,6 +1,7 @@
 import type { Config, PlanLimits, Tier } from '../config/schema.ts';
 import { ApiKeyRevokedError, InvalidApiKeyError, type RpcError } from '../errors/rpc.ts';
 import { effectiveLimits } from '../metering/plans.ts';
+import { KeyAccess } from '../rpc/access.ts';
 import { hashKey } from './crypto.ts';
 import type { KeyService } from './service.ts';
 
@@ -17,6 +18,8 @@ export interface ResolvedKey {
   /** The key's own per-minute limit; null = the plan's. */
   rateLimit: number | null;
   limits: PlanLimits;
+  /** The key's allowlists and JWT option, compiled; null when it has none (issue 15). */
+  access: KeyAccess | null;
 }
 
 interface Entry {
@@ -161,6 +164,7 @@ export class KeyCache {
           networks: new Set(row.key.networks),
           rateLimit: row.key.rateLimit,
           limits: effectiveLimits(this.#config, row.user),
+          access: KeyAccess.compile(row.key.id, row.key.access),
         }
       : null;
     // Unknown keys are remembered by the key as sent (authenticate), never here among good ones.

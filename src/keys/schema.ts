@@ -1,6 +1,7 @@
 import { sql } from 'drizzle-orm';
 import { index, integer, jsonb, pgTable, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
 import { users } from '../auth/schema.ts';
+import type { KeyAccessSettings } from './access.ts';
 
 /** API keys (C19): never the plain key; a SHA-256 hash for lookup and AES-256-GCM ciphertext for the list. */
 export const apiKeys = pgTable(
@@ -19,6 +20,8 @@ export const apiKeys = pgTable(
     status: text('status').$type<'active' | 'inactive' | 'revoked'>().notNull().default('active'),
     expiresAt: timestamp('expires_at', { withTimezone: true, mode: 'date' }),
     revokedAt: timestamp('revoked_at', { withTimezone: true, mode: 'date' }),
+    /** Allowlists and the JWT option (issue 15); null: none set. */
+    access: jsonb('access').$type<KeyAccessSettings>(),
     lastUsedAt: timestamp('last_used_at', { withTimezone: true, mode: 'date' }),
     createdAt: timestamp('created_at', { withTimezone: true, mode: 'date' }).notNull().default(sql`now()`),
     updatedAt: timestamp('updated_at', { withTimezone: true, mode: 'date' }).notNull().default(sql`now()`),

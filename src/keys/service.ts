@@ -7,14 +7,15 @@ import type { Config } from '../config/schema.ts';
 import { HttpError, notFound } from '../errors/http.ts';
 import { effectiveLimits } from '../metering/plans.ts';
 import type { Db } from '../storage/db.ts';
+import { accessView, applyAccessInput, hasAccessInput, type KeyAccessInput, type KeyAccessSettings } from './access.ts';
 import { generateKey, hashKey, KeyCipher } from './crypto.ts';
 import { apiKeys } from './schema.ts';
 
 export type KeyRow = typeof apiKeys.$inferSelect;
 export type KeyStatus = 'active' | 'inactive' | 'revoked' | 'expired';
 
-/** What the API shows of a key (spec: API key; C20 adds status and expiresAt). */
-export interface ApiKeyView {
+/** What the API shows of a key (spec: API key; C20 adds status and expiresAt; issue 15 its allowlists). */
+export interface ApiKeyView extends KeyAccessSettings {
   id: string;
   name: string;
   key: string;
@@ -46,14 +47,14 @@ export interface KeyChange {
   keyHashes: string[];
 }
 
-export interface CreateKeyInput {
+export interface CreateKeyInput extends KeyAccessInput {
   name: string;
   networks?: string[] | undefined;
   rateLimit?: number | undefined;
   expiresAt?: string | null | undefined;
 }
 
-export interface PatchKeyInput {
+export interface PatchKeyInput extends KeyAccessInput {
   name?: string | undefined;
   networks?: string[] | undefined;
   rateLimit?: number | null | undefined;
@@ -121,6 +122,7 @@ export class KeyService {
       status,
       expiresAt: row.expiresAt?.toISOString() ?? null,
       createdAt: row.createdAt.toISOString(),
+      ...accessView(row.access),
     };
   }
 
@@ -164,6 +166,7 @@ export class KeyService {
       }
       const networks = this.#resolveNetworks(user, input.networks, others.map((o) => o.networks));
       const rateLimit = this.#checkRateLimit(user, input.rateLimit);
+      const access = hasAccessInput(input) ? applyAccessInput(null, input, this.#planMethods(user)) : null;
       const id = randomUUID();
       const { key, prefix } = generateKey(this.#cfg.keys.prefix);
       const [created] = await tx
@@ -177,6 +180,7 @@ export class KeyService {
           keyCiphertext: this.#cipher.encrypt(key, id),
           networks,
           rateLimit,
+          access,
           expiresAt: parseDate(input.expiresAt),
         })
         .returning();
@@ -206,6 +210,7 @@ export class KeyService {
       if (input.status === 'active' && current.status !== 'active') await this.#checkActiveAllowance(tx, user, id);
       if (input.status !== undefined) patch.status = input.status;
       if (input.expiresAt !== undefined) patch.expiresAt = parseDate(input.expiresAt);
+      if (hasAccessInput(input)) patch.access = applyAccessInput(current.access, input, this.#planMethods(user));
       const [updated] = await tx.update(apiKeys).set(patch).where(eq(apiKeys.id, id)).returning();
       return updated as KeyRow;
     });
@@ -396,6 +401,13 @@ export class KeyService {
       }
     }
     return networks;
+  }
+
+  /** The method names an allowlist may name: what the plan lets through (C24), subscriptions included. */
+  #planMethods(user: UserRow): ReadonlySet<string> {
+    const m = this.#cfg.methods;
+    const extras = (m.planExtras as Record<string, string[] | undefined>)[user.tier] ?? [];
+    return new Set([...m.standard, ...extras, ...Object.keys(m.native), 'eth_subscribe', 'eth_unsubscribe']);
   }
 
   /** C14: 1 <= rateLimit <= the plan's rate (any >= 1 when the plan is unlimited); omitted = plan rate. */

@@ -1,4 +1,6 @@
+import { Type as T } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
+import type { NetworkHealth } from '../upstreams/upstreams.ts';
 
 export interface ReadinessCheck {
   name: string;
@@ -6,29 +8,108 @@ export interface ReadinessCheck {
 }
 
 /** Per-network upstream health, reported but never a reason to be unready (C3). */
-export type UpstreamHealthReport = () => Record<string, unknown>;
+export type UpstreamHealthReport = () => Record<string, NetworkHealth>;
 
-/** `GET /health/live` and `GET /health/ready` (C3). */
+const Nullable = <S extends ReturnType<typeof T.Integer> | ReturnType<typeof T.Number>>(s: S) => T.Union([s, T.Null()]);
+
+const UpstreamReport = T.Object(
+  {
+    index: T.Integer({ description: 'Position of the upstream in the network’s list' }),
+    name: T.String({ description: 'The upstream’s name from the config (`<network>-<index>` when none is set); never its URL' }),
+    state: T.Union([T.Literal('unknown'), T.Literal('up'), T.Literal('down')], {
+      description: '`unknown` until it first answered or failed, then the outcome of its latest call or health probe',
+    }),
+    healthy: T.Boolean({ description: 'True while its latest call or probe got an answer' }),
+    head: Nullable(T.Integer({ description: 'Latest block number it reported' })),
+    lag: Nullable(T.Integer({ description: 'Blocks behind the best head of the network' })),
+    latencyMs: Nullable(T.Integer({ description: 'Smoothed round trip of the health probe, milliseconds' })),
+    lastError: T.Optional(T.String({ description: 'Why its latest call or probe failed, in words (absent once it answers)' })),
+  },
+  { additionalProperties: false },
+);
+
+const NetworkReport = T.Object(
+  {
+    status: T.Union([T.Literal('idle'), T.Literal('unknown'), T.Literal('up'), T.Literal('degraded'), T.Literal('down')], {
+      description:
+        '`idle`: not used yet, so not probed; `unknown`: no answer yet; `up`: every upstream answers; `degraded`: some do; `down`: none does (calls fail at once with -32000 while probes go on)',
+    }),
+    summary: T.String({ description: 'In words, e.g. "1 of 2 upstreams answer"' }),
+    answering: T.Integer({ description: 'Upstreams that answer now' }),
+    total: T.Integer({ description: 'Upstreams configured' }),
+    head: Nullable(T.Integer({ description: 'Best head among the answering upstreams' })),
+    upstreams: T.Array(UpstreamReport),
+  },
+  { additionalProperties: false },
+);
+
+const ReadyBody = T.Object(
+  {
+    status: T.Union([T.Literal('ready'), T.Literal('unready')]),
+    checks: T.Record(T.String(), T.Object({ ok: T.Boolean(), error: T.Optional(T.String()) }, { additionalProperties: false }), {
+      description: 'What readiness depends on: the config, storage and (when configured) Redis',
+    }),
+    networks: T.Record(T.String(), NetworkReport, { description: 'Upstreams of each network, by slug: reported, never a reason to be unready' }),
+  },
+  { additionalProperties: false },
+);
+
+/**
+ * `GET /health/live` and `GET /health/ready` (C3). Probes call them every few seconds, so they are
+ * not logged at info (a failure still is).
+ */
 export function healthRoutes(app: FastifyInstance, checks: ReadinessCheck[], upstreams: UpstreamHealthReport): void {
-  app.get('/health/live', { schema: { tags: ['health'], summary: 'The process is up' } }, async () => ({
-    status: 'ok',
-  }));
+  // Readiness changes are logged once each, not at every probe.
+  let wasReady = true;
+  app.get(
+    '/health/live',
+    {
+      logLevel: 'warn',
+      schema: {
+        tags: ['health'],
+        operationId: 'getLiveness',
+        summary: 'The process is up',
+        response: { 200: T.Object({ status: T.Literal('ok') }, { additionalProperties: false }) },
+      },
+    },
+    async () => ({ status: 'ok' as const }),
+  );
 
-  app.get('/health/ready', { schema: { tags: ['health'], summary: 'Storage and Redis reachable; upstream health' } }, async (_req, reply) => {
-    const results: Record<string, { ok: boolean; error?: string }> = { config: { ok: true } };
-    await Promise.all(
-      checks.map(async (c) => {
-        try {
-          await withTimeout(c.check(), 2000);
-          results[c.name] = { ok: true };
-        } catch (err) {
-          results[c.name] = { ok: false, error: (err as Error).message.slice(0, 200) };
-        }
-      }),
-    );
-    const ready = Object.values(results).every((r) => r.ok);
-    return reply.status(ready ? 200 : 503).send({ status: ready ? 'ready' : 'unready', checks: results, networks: upstreams() });
-  });
+  app.get(
+    '/health/ready',
+    {
+      logLevel: 'warn',
+      schema: {
+        tags: ['health'],
+        operationId: 'getReadiness',
+        summary: 'Storage and Redis reachable; how many upstreams of each network answer',
+        description:
+          '200 when the config is loaded and storage (and Redis, when configured) answer, else 503. Upstreams that do not answer never make the gateway unready: each network says how many answer, their head, lag and last error.',
+        response: { 200: ReadyBody, 503: ReadyBody },
+      },
+    },
+    async (_req, reply) => {
+      const results: Record<string, { ok: boolean; error?: string }> = { config: { ok: true } };
+      await Promise.all(
+        checks.map(async (c) => {
+          try {
+            await withTimeout(c.check(), 2000);
+            results[c.name] = { ok: true };
+          } catch (err) {
+            results[c.name] = { ok: false, error: (err as Error).message.slice(0, 200) };
+          }
+        }),
+      );
+      const ready = Object.values(results).every((r) => r.ok);
+      if (ready !== wasReady) {
+        wasReady = ready;
+        const failed = Object.entries(results).filter(([, r]) => !r.ok).map(([name, r]) => `${name}: ${r.error ?? 'failed'}`);
+        if (ready) app.log.info('ready again: every readiness check passes');
+        else app.log.warn({ checks: results }, `not ready: ${failed.join('; ')}`);
+      }
+      return reply.status(ready ? 200 : 503).send({ status: ready ? 'ready' : 'unready', checks: results, networks: upstreams() });
+    },
+  );
 }
 
 function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {

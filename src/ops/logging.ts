@@ -108,24 +108,38 @@ const REDACT = [
   'apiKey',
 ];
 
-/** The JSON logger (pino); `stream` lets tests read every line. */
-export function createLogger(level: string, stream?: DestinationStream): Logger {
-  return pino(
-    {
-      level,
-      redact: { paths: REDACT, censor: '[redacted]' },
-      serializers: {
-        req: (req: FastifyRequest) => ({
-          method: req.method,
-          url: redactUrl(req.url),
-          remoteAddress: req.ip,
-        }),
-        res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
-        err: (err: unknown) => serializeError(err),
-      },
+/** How log lines are written: JSON lines, readable lines, or readable only on a terminal. */
+export type LogFormat = 'auto' | 'json' | 'pretty';
+
+/**
+ * The logger (pino). JSON lines, one per event, for log collectors; readable lines (pino-pretty,
+ * as a pino transport in its own thread) with `pretty`, or with `auto` when stdout is a terminal.
+ * `stream` (tests) always gets JSON lines.
+ */
+export function createLogger(level: string, stream?: DestinationStream, format: LogFormat = 'auto'): Logger {
+  const options = {
+    level,
+    redact: { paths: REDACT, censor: '[redacted]' },
+    serializers: {
+      req: (req: FastifyRequest) => ({
+        method: req.method,
+        url: redactUrl(req.url),
+        remoteAddress: req.ip,
+      }),
+      res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
+      err: (err: unknown) => serializeError(err),
     },
-    stream,
-  );
+  };
+  if (stream === undefined && (format === 'pretty' || (format === 'auto' && process.stdout.isTTY === true))) {
+    return pino({
+      ...options,
+      transport: {
+        target: 'pino-pretty',
+        options: { translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname', singleLine: false, colorize: process.stdout.isTTY === true },
+      },
+    });
+  }
+  return pino(options, stream);
 }
 
 const SAFE_ID = /^[A-Za-z0-9._:-]{1,128}$/;

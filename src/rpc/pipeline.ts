@@ -1,18 +1,24 @@
 import type { Logger } from 'pino';
 import type { Network } from '../chains/registry.ts';
 import type { Config } from '../config/schema.ts';
-import { InvalidApiKeyError, InvalidRequestError, NetworkNotAllowedError, ParseError, RpcError, toRpcError, UpstreamError } from '../errors/rpc.ts';
+import { ApiKeyRevokedError, InvalidApiKeyError, InvalidRequestError, NetworkNotAllowedError, NodeAnsweredError, ParseError, RpcError, toRpcError, UpstreamError } from '../errors/rpc.ts';
 import { NoUpstreamError, UpstreamRpcError } from '../errors/upstream.ts';
+import { NetworkDownError } from '../upstreams/pool.ts';
 import type { KeyCache, ResolvedKey } from '../keys/cache.ts';
+import { hashKey } from '../keys/crypto.ts';
 import type { Meter } from '../metering/meter.ts';
 import { ComputeUnits } from '../metering/weights.ts';
 import type { UsageSink } from '../usage/sink.ts';
+import { type AnalyticsRecorder, NODE_ERROR, OK, UPSTREAM_ERROR } from '../analytics/recorder.ts';
 import type { Upstreams } from '../upstreams/upstreams.ts';
 import { callNativeMethod, nodeCallFromPool } from './dispatch/native.ts';
 import { errorText, parseItem, type RpcCall, resultText } from './jsonrpc.ts';
 import { arrayElements, idSpan, idText, withId } from './lossless.ts';
 import { answerText, type CachePlan, type ResponseCache } from './dispatch/cache.ts';
+import { FILTER_METHODS, FilterPins } from './dispatch/filters.ts';
+import { GET_LOGS, type LogsLimits, type LogsPlan, planLogs, runLogs } from './dispatch/logs.ts';
 import type { MethodPolicy } from './policy.ts';
+import { OTHER_METHOD, type RpcCallMetrics, type RpcOutcome, UNKNOWN_NETWORK } from '../ops/metrics.ts';
 
 /**
  * What a transport hands the pipeline: the bytes of one HTTP body or one WebSocket message, and
@@ -26,10 +32,15 @@ export interface RpcInput {
   body: Buffer;
   /** The client's address (trusted proxies honoured). */
   ip: string;
+  /** The `Origin` and `Authorization` headers as sent, for a key's allowlists and JWT option (issue 15). */
+  origin?: string | undefined;
+  authorization?: string | undefined;
   /** For log lines that belong to this request. */
   requestId?: string;
   /** WebSocket only: serves eth_subscribe / eth_unsubscribe. Absent on HTTP, where they are -32601. */
   subscriptions?: SubscriptionDispatcher;
+  /** C46: `performance.now()` when the request arrived (default: when `handle` is called). */
+  arrivedAt?: number;
 }
 
 export interface RpcOutput {
@@ -47,6 +58,8 @@ export interface RpcOutput {
   cache?: 'HIT' | 'MISS';
   /** Runs once the answer is on its way (a new subscription starts delivering after its id was sent). */
   after?: () => void;
+  /** The node's answer holds an error object; set when the answer was already read for it (one scan for metrics and analytics). */
+  nodeError?: boolean;
 }
 
 /** What a subscription dispatcher answers for one call. */
@@ -77,6 +90,10 @@ interface Item {
   call: RpcCall;
   /** Answer text, once known. */
   answer?: string | null;
+  /** An eth_getLogs wider than the network's maxLogsRange: the chunks it is split into. */
+  logs?: LogsPlan;
+  /** Compute units when not the method's weight (a split eth_getLogs: its weight x chunks). */
+  cu?: number;
 }
 
 /**
@@ -95,6 +112,11 @@ export class RpcPipeline {
   readonly #cu: ComputeUnits;
   readonly #usage: UsageSink;
   readonly #cache: ResponseCache | undefined;
+  readonly #metrics: RpcCallMetrics | undefined;
+  /** Issue 15: filters pinned to the upstream that made them, for HTTP and WebSocket alike. */
+  readonly #filters = new FilterPins();
+  readonly #logsLimitsBySlug = new Map<string, LogsLimits>();
+  readonly #analytics: AnalyticsRecorder | undefined;
 
   constructor(deps: {
     config: Config;
@@ -106,6 +128,10 @@ export class RpcPipeline {
     usage: UsageSink;
     /** C44: answers that cannot change, and identical concurrent reads. */
     cache?: ResponseCache;
+    /** Calls by network, method, outcome and error code. */
+    metrics?: RpcCallMetrics;
+    /** C46: latency, errors and refusals per key, network, method and hour. */
+    analytics?: AnalyticsRecorder;
   }) {
     this.#config = deps.config;
     this.#keys = deps.keys;
@@ -116,6 +142,8 @@ export class RpcPipeline {
     this.#cu = new ComputeUnits(deps.config);
     this.#usage = deps.usage;
     this.#cache = deps.cache;
+    this.#metrics = deps.metrics;
+    this.#analytics = deps.analytics;
   }
 
   async handle(input: RpcInput): Promise<RpcOutput> {
@@ -124,7 +152,9 @@ export class RpcPipeline {
     try {
       parsed = JSON.parse(text);
     } catch {
-      return plain(new ParseError('Parse error: the body is not valid JSON'), 'null');
+      const err = new ParseError('Parse error: the body is not valid JSON');
+      this.#tally(input.network instanceof RpcError ? UNKNOWN_NETWORK : input.network.slug, OTHER_METHOD, err, input.requestId);
+      return plain(err, 'null');
     }
     const isBatch = Array.isArray(parsed);
     const single = isBatch ? undefined : parseItem(parsed, text);
@@ -133,7 +163,12 @@ export class RpcPipeline {
     let idCache: string | undefined;
     const singleId = () => (idCache ??= single && (single.call || single.id !== null) ? idText(text) : 'null');
 
-    if (input.network instanceof RpcError) return plain(input.network, singleId());
+    // The method a refusal of the whole message is counted under (a batch: `other`).
+    const messageMethod = single?.call?.method ?? OTHER_METHOD;
+    if (input.network instanceof RpcError) {
+      this.#tally(UNKNOWN_NETWORK, messageMethod, input.network, input.requestId);
+      return plain(input.network, singleId());
+    }
     const network = input.network;
     let key: ResolvedKey | null = null;
     if (input.apiKey !== null) {
@@ -142,19 +177,41 @@ export class RpcPipeline {
       let auth = this.#keys.peek(input.apiKey);
       if (auth === undefined) {
         const guard = await this.#meter.reserveKeyLookup(input.ip);
-        if (guard.error) return { ...plain(guard.error, singleId()), headers: guard.headers };
+        if (guard.error) {
+          this.#tally(network.slug, messageMethod, guard.error, input.requestId);
+          return { ...plain(guard.error, singleId()), headers: guard.headers };
+        }
         auth = await this.#keys.authenticate(input.apiKey);
         if (!(auth instanceof InvalidApiKeyError)) await guard.release();
       }
-      if (auth instanceof RpcError) return { ...plain(auth, singleId()), keyRefused: true };
+      if (auth instanceof RpcError) {
+        this.#tally(network.slug, messageMethod, auth, input.requestId);
+        // C46: a revoked or expired key is a known one (its lookup is cached): counted for its account.
+        if (this.#analytics && auth.code === ApiKeyRevokedError.code && input.apiKey) {
+          const known = await this.#keys.get(hashKey(input.apiKey));
+          if (known) this.#analytics.refused(known.userId, known.keyId, network.slug, messageMethod, auth.code);
+        }
+        return { ...plain(auth, singleId()), keyRefused: true };
+      }
       key = auth;
     }
-    const caller: Caller = { key, network, ip: input.ip, requestId: input.requestId };
+    const caller: Caller = { key, network, ip: input.ip, requestId: input.requestId, at: this.#analytics ? (input.arrivedAt ?? performance.now()) : 0 };
     if (key && !key.networks.has(network.slug)) {
       const err = new NetworkNotAllowedError(`API key not authorized for network ${network.slug}`, {
         details: { network: network.slug, allowed: [...key.networks] },
       });
+      this.#tally(network.slug, messageMethod, err, input.requestId);
+      this.#analytics?.refused(key.userId, key.keyId, network.slug, messageMethod, err.code);
       return { ...(await this.#refusal(caller, singleId(), err)), keyRefused: true };
+    }
+    // Issue 15: the key's origin, IP and JWT rules refuse the whole message; a key without any costs one null check.
+    const access = key?.access ?? null;
+    if (access !== null) {
+      const denied = await access.checkRequest({ origin: input.origin, ip: input.ip, authorization: input.authorization });
+      if (denied) {
+        this.#tally(network.slug, messageMethod, denied, input.requestId);
+        return this.#refusal(caller, singleId(), denied);
+      }
     }
 
     // Each call of the message, with its text; refusals answered at once.
@@ -162,14 +219,22 @@ export class RpcPipeline {
     let count = 1;
     const refused: Refused[] = [];
     if (single) {
-      if (single.error) return this.#refusal(caller, singleId(), single.error);
+      if (single.error) {
+        this.#tally(network.slug, OTHER_METHOD, single.error, caller.requestId);
+        return this.#refusal(caller, singleId(), single.error);
+      }
       items = [{ index: 0, text, call: single.call }];
     } else {
       const list = parsed as unknown[];
-      if (list.length === 0) return this.#refusal(caller, 'null', new InvalidRequestError('Invalid request: empty batch'));
+      if (list.length === 0) {
+        const err = new InvalidRequestError('Invalid request: empty batch');
+        this.#tally(network.slug, OTHER_METHOD, err, caller.requestId);
+        return this.#refusal(caller, 'null', err);
+      }
       const max = this.#config.rpc.maxBatchSize;
       if (list.length > max) {
         const err = new InvalidRequestError(`Invalid request: a batch holds at most ${max} calls`, { details: { maxBatchSize: max } });
+        this.#tally(network.slug, OTHER_METHOD, err, caller.requestId);
         return this.#refusal(caller, 'null', err);
       }
       const elements = arrayElements(text);
@@ -178,8 +243,10 @@ export class RpcPipeline {
       list.forEach((raw, index) => {
         const itemText = elements[index] ?? 'null';
         const item = parseItem(raw, itemText);
-        if (item.error) refused.push({ index, id: item.id !== null ? idText(itemText) : 'null', err: item.error });
-        else items.push({ index, text: itemText, call: item.call });
+        if (item.error) {
+          refused.push({ index, id: item.id !== null ? idText(itemText) : 'null', err: item.error });
+          this.#tally(network.slug, OTHER_METHOD, item.error);
+        } else items.push({ index, text: itemText, call: item.call });
       });
     }
 
@@ -196,12 +263,20 @@ export class RpcPipeline {
       if (subs && (call.method === SUBSCRIBE || call.method === UNSUBSCRIBE) && key) {
         // A subscription without an id could never be told its id: nothing to do.
         if (call.method === SUBSCRIBE && notification) continue;
-        err = call.method === SUBSCRIBE ? subs.reserve(key) : null;
-        if (!err && call.method === SUBSCRIBE) reserved++;
+        // Issue 15: the key's method and contract lists first, so a refused call takes no slot.
+        err = access !== null ? access.checkCall(call) : null;
+        if (!err && call.method === SUBSCRIBE) {
+          err = subs.reserve(key);
+          if (!err) reserved++;
+        }
       } else {
         err = this.#policy.check(call.method, network.native, tier);
+        // Issue 15: the key's method and contract lists, item by item like the method policy.
+        if (err === null && access !== null) err = access.checkCall(call);
       }
       if (err) {
+        this.#tally(network.slug, call.method, err, single ? caller.requestId : undefined);
+        if (key) this.#analytics?.refused(key.userId, key.keyId, network.slug, call.method, err.code);
         if (single) return notification ? nothing(undefined, key) : this.#refusal(caller, singleId(), err);
         if (!notification) refused.push({ index: item.index, id: idText(item.text), err });
         continue;
@@ -214,27 +289,78 @@ export class RpcPipeline {
 
     // C10, C23: the whole message is metered at once; one that does not fit is refused whole.
     let cu = 0;
-    for (const item of admitted) cu += this.#cu.of(item.call.method);
+    let logsRefused: Item[] | undefined;
+    for (const item of admitted) {
+      // Issue 15: an eth_getLogs wider than the network's maxLogsRange is planned before it is
+      // metered (tags resolved, chunks counted) and costs its weight per chunk; one too wide is refused.
+      if (item.call.method === GET_LOGS) {
+        const err = await this.#planLogs(caller, item);
+        if (err) {
+          this.#tally(network.slug, GET_LOGS, err, single ? caller.requestId : undefined);
+          if (single) {
+            releaseAll();
+            return item.call.id === undefined ? nothing(undefined, key) : this.#refusal(caller, singleId(), err);
+          }
+          if (item.call.id !== undefined) refused.push({ index: item.index, id: idText(item.text), err });
+          (logsRefused ??= []).push(item);
+          continue;
+        }
+      }
+      cu += item.cu ?? this.#cu.of(item.call.method);
+    }
+    if (logsRefused) for (const item of logsRefused) admitted.splice(admitted.indexOf(item), 1);
     const who = key ? { key } : { ip: input.ip };
     // In process the limits answer at once; only a shared store (Redis) is awaited.
     const metered = this.#meter.rpcNow(who, admitted.length, cu) ?? (await this.#meter.rpc(who, admitted.length, cu));
     const headers = metered.headers;
     if (metered.error) {
       releaseAll();
+      for (const item of admitted) this.#tally(network.slug, item.call.method, metered.error);
+      if (key && this.#analytics) for (const item of admitted) this.#analytics.refused(key.userId, key.keyId, network.slug, item.call.method, metered.error.code);
+      this.#refused(caller, metered.error, admitted.length);
       return { status: metered.error.httpStatus, body: errorText(single ? singleId() : 'null', metered.error), headers, keyRefused: false, key };
     }
     if (key) {
       for (const item of admitted) {
         const m = item.call.method;
-        this.#usage.record({ userId: key.userId, keyId: key.keyId, network: network.slug, method: m, computeUnits: this.#cu.of(m) });
+        this.#usage.record({ userId: key.userId, keyId: key.keyId, network: network.slug, method: m, computeUnits: item.cu ?? this.#cu.of(m) });
       }
     }
 
     if (single) {
       const item = admitted[0];
-      return item ? this.#single(caller, item, headers, subs) : nothing(headers, key);
+      if (!item) return nothing(headers, key);
+      const out = await this.#single(caller, item, headers, subs);
+      if (key && this.#analytics) this.#observe(caller, key, item.call.method, out.status >= 500, out.nodeError ?? out.body);
+      return out;
     }
+    if (refused.length > 0) this.#refused(caller, (refused[0] as Refused).err, refused.length);
     return this.#batch(caller, count, admitted, refused, headers, subs);
+  }
+
+  /**
+   * Counts one call by network, method, outcome and code; `reqId` given: a refusal is also
+   * logged at debug, with the request id and the reason (one line per request, not per item).
+   */
+  #tally(slug: string, method: string, err: RpcError | null, reqId?: string): void {
+    if (err === null) {
+      this.#metrics?.ok(slug, method);
+      return;
+    }
+    const outcome = outcomeOf(err);
+    this.#metrics?.failed(slug, method, outcome, err.code);
+    if (reqId !== undefined && outcome.startsWith('refused') && this.#log.isLevelEnabled('debug')) {
+      this.#log.debug({ reqId, network: slug, method, status: err.httpStatus, code: err.code, reason: err.message }, 'rpc call refused');
+    }
+  }
+
+  /** A batch's refused calls in one debug line: how many, and the first reason. */
+  #refused(caller: Caller, first: RpcError, calls: number): void {
+    if (!this.#log.isLevelEnabled('debug')) return;
+    this.#log.debug(
+      { reqId: caller.requestId, network: caller.network.slug, calls, status: first.httpStatus, code: first.code, reason: first.message },
+      'rpc calls refused',
+    );
   }
 
   /** An answer that sends nothing upstream: it consumes nothing but still reports the limits (C13). */
@@ -255,42 +381,121 @@ export class RpcPipeline {
       key: caller.key,
       ...extra,
     });
+    const slug = caller.network.slug;
     if (subs && caller.key && (call.method === SUBSCRIBE || call.method === UNSUBSCRIBE)) {
       const a = await this.#subscription(item, subs, caller.key);
+      this.#tallyAnswer(slug, call.method, a.text);
       return out(200, a.text, a.after ? { after: a.after } : {});
     }
     if (call.method.startsWith('nat_')) {
-      const a = await this.#native(item, caller.network);
+      const a = await this.#native(item, caller);
+      return out(a.status, a.text);
+    }
+    // Issue 15: a split eth_getLogs, and filters kept on the node that made them.
+    if (item.logs || FILTER_METHODS.has(call.method)) {
+      const a = await this.#routed(caller, item);
       return out(a.status, a.text);
     }
     try {
-      const pool = this.#upstreams.pool(caller.network.slug);
+      const pool = this.#upstreams.pool(slug);
       const cache = this.#cache;
       const plan = cache && !notification ? cache.plan(caller.network, call.method, call.params, pool.head()) : null;
       if (cache && plan) {
         // C44: from memory, or shared with an identical read under way; the caller's own id either way.
-        const a = await cache.serve(plan, idText(item.text), async () => (await pool.forward(item.text, [call.method], { expectAnswer: true })).body);
+        const a = await cache.serve(plan, idText(item.text), async () => (await pool.forward(item.text, [call.method], { expectAnswer: true, reqId: caller.requestId })).body);
+        // Only results are stored: a hit is one.
+        if (a.hit) this.#metrics?.ok(slug, call.method);
+        else this.#tallyAnswer(slug, call.method, a.body);
         return out(200, a.body, { cache: a.hit ? 'HIT' : 'MISS' });
       }
       // The client's bytes go to the node and the node's bytes come back (C22: 200, unchanged).
-      const res = await pool.forward(item.text, [call.method], { expectAnswer: !notification });
-      return out(200, res.body);
+      const res = await pool.forward(item.text, [call.method], { expectAnswer: !notification, reqId: caller.requestId });
+      const code = this.#tallyAnswer(slug, call.method, res.body);
+      return code === undefined ? out(200, res.body) : out(200, res.body, { nodeError: code !== null });
     } catch (err) {
       this.#logFailure(caller, [call.method], err);
       const e = toRpcError(err);
+      this.#tally(slug, call.method, e);
       return out(e.httpStatus, errorText(idText(item.text), e));
     }
   }
 
+  /** A network's eth_getLogs limits: its own, else those of `rpc`. */
+  #logsLimits(network: Network): LogsLimits {
+    let limits = this.#logsLimitsBySlug.get(network.slug);
+    if (!limits) {
+      const r = this.#config.rpc;
+      limits = {
+        maxRange: network.maxLogsRange === undefined ? r.maxLogsRange : network.maxLogsRange,
+        maxResults: network.maxLogsResults === undefined ? r.maxLogsResults : network.maxLogsResults,
+        concurrency: r.logsChunkConcurrency,
+        maxChunks: r.maxLogsChunks,
+      };
+      this.#logsLimitsBySlug.set(network.slug, limits);
+    }
+    return limits;
+  }
+
+  /** Plans an eth_getLogs (issue 15): a wide one gets its chunks and compute units; the -32602 for one too wide. */
+  async #planLogs(caller: Caller, item: Item): Promise<RpcError | null> {
+    const limits = this.#logsLimits(caller.network);
+    if (limits.maxRange === null) return null;
+    const plan = await planLogs(item.call.params, limits, this.#upstreams.pool(caller.network.slug), caller.requestId);
+    if (plan instanceof RpcError) return plan;
+    if (plan) {
+      item.logs = plan;
+      item.cu = this.#cu.of(GET_LOGS) * plan.chunks.length;
+    }
+    return null;
+  }
+
+  /** A split eth_getLogs or a filter call (issue 15): its answer (null for a notification) and HTTP status. */
+  async #routed(caller: Caller, item: Item): Promise<{ status: number; text: string | null }> {
+    const { call } = item;
+    const slug = caller.network.slug;
+    const pool = this.#upstreams.pool(slug);
+    const id = call.id === undefined ? null : idText(item.text);
+    let a: { status: number; text: string | null };
+    if (item.logs) {
+      const r = await runLogs(item.logs, this.#logsLimits(caller.network), pool, id ?? 'null', caller.requestId);
+      a = { status: r.status, text: id === null ? null : r.text };
+    } else {
+      // A filter belongs to the account that made it (the public endpoint's to everyone there).
+      const owner = caller.key ? caller.key.userId : 'public';
+      a = await this.#filters.handle(pool, owner, { method: call.method, params: call.params, text: item.text, idText: id, reqId: caller.requestId });
+    }
+    if (a.status >= 500) this.#metrics?.failed(slug, call.method, 'upstream_error', UpstreamError.code);
+    else this.#tallyAnswer(slug, call.method, a.text);
+    return a;
+  }
+
+  /**
+   * Counts a call by the answer it got: a result, or an error object with its code. Returns that
+   * code (null: none), or undefined when nothing needed the answer read (no metrics, no analytics).
+   */
+  #tallyAnswer(slug: string, method: string, answer: string | Buffer | null): number | null | undefined {
+    const m = this.#metrics;
+    if (!m && !this.#analytics) return undefined;
+    const code = answer === null || answer.length === 0 ? null : answerErrorCode(answer);
+    if (!m) return code;
+    if (code === null) m.ok(slug, method);
+    else m.failed(slug, method, 'node_error', code);
+    return code;
+  }
+
   /** A `nat_*` call translated for the native node (C25): the answer under the caller's id, and its HTTP status. */
-  async #native(item: Item, network: Network): Promise<{ status: number; text: string }> {
+  async #native(item: Item, caller: Caller): Promise<{ status: number; text: string }> {
     const id = idText(item.text);
+    const { method } = item.call;
     try {
-      const pool = this.#upstreams.pool(network.slug);
-      const result = await callNativeMethod(item.call.method, item.call.params, this.#config.methods.native, nodeCallFromPool(pool));
+      const pool = this.#upstreams.pool(caller.network.slug);
+      const result = await callNativeMethod(method, item.call.params, this.#config.methods.native, nodeCallFromPool(pool));
+      this.#tally(caller.network.slug, method, null);
       return { status: 200, text: resultText(id, result) };
     } catch (err) {
+      this.#logFailure(caller, [method], err);
       const e = toRpcError(err);
+      this.#tally(caller.network.slug, method, e);
       return { status: e.httpStatus, text: errorText(id, e) };
     }
   }
@@ -324,7 +529,7 @@ export class RpcPipeline {
     const head = cache ? pool.head() : null;
     for (const item of admitted) {
       const m = item.call.method;
-      if (m.startsWith('nat_') || (subs && (m === SUBSCRIBE || m === UNSUBSCRIBE))) {
+      if (m.startsWith('nat_') || item.logs || FILTER_METHODS.has(m) || (subs && (m === SUBSCRIBE || m === UNSUBSCRIBE))) {
         others.push(item);
         continue;
       }
@@ -333,6 +538,7 @@ export class RpcPipeline {
         const hit = cache.get(caller.network, plan.key);
         if (hit !== null) {
           answers.set(item.index, answerText(idText(item.text), hit));
+          this.#metrics?.ok(caller.network.slug, m);
           continue;
         }
         plans.set(item.index, plan);
@@ -341,6 +547,7 @@ export class RpcPipeline {
     }
     const afters: Array<() => void> = [];
     let allFailedUpstream = forward.length > 0 && others.length === 0;
+    let forwardFailed = false;
     await Promise.all([
       forward.length > 0 &&
         (async () => {
@@ -349,32 +556,50 @@ export class RpcPipeline {
           const body = `[${forward.map((f) => (f.call.id === undefined ? f.text : withId(f.text, String(f.index)))).join(',')}]`;
           const expectAnswer = forward.some((f) => f.call.id !== undefined);
           try {
-            const res = await pool.forward(body, forward.map((f) => f.call.method), { expectAnswer });
+            const res = await pool.forward(body, forward.map((f) => f.call.method), { expectAnswer, reqId: caller.requestId });
             if (expectAnswer) matchBatch(forward, res.body, answers);
             for (const [index, plan] of plans) {
               const a = answers.get(index);
               if (a) cache?.put(plan, a);
             }
+            for (const f of forward) this.#tallyAnswer(caller.network.slug, f.call.method, answers.get(f.index) ?? null);
             allFailedUpstream = false;
           } catch (err) {
+            forwardFailed = true;
             const e = toRpcError(err);
             this.#logFailure(caller, forward.map((f) => f.call.method), err);
-            for (const f of forward) if (f.call.id !== undefined) answers.set(f.index, errorText(idText(f.text), e));
+            for (const f of forward) {
+              this.#tally(caller.network.slug, f.call.method, e);
+              if (f.call.id !== undefined) answers.set(f.index, errorText(idText(f.text), e));
+            }
           }
         })(),
       ...others.map(async (item) => {
         const id = item.call.id === undefined ? null : idText(item.text);
         let a: DispatchAnswer;
         if (item.call.method.startsWith('nat_')) {
-          a = { text: id === null ? null : (await this.#native(item, caller.network)).text };
+          a = { text: id === null ? null : (await this.#native(item, caller)).text };
+        } else if (item.logs || FILTER_METHODS.has(item.call.method)) {
+          a = { text: (await this.#routed(caller, item)).text };
         } else {
           a = await this.#subscription(item, subs as SubscriptionDispatcher, caller.key as ResolvedKey);
+          this.#tallyAnswer(caller.network.slug, item.call.method, a.text);
         }
         answers.set(item.index, a.text);
         if (a.after) afters.push(a.after);
       }),
     ]);
 
+    const key = caller.key;
+    if (key && this.#analytics) {
+      // C46: forward is admitted's subsequence in the same order; a failed forward is an upstream failure for each of its calls.
+      let j = 0;
+      for (const item of admitted) {
+        const forwarded = forward[j] === item;
+        if (forwarded) j++;
+        this.#observe(caller, key, item.call.method, forwarded && forwardFailed, answers.get(item.index) ?? null);
+      }
+    }
     // C23: answers in request order; notifications have none.
     const out: string[] = [];
     for (let i = 0; i < count; i++) {
@@ -393,13 +618,27 @@ export class RpcPipeline {
     };
   }
 
+  /** C46: one admitted call answered: its latency since arrival and whether a node or no node failed it. */
+  #observe(caller: Caller, key: ResolvedKey, method: string, upstreamFailed: boolean, answer: boolean | string | Buffer | null): void {
+    // `answer` is whether the node answered an error when that is known already, else the answer to read.
+    const nodeError = typeof answer === 'boolean' ? answer : answer !== null && answer.length > 0 && answerErrorCode(answer) !== null;
+    const outcome = upstreamFailed ? UPSTREAM_ERROR : nodeError ? NODE_ERROR : OK;
+    this.#analytics?.call(key.userId, key.keyId, caller.network.slug, method, this.#cu.of(method), outcome, performance.now() - caller.at);
+  }
+
   #logFailure(caller: Caller, methods: string[], err: unknown): void {
     if (err instanceof UpstreamRpcError || err instanceof RpcError) return;
-    const attempts = err instanceof NoUpstreamError ? err.attempts : undefined;
-    this.#log.warn(
-      { reqId: caller.requestId, network: caller.network.slug, methods: methods.slice(0, 5), attempts, error: (err as Error).name },
-      'upstream call failed',
-    );
+    const line = {
+      reqId: caller.requestId,
+      network: caller.network.slug,
+      methods: methods.slice(0, 5),
+      ...(err instanceof NoUpstreamError ? { attempts: err.attempts } : { err }),
+      error: (err as Error).name,
+    };
+    // A network known to be down was said so once (the pool's "0 of n upstreams answer"): each
+    // call refused for it is only a debug line.
+    if (err instanceof NetworkDownError) this.#log.debug(line, 'upstream call failed: no upstream answers');
+    else this.#log.warn(line, 'upstream call failed');
   }
 }
 
@@ -408,6 +647,8 @@ interface Caller {
   network: Network;
   ip: string;
   requestId: string | undefined;
+  /** C46: when the request arrived (performance.now()); 0 when analytics are off. */
+  at: number;
 }
 
 interface Refused {
@@ -445,4 +686,128 @@ function matchBatch(forward: Item[], body: Buffer, answers: Map<number, string |
     return;
   }
   for (const [index, f] of expected) answers.set(index, errorText(idText(f.text), new UpstreamError('Upstream RPC error: no answer for this call')));
+}
+
+/** How a gateway error counts in the metrics. */
+function outcomeOf(err: RpcError): RpcOutcome {
+  if (err instanceof NodeAnsweredError) return 'node_error';
+  switch (err.code) {
+    case -32001:
+    case -32002:
+      return 'refused_key';
+    case -32003:
+    case -32004:
+      return 'refused_network';
+    case -32005:
+      return 'refused_rate';
+    case -32006:
+      return 'refused_quota';
+    case -32601:
+      return 'refused_method';
+    case -32000:
+      return 'upstream_error';
+    case -32603:
+      return 'internal_error';
+    default:
+      return 'invalid';
+  }
+}
+
+const at = (t: string | Buffer, i: number): number => (typeof t === 'string' ? t.charCodeAt(i) : (t[i] ?? -1));
+const isWs = (c: number): boolean => c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
+
+function skipWs(t: string | Buffer, i: number): number {
+  while (i < t.length && isWs(at(t, i))) i++;
+  return i;
+}
+
+/** Index just past the JSON value starting at `i` (string, number, literal, object or array); -1 when malformed. */
+function pastValue(t: string | Buffer, i: number): number {
+  const c = at(t, i);
+  if (c === 0x22) {
+    for (i++; i < t.length; i++) {
+      const d = at(t, i);
+      if (d === 0x5c) i++;
+      else if (d === 0x22) return i + 1;
+    }
+    return -1;
+  }
+  if (c === 0x7b || c === 0x5b) {
+    let depth = 0;
+    for (; i < t.length; i++) {
+      const d = at(t, i);
+      if (d === 0x22) {
+        i = pastValue(t, i);
+        if (i < 0) return -1;
+        i--;
+      } else if (d === 0x7b || d === 0x5b) depth++;
+      else if (d === 0x7d || d === 0x5d) {
+        depth--;
+        if (depth === 0) return i + 1;
+      }
+    }
+    return -1;
+  }
+  while (i < t.length) {
+    const d = at(t, i);
+    if (d === 0x2c || d === 0x7d || d === 0x5d || isWs(d)) break;
+    i++;
+  }
+  return i;
+}
+
+/** Whether the member name at `start..end` (inside the quotes) is `name`. */
+function nameIs(t: string | Buffer, start: number, end: number, name: string): boolean {
+  if (end - start !== name.length) return false;
+  for (let k = 0; k < name.length; k++) if (at(t, start + k) !== name.charCodeAt(k)) return false;
+  return true;
+}
+
+/** The `code` member of the error object at `i`; NaN when it has none or it is not an integer. */
+function errorCodeAt(t: string | Buffer, i: number): number {
+  i = skipWs(t, i);
+  if (at(t, i) !== 0x7b) return Number.NaN;
+  i = skipWs(t, i + 1);
+  while (at(t, i) === 0x22) {
+    const nameEnd = pastValue(t, i);
+    const colon = skipWs(t, nameEnd);
+    if (nameEnd < 0 || at(t, colon) !== 0x3a) return Number.NaN;
+    const valueAt = skipWs(t, colon + 1);
+    const valueEnd = pastValue(t, valueAt);
+    if (valueEnd < 0) return Number.NaN;
+    if (nameIs(t, i + 1, nameEnd - 1, 'code')) {
+      const text = typeof t === 'string' ? t.slice(valueAt, valueEnd) : t.toString('latin1', valueAt, valueEnd);
+      return /^-?\d{1,10}$/.test(text) ? Number(text) : Number.NaN;
+    }
+    const next = skipWs(t, valueEnd);
+    if (at(t, next) !== 0x2c) return Number.NaN;
+    i = skipWs(t, next + 1);
+  }
+  return Number.NaN;
+}
+
+/**
+ * The JSON-RPC error code of a node's answer to one call: null when it holds a `result` (or
+ * cannot be read), NaN for an error without an integer code. Reads the answer only up to its
+ * `result` or `error` member (nodes write `jsonrpc` and `id` first): a large result is never
+ * walked through, and nothing is allocated for a result.
+ */
+export function answerErrorCode(t: string | Buffer): number | null {
+  let i = skipWs(t, 0);
+  if (at(t, i) !== 0x7b) return null;
+  i = skipWs(t, i + 1);
+  while (at(t, i) === 0x22) {
+    const nameEnd = pastValue(t, i);
+    const colon = skipWs(t, nameEnd);
+    if (nameEnd < 0 || at(t, colon) !== 0x3a) return null;
+    const valueAt = skipWs(t, colon + 1);
+    if (nameIs(t, i + 1, nameEnd - 1, 'result')) return null;
+    if (nameIs(t, i + 1, nameEnd - 1, 'error')) return errorCodeAt(t, valueAt);
+    const valueEnd = pastValue(t, valueAt);
+    if (valueEnd < 0) return null;
+    const next = skipWs(t, valueEnd);
+    if (at(t, next) !== 0x2c) return null;
+    i = skipWs(t, next + 1);
+  }
+  return null;
 }

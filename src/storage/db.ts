@@ -11,6 +11,8 @@ import * as schema from './schema.ts';
 export type Schema = typeof schema;
 /** One type over both drivers: features write their queries once. */
 export type Db = PgDatabase<PgQueryResultHKT, Schema>;
+/** A transaction of `Db` (a `Db` itself: every query method works the same inside one). */
+export type Tx = Parameters<Parameters<Db['transaction']>[0]>[0];
 
 export interface Storage {
   db: Db;

@@ -14,7 +14,16 @@ export async function openRedis(url: string): Promise<Redis> {
     connectTimeout: 5_000,
   });
   // Reconnects are automatic; the error is reported by the commands that fail meanwhile.
-  redis.on('error', () => {});
-  await redis.connect();
+  let firstError: unknown;
+  redis.on('error', (err) => {
+    firstError ??= err;
+  });
+  try {
+    await redis.connect();
+  } catch (err) {
+    // The first connection failed: its cause (ECONNREFUSED, ENOTFOUND) rather than "Connection is closed".
+    redis.disconnect();
+    throw firstError ?? err;
+  }
   return redis;
 }

@@ -14,6 +14,8 @@ export interface HubOptions {
   network: string;
   /** The network's upstream WebSocket addresses in config order (may hold credentials: never logged). */
   urls: readonly string[];
+  /** Their names from the config (same order), for logs; the URLs never are. */
+  names?: readonly string[];
   logger: Logger;
   /** Milliseconds for a connection to open or a node to answer `eth_subscribe`. */
   timeoutMs: number;
@@ -25,6 +27,8 @@ export interface HubOptions {
   idleTimeoutMs: number;
   /** Milliseconds the upstream socket stays open with no subscription left. */
   lingerMs?: number;
+  /** Blocks of `newHeads` and `logs` fetched after a reconnect (the latest ones); 0 or absent: none. */
+  gapFillMaxBlocks?: number;
 }
 
 /** Counters of one hub (tests, the benchmark and /metrics read them). */
@@ -40,6 +44,10 @@ export interface HubStats {
   upstreamUnsubscribes: number;
   reconnects: number;
   notifications: number;
+  /** Blocks and logs sent to subscribers from a gap fill after a reconnect. */
+  gapFilled: number;
+  /** Notifications not passed on because subscribers already had them (a block or log seen twice). */
+  duplicatesDropped: number;
 }
 
 interface TopicState {
@@ -53,6 +61,20 @@ interface TopicState {
   /** Confirmed once: later clients join at once, even while the hub reconnects. */
   active: boolean;
   timer: NodeJS.Timeout | undefined;
+  /** What is tracked for gap fill and duplicates: block headers, logs, or nothing. */
+  kind: 'newHeads' | 'logs' | 'other';
+  /** newHeads: the highest block number passed on. */
+  lastNumber: number | null;
+  /** newHeads: hashes of the blocks passed on lately, oldest first. */
+  recent: Set<string>;
+  /** newHeads: the members of a live header (a fetched block is cut to them). */
+  headerKeys: readonly string[] | null;
+  /** logs: block number and log index of the last log passed on. */
+  lastLog: [number, number] | null;
+  /** logs: the block up to which every matching log was passed on (at least as far as known). */
+  mark: number | null;
+  /** Live notifications held while a gap fill runs, then passed on after it. */
+  buffer: string[] | null;
 }
 
 interface Pending {
@@ -62,6 +84,10 @@ interface Pending {
 }
 
 const DEFAULT_LINGER_MS = 30_000;
+// Block hashes a newHeads topic remembers to drop a block seen twice (after a failover or a fill).
+const RECENT_HASHES = 1_024;
+// Blocks of a gap fill requested at once over the upstream connection.
+const FILL_CONCURRENCY = 8;
 // Blocks with full transactions can be large; this bounds one message from a node.
 const UPSTREAM_MAX_PAYLOAD = 64 * 1024 * 1024;
 
@@ -98,12 +124,17 @@ export class SubscriptionHub {
   #pingTimer: NodeJS.Timeout | undefined;
   #reconnectTimer: NodeJS.Timeout | undefined;
   #lingerTimer: NodeJS.Timeout | undefined;
-  readonly #counters = { upstreamSubscribes: 0, upstreamUnsubscribes: 0, reconnects: 0, notifications: 0 };
+  readonly #counters = { upstreamSubscribes: 0, upstreamUnsubscribes: 0, reconnects: 0, notifications: 0, gapFilled: 0, duplicatesDropped: 0 };
 
   constructor(opts: HubOptions) {
     this.network = opts.network;
     this.#o = opts;
     this.#log = opts.logger;
+  }
+
+  /** An upstream's name for the log (its WebSocket index when the hub was given no names). */
+  #name(index: number | null): string | number | null {
+    return index === null ? null : (this.#o.names?.[index] ?? index);
   }
 
   /**
@@ -122,7 +153,23 @@ export class SubscriptionHub {
     }
     let st = this.#topics.get(topic.key);
     if (!st) {
-      st = { topic, subscribers: new Set(), waiters: new Map(), upstreamId: null, subscribing: false, active: false, timer: undefined };
+      const kind = topic.params[0] === 'newHeads' ? 'newHeads' : topic.params[0] === 'logs' ? 'logs' : 'other';
+      st = {
+        topic,
+        subscribers: new Set(),
+        waiters: new Map(),
+        upstreamId: null,
+        subscribing: false,
+        active: false,
+        timer: undefined,
+        kind,
+        lastNumber: null,
+        recent: new Set(),
+        headerKeys: null,
+        lastLog: null,
+        mark: null,
+        buffer: null,
+      };
       this.#topics.set(topic.key, st);
       const created = st;
       created.timer = setTimeout(() => {
@@ -212,7 +259,7 @@ export class SubscriptionHub {
       this.#open = true;
       this.#connectedIndex = index;
       this.#lastPongAt = Date.now();
-      this.#log.info({ network: this.network, upstream: index }, 'upstream WebSocket connected');
+      this.#log.info({ network: this.network, upstream: this.#name(index) }, 'upstream WebSocket connected');
       this.#pingTimer = setInterval(() => this.#ping(socket), this.#o.pingIntervalMs);
       this.#pingTimer.unref();
       for (const st of this.#topics.values()) this.#subscribeUpstream(st);
@@ -224,7 +271,7 @@ export class SubscriptionHub {
     });
     socket.on('error', (err) => {
       // 'close' follows; the URL stays out of the log.
-      this.#log.debug({ network: this.network, upstream: index, error: (err as NodeJS.ErrnoException).code ?? err.name }, 'upstream WebSocket error');
+      this.#log.debug({ network: this.network, upstream: this.#name(index), error: (err as NodeJS.ErrnoException).code ?? err.name }, 'upstream WebSocket error');
     });
     socket.on('close', () => this.#onClose(socket, index));
   }
@@ -232,7 +279,7 @@ export class SubscriptionHub {
   #ping(socket: WebSocket): void {
     if (socket !== this.#socket || socket.readyState !== WebSocket.OPEN) return;
     if (Date.now() - this.#lastPongAt > this.#o.idleTimeoutMs) {
-      this.#log.warn({ network: this.network, upstream: this.#connectedIndex }, 'upstream WebSocket stopped answering pings; reconnecting');
+      this.#log.warn({ network: this.network, upstream: this.#name(this.#connectedIndex) }, 'upstream WebSocket stopped answering pings; reconnecting');
       socket.terminate();
       return;
     }
@@ -269,7 +316,7 @@ export class SubscriptionHub {
     this.#urlIndex = index + 1;
     this.#failures++;
     const delay = Math.min(this.#o.reconnectMaxMs, this.#o.reconnectMinMs * 2 ** (this.#failures - 1));
-    this.#log.warn({ network: this.network, upstream: index, topics: this.#topics.size, retryInMs: delay }, wasOpen ? 'upstream WebSocket lost; reconnecting' : 'upstream WebSocket could not connect; retrying');
+    this.#log.warn({ network: this.network, upstream: this.#name(index), topics: this.#topics.size, retryInMs: delay }, wasOpen ? 'upstream WebSocket lost; reconnecting' : 'upstream WebSocket could not connect; retrying');
     this.#counters.reconnects++;
     this.#reconnectTimer = setTimeout(() => {
       this.#reconnectTimer = undefined;
@@ -301,7 +348,113 @@ export class SubscriptionHub {
     const st = this.#byUpstreamId.get(note.upstreamId);
     if (!st) return;
     this.#counters.notifications++;
-    for (const s of st.subscribers) s.deliver(note.resultText);
+    if (st.buffer) st.buffer.push(note.resultText);
+    else this.#deliver(st, note.resultText, true);
+  }
+
+  /**
+   * Passes a block header or log on to a topic's subscribers unless they already had it
+   * (issue 15, point 8): a header whose hash was passed on lately, or a log at or before the last
+   * one passed on (block number, log index; logs removed by a reorganisation always pass, and
+   * let the new chain's logs of those blocks through).
+   */
+  #deliver(st: TopicState, text: string, live: boolean): void {
+    if (st.kind !== 'other') {
+      const x = readObject(text);
+      if (st.kind === 'newHeads' && x && typeof x.hash === 'string' && typeof x.number === 'string') {
+        if (st.recent.has(x.hash)) {
+          this.#counters.duplicatesDropped++;
+          return;
+        }
+        st.recent.add(x.hash);
+        if (st.recent.size > RECENT_HASHES) st.recent.delete(st.recent.values().next().value as string);
+        const n = Number.parseInt(x.number, 16);
+        if (st.lastNumber === null || n > st.lastNumber) st.lastNumber = n;
+        if (live && st.headerKeys === null) st.headerKeys = Object.keys(x);
+      } else if (st.kind === 'logs' && x && typeof x.blockNumber === 'string' && typeof x.logIndex === 'string') {
+        const at: [number, number] = [Number.parseInt(x.blockNumber, 16), Number.parseInt(x.logIndex, 16)];
+        const last = st.lastLog;
+        if (x.removed === true) {
+          if (last && (at[0] < last[0] || (at[0] === last[0] && at[1] <= last[1]))) st.lastLog = [at[0], at[1] - 1];
+        } else {
+          if (last && (at[0] < last[0] || (at[0] === last[0] && at[1] <= last[1]))) {
+            this.#counters.duplicatesDropped++;
+            return;
+          }
+          st.lastLog = at;
+          if (st.mark === null || at[0] > st.mark) st.mark = at[0];
+        }
+      }
+    }
+    if (!live) this.#counters.gapFilled++;
+    for (const s of st.subscribers) s.deliver(text);
+  }
+
+  /**
+   * After a reconnect, fetches what a topic missed while the hub was away and passes it on, in
+   * order, before the live notifications that arrive meanwhile (held until then; issue 15,
+   * point 8): for newHeads the blocks after the last one passed on, by number; for logs one
+   * eth_getLogs from the last block known covered to the node's head. At most
+   * `gapFillMaxBlocks` blocks, the latest ones. Requests go over the new connection; when it
+   * drops again, the next reconnect fills from where this one got.
+   */
+  #fill(st: TopicState, socket: WebSocket | null): void {
+    const max = this.#o.gapFillMaxBlocks ?? 0;
+    const since = st.kind === 'newHeads' ? (st.lastNumber === null ? null : st.lastNumber + 1) : st.kind === 'logs' ? st.mark : null;
+    if (max <= 0 || since === null) return;
+    const held: string[] = [];
+    st.buffer = held;
+    const current = () => socket === this.#socket && this.#topics.get(st.topic.key) === st;
+    void (async () => {
+      try {
+        const head = Number.parseInt(String(await this.#request('eth_blockNumber', [])), 16);
+        const from = Math.max(since, head - max + 1);
+        if (!Number.isSafeInteger(head) || from > head || !current()) return;
+        if (st.kind === 'newHeads') {
+          const numbers = Array.from({ length: head - from + 1 }, (_, i) => from + i);
+          const blocks: unknown[] = new Array<unknown>(numbers.length).fill(null);
+          let next = 0;
+          const worker = async () => {
+            while (next < numbers.length) {
+              const i = next++;
+              blocks[i] = await this.#request('eth_getBlockByNumber', [`0x${(numbers[i] as number).toString(16)}`, false]);
+            }
+          };
+          await Promise.all(Array.from({ length: Math.min(FILL_CONCURRENCY, numbers.length) }, worker));
+          if (!current()) return;
+          for (const b of blocks) {
+            if (typeof b !== 'object' || b === null) break; // a node behind: the rest comes live
+            this.#deliver(st, JSON.stringify(headerOf(b as Record<string, unknown>, st.headerKeys)), false);
+          }
+        } else {
+          const filter = (st.topic.params[1] ?? {}) as Record<string, unknown>;
+          const logs = await this.#request('eth_getLogs', [{ ...filter, fromBlock: `0x${from.toString(16)}`, toBlock: `0x${head.toString(16)}` }]);
+          if (!current() || !Array.isArray(logs)) return;
+          for (const log of logs) this.#deliver(st, JSON.stringify(log), false);
+          if (st.mark === null || head > st.mark) st.mark = head;
+        }
+      } catch (err) {
+        if (current()) this.#log.warn({ network: this.network, topic: st.kind, error: (err as Error).message }, 'upstream WebSocket gap fill failed; going on live');
+      } finally {
+        // On a connection already gone, the held notifications go too: the next fill covers them.
+        if (st.buffer === held) {
+          st.buffer = null;
+          if (current()) for (const t of held) this.#deliver(st, t, true);
+        }
+      }
+    })();
+  }
+
+  /** logs: the head when the topic starts, as the block its logs are known from. */
+  #markStart(st: TopicState): void {
+    if (st.kind !== 'logs' || (this.#o.gapFillMaxBlocks ?? 0) <= 0) return;
+    this.#request('eth_blockNumber', []).then(
+      (h) => {
+        const n = Number.parseInt(String(h), 16);
+        if (Number.isSafeInteger(n) && (st.mark === null || n > st.mark)) st.mark = n;
+      },
+      () => {},
+    );
   }
 
   #request(method: string, params: readonly unknown[]): Promise<unknown> {
@@ -340,7 +493,11 @@ export class SubscriptionHub {
         st.upstreamId = result;
         this.#byUpstreamId.set(result, st);
         this.#failures = 0;
-        if (st.active) return;
+        if (st.active) {
+          this.#fill(st, socket); // a subscription taken again after a reconnect: catch up first
+          return;
+        }
+        this.#markStart(st);
         st.active = true;
         clearTimeout(st.timer);
         for (const w of st.waiters.values()) w.resolve();
@@ -363,7 +520,7 @@ export class SubscriptionHub {
     }
     if (this.#topics.get(st.topic.key) !== st) return;
     // A node that cannot re-take a running subscription is in trouble: move to the next one.
-    this.#log.warn({ network: this.network, upstream: this.#connectedIndex, error: err.message }, 'upstream eth_subscribe failed; reconnecting');
+    this.#log.warn({ network: this.network, upstream: this.#name(this.#connectedIndex), error: err.message }, 'upstream eth_subscribe failed; reconnecting');
     this.#socket?.terminate();
   }
 
@@ -399,5 +556,26 @@ export class SubscriptionHub {
       else socket.close(1000);
     }, this.#o.lingerMs ?? DEFAULT_LINGER_MS);
     this.#lingerTimer.unref();
+  }
+}
+
+/** A block fetched by number, cut to the members of a live newHeads header (nodes send the header, not the block). */
+function headerOf(block: Record<string, unknown>, keys: readonly string[] | null): Record<string, unknown> {
+  if (keys === null) {
+    const { transactions: _t, uncles: _u, ...header } = block;
+    return header;
+  }
+  const out: Record<string, unknown> = {};
+  for (const k of keys) if (k in block) out[k] = block[k];
+  return out;
+}
+
+/** The members of a header or log that the hub reads; null when the text is not a JSON object. */
+function readObject(text: string): { number?: unknown; hash?: unknown; blockNumber?: unknown; logIndex?: unknown; removed?: unknown } | null {
+  try {
+    const x: unknown = JSON.parse(text);
+    return typeof x === 'object' && x !== null && !Array.isArray(x) ? x : null;
+  } catch {
+    return null;
   }
 }

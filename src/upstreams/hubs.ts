@@ -1,20 +1,24 @@
 import { type HubOptions, type HubStats, SubscriptionHub } from './hub.ts';
 
+/** What a hub needs of a network's config. */
+interface HubNetwork {
+  slug: string;
+  upstreams: readonly { name?: string; ws?: string }[];
+}
+
 /** The hubs of every network, made on first use from the networks' upstream `ws` addresses. */
 export class SubscriptionHubs {
   readonly #hubs = new Map<string, SubscriptionHub>();
-  readonly #make: (network: { slug: string; upstreams: readonly { ws?: string }[] }) => SubscriptionHub;
+  readonly #make: (network: HubNetwork) => SubscriptionHub;
 
-  constructor(opts: Omit<HubOptions, 'network' | 'urls'>) {
-    this.#make = (network) =>
-      new SubscriptionHub({
-        ...opts,
-        network: network.slug,
-        urls: network.upstreams.flatMap((u) => (u.ws ? [u.ws] : [])),
-      });
+  constructor(opts: Omit<HubOptions, 'network' | 'urls' | 'names'>) {
+    this.#make = (network) => {
+      const withWs = network.upstreams.flatMap((u, i) => (u.ws ? [{ url: u.ws, name: u.name ?? `${network.slug}-${i}` }] : []));
+      return new SubscriptionHub({ ...opts, network: network.slug, urls: withWs.map((u) => u.url), names: withWs.map((u) => u.name) });
+    };
   }
 
-  get(network: { slug: string; upstreams: readonly { ws?: string }[] }): SubscriptionHub {
+  get(network: HubNetwork): SubscriptionHub {
     let hub = this.#hubs.get(network.slug);
     if (!hub) {
       hub = this.#make(network);

@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../config/schema.ts';
 import type { SubscriptionHub } from './hub.ts';
 import { SubscriptionHubs } from './hubs.ts';
-import { UpstreamPool } from './pool.ts';
+import { type UpstreamCallStats, type UpstreamHealth, UpstreamPool } from './pool.ts';
 
 /** A new block seen on a network: its number, and its hash when a node pushed the header. */
 export interface Head {
@@ -12,6 +12,23 @@ export interface Head {
 }
 
 type HeadListener = (head: Head) => void;
+
+/**
+ * One network's upstreams as `/health/ready` reports them (C3). `status`: `idle` before the
+ * network's first use (its probes have not started), `unknown` while no upstream answered yet and
+ * some were not heard from, `up` when all answer, `degraded` when some do, `down` when every one
+ * failed its latest call or probe (calls then fail at once).
+ */
+export interface NetworkHealth {
+  status: 'idle' | 'unknown' | 'up' | 'degraded' | 'down';
+  /** In words: "1 of 2 upstreams answer". */
+  summary: string;
+  answering: number;
+  total: number;
+  /** The best head among the answering upstreams. */
+  head: number | null;
+  upstreams: UpstreamHealth[];
+}
 
 interface HeadFeed {
   listeners: Set<HeadListener>;
@@ -51,6 +68,11 @@ export class Upstreams {
           healthIntervalMs: r.healthIntervalMs,
           connections: r.connectionsPerUpstream,
           maxResponseBytes: r.maxResponseBytes,
+          // Issue 15: provider errors, hedged reads (a network may fix its own delay), broadcast, archive routing.
+          providerErrors: r.providerErrors,
+          hedge: n.hedgeDelayMs === undefined ? r.hedge : { ...r.hedge, delayMs: n.hedgeDelayMs },
+          broadcastTransactions: r.broadcastTransactions,
+          ...(n.pruneDepthBlocks === undefined ? {} : { pruneDepthBlocks: n.pruneDepthBlocks }),
           logger,
           onHead: (head) => this.#emitHead(n.slug, head, null),
         }),
@@ -63,6 +85,7 @@ export class Upstreams {
       reconnectMaxMs: ws.reconnectMaxMs,
       pingIntervalMs: ws.pingIntervalMs,
       idleTimeoutMs: ws.idleTimeoutMs,
+      gapFillMaxBlocks: ws.gapFillMaxBlocks, // issue 15: catch up after a reconnect
     });
   }
 
@@ -179,16 +202,33 @@ export class Upstreams {
     for (const slug of this.#pools.keys()) this.pool(slug);
   }
 
-  /** Per network: each upstream's health, head and lag, or "idle" before first use (C3). */
-  report(): Record<string, unknown> {
-    const out: Record<string, unknown> = {};
+  /** Per network: how many upstreams answer, each one's state, head, lag and last error (C3). */
+  report(): Record<string, NetworkHealth> {
+    const out: Record<string, NetworkHealth> = {};
     for (const [slug, pool] of this.#pools) {
-      if (!this.#started.has(slug)) {
-        out[slug] = { status: 'idle' };
-        continue;
-      }
       const upstreams = pool.health();
-      out[slug] = { status: upstreams.some((u) => u.healthy) ? 'up' : 'down', upstreams };
+      const answering = upstreams.filter((u) => u.healthy).length;
+      const total = upstreams.length;
+      const down = upstreams.filter((u) => u.state === 'down').length;
+      const status: NetworkHealth['status'] = !this.#started.has(slug)
+        ? 'idle'
+        : total > 0 && down === total
+          ? 'down'
+          : answering === total && total > 0
+            ? 'up'
+            : answering > 0
+              ? 'degraded'
+              : 'unknown';
+      out[slug] = { status, summary: `${answering} of ${total} upstreams answer`, answering, total, head: answering > 0 ? pool.head() : null, upstreams };
+    }
+    return out;
+  }
+
+  /** Per network whose probes run: its upstreams' health and the calls sent to each (for /metrics). */
+  stats(): Array<{ network: string; health: UpstreamHealth[]; calls: UpstreamCallStats[] }> {
+    const out: Array<{ network: string; health: UpstreamHealth[]; calls: UpstreamCallStats[] }> = [];
+    for (const [slug, pool] of this.#pools) {
+      if (this.#started.has(slug)) out.push({ network: slug, health: pool.health(), calls: pool.callStats() });
     }
     return out;
   }

@@ -1,5 +1,6 @@
 import { and, eq, gte, inArray, lte, type SQL, sql } from 'drizzle-orm';
 import type { Logger } from 'pino';
+import { type AnalyticsBatch, AnalyticsRecorder } from '../analytics/recorder.ts';
 import type { Config } from '../config/schema.ts';
 import type { KeyUsageReader } from '../keys/service.ts';
 import { currentPeriods } from '../metering/periods.ts';
@@ -84,8 +85,12 @@ export class UsageService implements UsageSink, KeyUsageReader {
   #day = '';
   #dayEndsAt = 0;
   #timer: NodeJS.Timeout | undefined;
+  /** Told the accounts of each batch once it is stored (webhooks' usage.quota, C38); off the RPC path. */
+  onFlush: ((userIds: ReadonlySet<string>) => void) | undefined;
   /** The flush under way, if any: flushes never overlap. */
   #inFlight: Promise<void> | undefined;
+  /** C46: analytics rows, written in the same transaction as each usage batch (one write per flush, same loss bound). */
+  analytics: AnalyticsRecorder | undefined;
 
   constructor(deps: { db: Db; config: Config; logger: Logger }) {
     this.#db = deps.db;
@@ -189,19 +194,22 @@ export class UsageService implements UsageSink, KeyUsageReader {
     // Swap first: what is recorded while this batch is written goes to the next one.
     const batch = this.#pending;
     this.#pending = emptyPending();
-    if (batch.counts.size === 0 && batch.lastUsed.size === 0) return;
+    const analytics = this.analytics?.take() ?? null;
+    if (batch.counts.size === 0 && batch.lastUsed.size === 0 && !analytics) return;
     try {
-      await this.#write(batch);
+      await this.#write(batch, analytics);
     } catch (err) {
       this.#mergeBack(batch);
+      if (analytics) this.analytics?.mergeBack(analytics);
       // No SQL, parameters or key values in the log: the error's class and SQLSTATE are enough.
       const code = (err as { cause?: { code?: unknown }; code?: unknown }).cause?.code ?? (err as { code?: unknown }).code;
       this.#log.warn({ rows: batch.counts.size, keys: batch.lastUsed.size, error: (err as Error).name, code }, 'usage flush failed; retrying with the next one');
       throw err;
     }
+    if (this.onFlush && batch.counts.size) this.onFlush(new Set([...batch.counts.values()].map((e) => e.userId)));
   }
 
-  async #write(batch: Pending): Promise<void> {
+  async #write(batch: Pending, analytics: AnalyticsBatch | null): Promise<void> {
     // Sorted: two instances upserting the same rows take their locks in the same order (no deadlock).
     const rows = [...batch.counts.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, e]) => e);
     const used = [...batch.lastUsed.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
@@ -228,6 +236,7 @@ export class UsageService implements UsageSink, KeyUsageReader {
           from (values ${sql.join(values, sql`, `)}) as v(id, at)
           where k.id = v.id and (k.last_used_at is null or k.last_used_at < v.at)`);
       }
+      if (analytics) await AnalyticsRecorder.write(tx, analytics);
     });
   }
 

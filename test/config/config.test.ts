@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, test } from 'node:test';
@@ -13,7 +13,7 @@ describe('config (C32)', () => {
     for (const n of c.networks) {
       assert.ok(n.upstreams.length >= 1, n.slug);
       for (const u of n.upstreams) assert.match(u.http, /^https:\/\//);
-      assert.ok(n.explorerUrl.startsWith('https://'));
+      assert.ok(n.explorerUrl?.startsWith('https://'));
     }
     assert.equal(c.server.port, 8080);
     assert.equal(c.server.host, '0.0.0.0');
@@ -67,7 +67,7 @@ describe('config (C32)', () => {
       [{ env: { PORT: '70000' } }, /server\.port/],
       [{ env: { DATABASE_URL: 'mysql://x' } }, /storage\.databaseUrl/],
       [{ env: { UPSTREAM_ATLANTIS: 'http://x' } }, /UPSTREAM_ATLANTIS/],
-      [{ env: { UPSTREAM_ETHEREUM: 'ftp://x' } }, /networks\.\d+\.upstreams\.0\.http/],
+      [{ env: { UPSTREAM_ETHEREUM: 'ftp://x' } }, /^UPSTREAM_ETHEREUM: networks\.ethereum\.upstreams\[0\]\.http = "ftp:\/\/x": must be an http:\/\/ or https:\/\/ URL$/],
       [{ env: { JWT_SECRET: 'short' } }, /auth\.jwtSecret/],
       [{ env: { LOG_LEVEL: 'loud' } }, /logLevel/],
       [{ env: {}, overrides: { plans: { free: { requestsPerMinute: 0 } } } }, /plans\.free\.requestsPerMinute/],

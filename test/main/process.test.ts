@@ -207,11 +207,18 @@ describe('the gateway process (npm start)', () => {
           const chainIds = new Set<number>();
           for (const pid of anvils) {
             const port = portOf(pid);
-            assert.ok(!gw.output().includes(`:${port}`), 'no upstream address in the logs');
+            // The devnet's chain ports are in its start lines (local addresses, no provider keys).
+            assert.ok(gw.output().includes(`127.0.0.1:${port}`), `chain port ${port} in the start log`);
             const client = createPublicClient({ transport: http(`http://127.0.0.1:${port}`) });
             chainIds.add(await client.getChainId());
           }
           assert.deepEqual([...chainIds].sort((a, b) => a - b), nets.map((n) => n.chainId).sort((a, b) => a - b));
+          // C40, C42: a test token and both settlers on every chain.
+          const line = gw.output().split('\n').find((l) => l.includes('devnet contracts deployed'));
+          assert.ok(line, 'the contracts line');
+          const deployed = JSON.parse(line) as { tokens: Record<string, string>; settlers: Record<string, { origin: string; destination: string }> };
+          assert.equal(Object.keys(deployed.tokens).length, 16);
+          assert.equal(Object.keys(deployed.settlers).length, 16);
         }
         if (to === 'group') process.kill(-(gw.child.pid as number), signal);
         else gw.child.kill(signal);

@@ -29,9 +29,10 @@ describe('networks (spec 2 Network, 4.2; C2, C6)', () => {
       [...SPEC_CHAINS].sort((a, b) => a[0] - b[0]),
     );
     for (const n of nets) {
-      assert.deepEqual(Object.keys(n).sort(), ['chainId', 'currency', 'id', 'name', 'rpcUrl', 'slug', 'type']);
+      assert.deepEqual(Object.keys(n).sort(), ['chainId', 'currency', 'id', 'name', 'rpcUrl', 'slug', 'type', 'wsUrl']);
       assert.match(String(n.slug), /^[a-z0-9-]+$/);
       assert.equal(n.rpcUrl, `https://rpc.example.test/v1/${String(n.slug)}`, 'C2: {PUBLIC_URL}/v1/{slug}');
+      assert.equal(n.wsUrl, `wss://rpc.example.test/ws/${String(n.slug)}`, 'C1: the WebSocket address on the same host, wss for https');
       const c = n.currency as Record<string, unknown>;
       assert.equal(typeof c.name, 'string');
       assert.equal(typeof c.symbol, 'string');

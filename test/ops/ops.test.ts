@@ -11,11 +11,11 @@ describe('operations: logs, metrics, health, docs (C3)', () => {
   after(() => t.close());
 
   test('logs are JSON lines with request ids', async () => {
-    await t.app.inject({ method: 'GET', url: '/health/live', headers: { 'x-request-id': 'log-check-1' } });
+    await t.app.inject({ method: 'GET', url: '/api/v1/networks', headers: { 'x-request-id': 'log-check-1' } });
     const lines = t.logs.map((l) => JSON.parse(l));
     const mine = lines.filter((l) => l.reqId === 'log-check-1');
     assert.ok(mine.length >= 2, 'incoming and completed lines carry the request id');
-    assert.ok(mine.some((l) => l.req?.url === '/health/live'));
+    assert.ok(mine.some((l) => l.req?.url === '/api/v1/networks'));
     assert.ok(mine.some((l) => l.res?.statusCode === 200));
   });
 
@@ -72,7 +72,7 @@ describe('operations: logs, metrics, health, docs (C3)', () => {
     }
     // Generated from the schemas: the register body lists exactly the fields the route validates.
     const reg = doc.paths['/api/v1/auth/register'].post.requestBody.content['application/json'].schema;
-    assert.deepEqual(Object.keys(reg.properties).sort(), ['email', 'name', 'password']);
+    assert.deepEqual(Object.keys(reg.properties).sort(), ['email', 'name', 'password', 'session']);
     assert.equal(reg.additionalProperties, false);
   });
 });

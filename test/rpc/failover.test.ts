@@ -1,7 +1,7 @@
 // Upstream failures behind the gateway (C22, C26): a fake node that fails on demand in front of a
 // real devnet chain, then a gateway with nothing but failing fakes.
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
+import { after, before, beforeEach, describe, test } from 'node:test';
 import { type Hex, keccak256, parseEther } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { createKey, startTestApp, type TestApp } from '../support/app.ts';
@@ -83,7 +83,9 @@ describe('a failing upstream in front of a devnet chain', () => {
       // debug: the pool logs each failed attempt, which shows the fake was tried first.
       env: { UPSTREAM_NATIVE_TESTNET: fake.url, LOG_LEVEL: 'debug' },
       // No response cache: every call here must reach the pool, whose failover is under test.
-      overrides: { rpc: { requestTimeoutMs: REQUEST_TIMEOUT_MS, totalTimeoutMs: TOTAL_TIMEOUT_MS, healthIntervalMs: 200 }, cache: { enabled: false } },
+      // Broadcast off: these cases pin the one-node-after-another path and its maybeSent rule
+      // (C26); the broadcast is tested in test/upstreams/broadcast.test.ts.
+      overrides: { rpc: { requestTimeoutMs: REQUEST_TIMEOUT_MS, totalTimeoutMs: TOTAL_TIMEOUT_MS, healthIntervalMs: 200, broadcastTransactions: false }, cache: { enabled: false } },
     });
     chainUrl = t.devnet?.upstreams[NETWORK]?.http ?? '';
     const { key } = await createKey(t.app, { networks: [NETWORK] });
@@ -281,9 +283,11 @@ describe('a network whose upstreams all fail (only fakes)', () => {
         UPSTREAM_NATIVE_TESTNET: `http://user:secret@127.0.0.1:${a.port}/secretpath,http://127.0.0.1:${b.port}`,
         LOG_LEVEL: 'debug',
       },
-      overrides: { rpc: { requestTimeoutMs: ATTEMPT_MS, totalTimeoutMs: TOTAL_TIMEOUT_MS, healthIntervalMs: 200 }, cache: { enabled: false } },
+      overrides: { rpc: { requestTimeoutMs: ATTEMPT_MS, totalTimeoutMs: TOTAL_TIMEOUT_MS, healthIntervalMs: 200, broadcastTransactions: false }, cache: { enabled: false } },
     });
     rpcUrl = `${t.url}/v1/${NETWORK}/${(await createKey(t.app, { networks: [NETWORK] })).key}`;
+    // Test apps probe a network's upstreams from its first use on.
+    assert.equal((await post(rpcUrl, call('eth_chainId'))).status, 200);
   });
 
   after(async () => {
@@ -292,6 +296,16 @@ describe('a network whose upstreams all fail (only fakes)', () => {
   });
 
   const both = (mode: FakeMode) => Promise.all([a.setMode(mode), b.setMode(mode)]);
+
+  // While every upstream is known to be down, calls fail at once without reaching a node: each
+  // case starts from a network whose upstreams both answer again (seen by a health probe).
+  beforeEach(async () => {
+    await both('ok');
+    await waitFor(async () => {
+      const res = await t.app.inject({ method: 'GET', url: '/health/ready' });
+      return res.json<{ networks: Record<string, { status: string }> }>().networks[NETWORK]?.status === 'up';
+    }, { what: 'both upstreams answering' });
+  });
 
   test('the credential and path of an upstream URL are used (so their absence below means something)', async () => {
     await both('ok');

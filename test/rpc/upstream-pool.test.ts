@@ -188,8 +188,9 @@ describe('UpstreamPool health', () => {
     const [flaky, other] = await fakes('refuse', 'ok');
     const p = pool([flaky, other], { healthIntervalMs: 100 });
     p.start();
-    await waitFor(() => p.health()[0]?.healthy === false);
-    assert.equal(p.health()[0]?.lastError, 'ECONNREFUSED');
+    await waitFor(() => p.health()[0]?.state === 'down');
+    assert.equal(p.health()[0]?.healthy, false);
+    assert.equal(p.health()[0]?.lastError, 'connection refused (ECONNREFUSED)');
     assert.equal((await p.forward(call('eth_chainId'), ['eth_chainId'])).upstream, 1);
 
     await flaky.setMode('ok');
@@ -297,7 +298,7 @@ describe('UpstreamPool secrecy', () => {
       await other.setMode('ok');
       await p.checkHealth();
     }
-    assert.ok(lines.some((l) => l.startsWith('warn upstream unhealthy')));
+    assert.ok(lines.some((l) => l.startsWith('warn testnet: 1 of 2 upstreams answer')));
     assert.ok(errors.every((e) => e instanceof NoUpstreamError));
     let ctorError: unknown;
     try {

@@ -6,6 +6,7 @@ import { buildApp } from '../../src/app.ts';
 import { loadConfig, validateConfig } from '../../src/config/load.ts';
 import type { Config } from '../../src/config/schema.ts';
 import { type Devnet, startDevnet } from '../../src/devnet/devnet.ts';
+import { applyDevnetPrices } from '../../src/devnet/prices.ts';
 import { withDevnetFaucetKeys } from '../../src/faucet/wallets.ts';
 import { openStorage, type Storage } from '../../src/storage/db.ts';
 import { openRedis } from '../../src/storage/redis.ts';
@@ -57,6 +58,8 @@ export interface TestAppOptions {
   /** Start anvil chains (only `devnetNetworks`, default all 16) and point the upstreams at them. */
   devnet?: boolean;
   devnetNetworks?: string[];
+  /** C45: seconds between dev account 9's whale transfers on the native chains; off unless given (tests stay deterministic). */
+  devnetWhaleEverySeconds?: number;
   /** Listen on 127.0.0.1 with a free port (for real clients). */
   listen?: boolean;
   /** Share state through the local Redis (TEST_REDIS_URL), as REDIS_URL does. */
@@ -100,8 +103,12 @@ export async function startTestApp(opts: TestAppOptions = {}): Promise<TestApp> 
       networks: config.networks.filter((n) => wanted.has(n.slug)).map((n) => ({ slug: n.slug, chainId: n.chainId, native: n.native === true })),
       nativeBlockTimeSeconds: config.devnet.nativeBlockTimeSeconds,
       fund: faucet.fund,
+      nativeUsdPrice: config.devnet.nativeUsdPrice, // C45: the feed on each native chain
+      whaleEverySeconds: opts.devnetWhaleEverySeconds ?? 0,
     });
     const copy = structuredClone<Config>(config);
+    applyDevnetPrices(copy, devnet.priceFeeds);
+    for (const n of copy.networks) if (devnet.upstreams[n.slug]) n.explorerUrl = null; // as --devnet: no explorer
     for (const n of copy.networks) {
       const u = devnet.upstreams[n.slug];
       // Upstreams given in env (UPSTREAM_<SLUG>) come first, the devnet chain after them.

@@ -32,7 +32,9 @@ before(async () => {
   // native-mainnet has two upstreams (two relays to the same chain) to show failover.
   g = await startRelayedGateway(['native-mainnet', 'ethereum'], {
     relaysPerNetwork: 2,
-    overrides: { ws: { reconnectMinMs: 50, reconnectMaxMs: 1_000, upstreamTimeoutMs: 5_000 } },
+    // No whale alerts: the block follower's own newHeads subscription would share the hub and
+    // change the counts these tests make of the clients' subscriptions.
+    overrides: { ws: { reconnectMinMs: 50, reconnectMaxMs: 1_000, upstreamTimeoutMs: 5_000 }, whaleAlerts: { networks: [] } },
   });
   native = g.relays['native-mainnet'] as [Relay, Relay];
   eth = g.relays.ethereum?.[0] as Relay;

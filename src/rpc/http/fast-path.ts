@@ -149,7 +149,7 @@ export function rpcFastPath(deps: FastPathDeps): (req: IncomingMessage, res: Ser
       const body = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size);
       const apiKey = t.apiKey === '' ? undefined : t.apiKey;
       pipeline
-        .handle({ network: t.network, apiKey, body, ip: clientIp(req), requestId })
+        .handle({ network: t.network, apiKey, body, ip: clientIp(req), origin: req.headers.origin, authorization: req.headers.authorization, requestId, arrivedAt: started })
         .then((out) => {
           if (res.destroyed) {
             logger.debug({ reqId: requestId, route: t.route }, 'client closed the connection before the answer');

@@ -36,6 +36,8 @@ export class WsConnection implements SubscriptionDispatcher {
   readonly ws: WebSocket;
   readonly network: Network;
   readonly ip: string;
+  /** The request id of the upgrade: every log line about the connection and its messages carries it. */
+  readonly reqId: string | undefined;
   /** The key as of the last check; `handle` checks it again on every message. */
   key: ResolvedKey;
   /** Largest send queue seen (bytes); tests read it to show memory stays bounded. */
@@ -43,18 +45,28 @@ export class WsConnection implements SubscriptionDispatcher {
   lastPongAt = Date.now();
   closed = false;
   readonly #apiKey: string;
+  /** The upgrade's Origin and Authorization (or `jwt` query parameter): every message is checked against the key's rules (issue 15). */
+  readonly #origin: string | undefined;
+  readonly #authorization: string | undefined;
   readonly #ctx: ConnectionContext;
   readonly #subs = new Map<string, ClientSubscription>();
   /** Slots taken by subscriptions being made (reserved before any await). */
   #reserved = 0;
   #inFlight = 0;
 
-  constructor(ws: WebSocket, init: { network: Network; apiKey: string; key: ResolvedKey; ip: string }, ctx: ConnectionContext) {
+  constructor(
+    ws: WebSocket,
+    init: { network: Network; apiKey: string; key: ResolvedKey; ip: string; origin?: string | undefined; authorization?: string | undefined; reqId?: string },
+    ctx: ConnectionContext,
+  ) {
     this.ws = ws;
+    this.reqId = init.reqId;
     this.network = init.network;
     this.#apiKey = init.apiKey;
     this.key = init.key;
     this.ip = init.ip;
+    this.#origin = init.origin;
+    this.#authorization = init.authorization;
     this.#ctx = ctx;
     ws.on('message', (data: Buffer, isBinary: boolean) => void this.#onMessage(data, isBinary));
     ws.on('pong', () => {
@@ -62,7 +74,7 @@ export class WsConnection implements SubscriptionDispatcher {
     });
     ws.on('error', (err) => {
       // ws closes the connection itself (e.g. 1009 for a message over maxPayload).
-      ctx.logger.debug({ network: this.network.slug, keyId: this.key.keyId, error: err.message }, 'websocket client error');
+      ctx.logger.debug({ reqId: this.reqId, network: this.network.slug, keyId: this.key.keyId, error: err.message }, 'websocket client error');
     });
   }
 
@@ -77,7 +89,7 @@ export class WsConnection implements SubscriptionDispatcher {
     const queued = this.ws.bufferedAmount;
     if (queued > this.peakBufferedBytes) this.peakBufferedBytes = queued;
     if (queued > this.#ctx.config.ws.maxBufferedBytes) {
-      this.#ctx.logger.warn({ network: this.network.slug, keyId: this.key.keyId, queuedBytes: queued }, 'websocket client does not read; disconnected');
+      this.#ctx.logger.warn({ reqId: this.reqId, network: this.network.slug, keyId: this.key.keyId, queuedBytes: queued }, 'websocket client does not read; disconnected');
       this.ws.terminate();
     }
   }
@@ -86,7 +98,7 @@ export class WsConnection implements SubscriptionDispatcher {
   heartbeat(now: number): void {
     if (this.ws.readyState !== WebSocket.OPEN) return;
     if (now - this.lastPongAt > this.#ctx.config.ws.idleTimeoutMs) {
-      this.#ctx.logger.info({ network: this.network.slug, keyId: this.key.keyId }, 'websocket client answered no ping; disconnected');
+      this.#ctx.logger.info({ reqId: this.reqId, network: this.network.slug, keyId: this.key.keyId }, 'websocket client answered no ping; disconnected');
       this.ws.terminate();
       return;
     }
@@ -107,6 +119,13 @@ export class WsConnection implements SubscriptionDispatcher {
     }
     if (!auth.networks.has(this.network.slug)) {
       this.ws.close(1008, `API key not authorized for network ${this.network.slug}`);
+      return;
+    }
+    // Issue 15: allowlists changed (or the JWT expired) so that this connection would be refused now.
+    const denied = auth.access ? await auth.access.checkRequest({ origin: this.#origin, ip: this.ip, authorization: this.#authorization }) : null;
+    if (this.closed) return;
+    if (denied) {
+      this.ws.close(1008, denied.message.slice(0, 120));
       return;
     }
     this.key = auth;
@@ -130,7 +149,7 @@ export class WsConnection implements SubscriptionDispatcher {
       if (answer.text !== null) this.send(answer.text);
       answer.after?.();
     } catch (err) {
-      this.#ctx.logger.error({ err, network: this.network.slug }, 'websocket message failed');
+      this.#ctx.logger.error({ err, reqId: this.reqId, network: this.network.slug }, 'websocket message failed');
       this.send(errorText('null', new InternalRpcError('Internal error')));
     } finally {
       if (--this.#inFlight < this.#ctx.config.ws.maxInFlight && this.ws.isPaused) this.ws.resume();
@@ -139,7 +158,7 @@ export class WsConnection implements SubscriptionDispatcher {
 
   async #answer(data: Buffer, isBinary: boolean): Promise<DispatchAnswer> {
     if (isBinary) return { text: errorText('null', new ParseError('Parse error: send JSON-RPC as text frames, not binary')) };
-    const out = await this.#ctx.pipeline.handle({ network: this.network, apiKey: this.#apiKey, body: data, ip: this.ip, subscriptions: this });
+    const out = await this.#ctx.pipeline.handle({ network: this.network, apiKey: this.#apiKey, body: data, ip: this.ip, origin: this.#origin, authorization: this.#authorization, requestId: this.reqId, subscriptions: this, arrivedAt: performance.now() });
     if (out.key) this.key = out.key;
     const text = out.body === null ? null : out.body.toString();
     if (!out.keyRefused) return out.after ? { text, after: out.after } : { text };

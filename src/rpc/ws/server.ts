@@ -11,7 +11,7 @@ import { InternalRpcError, InvalidRequestError, NetworkNotAllowedError, RateLimi
 import type { KeyCache } from '../../keys/cache.ts';
 import type { KeyChange } from '../../keys/service.ts';
 import type { Meter } from '../../metering/meter.ts';
-import { redactSecrets } from '../../ops/logging.ts';
+import { genReqId, redactSecrets } from '../../ops/logging.ts';
 import type { Upstreams } from '../../upstreams/upstreams.ts';
 import { errorText } from '../jsonrpc.ts';
 import type { RpcPipeline } from '../pipeline.ts';
@@ -179,44 +179,60 @@ export class WsGateway {
   };
 
   async #accept(req: IncomingMessage, socket: Duplex, head: Buffer, slug: string): Promise<void> {
-    if (this.#closing) return refuse(socket, 503, new InternalRpcError('The gateway is shutting down; reconnect shortly'));
+    // One request id for the connection: its refusal, its 101 and the log lines of its messages.
+    const reqId = genReqId(req);
+    const deny = (s: Duplex, status: number, err: RpcError, headers: Record<string, string> = {}): void => {
+      if ((status === 401 || status === 403 || status === 429) && this.#d.logger.isLevelEnabled('debug')) {
+        this.#d.logger.debug({ reqId, network: slug, status, code: err.code, reason: err.message }, 'websocket refused');
+      }
+      refuse(s, status, err, { ...headers, 'x-request-id': reqId });
+    };
+    if (this.#closing) return deny(socket, 503, new InternalRpcError('The gateway is shutting down; reconnect shortly'));
     const network = this.#d.registry.bySlug(slug);
     if (!network) {
-      return refuse(socket, 404, new UnknownNetworkError(`Unknown network: ${redactSecrets(slug.slice(0, 64))}`, { details: { networks: this.#d.registry.all.map((n) => n.slug) } }));
+      return deny(socket, 404, new UnknownNetworkError(`Unknown network: ${redactSecrets(slug.slice(0, 64))}`, { details: { networks: this.#d.registry.all.map((n) => n.slug) } }));
     }
     const origin = req.headers.origin;
     if (origin && !this.#origins.has('*') && !this.#origins.has(origin)) {
-      return refuse(socket, 403, new InvalidRequestError('Origin not allowed'));
+      return deny(socket, 403, new InvalidRequestError('Origin not allowed'));
     }
     const url = new URL(req.url ?? '/', 'http://gateway');
     const header = req.headers['x-api-key'];
     const apiKey = url.searchParams.get('apiKey') ?? (typeof header === 'string' ? header : undefined);
     const key = await this.#d.keys.authenticate(apiKey ?? undefined);
-    if (key instanceof RpcError) return refuse(socket, key.httpStatus, key);
+    if (key instanceof RpcError) return deny(socket, key.httpStatus, key);
     // C13: the 101 and every refusal from here on carry the caller's limits (read, not consumed).
     const { headers } = await this.#d.meter.rpc({ key }, 0, 0);
     if (!key.networks.has(network.slug)) {
       const err = new NetworkNotAllowedError(`API key not authorized for network ${network.slug}`, { details: { network: network.slug, allowed: [...key.networks] } });
-      return refuse(socket, err.httpStatus, err, headers);
+      return deny(socket, err.httpStatus, err, headers);
+    }
+    // Issue 15: the key's origin, IP and JWT rules, at the upgrade (each message is checked again).
+    const ip = this.#clientIp(req);
+    const jwt = url.searchParams.get('jwt');
+    const authorization = req.headers.authorization ?? (jwt ? `Bearer ${jwt}` : undefined);
+    if (key.access) {
+      const denied = await key.access.checkRequest({ origin, ip, authorization });
+      if (denied) return deny(socket, denied.httpStatus, denied, headers);
     }
     const max = this.#d.config.ws.plans[key.tier].connectionsPerKey;
     if (!this.#slots.take(key.keyId, max)) {
       const err = new RateLimitedError(`Connection limit exceeded: at most ${max} WebSocket connections per API key`, { details: { limit: 'connections', max } });
-      return refuse(socket, err.httpStatus, err, headers);
+      return deny(socket, err.httpStatus, err, headers);
     }
     if (socket.destroyed || this.#closing) {
       this.#slots.release(key.keyId);
-      return refuse(socket, 503, new InternalRpcError('The gateway is shutting down; reconnect shortly'));
+      return deny(socket, 503, new InternalRpcError('The gateway is shutting down; reconnect shortly'));
     }
     let upgraded = false;
     // A handshake ws refuses (bad Sec-WebSocket-Key, version) ends the socket without a callback.
     socket.once('close', () => {
       if (!upgraded) this.#slots.release(key.keyId);
     });
-    this.#upgradeHeaders.set(req, headers);
+    this.#upgradeHeaders.set(req, { ...headers, 'x-request-id': reqId });
     this.#wss.handleUpgrade(req, socket, head, (ws) => {
       upgraded = true;
-      const conn = new WsConnection(ws, { network, apiKey: apiKey as string, key, ip: this.#clientIp(req) }, this.#ctx);
+      const conn = new WsConnection(ws, { network, apiKey: apiKey as string, key, ip, origin, authorization, reqId }, this.#ctx);
       this.connections.add(conn);
       ws.once('close', () => {
         conn.cleanup();

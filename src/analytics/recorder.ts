@@ -1,0 +1,236 @@
+import { sql } from 'drizzle-orm';
+import type { Db } from '../storage/db.ts';
+import { BUCKETS, bucketOf, mergeInto, toArrayText } from './histogram.ts';
+
+/** How an admitted call ended (C46): an answer with a result, a node's error, or no usable answer from any node. */
+export const OK = 0;
+export const NODE_ERROR = 1;
+export const UPSTREAM_ERROR = 2;
+export type CallOutcome = typeof OK | typeof NODE_ERROR | typeof UPSTREAM_ERROR;
+
+/** The reasons a call is refused, in the order of C46's `refused` object. */
+export const REFUSAL_REASONS = ['rate', 'quota', 'key', 'network', 'method'] as const;
+export type RefusalReason = (typeof REFUSAL_REASONS)[number];
+const RATE = 0;
+const QUOTA = 1;
+const KEY = 2;
+const NETWORK = 3;
+const METHOD = 4;
+
+/** The refusal reason of a JSON-RPC error code (C22), or -1 when the code is not a refusal. */
+export function refusalOf(code: number): number {
+  switch (code) {
+    case -32005:
+      return RATE;
+    case -32006:
+      return QUOTA;
+    case -32001:
+    case -32002:
+      return KEY;
+    case -32003:
+      return NETWORK;
+    case -32601:
+      return METHOD;
+    default:
+      return -1;
+  }
+}
+
+const HOUR_MS = 3_600_000;
+/** Rows per INSERT statement: 16 parameters a row stays far below PostgreSQL's 65,535. */
+const CHUNK = 1000;
+// Stored as text in PostgreSQL: no NUL or control characters (as usage does).
+const UNSAFE_METHOD_CHARS = /[^\x20-\x7e]/g;
+
+/** One (account, key, network, method, hour) in memory. */
+export interface Row {
+  userId: string;
+  keyId: string;
+  network: string;
+  method: string;
+  /** Start of the UTC hour, epoch ms. */
+  hour: number;
+  requests: number;
+  computeUnits: number;
+  errorsNode: number;
+  errorsUpstream: number;
+  /** By REFUSAL_REASONS. */
+  refused: number[];
+  /** Counts per histogram bucket (histogram.ts). */
+  latency: number[];
+}
+
+/** What one flush takes: every row recorded since the last one. */
+export type AnalyticsBatch = Map<string, Row>;
+
+/**
+ * C46: per (account, key, network, method, UTC hour) a request count, compute units, errors,
+ * refusals by reason and a latency histogram, aggregated in memory. Recording costs three map
+ * lookups and a few additions (the row is made once per hour and combination); the usage flush
+ * (UsageService) takes the rows and writes them in its own transaction, so one write per flush
+ * and the same loss bound as usage.
+ */
+export class AnalyticsRecorder {
+  #rows: AnalyticsBatch = new Map();
+  /** The current hour's rows by key, network and method: no string built per call. */
+  #index = new Map<string, Map<string, Map<string, Row>>>();
+  #hour = 0;
+  #hourEndsAt = 0;
+  /** Configured method names; refusals of other names count as `other` (callers can send any name). */
+  readonly #methods: ReadonlySet<string>;
+
+  constructor(methods: Iterable<string>) {
+    this.#methods = new Set(methods);
+  }
+
+  /** One admitted call answered after `ms` milliseconds (from its arrival to its answer). */
+  call(userId: string, keyId: string, network: string, method: string, computeUnits: number, outcome: CallOutcome, ms: number): void {
+    const row = this.#row(userId, keyId, network, method);
+    row.requests += 1;
+    row.computeUnits += computeUnits;
+    if (outcome === NODE_ERROR) row.errorsNode += 1;
+    else if (outcome === UPSTREAM_ERROR) row.errorsUpstream += 1;
+    const h = row.latency;
+    const b = bucketOf(ms);
+    h[b] = (h[b] as number) + 1;
+  }
+
+  /** `calls` calls of a known key refused with JSON-RPC error `code`; codes that are no refusal are ignored. */
+  refused(userId: string, keyId: string, network: string, method: string, code: number, calls = 1): void {
+    const reason = refusalOf(code);
+    if (reason < 0) return;
+    const row = this.#row(userId, keyId, network, this.#methods.has(method) ? method : 'other');
+    row.refused[reason] = (row.refused[reason] as number) + calls;
+  }
+
+  #row(userId: string, keyId: string, network: string, method: string): Row {
+    const now = Date.now();
+    if (now >= this.#hourEndsAt) {
+      this.#hour = now - (now % HOUR_MS);
+      this.#hourEndsAt = this.#hour + HOUR_MS;
+      this.#index.clear();
+    }
+    let byNetwork = this.#index.get(keyId);
+    if (!byNetwork) this.#index.set(keyId, (byNetwork = new Map<string, Map<string, Row>>()));
+    let byMethod = byNetwork.get(network);
+    if (!byMethod) byNetwork.set(network, (byMethod = new Map<string, Row>()));
+    let row = byMethod.get(method);
+    if (!row) {
+      const clean = method.replace(UNSAFE_METHOD_CHARS, '?');
+      // Method last: the other parts never contain '|', so the id is unambiguous.
+      const id = `${userId}|${keyId}|${network}|${this.#hour}|${clean}`;
+      row = this.#rows.get(id);
+      if (!row) {
+        row = {
+          userId,
+          keyId,
+          network,
+          method: clean,
+          hour: this.#hour,
+          requests: 0,
+          computeUnits: 0,
+          errorsNode: 0,
+          errorsUpstream: 0,
+          refused: [0, 0, 0, 0, 0],
+          latency: new Array<number>(BUCKETS).fill(0),
+        };
+        this.#rows.set(id, row);
+      }
+      byMethod.set(method, row);
+    }
+    return row;
+  }
+
+  /** Rows waiting for the next flush. */
+  get pendingRows(): number {
+    return this.#rows.size;
+  }
+
+  /** Takes what was recorded so far (null when nothing); what comes after goes to the next batch. */
+  take(): AnalyticsBatch | null {
+    if (this.#rows.size === 0) return null;
+    const batch = this.#rows;
+    this.#rows = new Map();
+    this.#index.clear();
+    return batch;
+  }
+
+  /** Puts a batch that could not be stored back, added to what was recorded meanwhile. */
+  mergeBack(batch: AnalyticsBatch): void {
+    for (const [id, r] of batch) {
+      const now = this.#rows.get(id);
+      if (!now) {
+        this.#rows.set(id, r);
+        continue;
+      }
+      now.requests += r.requests;
+      now.computeUnits += r.computeUnits;
+      now.errorsNode += r.errorsNode;
+      now.errorsUpstream += r.errorsUpstream;
+      mergeInto(now.refused, r.refused);
+      mergeInto(now.latency, r.latency);
+    }
+  }
+
+  /**
+   * Writes a batch inside the caller's transaction (the usage flush): hourly rows, and the same
+   * counts added to each day's row. Counters are added and histograms merged bucket by bucket in
+   * SQL, so instances writing the same row never overwrite one another. Rows are sorted so two
+   * instances take their locks in the same order.
+   */
+  static async write(tx: Pick<Db, 'execute'>, batch: AnalyticsBatch): Promise<void> {
+    const hourly = [...batch.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, r]) => r);
+    const daily = new Map<string, Row & { day: string }>();
+    for (const r of hourly) {
+      const day = new Date(r.hour).toISOString().slice(0, 10);
+      const id = `${r.userId}|${r.keyId}|${r.network}|${day}|${r.method}`;
+      const d = daily.get(id);
+      if (!d) {
+        daily.set(id, { ...r, day, refused: [...r.refused], latency: [...r.latency] });
+        continue;
+      }
+      d.requests += r.requests;
+      d.computeUnits += r.computeUnits;
+      d.errorsNode += r.errorsNode;
+      d.errorsUpstream += r.errorsUpstream;
+      mergeInto(d.refused, r.refused);
+      mergeInto(d.latency, r.latency);
+    }
+    const days = [...daily.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, r]) => r);
+    for (let i = 0; i < hourly.length; i += CHUNK) {
+      const values = hourly.slice(i, i + CHUNK).map((r) => sql`(${r.userId}::text, ${r.keyId}::text, ${r.network}::text, ${r.method}::text, ${new Date(r.hour).toISOString()}::timestamptz, ${sqlCounts(r)})`);
+      await tx.execute(upsert('analytics_hourly', 'hour', values));
+    }
+    for (let i = 0; i < days.length; i += CHUNK) {
+      const values = days.slice(i, i + CHUNK).map((r) => sql`(${r.userId}::text, ${r.keyId}::text, ${r.network}::text, ${r.method}::text, ${r.day}::date, ${sqlCounts(r)})`);
+      await tx.execute(upsert('analytics_daily', 'day', values));
+    }
+  }
+}
+
+function sqlCounts(r: Row) {
+  const [rate, quota, key, network, method] = r.refused as [number, number, number, number, number];
+  return sql`${r.requests}::bigint, ${r.computeUnits}::bigint, ${r.errorsNode}::bigint, ${r.errorsUpstream}::bigint, ${rate}::bigint, ${quota}::bigint, ${key}::bigint, ${network}::bigint, ${method}::bigint, ${toArrayText(r.latency)}::bigint[]`;
+}
+
+const COUNTERS = ['requests', 'compute_units', 'errors_node', 'errors_upstream', 'refused_rate', 'refused_quota', 'refused_key', 'refused_network', 'refused_method'] as const;
+
+/** INSERT ... ON CONFLICT that adds counters and merges histograms element-wise (arrays of any length). */
+function upsert(table: 'analytics_hourly' | 'analytics_daily', period: 'hour' | 'day', values: ReturnType<typeof sql>[]) {
+  const t = sql.raw(table);
+  const p = sql.raw(period);
+  const cols = sql.raw(COUNTERS.join(', '));
+  const adds = sql.raw(COUNTERS.map((c) => `${c} = ${table}.${c} + excluded.${c}`).join(', '));
+  // Rows of an account deleted meanwhile are dropped rather than failing the batch forever (as usage does).
+  return sql`
+    insert into ${t} (user_id, key_id, network, method, ${p}, ${cols}, latency)
+    select v.user_id, v.key_id, v.network, v.method, v.${p}, ${sql.raw(COUNTERS.map((c) => `v.${c}`).join(', '))}, v.latency
+    from (values ${sql.join(values, sql`, `)}) as v(user_id, key_id, network, method, ${p}, ${cols}, latency)
+    where exists (select 1 from users u where u.id = v.user_id)
+    on conflict (user_id, key_id, ${p}, network, method) do update set
+      ${adds},
+      latency = array(
+        select coalesce(m.a, 0) + coalesce(m.b, 0)
+        from unnest(${t}.latency, excluded.latency) with ordinality as m(a, b, i)
+        order by m.i)`;
+}

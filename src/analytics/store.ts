@@ -1,0 +1,219 @@
+import { type SQL, sql } from 'drizzle-orm';
+import type { Logger } from 'pino';
+import type { Db } from '../storage/db.ts';
+import { fromArrayText, mergeInto, percentile } from './histogram.ts';
+import { REFUSAL_REASONS } from './recorder.ts';
+
+const HOUR_MS = 3_600_000;
+const DAY_MS = 86_400_000;
+/** C46: hourly rows are kept 35 days, daily rows 400 days (today counts as one). */
+export const HOURLY_RETENTION_DAYS = 35;
+export const DAILY_RETENTION_DAYS = 400;
+/** Top methods listed. */
+const TOP_METHODS = 10;
+/** Hours between two retention sweeps (also one at start). */
+const SWEEP_INTERVAL_MS = HOUR_MS;
+
+export type Granularity = 'hour' | 'day';
+
+export interface AnalyticsQuery {
+  userId: string;
+  /** Inclusive UTC days, YYYY-MM-DD. */
+  start: string;
+  end: string;
+  granularity: Granularity;
+  keyId?: string | undefined;
+  network?: string | undefined;
+  method?: string | undefined;
+}
+
+type Refused = Record<(typeof REFUSAL_REASONS)[number], number>;
+interface Latency {
+  p50: number | null;
+  p95: number | null;
+  p99: number | null;
+}
+
+/** What `GET /usage/analytics` answers (C46). */
+export interface Analytics {
+  period: { start: string; end: string };
+  granularity: Granularity;
+  series: Array<{ start: string; requests: number; computeUnits: number; errors: { node: number; upstream: number }; refused: Refused; latencyMs: Latency }>;
+  topMethods: Array<{ method: string; requests: number; computeUnits: number; errorRate: number; p95Ms: number | null }>;
+  byKey: Array<{ apiKeyId: string; name: string | null; requests: number; computeUnits: number }>;
+  byNetwork: Array<{ network: string; requests: number; errorRate: number; p95Ms: number | null }>;
+}
+
+interface Sum {
+  requests: number;
+  computeUnits: number;
+  errorsNode: number;
+  errorsUpstream: number;
+  refused: number[];
+  latency: number[];
+}
+const emptySum = (): Sum => ({ requests: 0, computeUnits: 0, errorsNode: 0, errorsUpstream: 0, refused: [0, 0, 0, 0, 0], latency: [] });
+
+interface StoredRow {
+  bucket: number;
+  key_id: string;
+  network: string;
+  method: string;
+  requests: number;
+  compute_units: number;
+  errors_node: number;
+  errors_upstream: number;
+  refused_rate: number;
+  refused_quota: number;
+  refused_key: number;
+  refused_network: number;
+  refused_method: number;
+  latency: string;
+}
+
+const errorRate = (s: Sum) => (s.requests === 0 ? 0 : Math.round(((s.errorsNode + s.errorsUpstream) / s.requests) * 10_000) / 10_000);
+const dayStart = (day: string) => Date.parse(`${day}T00:00:00Z`);
+const byRequests = <T extends { requests: number }>(name: (x: T) => string) => (a: T, b: T) => b.requests - a.requests || (name(a) < name(b) ? -1 : 1);
+
+/** C46: reads the stored analytics rows and sweeps them past retention. */
+export class AnalyticsStore {
+  readonly #db: Db;
+  readonly #log: Logger;
+  #sweepTimer: NodeJS.Timeout | undefined;
+  #sweeping: Promise<void> | undefined;
+
+  constructor(deps: { db: Db; logger: Logger }) {
+    this.#db = deps.db;
+    this.#log = deps.logger;
+  }
+
+  /** The first day a granularity still has rows for, given today (UTC). */
+  static oldestDay(granularity: Granularity, today: string): string {
+    const keep = granularity === 'hour' ? HOURLY_RETENTION_DAYS : DAILY_RETENTION_DAYS;
+    return new Date(dayStart(today) - (keep - 1) * DAY_MS).toISOString().slice(0, 10);
+  }
+
+  /** Whether `keyId` is, or was, a key of the account (a deleted key's rows still count; C7: else 404). */
+  async ownsKey(userId: string, keyId: string): Promise<boolean> {
+    const result: unknown = await this.#db.execute(sql`
+      select (exists (select 1 from api_keys where id = ${keyId} and user_id = ${userId})
+           or exists (select 1 from analytics_daily where user_id = ${userId} and key_id = ${keyId})) as owned`);
+    return (result as { rows: Array<{ owned: boolean }> }).rows[0]?.owned === true;
+  }
+
+  /** C46: the account's analytics over [start, end], every bucket of the period present (zeros included), oldest first. */
+  async query(q: AnalyticsQuery): Promise<Analytics> {
+    const hourly = q.granularity === 'hour';
+    const from = dayStart(q.start);
+    const to = dayStart(q.end) + DAY_MS;
+    const where: SQL[] = [sql`user_id = ${q.userId}`];
+    if (hourly) where.push(sql`hour >= ${new Date(from).toISOString()}::timestamptz and hour < ${new Date(to).toISOString()}::timestamptz`);
+    else where.push(sql`day >= ${q.start}::date and day <= ${q.end}::date`);
+    if (q.keyId !== undefined) where.push(sql`key_id = ${q.keyId}`);
+    if (q.network !== undefined) where.push(sql`network = ${q.network}`);
+    if (q.method !== undefined) where.push(sql`method = ${q.method}`);
+    // Numbers as float8 and the histogram as text: the same on PGlite and node-postgres.
+    const bucket = hourly ? sql`extract(epoch from hour)::float8 * 1000` : sql`extract(epoch from day::timestamp)::float8 * 1000`;
+    const [result, names] = await Promise.all([
+      this.#db.execute(sql`
+        select ${bucket} as bucket, key_id, network, method,
+          requests::float8 as requests, compute_units::float8 as compute_units,
+          errors_node::float8 as errors_node, errors_upstream::float8 as errors_upstream,
+          refused_rate::float8 as refused_rate, refused_quota::float8 as refused_quota, refused_key::float8 as refused_key,
+          refused_network::float8 as refused_network, refused_method::float8 as refused_method,
+          latency::text as latency
+        from ${sql.raw(hourly ? 'analytics_hourly' : 'analytics_daily')}
+        where ${sql.join(where, sql` and `)}`),
+      this.#db.execute(sql`select id, name from api_keys where user_id = ${q.userId}`),
+    ]);
+    const rows = (result as { rows: StoredRow[] }).rows;
+    const keyNames = new Map((names as { rows: Array<{ id: string; name: string }> }).rows.map((r) => [r.id, r.name]));
+
+    const perBucket = new Map<number, Sum>();
+    const perMethod = new Map<string, Sum>();
+    const perKey = new Map<string, Sum>();
+    const perNetwork = new Map<string, Sum>();
+    const add = <K>(map: Map<K, Sum>, k: K, r: StoredRow, hist: number[]) => {
+      let s = map.get(k);
+      if (!s) map.set(k, (s = emptySum()));
+      s.requests += Number(r.requests);
+      s.computeUnits += Number(r.compute_units);
+      s.errorsNode += Number(r.errors_node);
+      s.errorsUpstream += Number(r.errors_upstream);
+      mergeInto(s.refused, [r.refused_rate, r.refused_quota, r.refused_key, r.refused_network, r.refused_method].map(Number));
+      // C46: percentiles come from the merged counts, never from averaged percentiles.
+      mergeInto(s.latency, hist);
+    };
+    for (const r of rows) {
+      const hist = fromArrayText(r.latency);
+      add(perBucket, Number(r.bucket), r, hist);
+      add(perMethod, r.method, r, hist);
+      add(perKey, r.key_id, r, hist);
+      add(perNetwork, r.network, r, hist);
+    }
+
+    const step = hourly ? HOUR_MS : DAY_MS;
+    const series: Analytics['series'] = [];
+    for (let t = from; t < to; t += step) {
+      const s = perBucket.get(t) ?? emptySum();
+      const refused = Object.fromEntries(REFUSAL_REASONS.map((reason, i) => [reason, s.refused[i] ?? 0])) as Refused;
+      series.push({
+        start: new Date(t).toISOString(),
+        requests: s.requests,
+        computeUnits: s.computeUnits,
+        errors: { node: s.errorsNode, upstream: s.errorsUpstream },
+        refused,
+        latencyMs: { p50: percentile(s.latency, 0.5), p95: percentile(s.latency, 0.95), p99: percentile(s.latency, 0.99) },
+      });
+    }
+    const topMethods = [...perMethod]
+      .filter(([, s]) => s.requests > 0)
+      .map(([method, s]) => ({ method, requests: s.requests, computeUnits: s.computeUnits, errorRate: errorRate(s), p95Ms: percentile(s.latency, 0.95) }))
+      .sort(byRequests((x) => x.method))
+      .slice(0, TOP_METHODS);
+    const byKey = [...perKey]
+      .filter(([, s]) => s.requests > 0)
+      .map(([apiKeyId, s]) => ({ apiKeyId, name: keyNames.get(apiKeyId) ?? null, requests: s.requests, computeUnits: s.computeUnits }))
+      .sort(byRequests((x) => x.apiKeyId));
+    const byNetwork = [...perNetwork]
+      .filter(([, s]) => s.requests > 0)
+      .map(([network, s]) => ({ network, requests: s.requests, errorRate: errorRate(s), p95Ms: percentile(s.latency, 0.95) }))
+      .sort(byRequests((x) => x.network));
+    return { period: { start: q.start, end: q.end }, granularity: q.granularity, series, topMethods, byKey, byNetwork };
+  }
+
+  /** C46: deletes hourly rows older than 35 days and daily rows older than 400 days (UTC days, today included). */
+  async sweep(now = Date.now()): Promise<{ hourly: number; daily: number }> {
+    const today = new Date(now).toISOString().slice(0, 10);
+    const hourCut = AnalyticsStore.oldestDay('hour', today);
+    const dayCut = AnalyticsStore.oldestDay('day', today);
+    const h: unknown = await this.#db.execute(sql`delete from analytics_hourly where hour < ${`${hourCut}T00:00:00Z`}::timestamptz`);
+    const d: unknown = await this.#db.execute(sql`delete from analytics_daily where day < ${dayCut}::date`);
+    const count = (r: unknown) => Number((r as { rowCount?: number; affectedRows?: number }).rowCount ?? (r as { affectedRows?: number }).affectedRows ?? 0);
+    const out = { hourly: count(h), daily: count(d) };
+    if (out.hourly || out.daily) this.#log.info(out, 'analytics rows past retention deleted');
+    return out;
+  }
+
+  #sweepSoon(): void {
+    if (this.#sweeping) return;
+    this.#sweeping = this.sweep()
+      .then(() => {})
+      .catch((err: unknown) => this.#log.warn({ error: (err as Error).name }, 'analytics retention sweep failed'))
+      .finally(() => (this.#sweeping = undefined));
+  }
+
+  /** Starts the retention sweep: once now, then every hour; the timer does not keep the process alive. */
+  start(): void {
+    if (this.#sweepTimer) return;
+    this.#sweepSoon();
+    this.#sweepTimer = setInterval(() => this.#sweepSoon(), SWEEP_INTERVAL_MS);
+    this.#sweepTimer.unref();
+  }
+
+  async close(): Promise<void> {
+    if (this.#sweepTimer) clearInterval(this.#sweepTimer);
+    this.#sweepTimer = undefined;
+    await this.#sweeping;
+  }
+}

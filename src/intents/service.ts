@@ -1,0 +1,219 @@
+// C41: creating intents (route, amount, addresses, quote, liquidity) and reading them back.
+import { randomBytes } from 'node:crypto';
+import type { Logger } from 'pino';
+import type { Address, Hex } from 'viem';
+import type { Config } from '../config/schema.ts';
+import { badRequest, HttpError, notFound } from '../errors/http.ts';
+import { NoUpstreamError, UpstreamRpcError } from '../errors/upstream.ts';
+import { readWallet } from '../faucet/sender.ts';
+import { parseRecipient } from '../faucet/validate.ts';
+import { formatAmount as formatWei, parseAmount } from '../faucet/wallets.ts';
+import type { Db } from '../storage/db.ts';
+import type { Upstreams } from '../upstreams/upstreams.ts';
+import { type IntentsSetup, readIntentsConfig, type Route, routeGap, routeKey } from './config.ts';
+import { encodeOracleCall, orderIdOf } from './contracts.ts';
+import { quote } from './quote.ts';
+import { IntentStore, type IntentRow, LiquidityError } from './store.ts';
+import { type Intent, toIntent } from './view.ts';
+
+/** `POST /chain-abstraction/intent` body as the route schema lets it through (C41). */
+export interface IntentRequest {
+  fromNetwork: string;
+  toNetwork: string;
+  amount: string;
+  sender: string;
+  recipient?: string | undefined;
+  openDeadlineSeconds?: number | undefined;
+  fillDeadlineSeconds?: number | undefined;
+}
+
+export interface IntentServiceOptions {
+  db: Db;
+  config: Config;
+  upstreams: Upstreams;
+  logger: Logger;
+  /** Called once an intent was created: its networks are to be followed now (C33), before its open. */
+  onCreated?: () => void;
+}
+
+const DEFAULT_OPEN_SECONDS = 600;
+const DEFAULT_FILL_SECONDS = 600;
+
+/** A node failure before anything was recorded: C7 502. */
+function upstreamFailure(network: string, err: unknown): unknown {
+  if (err instanceof NoUpstreamError) return new HttpError('UPSTREAM_ERROR', `No node of ${network} answered; try again later`, { cause: err });
+  if (err instanceof UpstreamRpcError) return new HttpError('UPSTREAM_ERROR', `The ${network} node refused a query: ${err.message}`, { cause: err });
+  return err;
+}
+
+export class IntentService {
+  readonly setup: IntentsSetup;
+  readonly store: IntentStore;
+  readonly #upstreams: Upstreams;
+  readonly #log: Logger;
+  readonly #onCreated: (() => void) | undefined;
+  /** Origin networks whose settler's oracle was checked to be the solver. */
+  readonly #oracleChecked = new Set<string>();
+
+  constructor(opts: IntentServiceOptions) {
+    this.setup = readIntentsConfig(opts.config);
+    this.store = new IntentStore(opts.db);
+    this.#upstreams = opts.upstreams;
+    this.#log = opts.logger.child({ component: 'intents' });
+    this.#onCreated = opts.onCreated;
+  }
+
+  /** The native coin's decimals on `slug` (18 when unknown). */
+  decimals(slug: string): number {
+    return this.setup.networks.get(slug)?.currency.decimals ?? 18;
+  }
+
+  /** The routes that take intents now (settlers on both ends, solver wallets). */
+  openRoutes(): Route[] {
+    return [...this.setup.routes.values()].filter((r) => routeGap(this.setup, r) === null);
+  }
+
+  /**
+   * C41: validates, quotes (fee bps + the destination gas of a fill), reserves the solver's
+   * destination liquidity and records the intent; answers it with the `open` transaction to sign.
+   *
+   * @throws HttpError VALIDATION_ERROR 400 (every problem at once), INSUFFICIENT_LIQUIDITY 409,
+   *   UPSTREAM_ERROR 502, SERVICE_UNAVAILABLE 503 (a settler whose oracle is not the solver).
+   */
+  async create(userId: string, body: IntentRequest): Promise<Intent> {
+    const problems: Array<{ field: string; message: string }> = [];
+    const from = this.setup.networks.get(body.fromNetwork);
+    const to = this.setup.networks.get(body.toNetwork);
+    if (!from) problems.push({ field: 'body.fromNetwork', message: `unknown network "${body.fromNetwork}"` });
+    if (!to) problems.push({ field: 'body.toNetwork', message: `unknown network "${body.toNetwork}"` });
+    let route: Route | undefined;
+    if (from && to) {
+      route = this.setup.routes.get(routeKey(from.slug, to.slug));
+      if (from.slug === to.slug) problems.push({ field: 'body.toNetwork', message: 'must differ from fromNetwork' });
+      else if (from.type !== to.type) problems.push({ field: 'body.toNetwork', message: `${from.slug} is a ${from.type} and ${to.slug} a ${to.type}: never mainnet to testnet` });
+      else if (!route) problems.push({ field: 'body.toNetwork', message: `no route from ${from.slug} to ${to.slug} (the native coins differ, or the route is not configured)` });
+      else {
+        const gap = routeGap(this.setup, route);
+        if (gap) problems.push({ field: 'body.toNetwork', message: `the route from ${from.slug} to ${to.slug} is not served: ${gap}` });
+      }
+    }
+    const decimals = from?.currency.decimals ?? 18;
+    const parsed = parseAmount(body.amount, decimals);
+    let inputWei = 0n;
+    if (typeof parsed === 'string') problems.push({ field: 'body.amount', message: parsed });
+    else if (parsed <= 0n) problems.push({ field: 'body.amount', message: 'must be more than 0' });
+    else inputWei = parsed;
+    const sender = parseRecipient(body.sender, from?.native === true);
+    if (!sender.startsWith('0x')) problems.push({ field: 'body.sender', message: sender });
+    const recipient = body.recipient === undefined ? sender : parseRecipient(body.recipient, to?.native === true);
+    if (body.recipient !== undefined && !recipient.startsWith('0x')) problems.push({ field: 'body.recipient', message: recipient });
+    if (problems.length || !route || !from || !to) throw badRequest(`Invalid request: ${problems.map((p) => `${p.field} ${p.message}`).join('; ')}`, problems);
+
+    const solver = this.setup.solvers.get(to.slug);
+    const oracle = this.setup.solvers.get(from.slug);
+    const settlersFrom = this.setup.settlers.get(from.slug);
+    const settlersTo = this.setup.settlers.get(to.slug);
+    if (!solver || !oracle || !settlersFrom || !settlersTo) throw new Error('route checked above');
+
+    await this.#checkOracle(from.slug, settlersFrom.origin, oracle.address);
+    const pool = this.#upstreams.pool(to.slug);
+    const [gasPrice, wallet] = await Promise.all([pool.request<Hex>('eth_gasPrice', []), readWallet(pool, solver.address)]).catch((err: unknown) => {
+      throw upstreamFailure(to.slug, err);
+    });
+    const q = quote({ inputWei, feeBps: this.setup.feeBps, fillGasLimit: this.setup.fillGasLimit, gasPrice: BigInt(gasPrice), maxPerGas: wallet.maxPerGas });
+    if (q.outputWei <= 0n) {
+      throw badRequest(`Invalid request: body.amount must be more than the fee (${formatWei(q.feeWei, decimals)} ${from.currency.symbol} now)`, [
+        { field: 'body.amount', message: `must be more than the fee of ${formatWei(q.feeWei, decimals)}` },
+      ]);
+    }
+
+    const nonce: Hex = `0x${randomBytes(32).toString('hex')}`;
+    const now = Math.floor(Date.now() / 1000);
+    const openDeadline = now + (body.openDeadlineSeconds ?? DEFAULT_OPEN_SECONDS);
+    const fillWindow = body.fillDeadlineSeconds ?? DEFAULT_FILL_SECONDS;
+    const user = sender as Address;
+    const orderId = orderIdOf(from.chainId, settlersFrom.origin, user, nonce);
+    let row: IntentRow;
+    try {
+      row = await this.store.create(
+        {
+          id: `in_${randomBytes(16).toString('base64url')}`,
+          userId,
+          status: 'awaiting_open',
+          fromNetwork: from.slug,
+          toNetwork: to.slug,
+          originChainId: from.chainId,
+          destinationChainId: to.chainId,
+          sender: sender.toLowerCase(),
+          recipient: recipient.toLowerCase(),
+          inputWei: inputWei.toString(),
+          outputWei: q.outputWei.toString(),
+          feeWei: q.feeWei.toString(),
+          gasReserveWei: q.gasReserveWei.toString(),
+          solver: solver.address.toLowerCase(),
+          originSettler: settlersFrom.origin.toLowerCase(),
+          destinationSettler: settlersTo.destination.toLowerCase(),
+          nonce,
+          orderId: orderId.toLowerCase(),
+          openDeadline,
+          fillWindow,
+          fillDeadline: openDeadline + fillWindow,
+        },
+        wallet.balance,
+      );
+    } catch (err) {
+      if (err instanceof LiquidityError) {
+        const available = formatWei(err.availableWei, decimals);
+        throw new HttpError('INSUFFICIENT_LIQUIDITY', `The solver cannot fill this on ${to.slug} now: ${available} ${to.currency.symbol} is free for new intents; try a smaller amount or later`, {
+          details: { available, needed: formatWei(err.neededWei, decimals) },
+        });
+      }
+      throw err;
+    }
+    this.#log.info({ intentId: row.id, from: from.slug, to: to.slug, inputWei: inputWei.toString(), outputWei: q.outputWei.toString() }, 'intent created');
+    this.#onCreated?.();
+    return toIntent(row, [], decimals);
+  }
+
+  /** The account's intents, newest first (C41). */
+  async list(userId: string, limit: number, before?: string): Promise<Intent[]> {
+    const rows = await this.store.list(userId, limit, before);
+    if (rows === null) throw badRequest('Invalid request: querystring.before is not an intent of this account', [{ field: 'querystring.before', message: 'unknown intent id' }]);
+    const txs = await this.store.transactionsOf(rows.map((r) => r.id));
+    return rows.map((r) =>
+      toIntent(
+        r,
+        txs.filter((x) => x.intentId === r.id),
+        this.decimals(r.fromNetwork),
+      ),
+    );
+  }
+
+  /** One intent of the account; another account's is 404 like a missing one (C7). */
+  async get(userId: string, id: string): Promise<Intent> {
+    const row = await this.store.get(id);
+    if (!row || row.userId !== userId) throw notFound('intent');
+    return this.view(row);
+  }
+
+  /** The intent of a row, with its transactions. */
+  async view(row: IntentRow, db?: Db): Promise<Intent> {
+    return toIntent(row, await this.store.transactionsOf([row.id], db), this.decimals(row.fromNetwork));
+  }
+
+  /** The origin settler must name the solver as its oracle, or no intent could ever settle. */
+  async #checkOracle(network: string, settler: Address, solver: Address): Promise<void> {
+    if (this.#oracleChecked.has(network)) return;
+    let word: Hex;
+    try {
+      word = await this.#upstreams.pool(network).request<Hex>('eth_call', [{ to: settler, data: encodeOracleCall() }, 'latest']);
+    } catch (err) {
+      throw upstreamFailure(network, err);
+    }
+    if (!/^0x[0-9a-fA-F]{64}$/.test(word) || BigInt(word) !== BigInt(solver)) {
+      this.#log.error({ network, settler }, 'intents: the origin settler is not a settler whose oracle is the solver wallet; check intents.settlers and the solver key');
+      throw new HttpError('SERVICE_UNAVAILABLE', `Intents from ${network} are unavailable: the settler is misconfigured`);
+    }
+    this.#oracleChecked.add(network);
+  }
+}

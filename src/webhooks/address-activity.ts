@@ -1,0 +1,108 @@
+// C38: address.activity. A block consumer of the follower (C33): its networks are those of the
+// enabled address.activity endpoints; in each followed block, every native transfer from or to
+// a watched address becomes an event for the endpoints watching it, written in the follower's
+// transaction (the outbox commits with the cursor, C39).
+import type { Logger } from 'pino';
+import { formatUnits } from 'viem/utils';
+import type { Config } from '../config/schema.ts';
+import type { BlockConsumer, FollowedBlock } from '../events/follower.ts';
+import type { Prices } from '../prices/prices.ts';
+import type { Db } from '../storage/db.ts';
+import { usdCents } from '../whales/money.ts';
+import { compareDecimal } from './events.ts';
+import type { Webhooks } from './service.ts';
+
+export interface ActivityData {
+  network: string;
+  blockNumber: number;
+  txHash: string;
+  from: string;
+  to: string;
+  /** Whole native units, exact. */
+  value: string;
+  /** USD at the current price, to the cent (rounded half up); null without a price (C34). */
+  valueUsd: number | null;
+  direction: 'in' | 'out';
+}
+
+export class AddressActivity implements BlockConsumer {
+  readonly name = 'webhooks-address-activity';
+  readonly #webhooks: Webhooks;
+  readonly #prices: Prices;
+  readonly #log: Logger;
+  readonly #decimals: ReadonlyMap<string, number>;
+
+  constructor(deps: { webhooks: Webhooks; prices: Prices; config: Config; logger: Logger }) {
+    this.#webhooks = deps.webhooks;
+    this.#prices = deps.prices;
+    this.#log = deps.logger.child({ component: 'webhooks' });
+    this.#decimals = new Map(deps.config.networks.map((n) => [n.slug, n.currency.decimals]));
+  }
+
+  networks(): Promise<Iterable<string>> {
+    return this.#webhooks.activityNetworks();
+  }
+
+  async onBlock(block: FollowedBlock, tx: Db): Promise<void> {
+    // A native transfer: a value and a recipient (a contract creation has none).
+    const transfers = block.transactions.filter((t) => t.value > 0n && t.to !== null);
+    if (transfers.length === 0) return;
+    const endpoints = await this.#webhooks.activityEndpoints(tx, block.network);
+    if (endpoints.length === 0) return;
+    const watchers = new Map<string, typeof endpoints>();
+    for (const e of endpoints) {
+      for (const a of e.addresses) {
+        let list = watchers.get(a);
+        if (!list) watchers.set(a, (list = []));
+        list.push(e);
+      }
+    }
+    const decimals = this.#decimals.get(block.network) ?? 18;
+    const timestamp = new Date(block.timestamp * 1000).toISOString();
+    let usd: number | null | undefined;
+    let events = 0;
+    for (const t of transfers) {
+      const to = t.to as string;
+      const sides: Array<['out' | 'in', string]> = [
+        ['out', t.from],
+        ['in', to],
+      ];
+      for (const [direction, address] of sides) {
+        // A transfer to oneself is one event, "out".
+        if (direction === 'in' && to === t.from) continue;
+        const list = watchers.get(address);
+        if (!list) continue;
+        const value = formatUnits(t.value, decimals);
+        const targets = list.filter((e) => e.minValue === undefined || compareDecimal(value, e.minValue) >= 0).map((e) => e.id);
+        if (targets.length === 0) continue;
+        if (usd === undefined) usd = await this.#price(block.network);
+        const data: ActivityData = {
+          network: block.network,
+          blockNumber: block.number,
+          txHash: t.hash,
+          from: t.from,
+          to,
+          value,
+          // On integers from the wei, rounded half up once, as whale alerts (no float on the amount).
+          valueUsd: usd === null ? null : Number(usdCents(t.value, decimals, usd)) / 100,
+          direction,
+        };
+        events += await this.#webhooks.enqueue(tx, { type: 'address.activity', timestamp, data: data as unknown as Record<string, unknown> }, targets);
+      }
+    }
+    if (events) this.#log.debug({ network: block.network, block: block.number, events }, 'address activity queued');
+  }
+
+  afterCommit(): void {
+    this.#webhooks.wake();
+  }
+
+  async #price(network: string): Promise<number | null> {
+    try {
+      const p = await this.#prices.nativeUsd(network);
+      return p !== null && Number.isFinite(p) && p >= 0 ? p : null;
+    } catch {
+      return null;
+    }
+  }
+}

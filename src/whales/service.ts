@@ -1,0 +1,253 @@
+// C35, C36: whale alerts, recorded from the block follower.
+import { createHash } from 'node:crypto';
+import { and, desc, eq, gte, lt, sql } from 'drizzle-orm';
+import type { Logger } from 'pino';
+import { formatUnits, parseUnits } from 'viem/utils';
+import type { Config } from '../config/schema.ts';
+import { badRequest } from '../errors/http.ts';
+import type { BlockConsumer, FollowedBlock, FollowedTransaction } from '../events/follower.ts';
+import type { Prices } from '../prices/prices.ts';
+import type { Db } from '../storage/db.ts';
+import type { Webhooks } from '../webhooks/service.ts';
+import { usdCents } from './money.ts';
+import { whaleAlerts } from './schema.ts';
+
+export interface WhaleAlertsOptions {
+  db: Db;
+  config: Config;
+  prices: Prices;
+  webhooks: Webhooks;
+  logger: Logger;
+}
+
+/** A whale alert as the API and the `whale.alert` webhook event give it (spec 2; C35). */
+export interface WhaleAlert {
+  id: string;
+  txHash: string;
+  from: string;
+  to: string;
+  /** Whole native units, exact. */
+  value: string;
+  /** USD to the cent at the price when recorded; null without a price. */
+  valueUsd: number | null;
+  /** The block's time, ISO 8601 UTC. */
+  timestamp: string;
+  blockNumber: number;
+  network: string;
+}
+
+export interface WhaleQuery {
+  limit: number;
+  /** Whole native units, as a decimal string (already checked by the route's schema). */
+  minValue: string;
+  network: string;
+  /** An alert id: only alerts older than it. */
+  before?: string | undefined;
+}
+
+/** Hours between two retention sweeps (also one at start). */
+const SWEEP_INTERVAL_MS = 3_600_000;
+const DAY_MS = 86_400_000;
+
+type AlertRow = typeof whaleAlerts.$inferSelect;
+
+/** Opaque and stable: the same (network, txHash) gives the same id on every instance. */
+export function alertId(network: string, txHash: string): string {
+  return `wa_${createHash('sha256').update(`${network}:${txHash.toLowerCase()}`).digest('base64url').slice(0, 22)}`;
+}
+
+function toAlert(row: AlertRow): WhaleAlert {
+  return {
+    id: row.id,
+    txHash: row.txHash,
+    from: row.fromAddress,
+    to: row.toAddress,
+    value: row.value,
+    valueUsd: row.valueUsd === null ? null : Number(row.valueUsd),
+    timestamp: row.blockTime.toISOString(),
+    blockNumber: row.blockNumber,
+    network: row.network,
+  };
+}
+
+export class WhaleAlerts implements BlockConsumer {
+  readonly name = 'whale-alerts';
+  readonly #db: Db;
+  readonly #config: Config;
+  readonly #prices: Prices;
+  readonly #webhooks: Webhooks;
+  readonly #logger: Logger;
+  /** Per whale-alert network: its currency's decimals and the recording threshold in wei. */
+  readonly #networks = new Map<string, { decimals: number; minWei: bigint }>();
+  #sweepTimer: NodeJS.Timeout | undefined;
+  #sweeping: Promise<unknown> | undefined;
+
+  constructor(opts: WhaleAlertsOptions) {
+    this.#db = opts.db;
+    this.#config = opts.config;
+    this.#prices = opts.prices;
+    this.#webhooks = opts.webhooks;
+    this.#logger = opts.logger.child({ component: 'whale-alerts' });
+    for (const slug of opts.config.whaleAlerts.networks) {
+      const net = opts.config.networks.find((n) => n.slug === slug);
+      // A whale-alert network without a definition is left out (config validation names it).
+      if (!net) continue;
+      const decimals = net.currency.decimals;
+      this.#networks.set(slug, { decimals, minWei: parseUnits(opts.config.whaleAlerts.recordMinValue, decimals) });
+    }
+  }
+
+  networks(): Iterable<string> {
+    return this.#networks.keys();
+  }
+
+  /** Whether `network` is a whale-alert network (the route's `network` parameter). */
+  hasNetwork(network: string): boolean {
+    return this.#networks.has(network);
+  }
+
+  /** Decimals of a whale-alert network's currency. */
+  decimals(network: string): number | undefined {
+    return this.#networks.get(network)?.decimals;
+  }
+
+  #whales(block: FollowedBlock): FollowedTransaction[] {
+    const net = this.#networks.get(block.network);
+    if (!net) return [];
+    return block.transactions.filter((t): t is FollowedTransaction & { to: string } => t.to !== null && t.value >= net.minWei);
+  }
+
+  /**
+   * C35: records the block's whale-sized native transfers, once per (network, txHash), in the
+   * follower's transaction, and publishes a `whale.alert` event for each new one in the same
+   * transaction (C38, C39): the alert and its event commit together with the cursor or not at all.
+   */
+  async onBlock(block: FollowedBlock, tx: Db): Promise<void> {
+    const whales = this.#whales(block);
+    const net = this.#networks.get(block.network);
+    if (!whales.length || !net) return;
+    // Read once per block, and only for blocks that have a whale (the price is cached anyway).
+    const price = await this.#price(block.network);
+    const blockTime = new Date(block.timestamp * 1000);
+    for (const t of whales) {
+      const cents = price === null ? null : usdCents(t.value, net.decimals, price);
+      const row = {
+        id: alertId(block.network, t.hash),
+        network: block.network,
+        txHash: t.hash.toLowerCase(),
+        fromAddress: t.from.toLowerCase(),
+        toAddress: (t.to as string).toLowerCase(),
+        valueWei: t.value.toString(),
+        value: formatUnits(t.value, net.decimals),
+        valueUsd: cents === null ? null : centsText(cents),
+        blockNumber: block.number,
+        txIndex: t.index,
+        blockTime,
+      };
+      const inserted = await tx
+        .insert(whaleAlerts)
+        .values(row)
+        .onConflictDoNothing({ target: [whaleAlerts.network, whaleAlerts.txHash] })
+        .returning({ id: whaleAlerts.id });
+      // Already recorded (the block handed again, or another instance): no second event.
+      if (!inserted.length) continue;
+      const alert = toAlert({ ...row, recordedAt: blockTime });
+      await this.#webhooks.publish(tx, { type: 'whale.alert', data: { ...alert } });
+    }
+  }
+
+  /** After the block's commit: the sender delivers the events just published. */
+  afterCommit(block: FollowedBlock): void {
+    if (this.#whales(block).length) this.#webhooks.wake();
+  }
+
+  async #price(network: string): Promise<number | null> {
+    try {
+      const p = await this.#prices.nativeUsd(network);
+      return p !== null && Number.isFinite(p) && p >= 0 ? p : null;
+    } catch (err) {
+      // C34: no price means null USD values, never a guess; the alert is still recorded.
+      this.#logger.warn({ network, err: (err as Error).message }, 'no native price for whale alerts');
+      return null;
+    }
+  }
+
+  /**
+   * C36: alerts of `network` of at least `minValue` native units, newest first (block, then
+   * transaction index), older than the alert `before` when given.
+   */
+  async list(q: WhaleQuery): Promise<WhaleAlert[]> {
+    const decimals = this.#networks.get(q.network)?.decimals;
+    if (decimals === undefined) {
+      throw badRequest(`Invalid request: querystring.network "${q.network}" is not a whale-alert network`, [
+        { field: 'querystring.network', message: `one of ${[...this.#networks.keys()].join(', ')}` },
+      ]);
+    }
+    // C36: more decimals than the currency has cannot be a wei amount: refused, never rounded.
+    const places = q.minValue.split('.')[1]?.length ?? 0;
+    if (places > decimals) {
+      throw badRequest(`Invalid request: querystring.minValue has ${places} decimals; ${q.network}'s currency has ${decimals}`, [
+        { field: 'querystring.minValue', message: `at most ${decimals} decimals` },
+      ]);
+    }
+    const minWei = parseUnits(q.minValue, decimals);
+    const where = [eq(whaleAlerts.network, q.network), gte(whaleAlerts.valueWei, minWei.toString())];
+    if (q.before !== undefined) {
+      const [anchor] = await this.#db
+        .select({ blockNumber: whaleAlerts.blockNumber, txIndex: whaleAlerts.txIndex })
+        .from(whaleAlerts)
+        .where(and(eq(whaleAlerts.id, q.before), eq(whaleAlerts.network, q.network)));
+      if (!anchor) {
+        throw badRequest(`Invalid request: querystring.before is not an alert of ${q.network} (unknown, or past retention)`, [
+          { field: 'querystring.before', message: 'unknown alert id' },
+        ]);
+      }
+      where.push(sql`(${whaleAlerts.blockNumber}, ${whaleAlerts.txIndex}) < (${anchor.blockNumber}, ${anchor.txIndex})`);
+    }
+    const rows = await this.#db
+      .select()
+      .from(whaleAlerts)
+      .where(and(...where))
+      .orderBy(desc(whaleAlerts.blockNumber), desc(whaleAlerts.txIndex))
+      .limit(q.limit);
+    return rows.map(toAlert);
+  }
+
+  /** Deletes alerts whose block is older than `whaleAlerts.retentionDays`; returns how many. */
+  async sweep(now = Date.now()): Promise<number> {
+    const cutoff = new Date(now - this.#config.whaleAlerts.retentionDays * DAY_MS);
+    const gone = await this.#db.delete(whaleAlerts).where(lt(whaleAlerts.blockTime, cutoff)).returning({ id: whaleAlerts.id });
+    if (gone.length) this.#logger.info({ deleted: gone.length, before: cutoff.toISOString() }, 'whale alerts past retention deleted');
+    return gone.length;
+  }
+
+  #sweepSoon(): void {
+    if (this.#sweeping) return;
+    this.#sweeping = this.sweep()
+      .catch((err: unknown) => this.#logger.warn({ err: (err as Error).message }, 'whale alert retention sweep failed'))
+      .finally(() => {
+        this.#sweeping = undefined;
+      });
+  }
+
+  /** Starts the retention sweep: once now, then every hour. */
+  start(): void {
+    if (this.#sweepTimer) return;
+    this.#sweepSoon();
+    this.#sweepTimer = setInterval(() => this.#sweepSoon(), SWEEP_INTERVAL_MS);
+    this.#sweepTimer.unref();
+  }
+
+  async close(): Promise<void> {
+    clearInterval(this.#sweepTimer);
+    this.#sweepTimer = undefined;
+    await this.#sweeping;
+  }
+}
+
+/** Cents as a decimal text with two places ("7500.00"), for the numeric column. */
+function centsText(cents: bigint): string {
+  const neg = cents < 0n;
+  const abs = neg ? -cents : cents;
+  return `${neg ? '-' : ''}${abs / 100n}.${(abs % 100n).toString().padStart(2, '0')}`;
+}

@@ -1,0 +1,45 @@
+// C46: the latency histogram: fixed log buckets, mergeable, percentiles from merged counts.
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { BUCKETS, bucketHigh, bucketLow, bucketOf, bucketValue, fromArrayText, mergeInto, percentile, toArrayText } from '../../src/analytics/histogram.ts';
+
+describe('latency histogram (C46)', () => {
+  test('every latency falls in a bucket whose reported value is within 9.5% of it', () => {
+    for (let ms = 0.1; ms < 200_000; ms *= 1.013) {
+      const i = bucketOf(ms);
+      assert.ok(bucketLow(i) <= ms && ms < bucketHigh(i), `${ms} ms in bucket ${i} [${bucketLow(i)}, ${bucketHigh(i)})`);
+      const v = bucketValue(i);
+      assert.ok(Math.abs(v - ms) / ms <= 0.095, `${ms} ms reported as ${v}`);
+    }
+    assert.equal(bucketOf(0), 0);
+    assert.equal(bucketOf(Number.NaN), 0);
+    assert.equal(bucketOf(10 ** 9), BUCKETS - 1);
+  });
+
+  test('percentiles of merged histograms are those of all the latencies together, never an average of percentiles', () => {
+    const fast = new Array<number>(BUCKETS).fill(0);
+    const slow = new Array<number>(BUCKETS).fill(0);
+    for (let i = 0; i < 90; i++) fast[bucketOf(2)]! += 1;
+    for (let i = 0; i < 10; i++) slow[bucketOf(500)]! += 1;
+    const merged: number[] = [];
+    mergeInto(merged, fast);
+    mergeInto(merged, slow);
+    // 100 latencies: 90 of 2 ms and 10 of 500 ms. The 95th is 500 ms, the median 2 ms.
+    assert.equal(percentile(merged, 0.5), bucketValue(bucketOf(2)));
+    assert.equal(percentile(merged, 0.9), bucketValue(bucketOf(2)));
+    assert.equal(percentile(merged, 0.95), bucketValue(bucketOf(500)));
+    // Averaging the two instances' p95 (2 and 500) would say 251 ms, which no call took.
+    assert.notEqual(percentile(merged, 0.95), (percentile(fast, 0.95)! + percentile(slow, 0.95)!) / 2);
+    assert.equal(percentile([], 0.5), null);
+  });
+
+  test('stored as PostgreSQL array text without trailing empty buckets, read back the same', () => {
+    const h = new Array<number>(BUCKETS).fill(0);
+    h[3] = 2;
+    h[10] = 7;
+    assert.equal(toArrayText(h), '{0,0,0,2,0,0,0,0,0,0,7}');
+    assert.deepEqual(fromArrayText(toArrayText(h)), h.slice(0, 11));
+    assert.equal(toArrayText(new Array<number>(BUCKETS).fill(0)), '{}');
+    assert.deepEqual(fromArrayText('{}'), []);
+  });
+});

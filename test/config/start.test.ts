@@ -1,0 +1,127 @@
+// The real gateway process, started the wrong way: every mistake is one plain line that names the
+// setting and the address, exit code 1, and no stack trace. `--help` prints the options.
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { createServer, type Server } from 'node:net';
+import { after, before, describe, test } from 'node:test';
+import { ROOT } from '../support/process.ts';
+
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs src/main.ts to its end (node with tsx's loader), without the caller's secrets or config. */
+function run(args: string[], env: Record<string, string> = {}): Promise<Run> {
+  const base: Record<string, string> = {};
+  for (const [k, v] of Object.entries(process.env)) {
+    if (v !== undefined && !/^(UPSTREAM_|FAUCET_|DATABASE_URL$|REDIS_URL$|GATEWAY_CONFIG$|DEVNET$|JWT_SECRET$|KEY_ENCRYPTION_SECRET$|ADMIN_TOKEN$)/.test(k)) base[k] = v;
+  }
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', ...args], {
+    cwd: ROOT,
+    env: { ...base, PORT: '0', HOST: '127.0.0.1', DATA_DIR: 'memory', LOG_LEVEL: 'warn', LOG_FORMAT: 'json', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d) => (stdout += d));
+  child.stderr.on('data', (d) => (stderr += d));
+  return new Promise((resolve, reject) => {
+    // A start that goes on means the mistake was not caught: kill it and fail.
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`still running after 120 s:\n${stdout}\n${stderr}`));
+    }, 120_000);
+    child.on('exit', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+/** The one line a failed start prints on stderr, with no stack trace anywhere in the output. */
+function oneLine(r: Run, prefix: RegExp): string {
+  assert.equal(r.code, 1, `exit code 1; stderr: ${r.stderr}`);
+  const lines = r.stderr.split('\n').filter((l) => l.trim() !== '' && !l.startsWith('{'));
+  assert.equal(lines.length, 1, `one plain line on stderr, got:\n${r.stderr}`);
+  assert.doesNotMatch(`${r.stdout}\n${r.stderr}`, /^\s+at /m, 'no stack trace');
+  assert.doesNotMatch(`${r.stdout}\n${r.stderr}`, /"stack"/, 'no stack trace in a log line');
+  const line = lines[0] as string;
+  assert.match(line, prefix);
+  return line;
+}
+
+async function closedPort(): Promise<number> {
+  const s = createServer();
+  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
+  const port = (s.address() as { port: number }).port;
+  await new Promise<void>((r) => s.close(() => r()));
+  return port;
+}
+
+// Each case is its own process: they run side by side (most of their time is loading, not CPU).
+describe('starting the gateway process the wrong way', { concurrency: true }, () => {
+  let busy: Server;
+  let busyPort: number;
+  before(async () => {
+    busy = createServer();
+    await new Promise<void>((r) => busy.listen(0, '127.0.0.1', r));
+    busyPort = (busy.address() as { port: number }).port;
+  });
+  after(() => busy.close());
+
+  test('--help prints the options and the main environment variables, and exits 0', async () => {
+    const r = await run(['--help']);
+    assert.equal(r.code, 0);
+    assert.equal(r.stderr, '');
+    for (const needed of ['--config FILE', '--devnet', '--help', 'PORT', 'DATABASE_URL', 'REDIS_URL', 'JWT_SECRET', 'LOG_LEVEL', 'UPSTREAM_<SLUG>', 'UPSTREAM_WS_<SLUG>', 'docs/config-reference.md']) {
+      assert.ok(r.stdout.includes(needed), `--help mentions ${needed}`);
+    }
+  });
+
+  test('an unknown flag says so and points at --help', async () => {
+    const line = oneLine(await run(['--devnte']), /^Command line: /);
+    assert.equal(line, 'Command line: unknown option --devnte. See --help for the options.');
+  });
+
+  test('a bad LOG_LEVEL names the variable, the value and the levels', async () => {
+    const line = oneLine(await run([], { LOG_LEVEL: 'loud' }), /^Configuration error: /);
+    assert.equal(line, 'Configuration error: LOG_LEVEL: logLevel = "loud": must be one of fatal, error, warn, info, debug, trace, silent');
+  });
+
+  test('a bad PORT names the variable, the value and the range', async () => {
+    const line = oneLine(await run([], { PORT: '80a' }), /^Configuration error: /);
+    assert.equal(line, 'Configuration error: PORT: server.port = "80a": must be a whole number from 0 to 65535');
+  });
+
+  test('a port in use: one line naming PORT and the address', async () => {
+    const line = oneLine(await run([], { PORT: String(busyPort) }), /^Cannot start: /);
+    assert.equal(line, `Cannot start: PORT=${busyPort}, HOST=127.0.0.1: cannot listen on 127.0.0.1:${busyPort}: the address is already in use by another process (EADDRINUSE)`);
+  });
+
+  test('a DATABASE_URL whose host does not exist: one line naming DATABASE_URL and the address, password masked', async () => {
+    const r = await run([], {
+      DATABASE_URL: 'postgres://app:hunter2secret@nohost.invalid:5432/junction',
+      JWT_SECRET: 'j'.repeat(40),
+      KEY_ENCRYPTION_SECRET: 'k'.repeat(40),
+    });
+    const line = oneLine(r, /^Cannot start: /);
+    assert.equal(line, 'Cannot start: DATABASE_URL: cannot reach the database at postgres://app:***@nohost.invalid:5432/junction: host not found (ENOTFOUND)');
+    assert.ok(!`${r.stdout}${r.stderr}`.includes('hunter2secret'));
+  });
+
+  test('a dead Redis: one line naming REDIS_URL and the address', async () => {
+    const port = await closedPort();
+    const line = oneLine(await run([], { REDIS_URL: `redis://127.0.0.1:${port}` }), /^Cannot start: /);
+    assert.equal(line, `Cannot start: REDIS_URL: cannot reach Redis at redis://127.0.0.1:${port}: connection refused (nothing listens there) (ECONNREFUSED)`);
+  });
+
+  test('a URL that does not parse: one line naming the variable, before anything starts', async () => {
+    const r = await run([], { DATABASE_URL: 'postgres://db:99999/x', JWT_SECRET: 'j'.repeat(40), KEY_ENCRYPTION_SECRET: 'k'.repeat(40) });
+    assert.equal(
+      oneLine(r, /^Configuration error: /),
+      'Configuration error: DATABASE_URL: storage.databaseUrl = "postgres://db:99999/x": must be a postgres:// or postgresql:// URL',
+    );
+  });
+});

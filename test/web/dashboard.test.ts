@@ -1,0 +1,161 @@
+// A newcomer in a real browser (C43): signs up, creates a key (shown once, copied with its
+// button) that works at once on the RPC address of the devnet chain; copies an endpoint and
+// calls it; sees the calls on the usage page; manages the key (edit, disable, rotate, delete
+// after confirming); stays signed in across a reload without any script seeing the refresh token.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import type { Page } from 'playwright-core';
+import { createPublicClient, http } from 'viem';
+import { waitFor } from '../support/wait.ts';
+import { browserSkip, type Dashboard, type Member, startDashboard } from './support.ts';
+
+const NET = 'native-mainnet';
+const rpc = (url: string, key: string) => fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': key }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_blockNumber', params: [] }) });
+const clipboard = (page: Page) => page.evaluate(() => navigator.clipboard.readText());
+
+describe('dashboard: a newcomer in chromium (C43)', { skip: await browserSkip() }, () => {
+  let d: Dashboard;
+  let m: Member;
+  let key = '';
+  before(async () => {
+    d = await startDashboard({ devnet: [NET] });
+  });
+  after(() => d?.close());
+
+  test('signs up, creates a key shown once with a copy button, and the key works on the RPC address', async () => {
+    m = await d.newMember();
+    const { page } = m;
+    await page.getByText('No API keys yet').waitFor();
+    await d.check(page, 'keys-empty');
+    await page.getByLabel('Name', { exact: true }).fill('my first app');
+    await page.getByRole('button', { name: 'Create key' }).click();
+    const shown = page.locator('.new-key code');
+    await shown.waitFor();
+    key = (await shown.textContent()) ?? '';
+    assert.ok(key.length > 20, `a key: ${key}`);
+    await page.locator('.new-key').getByRole('button', { name: 'Copy API key' }).click();
+    await page.locator('.new-key').getByText('Copied', { exact: true }).waitFor();
+    assert.equal(await clipboard(page), key);
+    await page.getByRole('heading', { level: 3, name: 'my first app' }).waitFor();
+    await d.check(page, 'keys-created');
+
+    // The key works at once, through viem, on the address the API documents.
+    const client = createPublicClient({ transport: http(`${d.url}/v1/${NET}/${key}`) });
+    assert.equal(await client.getChainId(), 50);
+    assert.equal(typeof (await client.getBlockNumber()), 'bigint');
+
+    // Shown once: after "I have copied it" the page holds only its prefix.
+    await page.getByRole('button', { name: 'I have copied it' }).click();
+    assert.equal(await page.getByText(key).count(), 0);
+  });
+
+  test('copies an endpoint with its button, and the copied address answers', async () => {
+    const { page } = m;
+    await page.getByRole('link', { name: 'Endpoints' }).first().click();
+    await page.getByRole('heading', { level: 1, name: 'Endpoints' }).waitFor();
+    await page.getByRole('button', { name: 'Copy Native Chain Mainnet HTTP address' }).click();
+    const address = await clipboard(page);
+    assert.ok(address.endsWith(`/v1/${NET}/${key}`), address);
+    const port = new URL(d.url).port;
+    const res = await fetch(address.replace(/^http:\/\/localhost:\d+/, `http://127.0.0.1:${port}`), {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'eth_chainId', params: [] }),
+    });
+    assert.deepEqual(await res.json(), { jsonrpc: '2.0', id: 7, result: '0x32' });
+    await page.getByRole('button', { name: 'Copy Native Chain Mainnet WebSocket address' }).click();
+    assert.match(await clipboard(page), new RegExp(`/ws/${NET}\\?apiKey=${key}$`));
+    const curl = await page.locator('code[aria-label^="curl line"]').textContent();
+    assert.match(curl ?? '', new RegExp(`^curl -s http\\S+/v1/${NET}/${key} `));
+    await d.check(page, 'endpoints');
+  });
+
+  test('sees the calls on the usage page: per day, by network, by method, quota and plan', async () => {
+    const { page } = m;
+    for (let i = 0; i < 3; i++) assert.equal((await rpc(`${d.url}/rpc/main/evm/50`, key)).status, 200);
+    await page.getByRole('link', { name: 'Usage' }).first().click();
+    await page.getByRole('heading', { level: 1, name: 'Usage' }).waitFor();
+    // Counts reach storage within a few seconds (C27): refresh until they show.
+    const total = page.getByTestId('total-requests');
+    await waitFor(
+      async () => {
+        const n = Number(((await total.textContent()) ?? '').replace(/,/g, ''));
+        if (n >= 5) return n;
+        await page.getByRole('button', { name: 'Refresh' }).click();
+        await page.waitForTimeout(500);
+        return undefined;
+      },
+      { timeoutMs: 30_000, what: 'the usage page to count the calls' },
+    ).catch(async (err: unknown) => {
+      await page.screenshot({ path: 'test-results/screenshots/usage-failure.png', fullPage: true });
+      throw new Error(`${String(err)}; the page says: ${await page.locator('main').innerText()}`);
+    });
+    await page.locator('canvas[aria-label^="Requests per day"]').waitFor();
+    await page.getByRole('cell', { name: 'eth_blockNumber' }).waitFor();
+    await page.getByRole('cell', { name: 'Native Chain Mainnet' }).waitFor();
+    await page.getByText(/of [\d,]+/).first().waitFor();
+    await page.getByRole('rowheader', { name: 'Requests per minute' }).waitFor();
+    await d.check(page, 'usage');
+  });
+
+  test('edits, disables, rotates and deletes the key; each refusal and confirmation in words', async () => {
+    const { page } = m;
+    await page.getByRole('link', { name: 'API keys' }).first().click();
+    await page.getByRole('heading', { level: 3, name: 'my first app' }).waitFor();
+    await page.getByRole('button', { name: 'Edit my first app' }).click();
+    await page.getByLabel(/Rate limit \(requests per minute; empty/).fill('99999999');
+    await page.getByRole('button', { name: 'Save' }).click();
+    const refusal = page.locator('form.edit [role="alert"]');
+    await refusal.waitFor();
+    assert.doesNotMatch((await refusal.textContent()) ?? '', /[{}"]/, 'the C7 message, not JSON');
+    await page.getByLabel(/Rate limit \(requests per minute; empty/).fill('30');
+    await page.getByRole('button', { name: 'Save' }).click();
+    await page.getByText('30 / min').waitFor();
+
+    await page.getByRole('button', { name: 'Disable my first app' }).click();
+    await page.locator('.status-inactive').waitFor();
+    assert.notEqual((await rpc(`${d.url}/rpc/main/evm/50`, key)).status, 200, 'a disabled key is refused');
+    await page.getByRole('button', { name: 'Enable my first app' }).click();
+    await page.locator('.status-active').waitFor();
+
+    await page.getByRole('button', { name: 'Rotate my first app' }).click();
+    const dialog = page.getByRole('dialog');
+    await dialog.waitFor();
+    await d.check(page, 'keys-confirm');
+    await dialog.getByRole('button', { name: 'Rotate key' }).click();
+    const fresh = (await page.locator('.new-key code').textContent()) ?? '';
+    assert.ok(fresh && fresh !== key);
+    await waitFor(async () => ((await rpc(`${d.url}/rpc/main/evm/50`, key)).status !== 200 ? true : undefined), { timeoutMs: 15_000, what: 'the old value refused' });
+    assert.equal((await rpc(`${d.url}/rpc/main/evm/50`, fresh)).status, 200);
+    await page.getByRole('button', { name: 'I have copied it' }).click();
+
+    // Delete: Cancel leaves it, the confirmation removes it; the list falls back to its empty state.
+    await page.getByRole('button', { name: 'Delete my first app' }).click();
+    await dialog.getByRole('button', { name: 'Cancel' }).click();
+    await dialog.waitFor({ state: 'hidden' });
+    assert.equal(await page.getByRole('heading', { level: 3, name: 'my first app' }).count(), 1);
+    await page.getByRole('button', { name: 'Delete my first app' }).click();
+    await dialog.getByRole('button', { name: 'Delete key' }).click();
+    await page.getByText('No API keys yet').waitFor();
+  });
+
+  test('a reload keeps the member signed in; no script can read the refresh cookie; sign out ends it', async () => {
+    const { page } = m;
+    await page.reload();
+    await page.getByRole('heading', { level: 1, name: 'API keys' }).waitFor();
+    assert.doesNotMatch(await page.evaluate(() => document.cookie), /junction_refresh/);
+    const cookie = (await d.context.cookies()).find((c) => c.name === 'junction_refresh');
+    assert.ok(cookie, 'the refresh cookie');
+    assert.equal(cookie.httpOnly, true);
+    assert.equal(cookie.sameSite, 'Strict');
+    assert.equal(cookie.path, '/api/v1/auth');
+    // The keyboard reaches the navigation and the sign-out button.
+    await page.keyboard.press('Tab');
+    assert.equal(await page.evaluate(() => document.activeElement?.textContent), 'Skip to the page');
+    await page.getByRole('button', { name: 'Sign out' }).first().click();
+    await page.waitForURL(/\/signin/);
+    assert.equal((await d.context.cookies()).find((c) => c.name === 'junction_refresh'), undefined, 'cleared');
+    await page.goto('/usage');
+    await page.waitForURL(/\/signin\?next=%2Fusage/);
+  });
+});

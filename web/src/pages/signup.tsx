@@ -1,0 +1,66 @@
+import { useState } from 'preact/hooks';
+import { fieldErrors, signUp } from '../api.ts';
+import { ErrorBanner, Link, Page } from '../components.tsx';
+import { navigate } from '../router.ts';
+
+export default function SignUp() {
+  const [name, setName] = useState('');
+  const [email, setEmail] = useState('');
+  const [password, setPassword] = useState('');
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<unknown>(undefined);
+  const fields = fieldErrors(error);
+
+  const submit = async (e: Event) => {
+    e.preventDefault();
+    setBusy(true);
+    setError(undefined);
+    try {
+      await signUp(name.trim(), email.trim(), password);
+      // A newcomer's first step: a key.
+      navigate('/keys?welcome=1', { replace: true });
+    } catch (err) {
+      setError(err);
+      setBusy(false);
+    }
+  };
+
+  return (
+    <Page title="Create an account" intro="Free plan: one key, the native networks, no card.">
+      <article class="auth-card">
+        <form onSubmit={(e) => void submit(e)} noValidate>
+          <ErrorBanner error={error} />
+          <label for="signup-name">
+            Name
+            <input id="signup-name" autocomplete="name" required maxLength={100} value={name} onInput={(e) => setName(e.currentTarget.value)} aria-invalid={fields.name ? true : undefined} />
+          </label>
+          <label for="signup-email">
+            E-mail
+            <input id="signup-email" type="email" autocomplete="email" required value={email} onInput={(e) => setEmail(e.currentTarget.value)} aria-invalid={fields.email ? true : undefined} />
+          </label>
+          <label for="signup-password">
+            Password
+            <input
+              id="signup-password"
+              type="password"
+              autocomplete="new-password"
+              required
+              minLength={8}
+              value={password}
+              onInput={(e) => setPassword(e.currentTarget.value)}
+              aria-invalid={fields.password ? true : undefined}
+              aria-describedby="signup-password-help"
+            />
+            <small id="signup-password-help">At least 8 characters, not a common password.</small>
+          </label>
+          <button type="submit" aria-busy={busy} disabled={busy}>
+            Create account
+          </button>
+        </form>
+        <p>
+          Already have an account? <Link href="/signin">Sign in</Link>.
+        </p>
+      </article>
+    </Page>
+  );
+}
