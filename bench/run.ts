@@ -142,7 +142,8 @@ async function main(): Promise<number> {
   const gateways: string[] = [];
   const kinds: Record<string, 'pass-through' | 'cached'> = {};
   // The gateway rows run the compiled JavaScript, as `npm start` does.
-  console.log(`  building dist/: ${await build()} file(s)`);
+  const built = await build();
+  console.log(`  dist/: ${built.built} file(s) built, ${built.removed} stray removed`);
   for (const [i, variant] of GATEWAY_VARIANTS.entries()) {
     if (opt.only !== undefined && !variant.label.includes(opt.only)) continue;
     const why = await variant.skip?.();
