@@ -25,12 +25,35 @@ const pdeathsig =
   existsSync('/usr/bin/setpriv') &&
   spawnSync('/usr/bin/setpriv', ['--help'], { encoding: 'utf8' }).stdout?.includes('--pdeathsig') === true;
 
+/** What a child is to the bench: the proxy under test, or what drives it (load generator, upstream). */
+export type Role = 'target' | 'driver';
+
+let pinning: Record<Role, string> | undefined;
+
+/**
+ * `--pin`: the proxy under test alone on the last CPU, the load generator and the upstream on the
+ * others (util-linux's taskset). Every target then runs on the same core with nothing beside it,
+ * so two targets differ only by their own cost, not by where the scheduler happened to put them.
+ * Returns what was set, for the report, or undefined when pinning is off or impossible.
+ */
+export function pinCpus(enabled: boolean): string | undefined {
+  const cpus = os.availableParallelism();
+  if (!enabled || cpus < 2 || !existsSync('/usr/bin/taskset')) {
+    pinning = undefined;
+    return undefined;
+  }
+  const last = cpus - 1;
+  pinning = { target: String(last), driver: last === 1 ? '0' : `0-${last - 1}` };
+  return `the target alone on CPU ${pinning.target}; load generator and upstream on CPU ${pinning.driver}`;
+}
+
 /**
  * Starts `cmd` as a child. With util-linux's setpriv the kernel kills it if the bench dies even
- * by SIGKILL; setpriv execs the command, so `pid` is the command's own.
+ * by SIGKILL; setpriv and taskset exec the command, so `pid` is the command's own.
  */
-export function startChild(name: string, cmd: string, args: string[], opts: { env?: NodeJS.ProcessEnv; cwd?: string } = {}): Child {
-  const argv = pdeathsig ? ['/usr/bin/setpriv', '--pdeathsig', 'SIGKILL', '--', cmd, ...args] : [cmd, ...args];
+export function startChild(name: string, cmd: string, args: string[], opts: { env?: NodeJS.ProcessEnv; cwd?: string; role?: Role } = {}): Child {
+  const pin = opts.role && pinning ? ['/usr/bin/taskset', '-c', pinning[opts.role]] : [];
+  const argv = [...(pdeathsig ? ['/usr/bin/setpriv', '--pdeathsig', 'SIGKILL', '--'] : []), ...pin, cmd, ...args];
   const proc = spawn(argv[0] as string, argv.slice(1), { cwd: opts.cwd ?? ROOT, env: opts.env ?? process.env, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   const keep = (d: Buffer) => {

@@ -68,6 +68,7 @@ export async function startGateway(
   }
   // The compiled gateway, as `npm start` runs it (bench/run.ts builds dist/ first).
   const child = startChild(variant.label, process.execPath, [...(opts.nodeArgs ?? []), 'dist/main.js'], {
+    role: 'target',
     env: {
       ...process.env,
       // The same gateway whatever the shell exports: embedded storage, in-process state, no config file.

@@ -56,7 +56,7 @@ function wrk(bin: string): LoadGenerator {
         ].join('\n'),
       );
       const args = ['-t1', `-c${spec.connections}`, `-d${spec.seconds}s`, `--timeout`, `${TIMEOUT_S}s`, '-s', file, spec.url];
-      const child = startChild('wrk', bin, args);
+      const child = startChild('wrk', bin, args, { role: 'driver' });
       const timer = setTimeout(() => void stopChild(child), (spec.seconds + TIMEOUT_S + 10) * 1000);
       const code = await child.exited;
       clearTimeout(timer);
@@ -85,7 +85,7 @@ function undiciGenerator(wrkMissing: boolean): LoadGenerator {
   return {
     name: `undici load generator in its own process (bench/load-undici.ts${wrkMissing ? '; wrk is not installed: apt-get install wrk' : ''})`,
     async run(spec) {
-      const child = startChild('load-undici', process.execPath, ['--import', 'tsx', script, JSON.stringify({ ...spec, timeoutS: TIMEOUT_S })]);
+      const child = startChild('load-undici', process.execPath, ['--import', 'tsx', script, JSON.stringify({ ...spec, timeoutS: TIMEOUT_S })], { role: 'driver' });
       const timer = setTimeout(() => void stopChild(child), (spec.seconds + TIMEOUT_S + 10) * 1000);
       const code = await child.exited;
       clearTimeout(timer);

@@ -56,7 +56,7 @@ export async function startNginx(bin: string, upstreamPort: number): Promise<{ c
   const file = path.join(dir, 'nginx.conf');
   writeFileSync(file, config(dir, port, upstreamPort));
   // -e (nginx >= 1.19.5) keeps the startup error log out of /var/log.
-  const child = startChild('nginx', bin, ['-c', file, '-p', dir, '-e', path.join(dir, 'error.log')]);
+  const child = startChild('nginx', bin, ['-c', file, '-p', dir, '-e', path.join(dir, 'error.log')], { role: 'target' });
   const url = `http://127.0.0.1:${port}`;
   await waitUntil(child, 'answer on its port', async () => (await fetch(url, { method: 'POST', body: '{}' })).ok, 15_000);
   return { child, url };

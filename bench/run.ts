@@ -6,13 +6,14 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { type Child, cleanup, cleanupOnSignals, interrupted, removeStaleTempDirs, startChild, stopChild, waitUntil } from './children.ts';
+import { type Child, cleanup, cleanupOnSignals, interrupted, pinCpus, type Role, removeStaleTempDirs, startChild, stopChild, waitUntil } from './children.ts';
 import { type GatewayVariant, startGateway } from './gateway.ts';
 import { pickLoadGenerator } from './load.ts';
 import { type MeasureOptions, measure, QUIET } from './measure.ts';
 import { findNginx, startNginx } from './nginx.ts';
 import { type Comparison, interleaved, type PairTarget } from './pairs.ts';
 import { hotFunctions } from './profile.ts';
+import { recordingCost } from './analytics-record.ts';
 import { machineLine, type Row, table, verdicts } from './report.ts';
 // @ts-expect-error: a plain .mjs build script without type declarations
 import { build } from '../scripts/build.mjs';
@@ -78,6 +79,7 @@ const { values: opt } = parseArgs({
     loadgen: { type: 'string' }, // wrk (default when installed) or undici
     rounds: { type: 'string', default: '6' }, // interleaved rounds after the table (0: none)
     'round-seconds': { type: 'string', default: '3' }, // measured seconds of each target in a round
+    pin: { type: 'string', default: 'off' }, // on: the target alone on one CPU (taskset); off: wherever the scheduler puts it
   },
 });
 const CONNECTIONS = Number(opt.connections);
@@ -86,10 +88,11 @@ const BODY = '{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber","params":[]}';
 const DIRECT = 'direct to upstream';
 const NGINX = 'nginx proxy_pass';
 const BARE = 'node:http + undici only';
+const TWIN = 'gateway, X-API-Key, twin';
 
 /** Starts one of the bench's own servers (`bench/<script>`); it prints `listening <port>`. */
-async function startScript(name: string, script: string, args: string[] = []): Promise<{ child: Child; url: string }> {
-  const child = startChild(name, process.execPath, ['--import', 'tsx', path.join(path.dirname(fileURLToPath(import.meta.url)), script), ...args]);
+async function startScript(name: string, script: string, args: string[], role: Role): Promise<{ child: Child; url: string }> {
+  const child = startChild(name, process.execPath, ['--import', 'tsx', path.join(path.dirname(fileURLToPath(import.meta.url)), script), ...args], { role });
   let port = 0;
   await waitUntil(child, 'listening', async () => {
     port = Number(/listening (\d+)/.exec(child.output())?.[1] ?? 0);
@@ -105,10 +108,13 @@ async function main(): Promise<number> {
   const load = pickLoadGenerator(opt.loadgen);
   const seconds = Number(opt.seconds);
   const warmupSeconds = Number(opt.warmup);
+  if (opt.pin !== 'on' && opt.pin !== 'off') throw new Error('--pin is on or off');
   console.log(machineLine(load.name));
+  const pinned = pinCpus(opt.pin === 'on');
+  console.log(pinned ? `pinned: ${pinned}` : 'not pinned (--pin on to pin): every process runs wherever the scheduler puts it');
   console.log(`each run: ${warmupSeconds} s warm-up, then ${seconds} s at ${CONNECTIONS} and ${MODERATE} keep-alive connections; POST ${BODY}\n`);
 
-  const upstream = await startScript('static upstream', 'static-upstream.ts');
+  const upstream = await startScript('static upstream', 'static-upstream.ts', [], 'driver');
   const o: MeasureOptions = { load, body: BODY, concurrencies: [CONNECTIONS, MODERATE], warmupSeconds, seconds, upstreamPid: upstream.child.pid };
   const rows: Row[] = [];
   const failures: string[] = [];
@@ -133,7 +139,7 @@ async function main(): Promise<number> {
   const nginx = findNginx();
   if (nginx) await run(NGINX, o, () => startNginx(nginx, Number(new URL(upstream.url).port)));
   else console.log(`  ${NGINX}: skipped, nginx is not installed (Debian/Ubuntu: apt-get install nginx-light)`);
-  await run(BARE, o, () => startScript('bare proxy', 'bare-proxy.ts', [upstream.url]));
+  await run(BARE, o, () => startScript('bare proxy', 'bare-proxy.ts', [upstream.url], 'target'));
 
   // Kept after the run (Chrome DevTools or speedscope open the .cpuprofile files); the path is printed.
   const profileDir = opt.profile ? mkdtempSync(path.join(os.tmpdir(), 'junction-bench-profile-')) : undefined;
@@ -188,8 +194,27 @@ async function main(): Promise<number> {
       failures.push(`interleaved rounds: ${(err as Error).message}`);
     }
   }
+  const recording = recordingLine(rows);
+  if (recording && !interrupted()) console.log(`\n${recording}`);
   for (const f of failures) console.error(`\nFAILED ${f}`);
   return failures.length > 0 ? 1 : 0;
+}
+
+/**
+ * C46 measured where a shared machine cannot blur it: the recording's own CPU per call, in this
+ * process once the targets are stopped (bench/analytics-record.ts), as a share of the CPU the
+ * gateway spends per forwarded request (its pass-through row without analytics, in the table).
+ */
+function recordingLine(rows: Row[]): string | undefined {
+  const off = rows.find((r) => r.target === ANALYTICS_OFF && r.connections === CONNECTIONS);
+  if (!off?.rps || off.cpu.proxy === null) return undefined;
+  const perRequestUs = (off.cpu.proxy * 10_000) / off.rps;
+  const { addedNs } = recordingCost();
+  const share = addedNs / 1000 / perRequestUs;
+  return (
+    `analytics recording (C46), CPU time in process: +${addedNs.toFixed(0)} ns per call, against ${perRequestUs.toFixed(0)} µs of gateway CPU per forwarded request: ` +
+    `${(share * 100).toFixed(2)}% (goal: within 3%): ${share <= 0.03 ? 'OK' : 'ABOVE'}`
+  );
 }
 
 /**
@@ -201,7 +226,7 @@ async function pairs(upstreamUrl: string, load: ReturnType<typeof pickLoadGenera
   if (wanted.length === 0) return [];
   const children: Child[] = [];
   try {
-    const bare = await startScript('bare proxy', 'bare-proxy.ts', [upstreamUrl]);
+    const bare = await startScript('bare proxy', 'bare-proxy.ts', [upstreamUrl], 'target');
     children.push(bare.child);
     const targets: PairTarget[] = [{ label: BARE, url: bare.url, headers: {}, body: BODY, pid: bare.child.pid }];
     for (const v of wanted) {
@@ -209,11 +234,20 @@ async function pairs(upstreamUrl: string, load: ReturnType<typeof pickLoadGenera
       children.push(gw.child);
       targets.push({ label: v.label, url: gw.rpcUrl, headers: gw.headers, body: v.body ?? BODY, pid: gw.child.pid });
     }
+    // The control: a second, identical pass-through gateway. What it differs by from its twin is
+    // the resolution of this run; a difference between on and off smaller than that means nothing.
+    const on = wanted.find((v) => v.label === ANALYTICS_ON);
+    if (on && wanted.some((v) => v.label === ANALYTICS_OFF)) {
+      const twin = await startGateway(on, upstreamUrl);
+      children.push(twin.child);
+      targets.push({ label: TWIN, url: twin.rpcUrl, headers: twin.headers, body: on.body ?? BODY, pid: twin.child.pid });
+    }
     const has = (label: string) => targets.some((t) => t.label === label);
     const comparisons: Comparison[] = [];
     if (has(ANALYTICS_ON)) comparisons.push({ name: `${ANALYTICS_ON} vs ${BARE}`, a: ANALYTICS_ON, b: BARE, goal: { min: 0.8, text: 'pass-through, goal >= 0.8' } });
     for (const v of wanted.filter((w) => w.kind === 'cached')) comparisons.push({ name: `${v.label} vs ${BARE}`, a: v.label, b: BARE, goal: { min: 1.2, text: 'cached, goal >= 1.2' } });
     if (has(ANALYTICS_ON) && has(ANALYTICS_OFF)) comparisons.push({ name: 'analytics on vs off', a: ANALYTICS_ON, b: ANALYTICS_OFF, goal: { min: 0.97, text: 'C46, goal: within 3%' } });
+    if (has(TWIN)) comparisons.push({ name: 'identical twin vs analytics on (the resolution of this run)', a: TWIN, b: ANALYTICS_ON });
     return await interleaved(targets, comparisons, { load, connections: CONNECTIONS, rounds, warmupSeconds: 1, seconds: Number(opt['round-seconds']) });
   } finally {
     for (const c of children) await stopChild(c, 10_000);
