@@ -217,7 +217,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   // Chain events (C33-C39): one follower hands blocks to whale alerts and webhooks; prices value them.
   const prices = new Prices({ config, upstreams, logger });
   const webhooks = new Webhooks({ db, config, logger, encryptionSecret: deps.secrets.keyEncryptionSecret });
-  const whales = new WhaleAlerts({ db, config, prices, webhooks, logger });
+  const whales = new WhaleAlerts({ db, config, prices, webhooks, logger, upstreams });
   const follower = new BlockFollower({ db, config, upstreams, logger });
   // The follower's figures per network, read at each scrape (C33).
   const followed = (pick: (f: ReturnType<BlockFollower['stats']>[number]) => number | null) => () =>

@@ -55,6 +55,12 @@ export interface BlockConsumer {
    * later, after a back-off.
    */
   onBlock(block: FollowedBlock, tx: Db): Promise<void>;
+  /**
+   * Called before the transaction that hands `blocks` on, outside it: what the consumer must read
+   * from nodes or price sources for them is read here, so the storage transaction (on PGlite, the
+   * only connection) never waits on the network. A throw counts as `onBlock`'s would.
+   */
+  prepare?(blocks: readonly FollowedBlock[]): Promise<void>;
   /** Called after the block's transaction committed (e.g. to wake a sender). */
   afterCommit?(block: FollowedBlock): void;
 }

@@ -341,6 +341,14 @@ export class NetworkFollower {
     if (!first || !last) return;
     const consumers = this.#o.consumers();
     const { store, holder } = this.#o;
+    for (const c of consumers) {
+      if (!c.prepare) continue;
+      try {
+        await c.prepare(blocks);
+      } catch (err) {
+        throw new ConsumerFailed(c.name, first.number, err);
+      }
+    }
     await this.#o.db.transaction(async (tx) => {
       if (!(await store.advance(tx, this.network, first.number, last.number + 1, holder))) throw new LeaseLost();
       for (const block of blocks) {

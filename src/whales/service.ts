@@ -8,6 +8,7 @@ import { badRequest } from '../errors/http.ts';
 import type { BlockConsumer, FollowedBlock, FollowedTransaction } from '../events/follower.ts';
 import type { Prices } from '../prices/prices.ts';
 import type { Db } from '../storage/db.ts';
+import type { Upstreams } from '../upstreams/upstreams.ts';
 import type { Webhooks } from '../webhooks/service.ts';
 import { usdCents } from './money.ts';
 import { whaleAlerts } from './schema.ts';
@@ -18,7 +19,19 @@ export interface WhaleAlertsOptions {
   prices: Prices;
   webhooks: Webhooks;
   logger: Logger;
+  /** For the receipts of whale-sized transactions (a reverted one moved nothing). */
+  upstreams: Upstreams;
 }
+
+/** What `prepare` read for one block, outside the storage transaction. */
+interface Prepared {
+  price: number | null;
+  /** Hashes (lower case) of the block's whale-sized transactions that reverted. */
+  reverted: Set<string>;
+}
+
+/** Blocks prepared and not yet handed on; more means they were never handed (a rollback), and they are dropped. */
+const MAX_PREPARED = 1_000;
 
 /** A whale alert as the API and the `whale.alert` webhook event give it (spec 2; C35). */
 export interface WhaleAlert {
@@ -77,6 +90,9 @@ export class WhaleAlerts implements BlockConsumer {
   readonly #prices: Prices;
   readonly #webhooks: Webhooks;
   readonly #logger: Logger;
+  readonly #upstreams: Upstreams;
+  /** By block hash: what `prepare` read for the block. */
+  readonly #prepared = new Map<string, Prepared>();
   /** Per whale-alert network: its currency's decimals and the recording threshold in wei. */
   readonly #networks = new Map<string, { decimals: number; minWei: bigint }>();
   #sweepTimer: NodeJS.Timeout | undefined;
@@ -87,6 +103,7 @@ export class WhaleAlerts implements BlockConsumer {
     this.#config = opts.config;
     this.#prices = opts.prices;
     this.#webhooks = opts.webhooks;
+    this.#upstreams = opts.upstreams;
     this.#logger = opts.logger.child({ component: 'whale-alerts' });
     for (const slug of opts.config.whaleAlerts.networks) {
       const net = opts.config.networks.find((n) => n.slug === slug);
@@ -126,10 +143,14 @@ export class WhaleAlerts implements BlockConsumer {
     const whales = this.#whales(block);
     const net = this.#networks.get(block.network);
     if (!whales.length || !net) return;
-    // Read once per block, and only for blocks that have a whale (the price is cached anyway).
-    const price = await this.#price(block.network);
+    // What prepare read; a block handed without it (a direct call) reads the price here.
+    const prepared = this.#prepared.get(block.hash);
+    this.#prepared.delete(block.hash);
+    const price = prepared ? prepared.price : await this.#price(block.network);
     const blockTime = new Date(block.timestamp * 1000);
     for (const t of whales) {
+      // A reverted transaction moved nothing: no transfer, no alert.
+      if (prepared?.reverted.has(t.hash.toLowerCase())) continue;
       const cents = price === null ? null : usdCents(t.value, net.decimals, price);
       const row = {
         id: alertId(block.network, t.hash),
@@ -154,6 +175,38 @@ export class WhaleAlerts implements BlockConsumer {
       const alert = toAlert({ ...row, recordedAt: blockTime });
       await this.#webhooks.publish(tx, { type: 'whale.alert', data: { ...alert } });
     }
+  }
+
+  /**
+   * Before the block's transaction (C33's follower calls it outside): the price, and the
+   * receipt of each whale-sized transaction, so a reverted one is left out. A receipt that cannot
+   * be read (every node failed) counts as a success: the alert is recorded as C35 reads, rather
+   * than lost.
+   */
+  async prepare(blocks: readonly FollowedBlock[]): Promise<void> {
+    if (this.#prepared.size > MAX_PREPARED) this.#prepared.clear();
+    const prices = new Map<string, Promise<number | null>>();
+    await Promise.all(
+      blocks.map(async (block) => {
+        const whales = this.#whales(block);
+        if (!whales.length) return;
+        let price = prices.get(block.network);
+        if (!price) prices.set(block.network, (price = this.#price(block.network)));
+        const reverted = new Set<string>();
+        const pool = this.#upstreams.pool(block.network);
+        await Promise.all(
+          whales.map(async (t) => {
+            try {
+              const receipt = await pool.request<{ status?: string } | null>('eth_getTransactionReceipt', [t.hash]);
+              if (receipt?.status === '0x0') reverted.add(t.hash.toLowerCase());
+            } catch (err) {
+              this.#logger.warn({ network: block.network, txHash: t.hash, err: (err as Error).message }, 'whale alerts: no receipt, recorded as a transfer');
+            }
+          }),
+        );
+        this.#prepared.set(block.hash, { price: await price, reverted });
+      }),
+    );
   }
 
   /** After the block's commit: the sender delivers the events just published. */

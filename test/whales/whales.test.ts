@@ -10,6 +10,7 @@ import type { FollowedBlock } from '../../src/events/follower.ts';
 import type { PublishedEvent } from '../../src/webhooks/service.ts';
 import { whaleAlerts } from '../../src/whales/schema.ts';
 import { registerUser, setTier, startTestApp, type TestApp } from '../support/app.ts';
+import { TINY_ABI, TINY_BYTECODE } from '../support/tiny-contract.ts';
 import { waitFor } from '../support/wait.ts';
 
 const ADMIN_TOKEN = 'whale-test-admin-token-0123456789';
@@ -196,6 +197,28 @@ describe('whale alerts on the devnet (C35, C36)', () => {
         published.filter((e) => e.data.txHash === alert.txHash).map((e) => e.data),
         [alert],
       );
+    });
+
+    test('a whale-sized transaction that reverted moved nothing: no alert; the next transfer is recorded', async () => {
+      const dev = t.devnet?.accounts[4];
+      assert.ok(dev);
+      const url = chainUrl(MAINNET);
+      await chainRpc(url, 'anvil_setBalance', [dev.address, toHex(parseUnits('50000000', 18))]);
+      const chain = defineChain({ id: chainId(MAINNET), name: MAINNET, nativeCurrency: { name: 'N', symbol: 'N', decimals: 18 }, rpcUrls: { default: { http: [url] } } });
+      const wallet = createWalletClient({ account: privateKeyToAccount(dev.privateKey), chain, transport: http(url) });
+      // A contract that reverts on any call it does not know, a plain transfer included.
+      const deployed = await clientOf(MAINNET).waitForTransactionReceipt({ hash: await wallet.deployContract({ abi: TINY_ABI, bytecode: TINY_BYTECODE }), pollingInterval: 100 });
+      const contract = deployed.contractAddress as Address;
+      const hash = await wallet.sendTransaction({ to: contract, value: parseUnits('200000', 18), gas: 100_000n });
+      const receipt = await clientOf(MAINNET).waitForTransactionReceipt({ hash, pollingInterval: 100 });
+      assert.equal(receipt.status, 'reverted');
+      const after = await send(MAINNET, 4, '120000');
+      await recorded({ network: MAINNET, hash, from: dev.address, to: contract, value: 0n, blockNumber: Number(receipt.blockNumber), index: receipt.transactionIndex }, after);
+      const listed = await alertsOf('?limit=100&minValue=0');
+      assert.ok(listed.some((a) => a.txHash === after.hash.toLowerCase()), 'the transfer after it is recorded');
+      assert.equal(listed.find((a) => a.txHash === hash.toLowerCase()), undefined, 'the reverted one is not');
+      assert.deepEqual(await rowsOf(hash), []);
+      assert.equal(published.filter((e) => e.data.txHash === hash.toLowerCase()).length, 0, 'and no whale.alert event went out');
     });
 
     test('a 5,000-coin transfer is not recorded', async () => {
