@@ -53,6 +53,8 @@ export class Solver implements BlockConsumer {
   readonly #confirmations: number;
   /** Blocks whose changes are to be acted on once committed (afterCommit). */
   readonly #changed = new Set<string>();
+  /** By block hash: the settler logs `prepare` read for it, outside the storage transaction. */
+  readonly #preparedLogs = new Map<string, RawLog[]>();
   /** Per intent awaiting its open: when it was last looked up directly. */
   readonly #lookedUp = new Map<string, number>();
   #timer: NodeJS.Timeout | undefined;
@@ -87,8 +89,11 @@ export class Solver implements BlockConsumer {
     if (!s) return;
     const origin = s.origin.toLowerCase();
     const destination = s.destination.toLowerCase();
-    if (!block.transactions.some((t) => t.to === origin || t.to === destination)) return;
-    const logs = await this.#upstreams.pool(block.network).request<RawLog[]>('eth_getLogs', [{ blockHash: block.hash, address: [origin, destination] }]);
+    // Read by prepare, before the transaction; a block handed without it (a direct call) reads them here.
+    const prepared = this.#preparedLogs.get(block.hash);
+    this.#preparedLogs.delete(block.hash);
+    if (!prepared && !block.transactions.some((t) => t.to === origin || t.to === destination)) return;
+    const logs = prepared ?? (await this.#settlerLogs(block, origin, destination));
     let changed = false;
     for (const log of logs) {
       if (log.removed) continue;
@@ -100,6 +105,26 @@ export class Solver implements BlockConsumer {
       if (await this.#apply(tx, block.network, { number: block.number, timestamp: block.timestamp }, ev, log.transactionHash.toLowerCase())) changed = true;
     }
     if (changed) this.#changed.add(`${block.network}:${block.number}`);
+  }
+
+  /** Before the blocks' transaction (C33): the settler logs of those that call a settler, so storage never waits on a node. */
+  async prepare(blocks: readonly FollowedBlock[]): Promise<void> {
+    // More than this were prepared and never handed on (rolled back): dropped.
+    if (this.#preparedLogs.size > 1_000) this.#preparedLogs.clear();
+    await Promise.all(
+      blocks.map(async (block) => {
+        const s = this.#setup.settlers.get(block.network);
+        if (!s) return;
+        const origin = s.origin.toLowerCase();
+        const destination = s.destination.toLowerCase();
+        if (!block.transactions.some((t) => t.to === origin || t.to === destination)) return;
+        this.#preparedLogs.set(block.hash, await this.#settlerLogs(block, origin, destination));
+      }),
+    );
+  }
+
+  #settlerLogs(block: FollowedBlock, origin: string, destination: string): Promise<RawLog[]> {
+    return this.#upstreams.pool(block.network).request<RawLog[]>('eth_getLogs', [{ blockHash: block.hash, address: [origin, destination] }]);
   }
 
   afterCommit(block: FollowedBlock): void {

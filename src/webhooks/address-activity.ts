@@ -5,7 +5,7 @@
 import type { Logger } from 'pino';
 import { formatUnits } from 'viem/utils';
 import type { Config } from '../config/schema.ts';
-import type { BlockConsumer, FollowedBlock } from '../events/follower.ts';
+import type { BlockConsumer, FollowedBlock, FollowedTransaction } from '../events/follower.ts';
 import type { Prices } from '../prices/prices.ts';
 import type { Db } from '../storage/db.ts';
 import { usdCents } from '../whales/money.ts';
@@ -31,6 +31,8 @@ export class AddressActivity implements BlockConsumer {
   readonly #prices: Prices;
   readonly #log: Logger;
   readonly #decimals: ReadonlyMap<string, number>;
+  /** By block hash: the USD price `prepare` read for it, outside the storage transaction (null: none). */
+  readonly #prepared = new Map<string, number | null>();
 
   constructor(deps: { webhooks: Webhooks; prices: Prices; config: Config; logger: Logger }) {
     this.#webhooks = deps.webhooks;
@@ -43,9 +45,24 @@ export class AddressActivity implements BlockConsumer {
     return this.#webhooks.activityNetworks();
   }
 
+  /** Before the block's transaction: the price, so storage never waits on a price source (C33). */
+  async prepare(blocks: readonly FollowedBlock[]): Promise<void> {
+    // More than this were prepared and never handed on (rolled back): dropped.
+    if (this.#prepared.size > 1_000) this.#prepared.clear();
+    const byNetwork = new Map<string, Promise<number | null>>();
+    for (const block of blocks) {
+      if (!block.transactions.some(isTransfer)) continue;
+      let price = byNetwork.get(block.network);
+      if (!price) byNetwork.set(block.network, (price = this.#price(block.network)));
+      this.#prepared.set(block.hash, await price);
+    }
+  }
+
   async onBlock(block: FollowedBlock, tx: Db): Promise<void> {
-    // A native transfer: a value and a recipient (a contract creation has none).
-    const transfers = block.transactions.filter((t) => t.value > 0n && t.to !== null);
+    // What prepare read (null: no price); undefined when the block came without it (a direct call).
+    let usd: number | null | undefined = this.#prepared.has(block.hash) ? (this.#prepared.get(block.hash) ?? null) : undefined;
+    this.#prepared.delete(block.hash);
+    const transfers = block.transactions.filter(isTransfer);
     if (transfers.length === 0) return;
     const endpoints = await this.#webhooks.activityEndpoints(tx, block.network);
     if (endpoints.length === 0) return;
@@ -59,7 +76,6 @@ export class AddressActivity implements BlockConsumer {
     }
     const decimals = this.#decimals.get(block.network) ?? 18;
     const timestamp = new Date(block.timestamp * 1000).toISOString();
-    let usd: number | null | undefined;
     let events = 0;
     for (const t of transfers) {
       const to = t.to as string;
@@ -105,4 +121,9 @@ export class AddressActivity implements BlockConsumer {
       return null;
     }
   }
+}
+
+/** A native transfer: a value and a recipient (a contract creation has none). */
+function isTransfer(t: FollowedTransaction): boolean {
+  return t.value > 0n && t.to !== null;
 }

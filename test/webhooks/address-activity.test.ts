@@ -89,6 +89,58 @@ describe('address.activity on the devnet (C38)', () => {
     assert.equal(r.received.filter((x) => x.path === '/hook/other').length, 0);
   });
 
+  test('prices are read before the block\'s storage transaction, never inside it (a slow price source holds no storage)', async () => {
+    const db = t.storage.db as unknown as { transaction: (...args: unknown[]) => Promise<unknown> };
+    const prices = t.app.parts.prices;
+    const transaction = db.transaction;
+    const nativeUsd = prices.nativeUsd.bind(prices);
+    let open = 0;
+    const reads: boolean[] = [];
+    db.transaction = async (...args: unknown[]) => {
+      open++;
+      try {
+        return await transaction.apply(db, args);
+      } finally {
+        open--;
+      }
+    };
+    prices.nativeUsd = async (network: string) => {
+      reads.push(open > 0);
+      return nativeUsd(network);
+    };
+    // And the node reads of the consumers (whale alerts' receipts): outside too.
+    const pools = [NET, 'native-testnet'].map((slug) => t.app.parts.upstreams.pool(slug));
+    const nodeReads: string[] = [];
+    for (const pool of pools) {
+      const request = pool.request.bind(pool);
+      (pool as { request: unknown }).request = (method: string, params: readonly unknown[], opts?: object) => {
+        if (open > 0) nodeReads.push(method);
+        return request(method, params, opts);
+      };
+    }
+    try {
+      const recipient = privateKeyToAddress(generatePrivateKey());
+      const hook = await createWebhook(t.app, user, { url: `${r.url}/priced`, events: ['address.activity', 'whale.alert'], filters: { networks: [NET, 'native-testnet'], addresses: [recipient] } });
+      await waitFor(() => t.app.parts.follower.stats().find((s) => s.network === NET && s.leaseHeld && s.cursor !== null), { what: `the follower on ${NET}` });
+      await walletOn(NET).sendTransaction({ to: recipient, value: parseEther('0.5') });
+      // Whale-sized on native-testnet (recordMinValue 5 here): whale alerts read a price too.
+      await walletOn('native-testnet').sendTransaction({ to: recipient, value: parseEther('6') });
+      await waitFor(() => events(hook.secret, '/hook/priced').filter((e) => e.type === 'address.activity').length === 2, { what: 'both transfers', timeoutMs: 20_000 });
+      await waitFor(() => events(hook.secret, '/hook/priced').some((e) => e.type === 'whale.alert'), { what: 'the whale alert', timeoutMs: 20_000 });
+      assert.ok(reads.length > 0, 'prices were read');
+      assert.deepEqual(
+        reads.filter((inside) => inside),
+        [],
+        'no price read inside a storage transaction',
+      );
+      assert.deepEqual(nodeReads, [], 'no node read inside a storage transaction');
+    } finally {
+      delete (db as { transaction?: unknown }).transaction; // the prototype's methods again
+      delete (prices as { nativeUsd?: unknown }).nativeUsd;
+      for (const pool of pools) delete (pool as { request?: unknown }).request;
+    }
+  });
+
   test('valueUsd is computed on integers from the wei and rounded half up once (0.7 coins at 0.05 USD is 0.04)', async () => {
     // The same consumer as the app's, with the network priced at 0.05 USD (as the devnet's native coin).
     const draft = structuredClone<Config>(t.config);
