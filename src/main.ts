@@ -145,6 +145,8 @@ async function main(): Promise<void> {
   };
   process.on('SIGTERM', onSignal);
   process.on('SIGINT', onSignal);
+  // A closed terminal (or an SSH session that drops) sends SIGHUP, whose default kills at once.
+  process.on('SIGHUP', onSignal);
 
   try {
     const secrets = resolveSecrets(config);

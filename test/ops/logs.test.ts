@@ -171,7 +171,7 @@ process.exit(0);`;
 });
 
 describe('start lines', { concurrency: true }, () => {
-  test('one line per phase: data folder and where the secrets are, storage, listening address with /docs', async () => {
+  test('one line per phase: data folder and where the secrets are, storage, listening address with /docs; a hangup (SIGHUP: the terminal closed) stops it cleanly', async () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'junction-logs-'));
     const gw = await spawnGateway({ env: { DATA_DIR: dir, LOG_FORMAT: 'json' } });
     try {
@@ -203,6 +203,12 @@ describe('start lines', { concurrency: true }, () => {
       };
       const perNetwork = await waitFor(answerLines, { what: 'a line per network after the first probes', timeoutMs: 30_000 });
       assert.equal(perNetwork.size, 16);
+      // Node's default for SIGHUP is to die on the spot, without the last usage flush.
+      gw.child.kill('SIGHUP');
+      const { code, signal } = await gw.exited;
+      assert.deepEqual({ code, signal }, { code: 0, signal: null }, gw.output().slice(-1500));
+      assert.match(gw.output(), /"signal":"SIGHUP"[^\n]*"msg":"stopping"/);
+      assert.match(gw.output(), /"msg":"stopped"/);
     } finally {
       gw.child.kill('SIGTERM');
       await gw.exited;
