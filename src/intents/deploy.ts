@@ -31,16 +31,43 @@ export interface DeployedSettlers {
   settlers: Record<string, { origin: Address; destination: Address }>;
 }
 
+/** A node's JSON-RPC error, as opposed to no answer at all. */
+class NodeError extends Error {}
+
+const CALL_TIMEOUT_MS = 15_000;
+const CALL_ATTEMPTS = 3;
+
+/**
+ * One call, tried again when no answer came (a timeout, a dropped connection): every call here
+ * may be repeated safely (reads, and a signed transaction, whose second sending changes nothing).
+ * On a loaded machine a start that is busy migrating storage can leave an answer unread past its
+ * timeout; the next attempt finds the loop free.
+ */
 async function rpc<T>(url: string, method: string, params: unknown[]): Promise<T> {
-  const res = await fetch(url, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
-    signal: AbortSignal.timeout(15_000),
-  });
-  const body = (await res.json()) as { result?: T; error?: { message?: string } };
-  if (body.error) throw new Error(`${method}: ${body.error.message ?? 'error'}`);
-  return body.result as T;
+  for (let attempt = 1; ; attempt++) {
+    try {
+      const res = await fetch(url, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+        signal: AbortSignal.timeout(CALL_TIMEOUT_MS),
+      });
+      const body = (await res.json()) as { result?: T; error?: { message?: string } };
+      if (body.error) throw new NodeError(`${method}: ${body.error.message ?? 'error'}`);
+      return body.result as T;
+    } catch (err) {
+      if (err instanceof NodeError || attempt >= CALL_ATTEMPTS) throw err;
+    }
+  }
+}
+
+/** Sends a signed transaction; a repeat that the node already has (sent by an attempt whose answer was lost) is no error. */
+async function sendRaw(url: string, raw: Hex): Promise<void> {
+  try {
+    await rpc<Hex>(url, 'eth_sendRawTransaction', [raw]);
+  } catch (err) {
+    if (!(err instanceof NodeError) || !/already known|known transaction|nonce too low/i.test(err.message)) throw err;
+  }
 }
 
 interface Receipt {
@@ -74,7 +101,7 @@ async function deployOn(chain: DeployChain, opts: DeployOptions): Promise<{ orig
     const call = { from: account.address, ...(tx.to ? { to: tx.to } : {}), ...(tx.data ? { data: tx.data } : {}), value: `0x${(tx.value ?? 0n).toString(16)}` };
     const gas = (BigInt(await rpc<Hex>(url, 'eth_estimateGas', [call])) * 12n) / 10n;
     const raw = await account.signTransaction({ chainId: id, nonce: nonce++, type: 'legacy', gasPrice: (gasPrice * 12n) / 10n, gas, ...tx });
-    await rpc<Hex>(url, 'eth_sendRawTransaction', [raw]);
+    await sendRaw(url, raw);
     return receipt(url, keccak256(raw), timeoutMs);
   };
   const origin = loadArtifact('OriginSettler');

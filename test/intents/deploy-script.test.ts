@@ -13,6 +13,9 @@ import { type Address, createPublicClient, type Hex, http } from 'viem';
 import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts';
 import { type Devnet, startDevnet } from '../../src/devnet/devnet.ts';
 import { loadArtifact } from '../../src/devnet/artifacts.ts';
+import { deploySettlers } from '../../src/intents/deploy.ts';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 
 const run = promisify(execFile);
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
@@ -66,5 +69,50 @@ describe('npm run deploy:settlers (C42)', () => {
       assert.ok(!(err.stderr ?? '').includes(solverKey.slice(2)));
       return true;
     });
+  });
+});
+
+describe('deploying through a node whose answers get lost (C42)', () => {
+  test('a call whose answer never came is sent again, a signed transaction included (the node already has it): the deployment completes', async () => {
+    // In front of the chain: the first eth_estimateGas is cut before it reaches the node, and the
+    // first eth_sendRawTransaction reaches the node but its answer is cut.
+    const lost = new Set<string>();
+    const proxy = createServer((req, res) => {
+      let body = '';
+      req.on('data', (c) => {
+        body += c;
+      });
+      req.on('end', () => {
+        const method = (JSON.parse(body) as { method: string }).method;
+        if (method === 'eth_estimateGas' && !lost.has(method)) {
+          lost.add(method);
+          req.socket.destroy();
+          return;
+        }
+        void fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body }).then(async (r) => {
+          const text = await r.text();
+          if (method === 'eth_sendRawTransaction' && !lost.has(method)) {
+            lost.add(method);
+            req.socket.destroy();
+            return;
+          }
+          res.writeHead(200, { 'content-type': 'application/json' }).end(text);
+        });
+      });
+    });
+    await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r));
+    try {
+      const rpcUrl = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
+      const { settlers } = await deploySettlers({ chains: [{ slug: 'optimism', chainId: 10, rpcUrl }], deployerKey: solverKey, oracle: solver });
+      assert.deepEqual([...lost].sort(), ['eth_estimateGas', 'eth_sendRawTransaction'], 'both answers were lost once');
+      const client = createPublicClient({ transport: http(url) });
+      for (const address of [settlers.optimism?.origin, settlers.optimism?.destination]) {
+        assert.ok(address);
+        assert.ok(((await client.getCode({ address })) ?? '0x').length > 2, `code at ${address}`);
+      }
+    } finally {
+      proxy.closeAllConnections();
+      await new Promise((r) => proxy.close(r));
+    }
   });
 });
