@@ -38,7 +38,7 @@ const CALL_TIMEOUT_MS = 15_000;
 const CALL_ATTEMPTS = 3;
 
 /**
- * One call, tried again when no answer came (a timeout, a dropped connection): every call here
+ * One call, tried again when no answer came (a timeout, a dropped connection, a 5xx from a relay): every call here
  * may be repeated safely (reads, and a signed transaction, whose second sending changes nothing).
  * On a loaded machine a start that is busy migrating storage can leave an answer unread past its
  * timeout; the next attempt finds the loop free.
@@ -52,6 +52,8 @@ async function rpc<T>(url: string, method: string, params: unknown[]): Promise<T
         body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
         signal: AbortSignal.timeout(CALL_TIMEOUT_MS),
       });
+      // A 5xx is a relay's failure (the devnet's responder in front of anvil, a load balancer), not the node's answer.
+      if (res.status >= 500) throw new Error(`${method}: HTTP ${res.status} ${(await res.text()).slice(0, 200)}`);
       const body = (await res.json()) as { result?: T; error?: { message?: string } };
       if (body.error) throw new NodeError(`${method}: ${body.error.message ?? 'error'}`);
       return body.result as T;
