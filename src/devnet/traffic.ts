@@ -110,7 +110,8 @@ export function startDevnetTraffic(opts: DevnetTrafficOptions): DevnetTraffic {
 
 /** Tops `from` up when it runs low, then sends a random whole amount of coins to a fresh address. */
 async function sendWhale(url: string, from: Address): Promise<{ hash: Hex; to: Address; coins: number }> {
-  const balance = BigInt(await rpc<Hex>(url, 'eth_getBalance', [from, 'latest']));
+  // 'pending': transfers sent but not mined yet (a busy machine mines late) count against it.
+  const balance = BigInt(await rpc<Hex>(url, 'eth_getBalance', [from, 'pending']));
   if (balance < LOW_BALANCE_COINS * WEI_PER_COIN) {
     await rpc(url, 'anvil_setBalance', [from, `0x${(TOP_UP_COINS * WEI_PER_COIN).toString(16)}`]);
   }
