@@ -140,10 +140,13 @@ describe('readiness that tells the truth (C3)', () => {
       ],
     );
     await b.setMode('refuse');
+    // A probe caught on a kept-alive connection as the node stops is reset (ECONNRESET); the next
+    // one, on a new connection, is refused: the reason awaited is the one that stays.
     const degraded = await waitFor(async () => {
       const x = await ready(t);
-      return x.networks['native-mainnet']?.status === 'degraded' ? x.networks['native-mainnet'] : undefined;
-    }, { what: 'one mainnet upstream down' });
+      const n = x.networks['native-mainnet'];
+      return n?.status === 'degraded' && n.upstreams[1]?.lastError === 'connection refused (ECONNREFUSED)' ? n : undefined;
+    }, { what: 'one mainnet upstream down, refusing connections' });
     assert.equal(degraded.summary, '1 of 2 upstreams answer');
     assert.equal(degraded.upstreams[1]?.lastError, 'connection refused (ECONNREFUSED)');
     // The one that answers still serves.
