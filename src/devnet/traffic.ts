@@ -118,6 +118,16 @@ async function sendWhale(url: string, from: Address): Promise<{ hash: Hex; to: A
   const coins = randomInt(WHALE_MIN_COINS, WHALE_MAX_COINS + 1);
   const to: Address = `0x${randomBytes(20).toString('hex')}`;
   const value = `0x${(BigInt(coins) * WEI_PER_COIN).toString(16)}`;
-  const hash = await rpc<Hex>(url, 'eth_sendTransaction', [{ from, to, value }]);
+  const send = () => rpc<Hex>(url, 'eth_sendTransaction', [{ from, to, value }]);
+  let hash: Hex;
+  try {
+    hash = await send();
+  } catch (err) {
+    // The balance changed between the read and the send (a test or a user spent it, or set it
+    // with anvil_setBalance): top up and send once more, rather than skip the round.
+    if (!/insufficient funds/i.test((err as Error).message)) throw err;
+    await rpc(url, 'anvil_setBalance', [from, `0x${(TOP_UP_COINS * WEI_PER_COIN).toString(16)}`]);
+    hash = await send();
+  }
   return { hash, to, coins };
 }

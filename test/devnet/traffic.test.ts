@@ -1,11 +1,14 @@
 // C45: the devnet's accounts hold 10,000,000 coins on every chain; dev account 9 sends whale-sized
 // transfers on the native chains (never elsewhere), tops itself up, and keeps the feeds fresh.
 import assert from 'node:assert/strict';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
+import { AnvilProcess } from '../../src/devnet/anvil.ts';
 import { type Devnet, startDevnet } from '../../src/devnet/devnet.ts';
 import { readFeed } from '../../src/devnet/feeds.ts';
 import { rpc } from '../../src/devnet/rpc.ts';
-import { WHALE_MAX_COINS, WHALE_MIN_COINS } from '../../src/devnet/traffic.ts';
+import { startDevnetTraffic, WHALE_MAX_COINS, WHALE_MIN_COINS } from '../../src/devnet/traffic.ts';
 import { waitFor } from '../support/wait.ts';
 
 const COIN = 10n ** 18n;
@@ -139,6 +142,56 @@ describe('devnet life off (C45)', () => {
       assert.equal(sent, 0, 'only the feed deployment, no transfer');
     } finally {
       await devnet.stop();
+    }
+  });
+});
+
+describe('devnet life when the balance changes under it (C45)', () => {
+  test('a balance spent between the read and the send: dev account 9 tops up and sends in the same round', async () => {
+    const anvil = new AnvilProcess({ chainId: 50, accountBalanceCoins: 10_000_000 }); // no top-up before the send
+    const node = `http://127.0.0.1:${await anvil.port}`;
+    const [from] = await rpc<`0x${string}`[]>(node, 'eth_accounts', []);
+    assert.ok(from);
+    // In front of the chain: once a round has read the balance, the balance drops to 1,000 coins
+    // before the answer arrives (as a test or a user setting it at that moment would).
+    let drained = 0;
+    const relay = createServer((req, res) => {
+      let body = '';
+      req.on('data', (c) => {
+        body += c;
+      });
+      req.on('end', () => {
+        void (async () => {
+          const answer = await (await fetch(node, { method: 'POST', headers: { 'content-type': 'application/json' }, body })).text();
+          if ((JSON.parse(body) as { method: string }).method === 'eth_getBalance' && drained === 0) {
+            drained++;
+            await rpc(node, 'anvil_setBalance', [from, `0x${(1_000n * COIN).toString(16)}`]);
+          }
+          res.writeHead(200, { 'content-type': 'application/json' }).end(answer);
+        })();
+      });
+    });
+    await new Promise<void>((r) => relay.listen(0, '127.0.0.1', r));
+    const logs: { obj: object; msg?: string }[] = [];
+    const traffic = startDevnetTraffic({
+      chains: [{ slug: 'native-mainnet', url: `http://127.0.0.1:${(relay.address() as AddressInfo).port}` }],
+      account: from,
+      whaleEverySeconds: 1,
+      feedHeartbeatSeconds: 0,
+      logger: { debug: (obj, msg) => logs.push({ obj, msg }) },
+    });
+    try {
+      await waitFor(() => logs.length > 0, { timeoutMs: 20_000, intervalMs: 100, what: 'a whale round' });
+      await traffic.stop();
+      assert.equal(drained, 1, 'the balance was drained after the read');
+      assert.equal(logs[0]?.msg, 'devnet whale transfer sent', JSON.stringify(logs[0]));
+      const hash = (logs[0]?.obj as { hash?: string }).hash;
+      assert.equal((await rpc<{ status: string }>(node, 'eth_getTransactionReceipt', [hash])).status, '0x1');
+    } finally {
+      await traffic.stop();
+      relay.closeAllConnections();
+      await new Promise((r) => relay.close(r));
+      await anvil.stop();
     }
   });
 });
