@@ -265,10 +265,12 @@ describe('dashboard: faucet, whale alerts, webhooks, analytics (C43, C46)', { sk
     assert.ok(refused.error, 'the key is refused on a network it does not have');
 
     await d.go(page, '/analytics');
-    // Flushed with usage (every 2 s): the page's Refresh shows it once it is in.
+    // Flushed with usage (every 2 s): the page's Refresh shows it once it is in. The calls and the
+    // refusal may land in two flushes, so both are waited for.
     await waitFor(
       async () => {
-        if ((await page.locator('table.top-methods').count()) && (await mainText(page)).includes('eth_blockNumber')) return true;
+        const text = await mainText(page);
+        if ((await page.locator('table.top-methods').count()) && text.includes('eth_blockNumber') && text.includes('network not allowed: 1')) return true;
         await page.getByRole('button', { name: 'Refresh' }).click();
         await page.waitForTimeout(1000);
         return false;
