@@ -3,9 +3,11 @@
 // Before that it says plainly which local services answer: suites that need PostgreSQL or
 // Redis skip when theirs does not (and say so), unless REQUIRE_SERVICES=1, where they fail.
 import { spawn } from 'node:child_process';
-import { readdirSync, statSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import net from 'node:net';
 import path from 'node:path';
+import { build, staleness } from './build.mjs';
 
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..');
 
@@ -53,12 +55,42 @@ if (files.length === 0) {
   process.exit(1);
 }
 
+// Tests that start the gateway as its own process run the compiled dist/ (as `npm start` does):
+// loading it takes half the CPU of loading src/ through tsx. Built here when src/ changed since.
+const stale = staleness();
+if (stale) {
+  const started = Date.now();
+  console.log(`[test] dist/ is ${stale}: building`);
+  const { built } = await build();
+  console.log(`[test] built ${built} file(s) in ${Date.now() - started} ms`);
+}
+
 // Two test files at a time: most suites wait on chains, timers and sockets rather than the CPU,
 // so two at once roughly halve the wall time on the 2-core machine (TEST_CONCURRENCY to change).
 const concurrency = process.env.TEST_CONCURRENCY ?? '2';
-const child = spawn(process.execPath, ['--import', 'tsx', '--test', `--test-concurrency=${concurrency}`, ...files], {
+// The runner's usual output (spec in a terminal, TAP otherwise), and each file's time into a
+// temporary file, of which the slowest are printed at the end: where the suite's time goes.
+const times = path.join(mkdtempSync(path.join(tmpdir(), 'junction-test-times-')), 'times.txt');
+const reporters = [
+  `--test-reporter=${process.stdout.isTTY ? 'spec' : 'tap'}`,
+  '--test-reporter-destination=stdout',
+  `--test-reporter=${path.join(root, 'scripts/test-file-times.mjs')}`,
+  `--test-reporter-destination=${times}`,
+];
+const started = Date.now();
+const child = spawn(process.execPath, ['--import', 'tsx', '--test', `--test-concurrency=${concurrency}`, ...reporters, ...files], {
   cwd: root,
   stdio: 'inherit',
   env: { ...process.env, NODE_ENV: 'test' },
 });
-child.on('exit', (code, signal) => process.exit(code ?? (signal ? 1 : 0)));
+child.on('exit', (code, signal) => {
+  try {
+    const lines = readFileSync(times, 'utf8').split('\n').filter(Boolean);
+    console.log(`[test] ${files.length} file(s) in ${Math.round((Date.now() - started) / 1000)} s (${concurrency} at a time); the slowest:`);
+    for (const line of lines.slice(0, 10)) console.log(`[test] ${line.replace(`${root}/`, '')}`);
+    rmSync(path.dirname(times), { recursive: true, force: true });
+  } catch {
+    // no times: the runner stopped before writing them
+  }
+  process.exit(code ?? (signal ? 1 : 0));
+});

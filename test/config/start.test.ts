@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { createServer, type Server } from 'node:net';
 import { after, before, describe, test } from 'node:test';
-import { ROOT } from '../support/process.ts';
+import { ensureBuilt, ROOT } from '../support/process.ts';
 
 interface Run {
   code: number | null;
@@ -12,13 +12,14 @@ interface Run {
   stderr: string;
 }
 
-/** Runs src/main.ts to its end (node with tsx's loader), without the caller's secrets or config. */
-function run(args: string[], env: Record<string, string> = {}): Promise<Run> {
+/** Runs the compiled gateway (dist/main.js, as `npm start` does) to its end, without the caller's secrets or config. */
+async function run(args: string[], env: Record<string, string> = {}): Promise<Run> {
+  await ensureBuilt();
   const base: Record<string, string> = {};
   for (const [k, v] of Object.entries(process.env)) {
     if (v !== undefined && !/^(UPSTREAM_|FAUCET_|DATABASE_URL$|REDIS_URL$|GATEWAY_CONFIG$|DEVNET$|JWT_SECRET$|KEY_ENCRYPTION_SECRET$|ADMIN_TOKEN$)/.test(k)) base[k] = v;
   }
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', ...args], {
+  const child = spawn(process.execPath, ['dist/main.js', ...args], {
     cwd: ROOT,
     env: { ...base, PORT: '0', HOST: '127.0.0.1', DATA_DIR: 'memory', LOG_LEVEL: 'warn', LOG_FORMAT: 'json', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
