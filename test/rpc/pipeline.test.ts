@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { type FakeNode, startFakeNode } from '../support/fake-node.ts';
 import { createKey, startTestApp, type TestApp } from '../support/app.ts';
-import { connect, type Head, type Json, wsAddress } from '../ws/helpers.ts';
+import { connect, type Head, type Json, tryUpgrade, wsAddress } from '../ws/helpers.ts';
 
 let t: TestApp;
 let fake: FakeNode;
@@ -206,6 +206,35 @@ describe('unknown API keys on the RPC addresses (C17 failed-auth limit)', () => 
       const again = await fetch(`${small.url}/v1/native-mainnet/${good.key}`, { method: 'POST', body: JSON.stringify(call('eth_chainId', 2)) });
       assert.equal(again.status, 200);
       assert.equal(cache.misses - lookups, 5, 'the good key was still in memory');
+    } finally {
+      await small.close();
+    }
+  });
+});
+
+describe('unknown API keys at the WebSocket upgrade (C17 failed-auth limit)', () => {
+  test('past limits.failedAuthPerMinute, upgrades with unknown keys from one address are 429 without a storage lookup, and a good key still connects', async () => {
+    const small = await startTestApp({ listen: true, env: { UPSTREAM_NATIVE_MAINNET: fake.url }, overrides: { limits: { failedAuthPerMinute: 5 } } });
+    try {
+      const good = await createKey(small.app);
+      const first = await tryUpgrade(wsAddress(small, `/ws/native-mainnet?apiKey=${good.key}`));
+      assert.equal(first.status, 101);
+      first.ws?.close();
+      const cache = small.app.parts.keyCache;
+      const lookups = cache.misses;
+      // Fired at once: the allowance is taken before the lookup, so concurrency cannot pass it.
+      const answers = await Promise.all(
+        Array.from({ length: 15 }, (_, i) => tryUpgrade(wsAddress(small, `/ws/native-mainnet?apiKey=jk_live_unknown${i}x${'q'.repeat(30)}`))),
+      );
+      const codeOf = (body: string) => (JSON.parse(body) as Json).error?.code;
+      assert.equal(answers.filter((a) => a.status === 401 && codeOf(a.body) === -32001).length, 5);
+      assert.equal(answers.filter((a) => a.status === 429 && codeOf(a.body) === -32005).length, 10);
+      assert.ok(answers.filter((a) => a.status === 429).every((a) => Number(a.headers['retry-after']) >= 1), 'Retry-After on each 429');
+      assert.equal(cache.misses - lookups, 5, 'only the admitted ones reached storage');
+      const again = await tryUpgrade(wsAddress(small, `/ws/native-mainnet`), { 'x-api-key': good.key });
+      assert.equal(again.status, 101, 'the good key is in memory: no allowance needed');
+      again.ws?.close();
+      assert.equal(cache.misses - lookups, 5);
     } finally {
       await small.close();
     }

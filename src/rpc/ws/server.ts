@@ -7,7 +7,7 @@ import { Gauge, type Registry } from 'prom-client';
 import { WebSocketServer } from 'ws';
 import type { NetworkRegistry } from '../../chains/registry.ts';
 import type { Config } from '../../config/schema.ts';
-import { InternalRpcError, InvalidRequestError, NetworkNotAllowedError, RateLimitedError, RpcError, UnknownNetworkError } from '../../errors/rpc.ts';
+import { InternalRpcError, InvalidApiKeyError, InvalidRequestError, NetworkNotAllowedError, RateLimitedError, RpcError, UnknownNetworkError } from '../../errors/rpc.ts';
 import type { KeyCache } from '../../keys/cache.ts';
 import type { KeyChange } from '../../keys/service.ts';
 import type { Meter } from '../../metering/meter.ts';
@@ -199,7 +199,17 @@ export class WsGateway {
     const url = new URL(req.url ?? '/', 'http://gateway');
     const header = req.headers['x-api-key'];
     const apiKey = url.searchParams.get('apiKey') ?? (typeof header === 'string' ? header : undefined);
-    const key = await this.#d.keys.authenticate(apiKey ?? undefined);
+    const ip = this.#clientIp(req);
+    // As on the HTTP RPC addresses (C17): a key in memory costs nothing more; one only storage can
+    // tell about takes a place in the address's failed-lookup allowance first (given back when the
+    // key exists), so guessing keys through upgrades cannot make a storage round trip each.
+    let key = this.#d.keys.peek(apiKey ?? undefined);
+    if (key === undefined) {
+      const guard = await this.#d.meter.reserveKeyLookup(ip);
+      if (guard.error) return deny(socket, guard.error.httpStatus, guard.error, guard.headers);
+      key = await this.#d.keys.authenticate(apiKey ?? undefined);
+      if (!(key instanceof InvalidApiKeyError)) await guard.release();
+    }
     if (key instanceof RpcError) return deny(socket, key.httpStatus, key);
     // C13: the 101 and every refusal from here on carry the caller's limits (read, not consumed).
     const { headers } = await this.#d.meter.rpc({ key }, 0, 0);
@@ -208,7 +218,6 @@ export class WsGateway {
       return deny(socket, err.httpStatus, err, headers);
     }
     // Issue 15: the key's origin, IP and JWT rules, at the upgrade (each message is checked again).
-    const ip = this.#clientIp(req);
     const jwt = url.searchParams.get('jwt');
     const authorization = req.headers.authorization ?? (jwt ? `Bearer ${jwt}` : undefined);
     if (key.access) {
