@@ -46,6 +46,17 @@ function upstreamFailure(network: string, err: unknown): unknown {
   return err;
 }
 
+/**
+ * The wallet's balance at the head block, with that block's number: the liquidity check counts the
+ * fills mined after it as still reserved (IntentStore.create). The balance is read at the number,
+ * not at 'latest', so the two cannot disagree.
+ */
+async function balanceAtHead(pool: ReturnType<Upstreams['pool']>, address: Address): Promise<{ balance: bigint; block: number }> {
+  const head = await pool.request<Hex>('eth_blockNumber', []);
+  const balance = await pool.request<Hex>('eth_getBalance', [address, head]);
+  return { balance: BigInt(balance), block: Number(BigInt(head)) };
+}
+
 export class IntentService {
   readonly setup: IntentsSetup;
   readonly store: IntentStore;
@@ -117,7 +128,7 @@ export class IntentService {
 
     await this.#checkOracle(from.slug, settlersFrom.origin, oracle.address);
     const pool = this.#upstreams.pool(to.slug);
-    const [gasPrice, wallet] = await Promise.all([pool.request<Hex>('eth_gasPrice', []), readWallet(pool, solver.address)]).catch((err: unknown) => {
+    const [gasPrice, wallet, funds] = await Promise.all([pool.request<Hex>('eth_gasPrice', []), readWallet(pool, solver.address), balanceAtHead(pool, solver.address)]).catch((err: unknown) => {
       throw upstreamFailure(to.slug, err);
     });
     const q = quote({ inputWei, feeBps: this.setup.feeBps, fillGasLimit: this.setup.fillGasLimit, gasPrice: BigInt(gasPrice), maxPerGas: wallet.maxPerGas });
@@ -159,7 +170,8 @@ export class IntentService {
           fillWindow,
           fillDeadline: openDeadline + fillWindow,
         },
-        wallet.balance,
+        funds.balance,
+        funds.block,
       );
     } catch (err) {
       if (err instanceof LiquidityError) {

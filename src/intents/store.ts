@@ -2,7 +2,7 @@
 // (reserving liquidity, claiming a fill, choosing a nonce) happens in one transaction holding an
 // advisory lock, so instances sharing a database take turns; the unique indexes back it up.
 import { randomUUID } from 'node:crypto';
-import { and, asc, desc, eq, gte, inArray, notInArray, type SQL, sql } from 'drizzle-orm';
+import { and, asc, desc, eq, gt, gte, inArray, notInArray, or, type SQL, sql } from 'drizzle-orm';
 import type { Hex } from 'viem';
 import { keccak256 } from 'viem/utils';
 import type { Db } from '../storage/db.ts';
@@ -51,15 +51,20 @@ export class IntentStore {
    * filled there reserve (output plus fill gas) must cover this one's. Concurrent creations take
    * turns on the lock, so together they never reserve more than the balance.
    *
+   * The balance was read at block `balanceBlock`, before the lock: an intent whose fill was mined
+   * after that block (and recorded meanwhile) is no longer reserving, but its payment is not in
+   * that balance either, so it is counted as reserved too. (A fill mined by then but not recorded
+   * yet is counted twice: the error is on the safe side.)
+   *
    * @throws LiquidityError when it does not fit; nothing is recorded.
    */
-  async create(row: NewIntentRow & { outputWei: string; gasReserveWei: string }, balanceWei: bigint): Promise<IntentRow> {
+  async create(row: NewIntentRow & { outputWei: string; gasReserveWei: string }, balanceWei: bigint, balanceBlock: number): Promise<IntentRow> {
     return this.#db.transaction(async (tx) => {
       await tx.execute(sql`select pg_advisory_xact_lock(hashtextextended(${`intents:liquidity:${row.toNetwork}:${row.solver}`}, 0))`);
       const [sum] = await tx
         .select({ reserved: sql<string | null>`sum(${i.outputWei} + ${i.gasReserveWei})` })
         .from(i)
-        .where(and(eq(i.toNetwork, row.toNetwork), eq(i.solver, row.solver), inArray(i.status, RESERVING)));
+        .where(and(eq(i.toNetwork, row.toNetwork), eq(i.solver, row.solver), or(inArray(i.status, RESERVING), gt(i.fillBlock, balanceBlock))));
       const available = balanceWei - BigInt(sum?.reserved ?? '0');
       const needed = BigInt(row.outputWei) + BigInt(row.gasReserveWei);
       if (available < needed) throw new LiquidityError(available < 0n ? 0n : available, needed);
