@@ -1,29 +1,25 @@
+// The command line and the config are read with light modules only: `--help` and a mistake in a
+// setting answer at once. The app, storage and devnet modules are loaded once they are needed.
 import { rmSync } from 'node:fs';
 import type http from 'node:http';
+import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
-import { buildApp } from './app.ts';
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import type { Address } from 'viem';
 import { helpText, parseCommandLine, UsageError } from './config/cli.ts';
-import { ConfigError, loadConfig, validateConfig } from './config/load.ts';
+import { maskUrl } from './config/describe.ts';
+import { ConfigError, loadConfig, publicUrl, validateConfig } from './config/load.ts';
 import type { Config } from './config/schema.ts';
 import { resolveSecrets } from './config/secrets.ts';
 import { listenStartError, redisStartError, StartError, storageStartError } from './config/start-errors.ts';
-import { type Devnet, startDevnet } from './devnet/devnet.ts';
-import { applyDevnetTokens, deployTestTokens } from './devnet/tokens.ts';
-import { deployDevnetSettlers, devnetSolver, withDevnetIntents } from './intents/deploy.ts';
-import type { Address } from 'viem';
-import { applyDevnetPrices, feedHeartbeatSeconds } from './devnet/prices.ts';
-import { faucetWallets, withDevnetFaucetKeys } from './faucet/wallets.ts';
+import type { Devnet } from './devnet/devnet.ts';
 import { createLogger } from './ops/logging.ts';
-import { maskUrl } from './config/describe.ts';
-import { publicUrl } from './config/load.ts';
-import path from 'node:path';
-import type { Logger } from 'pino';
-import { openStorage, type Storage } from './storage/db.ts';
-import { openRedis } from './storage/redis.ts';
-import type { Redis } from 'ioredis';
+import type { Storage } from './storage/db.ts';
 
 /** The config with every network's upstream pointed at its local devnet chain (C31) and the devnet's prices (C45). */
-function onDevnet(cfg: Config, devnet: Devnet, tokens: Readonly<Record<string, Address>>): Config {
+async function onDevnet(cfg: Config, devnet: Devnet, tokens: Readonly<Record<string, Address>>): Promise<Config> {
+  const [{ applyDevnetPrices }, { applyDevnetTokens }] = await Promise.all([import('./devnet/prices.ts'), import('./devnet/tokens.ts')]);
   const copy = structuredClone<Config>(cfg);
   for (const n of copy.networks) {
     const u = devnet.upstreams[n.slug];
@@ -55,9 +51,16 @@ function drainConnections(server: http.Server, drainMs: number, log: Logger): ()
   };
 }
 
+let devnetLoading: ReturnType<typeof loadDevnetModules> | undefined;
+const loadDevnetModules = () =>
+  Promise.all([import('./devnet/devnet.ts'), import('./devnet/tokens.ts'), import('./intents/deploy.ts'), import('./devnet/prices.ts'), import('./faucet/wallets.ts')]);
+/** The modules of `--devnet`, loaded once. */
+const devnetModules = () => (devnetLoading ??= loadDevnetModules());
+
 /** The local chains of `--devnet` (C31) and the config pointed at them. */
 async function startChains(cfg: Config, log: Logger, stateDir: string | undefined): Promise<{ config: Config; devnet: Devnet }> {
   const started = Date.now();
+  const [{ startDevnet }, { deployTestTokens }, { deployDevnetSettlers, devnetSolver, withDevnetIntents }, { feedHeartbeatSeconds }, { faucetWallets, withDevnetFaucetKeys }] = await devnetModules();
   // C31: testnets without a faucet key get one for this run; the chains fund every faucet wallet.
   const faucet = withDevnetFaucetKeys(cfg);
   // C42: the solver wallet (configured, or made for this run) is funded on every chain and deploys the settlers.
@@ -93,7 +96,7 @@ async function startChains(cfg: Config, log: Logger, stateDir: string | undefine
     throw err;
   });
   log.info({ tokens, settlers: settlers.settlers, solver: solver.address, ms: Date.now() - started }, 'devnet contracts deployed (test token JUSD, intent settlers)');
-  return { config: withDevnetIntents(onDevnet(faucet.config, devnet, tokens), settlers), devnet };
+  return { config: withDevnetIntents(await onDevnet(faucet.config, devnet, tokens), settlers), devnet };
 }
 
 async function main(): Promise<void> {
@@ -150,6 +153,14 @@ async function main(): Promise<void> {
 
   try {
     const secrets = resolveSecrets(config);
+    // Every module is loaded before anything starts: loading is work on this thread, and done
+    // while the storage opens it would delay the chains' answers past their timeouts.
+    const [{ buildApp }, { openStorage }, { openRedis }] = await Promise.all([
+      import('./app.ts'),
+      import('./storage/db.ts'),
+      import('./storage/redis.ts'),
+      config.devnet.enabled ? devnetModules() : undefined,
+    ]);
     const dataDir = path.resolve(config.storage.dataDir);
     log.info({ dataDir, secrets: secretsSource(config) }, `data folder ${config.storage.dataDir === 'memory' ? '(none: in memory)' : dataDir}`);
     // Devnet chains persist next to the embedded database; with DATABASE_URL too, in the data folder.
