@@ -111,10 +111,9 @@ export function startDevnetTraffic(opts: DevnetTrafficOptions): DevnetTraffic {
 /** Tops `from` up when it runs low, then sends a random whole amount of coins to a fresh address. */
 async function sendWhale(url: string, from: Address): Promise<{ hash: Hex; to: Address; coins: number }> {
   // 'pending': transfers sent but not mined yet (a busy machine mines late) count against it.
+  const topUp = () => rpc(url, 'anvil_setBalance', [from, `0x${(TOP_UP_COINS * WEI_PER_COIN).toString(16)}`]);
   const balance = BigInt(await rpc<Hex>(url, 'eth_getBalance', [from, 'pending']));
-  if (balance < LOW_BALANCE_COINS * WEI_PER_COIN) {
-    await rpc(url, 'anvil_setBalance', [from, `0x${(TOP_UP_COINS * WEI_PER_COIN).toString(16)}`]);
-  }
+  if (balance < LOW_BALANCE_COINS * WEI_PER_COIN) await topUp();
   const coins = randomInt(WHALE_MIN_COINS, WHALE_MAX_COINS + 1);
   const to: Address = `0x${randomBytes(20).toString('hex')}`;
   const value = `0x${(BigInt(coins) * WEI_PER_COIN).toString(16)}`;
@@ -126,7 +125,7 @@ async function sendWhale(url: string, from: Address): Promise<{ hash: Hex; to: A
     // The balance changed between the read and the send (a test or a user spent it, or set it
     // with anvil_setBalance): top up and send once more, rather than skip the round.
     if (!/insufficient funds/i.test((err as Error).message)) throw err;
-    await rpc(url, 'anvil_setBalance', [from, `0x${(TOP_UP_COINS * WEI_PER_COIN).toString(16)}`]);
+    await topUp();
     hash = await send();
   }
   return { hash, to, coins };

@@ -136,6 +136,24 @@ export class KeyCache {
     return usable(key, Date.now());
   }
 
+  /**
+   * {@link authenticate} for a key not in memory (C17): the lookup first takes a place in the
+   * client address's failed-lookup allowance, given back when the key exists. Past the allowance
+   * storage is not asked: `limited` is the error to answer, with its headers (Retry-After). The RPC
+   * pipeline and the WebSocket upgrade call this once {@link peek} had no answer.
+   */
+  async authenticateGuarded(
+    apiKey: string | undefined,
+    ip: string,
+    allowance: { reserveKeyLookup(ip: string): Promise<{ error: RpcError | null; headers: Record<string, string>; release(): Promise<void> }> },
+  ): Promise<{ key: ResolvedKey | RpcError } | { limited: RpcError; headers: Record<string, string> }> {
+    const guard = await allowance.reserveKeyLookup(ip);
+    if (guard.error) return { limited: guard.error, headers: guard.headers };
+    const key = await this.authenticate(apiKey);
+    if (!(key instanceof InvalidApiKeyError)) await guard.release();
+    return { key };
+  }
+
   async get(keyHash: string): Promise<ResolvedKey | null> {
     const now = Date.now();
     const hit = this.#entries.get(keyHash);

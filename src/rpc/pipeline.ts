@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { Network } from '../chains/registry.ts';
 import type { Config } from '../config/schema.ts';
-import { ApiKeyRevokedError, InvalidApiKeyError, InvalidRequestError, NetworkNotAllowedError, NodeAnsweredError, ParseError, RpcError, toRpcError, UpstreamError } from '../errors/rpc.ts';
+import { ApiKeyRevokedError, InvalidRequestError, NetworkNotAllowedError, NodeAnsweredError, ParseError, RpcError, toRpcError, UpstreamError } from '../errors/rpc.ts';
 import { NoUpstreamError, UpstreamRpcError } from '../errors/upstream.ts';
 import { NetworkDownError } from '../upstreams/pool.ts';
 import type { KeyCache, ResolvedKey } from '../keys/cache.ts';
@@ -176,13 +176,12 @@ export class RpcPipeline {
       // client's failed-lookup allowance first (given back when the key exists).
       let auth = this.#keys.peek(input.apiKey);
       if (auth === undefined) {
-        const guard = await this.#meter.reserveKeyLookup(input.ip);
-        if (guard.error) {
-          this.#tally(network.slug, messageMethod, guard.error, input.requestId);
-          return { ...plain(guard.error, singleId()), headers: guard.headers };
+        const looked = await this.#keys.authenticateGuarded(input.apiKey, input.ip, this.#meter);
+        if ('limited' in looked) {
+          this.#tally(network.slug, messageMethod, looked.limited, input.requestId);
+          return { ...plain(looked.limited, singleId()), headers: looked.headers };
         }
-        auth = await this.#keys.authenticate(input.apiKey);
-        if (!(auth instanceof InvalidApiKeyError)) await guard.release();
+        auth = looked.key;
       }
       if (auth instanceof RpcError) {
         this.#tally(network.slug, messageMethod, auth, input.requestId);

@@ -7,7 +7,7 @@ import { Gauge, type Registry } from 'prom-client';
 import { WebSocketServer } from 'ws';
 import type { NetworkRegistry } from '../../chains/registry.ts';
 import type { Config } from '../../config/schema.ts';
-import { InternalRpcError, InvalidApiKeyError, InvalidRequestError, NetworkNotAllowedError, RateLimitedError, RpcError, UnknownNetworkError } from '../../errors/rpc.ts';
+import { InternalRpcError, InvalidRequestError, NetworkNotAllowedError, RateLimitedError, RpcError, UnknownNetworkError } from '../../errors/rpc.ts';
 import type { KeyCache } from '../../keys/cache.ts';
 import type { KeyChange } from '../../keys/service.ts';
 import type { Meter } from '../../metering/meter.ts';
@@ -205,10 +205,9 @@ export class WsGateway {
     // key exists), so guessing keys through upgrades cannot make a storage round trip each.
     let key = this.#d.keys.peek(apiKey ?? undefined);
     if (key === undefined) {
-      const guard = await this.#d.meter.reserveKeyLookup(ip);
-      if (guard.error) return deny(socket, guard.error.httpStatus, guard.error, guard.headers);
-      key = await this.#d.keys.authenticate(apiKey ?? undefined);
-      if (!(key instanceof InvalidApiKeyError)) await guard.release();
+      const looked = await this.#d.keys.authenticateGuarded(apiKey ?? undefined, ip, this.#d.meter);
+      if ('limited' in looked) return deny(socket, looked.limited.httpStatus, looked.limited, looked.headers);
+      key = looked.key;
     }
     if (key instanceof RpcError) return deny(socket, key.httpStatus, key);
     // C13: the 101 and every refusal from here on carry the caller's limits (read, not consumed).
