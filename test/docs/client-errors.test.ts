@@ -37,6 +37,10 @@ async function ethersError(url: string, method: string): Promise<{ code: unknown
   const req = new FetchRequest(url);
   // ethers retries 429s with back-off: two short attempts are enough to see what it ends with.
   req.setThrottleParams({ maxAttempts: 2, slotInterval: 10 });
+  // ethers waits `Retry-After` as milliseconds before its retry: a quota refusal's (the seconds to
+  // midnight UTC, up to 86,400) would hold this test up to 86 s. Not retried, a 429 ends the same
+  // way as one whose retries are used up (README: "as -32005").
+  req.retryFunc = async (_req, res) => Number(res.headers['retry-after'] ?? 0) <= 60;
   const provider = new JsonRpcProvider(req, 50, { staticNetwork: true, batchMaxCount: 1 });
   try {
     await provider.send(method, []);
