@@ -27,7 +27,7 @@ after(async () => {
 });
 
 async function start(args: string[] = []): Promise<GatewayProcess> {
-  running = await spawnGateway({ args: ['--devnet', '--config', config, ...args], env: { DATA_DIR: dir, LOG_FORMAT: 'json' }, timeoutMs: 120_000 });
+  running = await spawnGateway({ args: ['--devnet', '--config', config, ...args], env: { DATA_DIR: dir, LOG_FORMAT: 'json' }, timeoutMs: 120_000, seeded: true });
   return running;
 }
 

@@ -25,7 +25,7 @@ after(async () => {
 });
 
 test('--devnet: ETH moves from the Sepolia devnet chain to the Base Sepolia one within a minute, settled', async () => {
-  gw = await spawnGateway({ args: ['--devnet'], env: { DATA_DIR: dir }, via: 'node', timeoutMs: 180_000 });
+  gw = await spawnGateway({ args: ['--devnet'], env: { DATA_DIR: dir }, via: 'node', timeoutMs: 180_000, seeded: true });
   const api = `${gw.url}/api/v1`;
   const line = gw.output().split('\n').find((l) => l.includes('devnet chains are up'));
   assert.ok(line, 'the chains line');

@@ -88,7 +88,7 @@ describe('the gateway process (npm start)', () => {
       cpSync(ROOT, project, { recursive: true, filter: (from) => !skip.has(path.relative(ROOT, from).split(path.sep)[0] as string) });
       symlinkSync(path.join(ROOT, 'node_modules'), path.join(project, 'node_modules'));
       const run = async (what: string) => {
-        const gw = await start({ env: { DATA_DIR: data }, via: 'npm', cwd: project });
+        const gw = await start({ env: { DATA_DIR: data }, via: 'npm', cwd: project, seeded: true });
         assert.equal((await fetch(`${gw.url}/health/ready`)).status, 200, `${what}: ready`);
         const nets = await fetch(`${gw.url}/api/v1/networks`);
         assert.equal(((await nets.json()) as { data: unknown[] }).data.length, 16, `${what}: the shipped networks`);
@@ -137,7 +137,7 @@ describe('the gateway process (npm start)', () => {
     const upstream = await startFakeNode({ head: 0x1234 });
     const env = { DATA_DIR: dir, UPSTREAM_NATIVE_MAINNET: upstream.url };
     try {
-      let gw = await start({ env, via: 'npm', detached: true });
+      let gw = await start({ env, via: 'npm', detached: true, seeded: true });
       const reg = await post(`${gw.url}/api/v1/auth/register`, { email: 'last@example.com', password: 'long enough pw', name: 'L' });
       const token = ((await reg.json()) as { data: { tokens: { accessToken: string } } }).data.tokens.accessToken;
       const auth = { authorization: `Bearer ${token}` };
@@ -194,7 +194,7 @@ describe('the gateway process (npm start)', () => {
       const dir = tmp();
       try {
         const started = Date.now();
-        const gw = await start({ args: ['--devnet'], env: { DATA_DIR: dir }, via: 'npm', detached: to === 'group' });
+        const gw = await start({ args: ['--devnet'], env: { DATA_DIR: dir }, via: 'npm', detached: to === 'group', seeded: true });
         await waitFor(async () => ((await fetch(`${gw.url}/health/ready`)).status === 200 ? true : undefined), 60_000, 'ready');
         const readyMs = Date.now() - started;
         assert.ok(readyMs < 60_000, `ready in ${readyMs} ms`);

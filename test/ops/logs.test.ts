@@ -223,7 +223,7 @@ describe('start lines', { concurrency: true }, () => {
     const slugs = ['native-mainnet', 'native-testnet', 'ethereum', 'ethereum-sepolia', 'polygon', 'polygon-amoy', 'bsc', 'bsc-testnet', 'arbitrum', 'arbitrum-sepolia', 'optimism', 'optimism-sepolia', 'base', 'base-sepolia', 'avalanche', 'avalanche-fuji'];
     const config = path.join(dir, 'two-chains.json');
     writeFileSync(config, JSON.stringify({ networks: slugs.filter((s) => !keep.has(s)).map((slug) => ({ slug, enabled: false })), whaleAlerts: { networks: ['native-testnet'] } }));
-    const gw = await spawnGateway({ args: ['--devnet', '--config', config], env: { DATA_DIR: dir, LOG_FORMAT: 'json' }, timeoutMs: 120_000 });
+    const gw = await spawnGateway({ args: ['--devnet', '--config', config], env: { DATA_DIR: dir, LOG_FORMAT: 'json' }, timeoutMs: 120_000, seeded: true });
     try {
       const lines = gw
         .output()

@@ -55,6 +55,7 @@ describe('no secret in the logs of npm start', { concurrency: true }, () => {
       const withPassword = `http://user:${UPSTREAM_PASSWORD}@${new URL(down.url).host}/`;
       const gw = await spawnGateway({
         via: 'npm',
+        seeded: true,
         env: {
           DATA_DIR: dir,
           LOG_LEVEL: 'debug',
@@ -134,6 +135,7 @@ describe('no secret in the logs of npm start', { concurrency: true }, () => {
     writeFileSync(config, JSON.stringify({ networks: slugs.filter((s) => !keep.has(s)).map((slug) => ({ slug, enabled: false })), whaleAlerts: { networks: ['native-testnet'] } }));
     const gw = await spawnGateway({
       via: 'npm',
+      seeded: true,
       args: ['--devnet', '--config', config],
       env: { DATA_DIR: dir, LOG_LEVEL: 'debug', LOG_FORMAT: 'json', JWT_SECRET, KEY_ENCRYPTION_SECRET, ADMIN_TOKEN, METRICS_TOKEN, FAUCET_PRIVATE_KEY: FAUCET_KEY, SOLVER_PRIVATE_KEY: SOLVER_KEY },
       timeoutMs: 120_000,

@@ -9,7 +9,7 @@ import { migratedPgliteImage } from '../../src/storage/db.ts';
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
 /** Changes with the PGlite version and with every migration file, so a stale image is never picked up. */
-function templateKey(): string {
+export function templateKey(): string {
   const h = createHash('sha256');
   h.update(readFileSync(path.join(root, 'node_modules/@electric-sql/pglite/package.json')));
   const dir = path.join(root, 'src/storage/migrations');

@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -29,6 +30,44 @@ export function ensureBuilt(): Promise<void> {
   return built;
 }
 
+let seed: Promise<string> | undefined;
+
+/**
+ * A PGlite data folder with every migration applied, made once per machine and migration set (in
+ * the temp folder, keyed like the in-memory template): a gateway's first start in an empty
+ * DATA_DIR spends ~6 s in PGlite's initdb and the migrations, one in a copy of this ~1 s.
+ */
+function seedFolder(): Promise<string> {
+  seed ??= (async () => {
+    const { templateKey } = await import('./pglite-template.ts');
+    const folder = path.join(tmpdir(), `junction-test-pglite-folder-${templateKey()}`);
+    if (existsSync(path.join(folder, 'pglite'))) return folder;
+    // Made under a temporary name and renamed: a process never copies a half-made folder.
+    const partial = `${folder}.${process.pid}.partial`;
+    rmSync(partial, { recursive: true, force: true });
+    const { openStorage } = await import('../../src/storage/db.ts');
+    const storage = await openStorage({ dataDir: partial });
+    await storage.close();
+    try {
+      renameSync(partial, folder);
+    } catch {
+      rmSync(partial, { recursive: true, force: true }); // another test process made it first
+    }
+    return folder;
+  })();
+  return seed;
+}
+
+/**
+ * Gives an empty `dataDir` the migrated database of `seedFolder()`, for tests whose subject is not
+ * the first start (that one keeps its initdb). Storage still runs the migrations over it.
+ */
+export async function seedDataDir(dataDir: string): Promise<void> {
+  if (existsSync(path.join(dataDir, 'pglite'))) return;
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+  cpSync(path.join(await seedFolder(), 'pglite'), path.join(dataDir, 'pglite'), { recursive: true });
+}
+
 /**
  * Starts the gateway as its own process on a free port and waits for its "listening" log line.
  * `via: 'npm'` runs `npm start` (the compiled dist/, built first when stale), `via: 'tsx'` the tsx
@@ -44,8 +83,12 @@ export async function spawnGateway(opts: {
   /** The project folder to start in (default: this one). */
   cwd?: string;
   timeoutMs?: number;
+  /** Start from an already migrated database in `env.DATA_DIR` (`seedDataDir`) instead of a new one. */
+  seeded?: boolean;
 }): Promise<GatewayProcess> {
   const args = opts.args ?? [];
+  const dataDir = opts.env?.DATA_DIR;
+  if (opts.seeded && dataDir && dataDir !== 'memory') await seedDataDir(path.resolve(opts.cwd ?? ROOT, dataDir));
   if (opts.via === undefined || opts.via === 'node') await ensureBuilt();
   const [cmd, argv] =
     opts.via === 'npm'
