@@ -3,10 +3,11 @@
 // Before that it says plainly which local services answer: suites that need PostgreSQL or
 // Redis skip when theirs does not (and say so), unless REQUIRE_SERVICES=1, where they fail.
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import net from 'node:net';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { build, staleness } from './build.mjs';
 
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..');
@@ -65,9 +66,43 @@ if (stale) {
   console.log(`[test] built ${built} file(s) in ${Date.now() - started} ms`);
 }
 
-// Two test files at a time: most suites wait on chains, timers and sockets rather than the CPU,
-// so two at once roughly halve the wall time on the 2-core machine (TEST_CONCURRENCY to change).
+// Two processes at a time (TEST_CONCURRENCY to change): on the 2-core machine that keeps both
+// cores busy for almost the whole run.
 const concurrency = process.env.TEST_CONCURRENCY ?? '2';
+
+// Each process pays ~3 s of CPU to load tsx, the sources and their packages, as much as many test
+// files take to run. So test files are run several to a process where that cannot change what
+// they test: a file with hooks at its top level (`before`, `afterEach`, ...: they would apply
+// to the other files' tests) runs alone, and so do the slow ones (a browser, the real process, a
+// devnet), which start first so the two slots end together. The others go in groups of up to
+// GROUP files, imported one after another by one process (each file's describes still run in its
+// own order, and the time per file printed at the end is still per file).
+const GROUP = 6;
+const SLOW = ['test/web/', 'test/main/', 'test/devnet/', 'test/intents/', 'test/docs/'];
+const relative = (f) => path.relative(root, f).split(path.sep).join('/');
+const topLevelHooks = (f) => /^(before|after|beforeEach|afterEach)\(/m.test(readFileSync(f, 'utf8'));
+const slow = [];
+const alone = [];
+const grouped = [];
+for (const f of files) {
+  const rel = relative(f);
+  if (SLOW.some((d) => rel.startsWith(d))) slow.push(f);
+  else if (topLevelHooks(f)) alone.push(f);
+  else grouped.push(f);
+}
+const groupsDir = mkdtempSync(path.join(tmpdir(), 'junction-test-groups-'));
+const groups = [];
+for (let i = 0; i < grouped.length; i += GROUP) {
+  const part = grouped.slice(i, i + GROUP);
+  if (part.length === 1) {
+    alone.push(part[0]);
+    continue;
+  }
+  const entry = path.join(groupsDir, `group-${i / GROUP + 1}-${relative(part[0]).replaceAll('/', '-').replace(/\.test\.ts$/, '')}.test.mjs`);
+  writeFileSync(entry, part.map((f) => `await import(${JSON.stringify(pathToFileURL(f).href)});\n`).join(''));
+  groups.push(entry);
+}
+const runs = [...slow, ...groups, ...alone];
 // The runner's usual output (spec in a terminal, TAP otherwise), and each file's time into a
 // temporary file, of which the slowest are printed at the end: where the suite's time goes.
 const times = path.join(mkdtempSync(path.join(tmpdir(), 'junction-test-times-')), 'times.txt');
@@ -78,15 +113,16 @@ const reporters = [
   `--test-reporter-destination=${times}`,
 ];
 const started = Date.now();
-const child = spawn(process.execPath, ['--import', 'tsx', '--test', `--test-concurrency=${concurrency}`, ...reporters, ...files], {
+const child = spawn(process.execPath, ['--import', 'tsx', '--test', `--test-concurrency=${concurrency}`, ...reporters, ...runs], {
   cwd: root,
   stdio: 'inherit',
   env: { ...process.env, NODE_ENV: 'test' },
 });
 child.on('exit', (code, signal) => {
+  rmSync(groupsDir, { recursive: true, force: true });
   try {
     const lines = readFileSync(times, 'utf8').split('\n').filter(Boolean);
-    console.log(`[test] ${files.length} file(s) in ${Math.round((Date.now() - started) / 1000)} s (${concurrency} at a time); the slowest:`);
+    console.log(`[test] ${files.length} file(s) in ${runs.length} processes, ${Math.round((Date.now() - started) / 1000)} s (${concurrency} at a time); the slowest files:`);
     for (const line of lines.slice(0, 10)) console.log(`[test] ${line.replace(`${root}/`, '')}`);
     rmSync(path.dirname(times), { recursive: true, force: true });
   } catch {
