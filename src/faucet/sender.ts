@@ -17,33 +17,44 @@ export interface WalletState {
   nonce: number;
 }
 
+/** The fees a transaction sent now should carry, and the node's `eth_gasPrice` they follow from. */
+export interface FeeState {
+  fees: Fees;
+  /** The most one gas unit may cost with these fees. */
+  maxPerGas: bigint;
+  gasPrice: bigint;
+}
+
+/**
+ * Fees for a transaction sent now, asked in parallel through the gateway's pool.
+ * @throws NoUpstreamError or UpstreamRpcError as the pool does.
+ */
+export async function readFees(pool: UpstreamPool): Promise<FeeState> {
+  const [block, gasPrice, tip] = await Promise.all([
+    pool.request<{ baseFeePerGas?: Hex } | null>('eth_getBlockByNumber', ['latest', false]),
+    pool.request<Hex>('eth_gasPrice', []),
+    // Chains without EIP-1559 may not know the method: then the tip follows from eth_gasPrice.
+    pool.request<Hex>('eth_maxPriorityFeePerGas', []).catch(() => undefined),
+  ]);
+  const price = BigInt(gasPrice);
+  const base = block?.baseFeePerGas ? BigInt(block.baseFeePerGas) : undefined;
+  if (base === undefined) return { fees: { type: 'legacy', gasPrice: price }, maxPerGas: price, gasPrice: price };
+  const maxPriorityFeePerGas = tip !== undefined ? BigInt(tip) : price > base ? price - base : 0n;
+  // Twice the base fee stays valid through several full blocks (the base fee rises 12.5 % a block at most).
+  const maxFeePerGas = base * 2n + maxPriorityFeePerGas;
+  return { fees: { type: 'eip1559', maxFeePerGas, maxPriorityFeePerGas }, maxPerGas: maxFeePerGas, gasPrice: price };
+}
+
 /**
  * Fees, balance and pending nonce of the wallet, asked in parallel through the gateway's pool.
  * @throws NoUpstreamError or UpstreamRpcError as the pool does.
  */
 export async function readWallet(pool: UpstreamPool, address: Address): Promise<WalletState> {
-  const [block, gasPrice, tip, balance, nonce] = await Promise.all([
-    pool.request<{ baseFeePerGas?: Hex } | null>('eth_getBlockByNumber', ['latest', false]),
-    pool.request<Hex>('eth_gasPrice', []),
-    // Chains without EIP-1559 may not know the method: then the tip follows from eth_gasPrice.
-    pool.request<Hex>('eth_maxPriorityFeePerGas', []).catch(() => undefined),
+  const [{ fees, maxPerGas }, balance, nonce] = await Promise.all([
+    readFees(pool),
     pool.request<Hex>('eth_getBalance', [address, 'latest']),
     pool.request<Hex>('eth_getTransactionCount', [address, 'pending']),
   ]);
-  const price = BigInt(gasPrice);
-  const base = block?.baseFeePerGas ? BigInt(block.baseFeePerGas) : undefined;
-  let fees: Fees;
-  let maxPerGas: bigint;
-  if (base === undefined) {
-    fees = { type: 'legacy', gasPrice: price };
-    maxPerGas = price;
-  } else {
-    const maxPriorityFeePerGas = tip !== undefined ? BigInt(tip) : price > base ? price - base : 0n;
-    // Twice the base fee stays valid through several full blocks (the base fee rises 12.5 % a block at most).
-    const maxFeePerGas = base * 2n + maxPriorityFeePerGas;
-    fees = { type: 'eip1559', maxFeePerGas, maxPriorityFeePerGas };
-    maxPerGas = maxFeePerGas;
-  }
   return { fees, maxPerGas, balance: BigInt(balance), nonce: Number(BigInt(nonce)) };
 }
 

@@ -5,7 +5,7 @@ import type { Address, Hex } from 'viem';
 import type { Config } from '../config/schema.ts';
 import { badRequest, HttpError, notFound } from '../errors/http.ts';
 import { NoUpstreamError, UpstreamRpcError } from '../errors/upstream.ts';
-import { readWallet } from '../faucet/sender.ts';
+import { readFees } from '../faucet/sender.ts';
 import { parseRecipient } from '../faucet/validate.ts';
 import { formatAmount as formatWei, parseAmount } from '../faucet/wallets.ts';
 import type { Db } from '../storage/db.ts';
@@ -128,10 +128,11 @@ export class IntentService {
 
     await this.#checkOracle(from.slug, settlersFrom.origin, oracle.address);
     const pool = this.#upstreams.pool(to.slug);
-    const [gasPrice, wallet, funds] = await Promise.all([pool.request<Hex>('eth_gasPrice', []), readWallet(pool, solver.address), balanceAtHead(pool, solver.address)]).catch((err: unknown) => {
+    // The fees of the fill, and the solver's balance at a known block (C41): its nonce is not needed here.
+    const [fees, funds] = await Promise.all([readFees(pool), balanceAtHead(pool, solver.address)]).catch((err: unknown) => {
       throw upstreamFailure(to.slug, err);
     });
-    const q = quote({ inputWei, feeBps: this.setup.feeBps, fillGasLimit: this.setup.fillGasLimit, gasPrice: BigInt(gasPrice), maxPerGas: wallet.maxPerGas });
+    const q = quote({ inputWei, feeBps: this.setup.feeBps, fillGasLimit: this.setup.fillGasLimit, gasPrice: fees.gasPrice, maxPerGas: fees.maxPerGas });
     if (q.outputWei <= 0n) {
       throw badRequest(`Invalid request: body.amount must be more than the fee (${formatWei(q.feeWei, decimals)} ${from.currency.symbol} now)`, [
         { field: 'body.amount', message: `must be more than the fee of ${formatWei(q.feeWei, decimals)}` },
