@@ -379,7 +379,8 @@ export class UpstreamPool {
       (status, buf) => (looksLikeJsonRpc(buf) || (quiet && status >= 200 && status < 300) ? { status, body: buf } : undefined),
       opts.reqId,
     );
-    return { ...value, upstream };
+    // Built whole, not spread: a spread gives the object its shape property by property on every call.
+    return { status: value.status, body: value.body, upstream };
   }
 
   /**
@@ -398,7 +399,7 @@ export class UpstreamPool {
     observe(u.calls, (performance.now() - startedAt) / 1000);
     if (outcome.ok) {
       this.markOk(u, opts.reqId);
-      return { ...outcome.value, upstream };
+      return { status: outcome.value.status, body: outcome.value.body, upstream };
     }
     u.calls.errors.set(outcome.kind, (u.calls.errors.get(outcome.kind) ?? 0) + 1);
     if (!this.closed && !outcome.final) this.markFailed(u, outcome.reason, opts.reqId);
@@ -482,83 +483,113 @@ export class UpstreamPool {
       const value = read(status, buf);
       return value === undefined ? undefined : { value, verdict: judge ? this.providerErrors.judge(buf) : null };
     };
-    const failed: FailedAttempt[] = [];
-    /** The best provider error seen so far: the answer when every node gave one. */
-    let fallback: { value: T; upstream: number; kind: ProviderVerdict['kind'] } | undefined;
-    const running: Array<Run<Judged<T>>> = [];
-    let next = 0;
-    const launch = (): void => {
-      const remaining = deadline - Date.now();
-      const u = candidates[next];
-      if (u === undefined || remaining <= 0) return;
-      next++;
-      const ctrl = hedge ? new Cancel() : undefined;
-      const run: Run<Judged<T>> = { u, ctrl, startedAt: performance.now(), done: undefined as never };
-      run.done = this.attempt(u, body, Math.min(attemptMs, remaining), judged, ctrl).then((outcome) => ({ run, outcome }));
-      running.push(run);
-    };
-    launch();
-    try {
-      while (running.length > 0) {
-        let settled: Settled<Judged<T>> | null;
-        const only = running.length === 1 ? running[0] : undefined;
-        if (only && hedge && next < candidates.length && deadline > Date.now()) {
-          // Issue 15: not answered within the hedge delay, the read also goes to the next node.
-          settled = await withinMs(only.done, hedgeDelay(hedge, only.u.window) - (performance.now() - only.startedAt));
-          if (settled === null) {
-            this.log?.debug({ reqId, network: this.network, upstream: only.u.index, name: only.u.name, methods }, 'read hedged to the next upstream');
-            launch();
-            continue;
-          }
-        } else {
-          settled = only ? await only.done : await Promise.race(running.map((r) => r.done));
-        }
-        const { run, outcome } = settled;
-        running.splice(running.indexOf(run), 1);
-        const u = run.u;
-        const ms = performance.now() - run.startedAt;
-        observe(u.calls, ms / 1000);
-        if (outcome.ok && outcome.value.verdict === null) {
-          u.window.add(ms);
-          this.markOk(u, reqId);
-          return { value: outcome.value.value, upstream: u.index };
-        }
-        if (outcome.ok) {
-          const verdict = outcome.value.verdict as ProviderVerdict;
-          const kind: FailureKind = verdict.kind === 'busy' ? 'node_busy' : 'node_missing';
-          u.calls.errors.set(kind, (u.calls.errors.get(kind) ?? 0) + 1);
-          failed.push({ upstream: u.index, reason: verdict.reason });
-          this.log?.debug({ reqId, network: this.network, upstream: u.index, name: u.name, reason: verdict.reason, methods }, 'upstream attempt failed');
-          // A throttling node cools down like after a 429; one missing old state still serves the rest.
-          if (verdict.kind === 'busy') this.markFailed(u, verdict.reason, reqId);
-          else this.markOk(u, reqId);
-          // The user sees a node's own error only when every node gave one: a missing-data answer
-          // speaks about the request, a throttling one only about that node.
-          if (!fallback || verdict.kind === 'missing' || fallback.kind === 'busy') fallback = { value: outcome.value.value, upstream: u.index, kind: verdict.kind };
-        } else {
-          u.calls.errors.set(outcome.kind, (u.calls.errors.get(outcome.kind) ?? 0) + 1);
-          failed.push({ upstream: u.index, reason: outcome.reason });
-          if (this.closed) break;
-          this.log?.debug(
-            { reqId, network: this.network, upstream: u.index, name: u.name, reason: outcome.reason, methods },
-            'upstream attempt failed',
-          );
-          if (outcome.final) throw new NoUpstreamError(this.network, failed);
-          this.markFailed(u, outcome.reason, reqId);
-          // C26: a transaction that may have reached a node is not sent again elsewhere.
-          if (stateChanging && outcome.sent) throw new NoUpstreamError(this.network, failed, true);
-        }
-        if (running.length === 0 && !this.closed) launch();
+    const tally: Tally<T> = { failed: [], fallback: undefined };
+    const call = { reqId, methods, stateChanging };
+    if (hedge === undefined) {
+      // No second node can be asked while one is asked: one attempt after the other, awaited
+      // directly (the common case, and the hot path's: no race, no bookkeeping per attempt).
+      for (const u of candidates) {
+        const remaining = deadline - Date.now();
+        if (remaining <= 0) break;
+        const startedAt = performance.now();
+        const outcome = await this.attempt(u, body, Math.min(attemptMs, remaining), judged);
+        const step = this.settle(u, outcome, performance.now() - startedAt, tally, call);
+        if (step === 'stop') break;
+        if (step !== 'next') return step;
       }
-    } finally {
-      // The loser of a hedge is cancelled; how long it took so far still says how slow its node is.
-      for (const r of running) {
-        r.ctrl?.abort();
-        r.u.window.add(performance.now() - r.startedAt);
+    } else {
+      const running: Array<Run<Judged<T>>> = [];
+      let next = 0;
+      const launch = (): void => {
+        const remaining = deadline - Date.now();
+        const u = candidates[next];
+        if (u === undefined || remaining <= 0) return;
+        next++;
+        const ctrl = new Cancel();
+        const run: Run<Judged<T>> = { u, ctrl, startedAt: performance.now(), done: undefined as never };
+        run.done = this.attempt(u, body, Math.min(attemptMs, remaining), judged, ctrl).then((outcome) => ({ run, outcome }));
+        running.push(run);
+      };
+      launch();
+      try {
+        while (running.length > 0) {
+          let settled: Settled<Judged<T>> | null;
+          const only = running.length === 1 ? running[0] : undefined;
+          if (only && next < candidates.length && deadline > Date.now()) {
+            // Issue 15: not answered within the hedge delay, the read also goes to the next node.
+            settled = await withinMs(only.done, hedgeDelay(hedge, only.u.window) - (performance.now() - only.startedAt));
+            if (settled === null) {
+              this.log?.debug({ reqId, network: this.network, upstream: only.u.index, name: only.u.name, methods }, 'read hedged to the next upstream');
+              launch();
+              continue;
+            }
+          } else {
+            settled = only ? await only.done : await Promise.race(running.map((r) => r.done));
+          }
+          const { run, outcome } = settled;
+          running.splice(running.indexOf(run), 1);
+          const u = run.u;
+          const step = this.settle(u, outcome, performance.now() - run.startedAt, tally, call);
+          if (step === 'stop') break;
+          if (step !== 'next') return step;
+          if (running.length === 0 && !this.closed) launch();
+        }
+      } finally {
+        // The loser of a hedge is cancelled; how long it took so far still says how slow its node is.
+        for (const r of running) {
+          r.ctrl?.abort();
+          r.u.window.add(performance.now() - r.startedAt);
+        }
       }
     }
+    const { failed, fallback } = tally;
     if (fallback) return { value: fallback.value, upstream: fallback.upstream };
     throw new NoUpstreamError(this.network, failed);
+  }
+
+  /**
+   * What one attempt of {@link send} means for the call: the answer; or 'next' after a provider
+   * error (kept as the fallback answer) or a failure (counted, the node marked); 'stop' when the
+   * pool closed. Throws when no other node may be asked.
+   */
+  private settle<T>(
+    u: Upstream,
+    outcome: Attempt<Judged<T>>,
+    ms: number,
+    tally: Tally<T>,
+    call: { reqId: string | undefined; methods: readonly string[]; stateChanging: boolean },
+  ): { value: T; upstream: number } | 'next' | 'stop' {
+    observe(u.calls, ms / 1000);
+    const { reqId, methods } = call;
+    if (outcome.ok && outcome.value.verdict === null) {
+      u.window.add(ms);
+      this.markOk(u, reqId);
+      return { value: outcome.value.value, upstream: u.index };
+    }
+    if (outcome.ok) {
+      const verdict = outcome.value.verdict as ProviderVerdict;
+      const kind: FailureKind = verdict.kind === 'busy' ? 'node_busy' : 'node_missing';
+      u.calls.errors.set(kind, (u.calls.errors.get(kind) ?? 0) + 1);
+      tally.failed.push({ upstream: u.index, reason: verdict.reason });
+      this.log?.debug({ reqId, network: this.network, upstream: u.index, name: u.name, reason: verdict.reason, methods }, 'upstream attempt failed');
+      // A throttling node cools down like after a 429; one missing old state still serves the rest.
+      if (verdict.kind === 'busy') this.markFailed(u, verdict.reason, reqId);
+      else this.markOk(u, reqId);
+      // The user sees a node's own error only when every node gave one: a missing-data answer
+      // speaks about the request, a throttling one only about that node.
+      const fallback = tally.fallback;
+      if (!fallback || verdict.kind === 'missing' || fallback.kind === 'busy') tally.fallback = { value: outcome.value.value, upstream: u.index, kind: verdict.kind };
+      return 'next';
+    }
+    u.calls.errors.set(outcome.kind, (u.calls.errors.get(outcome.kind) ?? 0) + 1);
+    tally.failed.push({ upstream: u.index, reason: outcome.reason });
+    if (this.closed) return 'stop';
+    this.log?.debug({ reqId, network: this.network, upstream: u.index, name: u.name, reason: outcome.reason, methods }, 'upstream attempt failed');
+    if (outcome.final) throw new NoUpstreamError(this.network, tally.failed);
+    this.markFailed(u, outcome.reason, reqId);
+    // C26: a transaction that may have reached a node is not sent again elsewhere.
+    if (call.stateChanging && outcome.sent) throw new NoUpstreamError(this.network, tally.failed, true);
+    return 'next';
   }
 
   /**
@@ -904,6 +935,12 @@ interface Settled<V> {
 interface Judged<T> {
   value: T;
   verdict: ProviderVerdict | null;
+}
+
+/** What a call's failed attempts left: their reasons, and the best provider error as the answer of last resort. */
+interface Tally<T> {
+  failed: FailedAttempt[];
+  fallback: { value: T; upstream: number; kind: ProviderVerdict['kind'] } | undefined;
 }
 
 /** `p`'s value, or null when `ms` pass first. */
