@@ -372,19 +372,16 @@ export class RpcPipeline {
   async #single(caller: Caller, item: Item, headers: Record<string, string>, subs: SubscriptionDispatcher | undefined): Promise<RpcOutput> {
     const { call } = item;
     const notification = call.id === undefined;
-    const out = (status: number, body: Buffer | string | null, extra: Partial<RpcOutput> = {}): RpcOutput => ({
-      status: notification ? 204 : status,
-      body: notification ? null : body,
-      headers,
-      keyRefused: false,
-      key: caller.key,
-      ...extra,
-    });
+    // Built as one literal and added to, not spread: the forwarded answer's path runs this per call.
+    const out = (status: number, body: Buffer | string | null, extra?: Partial<RpcOutput>): RpcOutput => {
+      const o: RpcOutput = { status: notification ? 204 : status, body: notification ? null : body, headers, keyRefused: false, key: caller.key };
+      return extra ? Object.assign(o, extra) : o;
+    };
     const slug = caller.network.slug;
     if (subs && caller.key && (call.method === SUBSCRIBE || call.method === UNSUBSCRIBE)) {
       const a = await this.#subscription(item, subs, caller.key);
       this.#tallyAnswer(slug, call.method, a.text);
-      return out(200, a.text, a.after ? { after: a.after } : {});
+      return out(200, a.text, a.after ? { after: a.after } : undefined);
     }
     if (call.method.startsWith('nat_')) {
       const a = await this.#native(item, caller);
@@ -410,7 +407,9 @@ export class RpcPipeline {
       // The client's bytes go to the node and the node's bytes come back (C22: 200, unchanged).
       const res = await pool.forward(item.text, [call.method], { expectAnswer: !notification, reqId: caller.requestId });
       const code = this.#tallyAnswer(slug, call.method, res.body);
-      return code === undefined ? out(200, res.body) : out(200, res.body, { nodeError: code !== null });
+      const o = out(200, res.body);
+      if (code !== undefined) o.nodeError = code !== null;
+      return o;
     } catch (err) {
       this.#logFailure(caller, [call.method], err);
       const e = toRpcError(err);
