@@ -30,6 +30,8 @@ export interface SolverOptions {
 /** Counters of this instance's solver (tests, metrics). */
 export interface SolverStats {
   rounds: number;
+  /** Rounds that found no live intent and no unsettled transaction, and so asked storage once. */
+  idle: number;
   sent: Record<IntentTxKind, number>;
 }
 
@@ -42,7 +44,7 @@ const errText = (err: unknown) => (err instanceof Error ? err.message : String(e
 
 export class Solver implements BlockConsumer {
   readonly name = 'intents';
-  readonly stats: SolverStats = { rounds: 0, sent: { fill: 0, settle: 0, refund: 0 } };
+  readonly stats: SolverStats = { rounds: 0, idle: 0, sent: { fill: 0, settle: 0, refund: 0 } };
   readonly #db: Db;
   readonly #setup: IntentsSetup;
   readonly #store: IntentStore;
@@ -165,6 +167,14 @@ export class Solver implements BlockConsumer {
   }
 
   async #round(): Promise<void> {
+    // Nothing live and nothing in flight: no step would find anything (each looks only at live
+    // intents or unsettled transactions), so the round stops after one look.
+    if (!(await this.#hasWork())) {
+      this.#first = false;
+      this.stats.rounds += 1;
+      this.stats.idle += 1;
+      return;
+    }
     const steps: Array<[string, () => Promise<void>]> = [
       ['re-sending transactions', () => this.#reconcile(this.#first ? 0 : this.#setup.resendAfterMs)],
       ['expiring intents', () => this.#awaitingOpen()],
@@ -182,6 +192,15 @@ export class Solver implements BlockConsumer {
     }
     this.#first = false;
     this.stats.rounds += 1;
+  }
+
+  /** Whether a round has anything to do; on a storage error, yes (the steps then say what failed). */
+  async #hasWork(): Promise<boolean> {
+    try {
+      return await this.#store.hasWork();
+    } catch {
+      return true;
+    }
   }
 
   /** Applies one settler event; true when an intent changed. */

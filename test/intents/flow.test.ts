@@ -72,6 +72,14 @@ after(async () => {
 });
 
 describe('intents on the devnet (C41)', () => {
+  test('with no live intent and no unsettled transaction, a solver round asks storage once and goes no further', async () => {
+    const stats = t.app.parts.solver.stats;
+    const from = { rounds: stats.rounds, idle: stats.idle };
+    await waitFor(() => stats.rounds >= from.rounds + 3, { what: 'three solver rounds' });
+    // Both counters move in the same synchronous step: one read of each is a consistent pair.
+    assert.equal(stats.idle - from.idle, stats.rounds - from.rounds, 'every round with nothing live was idle');
+  });
+
   test('the happy path: opened, filled, settled; the recipient gets exactly outputAmount and the solver is repaid inputAmount', async () => {
     const sender = chains.devnet.accounts[1]?.address as Address;
     const recipient = freshAddress();
@@ -124,6 +132,11 @@ describe('intents on the devnet (C41)', () => {
     const res = await create(alice, { fromNetwork: ORIGIN.slug, toNetwork: DESTINATION.slug, amount: '1', sender: chains.devnet.accounts[2]?.address, openDeadlineSeconds: 10 });
     assert.equal(res.statusCode, 200, res.body);
     const intent = res.json().data as Intent;
+    // Live (awaiting its open): the rounds do their steps. A round that looked before the intent was stored may still count idle.
+    const stats = t.app.parts.solver.stats;
+    const live = { rounds: stats.rounds, idle: stats.idle };
+    await waitFor(() => stats.rounds >= live.rounds + 3, { what: 'three solver rounds with a live intent' });
+    assert.ok(stats.idle - live.idle <= 1, `${stats.idle - live.idle} idle rounds while an intent was live`);
     const expired = await until(alice, intent.id, 'expired', 40_000);
     assert.equal(expired.transactions.open, null);
     assert.equal(expired.transactions.fill, null);
