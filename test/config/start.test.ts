@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { createServer, type Server } from 'node:net';
 import { after, before, describe, test } from 'node:test';
-import { ensureBuilt, ROOT } from '../support/process.ts';
+import { ended, ensureBuilt, ROOT } from '../support/process.ts';
 
 interface Run {
   code: number | null;
@@ -34,7 +34,8 @@ async function run(args: string[], env: Record<string, string> = {}): Promise<Ru
       child.kill('SIGKILL');
       reject(new Error(`still running after 120 s:\n${stdout}\n${stderr}`));
     }, 120_000);
-    child.on('exit', (code) => {
+    // Once the output is read to the end, not at the exit (which can come first).
+    void ended(child).then(({ code }) => {
       clearTimeout(timer);
       resolve({ code, stdout, stderr });
     });

@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { startTestApp, type TestApp } from '../support/app.ts';
-import { ROOT } from '../support/process.ts';
+import { ended, ROOT } from '../support/process.ts';
 
 const readme = readFileSync(path.join(ROOT, 'README.md'), 'utf8');
 
@@ -31,7 +31,7 @@ function bash(script: string, timeoutMs: number): Promise<{ code: number | null;
     let err = '';
     child.stdout.on('data', (d) => (out += d));
     child.stderr.on('data', (d) => (err += d));
-    child.on('exit', (code) => resolve({ code, out, err }));
+    void ended(child).then(({ code }) => resolve({ code, out, err }));
   });
 }
 

@@ -7,7 +7,7 @@ import { after, before, describe, test } from 'node:test';
 import WebSocket from 'ws';
 import { createKey, startTestApp, type TestApp } from '../support/app.ts';
 import { type FakeNode, startFakeNode } from '../support/fake-node.ts';
-import { ROOT, spawnGateway } from '../support/process.ts';
+import { ended, ROOT, spawnGateway } from '../support/process.ts';
 import { waitFor } from '../support/wait.ts';
 
 // Logs an operator can use: JSON lines (readable ones on a terminal), no line per health check
@@ -145,7 +145,7 @@ function run(code: string, env: Record<string, string>): Promise<string> {
     child.stdout.on('data', (d) => (out += d));
     child.stderr.on('data', (d) => (out += d));
     child.on('error', reject);
-    child.on('exit', () => resolve(out));
+    void ended(child).then(() => resolve(out));
   });
 }
 

@@ -109,9 +109,7 @@ export async function spawnGateway(opts: {
   child.stderr?.on('data', (d) => {
     out += d;
   });
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    child.on('exit', (code, signal) => resolve({ code, signal })),
-  );
+  const exited = ended(child);
   const url = await new Promise<string>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`gateway did not listen in time:\n${out}`)), opts.timeoutMs ?? 60_000);
     const onData = () => {
@@ -128,6 +126,25 @@ export async function spawnGateway(opts: {
     });
   });
   return { child, url, output: () => out, exited };
+}
+
+/**
+ * Resolves once `child` has exited and its output has been read to the end ('close'). 'exit' can
+ * come before the last output is read: on a busy machine a test then saw an empty stderr from a
+ * process that had printed its line. A descendant still holding the pipes must not hold a test up,
+ * so the output gets `graceMs` after the exit.
+ */
+export function ended(child: ChildProcess, graceMs = 2_000): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
+  return new Promise((resolve) => {
+    let grace: NodeJS.Timeout | undefined;
+    child.once('exit', (code, signal) => {
+      grace = setTimeout(() => resolve({ code, signal }), graceMs);
+    });
+    child.once('close', (code: number | null, signal: NodeJS.Signals | null) => {
+      clearTimeout(grace);
+      resolve({ code, signal });
+    });
+  });
 }
 
 /** Live (not zombie) processes whose command name is `name` and that descend from `rootPid`. */
