@@ -147,3 +147,17 @@ export async function waitUntil(child: Child, what: string, probe: () => Promise
   }
   throw new Error(`${child.name}: no ${what} after ${timeoutMs} ms:\n${child.output()}`);
 }
+
+/**
+ * Starts one of the bench's own servers (`bench/<script>`, run through tsx, `nodeArgs` before it);
+ * it prints `listening <port>`.
+ */
+export async function startScript(name: string, script: string, args: string[], role: Role, nodeArgs: string[] = []): Promise<{ child: Child; url: string }> {
+  const child = startChild(name, process.execPath, [...nodeArgs, '--import', 'tsx', path.join(ROOT, 'bench', script), ...args], { role });
+  let port = 0;
+  await waitUntil(child, 'listening', async () => {
+    port = Number(/listening (\d+)/.exec(child.output())?.[1] ?? 0);
+    return port > 0;
+  }, 15_000);
+  return { child, url: `http://127.0.0.1:${port}` };
+}

@@ -3,6 +3,12 @@ import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { type Child, freePort, startChild, tempDir, waitUntil } from './children.ts';
 
+// Pass-through rows run with the response cache off: with it on, identical concurrent
+// eth_blockNumber calls share one upstream call (C44), which is not forwarding any more.
+export const NO_CACHE = { cache: { enabled: false } };
+// The bench registers one account per row from one address; Redis keeps that count between runs.
+export const LIMITS = { limits: { registrationsPerHour: 1_000_000 } };
+
 /** One gateway row of the table: how its process is started and how the bench account is set up. */
 export interface GatewayVariant {
   label: string;

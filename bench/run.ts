@@ -4,10 +4,9 @@ import net from 'node:net';
 import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { type Child, cleanup, cleanupOnSignals, interrupted, pinCpus, type Role, removeStaleTempDirs, startChild, stopChild, waitUntil } from './children.ts';
-import { type GatewayVariant, startGateway } from './gateway.ts';
+import { type Child, cleanup, cleanupOnSignals, interrupted, pinCpus, removeStaleTempDirs, startScript, stopChild } from './children.ts';
+import { type GatewayVariant, LIMITS, NO_CACHE, startGateway } from './gateway.ts';
 import { pickLoadGenerator } from './load.ts';
 import { type MeasureOptions, measure, QUIET } from './measure.ts';
 import { findNginx, startNginx } from './nginx.ts';
@@ -29,11 +28,6 @@ import { build } from '../scripts/build.mjs';
 // per-minute windows, the daily counter and the monthly compute units without ever being refused.
 const UNREACHABLE = { requestsPerMinute: 1_000_000_000, dailyLimit: 1_000_000_000, monthlyLimit: 1_000_000_000 };
 const REDIS = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
-// Pass-through rows run with the response cache off: with it on, identical concurrent
-// eth_blockNumber calls share one upstream call (C44), which is not forwarding any more.
-const NO_CACHE = { cache: { enabled: false } };
-// The bench registers one account per row from one address; Redis keeps that count between runs.
-const LIMITS = { limits: { registrationsPerHour: 1_000_000 } };
 // C46: the same pass-through with analytics recording off, next to the row with it on (the default).
 const ANALYTICS_OFF = 'gateway, X-API-Key, analytics off';
 const ANALYTICS_ON = 'gateway, X-API-Key';
@@ -89,17 +83,6 @@ const DIRECT = 'direct to upstream';
 const NGINX = 'nginx proxy_pass';
 const BARE = 'node:http + undici only';
 const TWIN = 'gateway, X-API-Key, twin';
-
-/** Starts one of the bench's own servers (`bench/<script>`); it prints `listening <port>`. */
-async function startScript(name: string, script: string, args: string[], role: Role): Promise<{ child: Child; url: string }> {
-  const child = startChild(name, process.execPath, ['--import', 'tsx', path.join(path.dirname(fileURLToPath(import.meta.url)), script), ...args], { role });
-  let port = 0;
-  await waitUntil(child, 'listening', async () => {
-    port = Number(/listening (\d+)/.exec(child.output())?.[1] ?? 0);
-    return port > 0;
-  }, 15_000);
-  return { child, url: `http://127.0.0.1:${port}` };
-}
 
 async function main(): Promise<number> {
   cleanupOnSignals();
