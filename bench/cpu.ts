@@ -14,14 +14,18 @@ interface Stat {
   reaped: number;
 }
 
+/** The numeric fields of a /proc stat file after the ")" that closes the command name: state ppid ... utime stime cutime cstime. */
+function statFields(file: string): number[] {
+  const stat = readFileSync(file, 'utf8');
+  return stat.slice(stat.lastIndexOf(')') + 2).split(' ').map(Number);
+}
+
 function readStats(): Map<number, Stat> {
   const stats = new Map<number, Stat>();
   for (const entry of readdirSync('/proc')) {
     if (!/^\d+$/.test(entry)) continue;
     try {
-      // Fields after the ")" that closes the command name: state ppid ... utime stime cutime cstime.
-      const stat = readFileSync(`/proc/${entry}/stat`, 'utf8');
-      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ').map(Number);
+      const f = statFields(`/proc/${entry}/stat`);
       stats.set(Number(entry), { ppid: f[1] ?? 0, own: (f[11] ?? 0) + (f[12] ?? 0), reaped: (f[13] ?? 0) + (f[14] ?? 0) });
     } catch {
       // gone while we looked
@@ -46,6 +50,12 @@ export function cpuSeconds(pid: number, opts: { reaped?: boolean } = {}): number
     }
   }
   return ticks / CLK_TCK;
+}
+
+/** CPU seconds (user + system) used so far by the main thread of `pid` alone. */
+export function mainThreadCpuSeconds(pid: number): number {
+  const f = statFields(`/proc/${pid}/task/${pid}/stat`);
+  return ((f[11] ?? 0) + (f[12] ?? 0)) / CLK_TCK;
 }
 
 /** Busy CPU seconds of the whole machine so far, over all cores (from /proc/stat). */

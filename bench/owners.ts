@@ -12,6 +12,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { type Child, cleanup, cleanupOnSignals, removeStaleTempDirs, startScript, stopChild, tempDir } from './children.ts';
+import { mainThreadCpuSeconds } from './cpu.ts';
 import { LIMITS, NO_CACHE, startGateway } from './gateway.ts';
 import { pickLoadGenerator } from './load.ts';
 // @ts-expect-error: a plain .mjs build script without type declarations
@@ -27,7 +28,6 @@ const { values: opt } = parseArgs({
 const SECONDS = Number(opt.seconds);
 const CONNECTIONS = Number(opt.connections);
 const BODY = '{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber","params":[]}';
-const CLK_TCK = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout?.trim()) || 100;
 
 /** The owner groups of the report, first match wins; `file` is a JavaScript frame's file, or a tag for native frames. */
 const GROUPS: Array<[string, (file: string) => boolean]> = [
@@ -57,13 +57,6 @@ interface Profile extends Sampled {
   /** Samples by file (see GROUPS). */
   files: Map<string, number>;
   samples: number;
-}
-
-/** utime + stime of a process's main thread, in clock ticks. */
-function mainThreadTicks(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/task/${pid}/stat`, 'utf8');
-  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ').map(Number);
-  return (f[11] ?? 0) + (f[12] ?? 0);
 }
 
 /**
@@ -138,15 +131,15 @@ async function sample(label: string, pid: number, url: string, headers: Record<s
   const load = pickLoadGenerator('wrk');
   await load.run({ url, headers, body: BODY, connections: CONNECTIONS, seconds: 2 }); // warm-up
   const data = `${tempDir('owners')}/perf.data`;
-  const before = mainThreadTicks(pid);
+  const before = mainThreadCpuSeconds(pid);
   const loaded = load.run({ url, headers, body: BODY, connections: CONNECTIONS, seconds: SECONDS });
   // Sampled inside the load: it starts a little after and ends a little before.
   const rec = spawn('perf', ['record', '-q', '-g', '-F', '1999', '-t', String(pid), '-o', data, '--', 'sleep', String(Math.max(1, SECONDS - 1.5))], { stdio: 'ignore' });
   const recorded = new Promise<number | null>((resolve) => rec.on('close', resolve));
   const result = await loaded;
-  const ticks = mainThreadTicks(pid) - before;
+  const used = mainThreadCpuSeconds(pid) - before;
   if ((await recorded) !== 0) throw new Error('perf record failed (are you allowed to profile? kernel.perf_event_paranoid)');
-  return { label, cpuUs: ((ticks / CLK_TCK) * 1e6) / Math.max(1, result.requests), data };
+  return { label, cpuUs: (used * 1e6) / Math.max(1, result.requests), data };
 }
 
 function report(profiles: Profile[]): string[] {
