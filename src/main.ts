@@ -178,7 +178,7 @@ async function main(): Promise<void> {
     // its loading goes on in the background while the chains are being spawned.
     const redisUrl = config.redis.url;
     const [opened, connected, chains] = await Promise.allSettled([
-      openStorage({ databaseUrl: config.storage.databaseUrl, dataDir: config.storage.dataDir }).catch((err: unknown) => {
+      openStorage({ databaseUrl: config.storage.databaseUrl, dataDir: config.storage.dataDir, sharedBuffersMb: config.storage.embeddedSharedBuffersMb }).catch((err: unknown) => {
         throw storageStartError(err, config);
       }),
       redisUrl ? openRedis(redisUrl).catch((err: unknown) => {

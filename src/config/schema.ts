@@ -186,6 +186,11 @@ export const ConfigSchema = T.Object(
           description: 'PostgreSQL; null: embedded PGlite under dataDir',
         }),
         dataDir: T.String({ minLength: 1, description: 'folder of the embedded database and generated secrets; "memory": nothing on disk' }),
+        embeddedSharedBuffersMb: T.Integer({
+          minimum: 1,
+          maximum: 4096,
+          description: "MiB of the embedded database's page cache (PostgreSQL shared_buffers), held in memory for the whole run",
+        }),
       },
       { additionalProperties: false, description: 'where accounts, keys and usage are kept' },
     ),

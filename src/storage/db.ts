@@ -1,6 +1,7 @@
-import { chmodSync, mkdirSync, readdirSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readdirSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { Worker } from 'node:worker_threads';
 import { PGlite } from '@electric-sql/pglite';
 import { sql } from 'drizzle-orm';
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
@@ -32,17 +33,33 @@ export interface StorageOptions {
    * instead of an empty one, which skips PGlite's initdb. Migrations still run over it.
    */
   pgliteImage?: Blob;
+  /**
+   * PGlite only: PostgreSQL's shared_buffers in MiB (default 32). PGlite's own default (128 MiB)
+   * is allocated in its WebAssembly memory for the whole run, which never shrinks: the largest
+   * part of an embedded gateway's memory, for databases that are a few MiB (docs/decisions.md,
+   * "Choices beyond the contract", Configuration).
+   */
+  sharedBuffersMb?: number;
 }
 
 const MIGRATIONS = path.resolve(path.dirname(fileURLToPath(import.meta.url)), 'migrations');
 // Any fixed number: serialises migrations when several instances start at once on PostgreSQL.
 const MIGRATION_LOCK = 7_245_001;
+/** PGlite's shared_buffers when not given (config `storage.embeddedSharedBuffersMb`). */
+const DEFAULT_SHARED_BUFFERS_MB = 32;
 
 /** Opens storage and brings its schema up to date (idempotent: applied migrations are skipped). */
 export async function openStorage(opts: StorageOptions): Promise<Storage> {
   if (opts.databaseUrl) return openPostgres(opts.databaseUrl);
-  return openPglite(opts.dataDir ?? './data', opts.pgliteImage);
+  return openPglite(opts.dataDir ?? './data', opts.pgliteImage, opts.sharedBuffersMb ?? DEFAULT_SHARED_BUFFERS_MB);
 }
+
+/**
+ * PGlite's start parameters with shared_buffers set. Given on the command line, not through
+ * PGlite's `postgresqlconf` option: that one rewrites the data folder's postgresql.conf whole,
+ * dropping what initdb wrote there (time zone, locale settings).
+ */
+const startParams = (sharedBuffersMb: number): string[] => [...PGlite.defaultStartParams, '-c', `shared_buffers=${sharedBuffersMb}MB`];
 
 /**
  * The data image of a new in-memory PGlite database with every migration applied. Opening a
@@ -59,15 +76,17 @@ export async function migratedPgliteImage(): Promise<Blob> {
   }
 }
 
-async function openPglite(dataDir: string, image?: Blob): Promise<Storage> {
+async function openPglite(dataDir: string, image: Blob | undefined, sharedBuffersMb: number): Promise<Storage> {
   let client: PGlite;
-  if (dataDir === 'memory') client = new PGlite(image ? { loadDataDir: image } : {});
+  const params = startParams(sharedBuffersMb);
+  if (dataDir === 'memory') client = new PGlite(image ? { loadDataDir: image, startParams: params } : { startParams: params });
   else {
     const dir = path.resolve(dataDir, 'pglite');
     // DATA_DIR, when created here, and its pglite directory are the owner's only (0700).
     mkdirSync(dir, { recursive: true, mode: 0o700 });
     chmodSync(dir, 0o700);
-    client = new PGlite(dir);
+    if (!existsSync(path.join(dir, 'PG_VERSION'))) await initInWorker(dir, params);
+    client = new PGlite(dir, { startParams: params });
     await client.waitReady;
     ownerOnly(dir);
   }
@@ -82,6 +101,27 @@ async function openPglite(dataDir: string, image?: Blob): Promise<Storage> {
     },
     close: () => client.close(),
   };
+}
+
+/**
+ * Creates the data folder `dir` (initdb) in a worker thread: the memory initdb takes (~500 MB of
+ * WebAssembly memory, more than the database needs to run) is returned when the worker ends,
+ * instead of staying with the gateway until a garbage collection that an idle gateway may not
+ * run for hours. Under tsx (tests, `npm run dev`) the worker runs the .ts file the same way.
+ */
+async function initInWorker(dir: string, params: string[]): Promise<void> {
+  const here = fileURLToPath(import.meta.url);
+  const script = path.join(path.dirname(here), `pglite-init${path.extname(here)}`);
+  const workerData = { dir, startParams: params };
+  // A worker does not inherit tsx's loader: under tsx it registers it first, then loads the .ts file.
+  const worker = script.endsWith('.ts')
+    ? new Worker(`import('tsx/esm/api').then((tsx) => { tsx.register(); return import(${JSON.stringify(pathToFileURL(script).href)}); })`, { eval: true, workerData })
+    : new Worker(script, { workerData });
+  const code = await new Promise<number>((resolve, reject) => {
+    worker.once('error', reject);
+    worker.once('exit', resolve);
+  });
+  if (code !== 0) throw new Error(`creating the embedded database in ${dir} failed (exit code ${code})`);
 }
 
 /**
