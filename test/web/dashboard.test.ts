@@ -101,6 +101,8 @@ describe('dashboard: a newcomer in chromium (C43)', { skip: await browserSkip() 
   test('edits, disables, rotates and deletes the key; each refusal and confirmation in words', async () => {
     const { page } = m;
     await page.getByRole('link', { name: 'API keys' }).first().click();
+    // A navigation gives the new page's heading the focus (keyboard and screen-reader users start there).
+    await page.waitForFunction(() => document.activeElement?.tagName === 'H1' && document.activeElement.textContent === 'API keys');
     await page.getByRole('heading', { level: 3, name: 'my first app' }).waitFor();
     await page.getByRole('button', { name: 'Edit my first app' }).click();
     await page.getByLabel(/Rate limit \(requests per minute; empty/).fill('99999999');
@@ -149,7 +151,9 @@ describe('dashboard: a newcomer in chromium (C43)', { skip: await browserSkip() 
     assert.equal(cookie.httpOnly, true);
     assert.equal(cookie.sameSite, 'Strict');
     assert.equal(cookie.path, '/api/v1/auth');
-    // The keyboard reaches the navigation and the sign-out button.
+    // The keyboard reaches the navigation and the sign-out button. A loaded page keeps the focus at
+    // the top: once the page's effects have run (two frames and a task later), the first Tab is the skip link.
+    await page.evaluate(() => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(() => setTimeout(resolve, 0)))));
     await page.keyboard.press('Tab');
     assert.equal(await page.evaluate(() => document.activeElement?.textContent), 'Skip to the page');
     await page.getByRole('button', { name: 'Sign out' }).first().click();

@@ -1,6 +1,6 @@
 // The shell: header with the navigation, the page of the current address, the sign-in guard.
 import type { ComponentType } from 'preact';
-import { useEffect, useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import { signOut, useSession } from './api.ts';
 import { ErrorBanner, Link, Loading, Page } from './components.tsx';
 import { HOME_SIGNED_IN, HOME_SIGNED_OUT, type PageDef, pages } from './registry.ts';
@@ -79,7 +79,14 @@ export function App() {
   }, [redirect]);
 
   // After each navigation the new page's heading takes the focus (keyboard and screen readers).
+  // Not on the page the browser loaded (or reloaded): there the focus starts at the top of the
+  // document, where the first Tab reaches "Skip to the page", as on any site.
+  const landed = useRef<string | null>(path);
   useEffect(() => {
+    if (landed.current !== null) {
+      if (path === landed.current) return;
+      landed.current = null;
+    }
     window.scrollTo(0, 0);
     const t = setTimeout(() => document.querySelector<HTMLElement>('main h1')?.focus({ preventScroll: true }), 0);
     return () => clearTimeout(t);
