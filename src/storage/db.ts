@@ -104,10 +104,10 @@ async function openPglite(dataDir: string, image: Blob | undefined, sharedBuffer
 }
 
 /**
- * Creates the data folder `dir` (initdb) in a worker thread: the memory initdb takes (~500 MB of
- * WebAssembly memory, more than the database needs to run) is returned when the worker ends,
- * instead of staying with the gateway until a garbage collection that an idle gateway may not
- * run for hours. Under tsx (tests, `npm run dev`) the worker runs the .ts file the same way.
+ * Creates the database of the data folder `dir` (initdb) in a worker thread: the memory initdb
+ * takes (~500 MB of WebAssembly memory, more than the database needs to run) is returned when the
+ * worker ends, instead of staying with the gateway until a garbage collection that an idle gateway
+ * may not run for hours. Under tsx (tests, `npm run dev`) the worker runs the .ts file.
  */
 async function initInWorker(dir: string, params: string[]): Promise<void> {
   const here = fileURLToPath(import.meta.url);

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
@@ -7,6 +8,8 @@ import { sql } from 'drizzle-orm';
 import { loadConfig } from '../../src/config/load.ts';
 import { openStorage, type Storage } from '../../src/storage/db.ts';
 import { pgliteTemplate } from '../support/pglite-template.ts';
+import { ended, ensureBuilt, ROOT, spawnGateway } from '../support/process.ts';
+import { waitFor } from '../support/wait.ts';
 
 async function setting(s: Storage, name: 'shared_buffers' | 'timezone'): Promise<string> {
   const res = await s.db.execute(sql.raw(`show ${name}`));
@@ -73,5 +76,52 @@ describe("embedded storage's page cache (storage.embeddedSharedBuffersMb)", () =
     }
     writeFileSync(file, JSON.stringify({ storage: { embeddedSharedBuffersMb: 256 } }));
     assert.equal(loadConfig({ env: {}, configFile: file }).storage.embeddedSharedBuffersMb, 256);
+  });
+});
+
+describe('a stop while the first start creates the database', () => {
+  const parent = mkdtempSync(path.join(tmpdir(), 'junction-pglite-first-'));
+  after(() => rmSync(parent, { recursive: true, force: true }));
+
+  test('a stop signal sent twice to the process group stops it cleanly; the next start makes the database and serves', async () => {
+    await ensureBuilt();
+    const dataDir = path.join(parent, 'data');
+    const child = spawn(process.execPath, ['dist/main.js'], {
+      cwd: ROOT,
+      env: { ...process.env, DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', DATABASE_URL: '', REDIS_URL: '' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true,
+    });
+    let out = '';
+    child.stdout?.on('data', (d) => (out += d));
+    child.stderr?.on('data', (d) => (out += d));
+    const exited = ended(child);
+    try {
+      // The database is being made: files appear in the data folder (beside secrets.json).
+      const making = () => readdirSync(dataDir, { withFileTypes: true }).some((e) => e.isDirectory() && readdirSync(path.join(dataDir, e.name)).length > 3);
+      await waitFor(() => (existsSync(dataDir) && making() ? true : undefined), { timeoutMs: 60_000, intervalMs: 5, what: 'the database being made' });
+      assert.doesNotMatch(out, /storage ready/, 'stopped before the database was ready');
+      process.kill(-(child.pid as number), 'SIGTERM');
+      process.kill(-(child.pid as number), 'SIGTERM');
+    } catch (err) {
+      child.kill('SIGKILL');
+      throw err;
+    }
+    const { code } = await exited;
+    assert.equal(code, 0, out.slice(-2000));
+    assert.match(out, /"msg":"stopped"/);
+
+    const gw = await spawnGateway({ env: { DATA_DIR: dataDir } });
+    try {
+      const res = await fetch(`${gw.url}/api/v1/auth/register`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ email: 'first@example.com', password: 'long enough pw', name: 'F' }),
+      });
+      assert.equal(res.status, 200, await res.text());
+    } finally {
+      gw.child.kill('SIGTERM');
+      await gw.exited;
+    }
   });
 });
