@@ -1,6 +1,5 @@
-// Run as a worker thread by db.ts: creates a new PGlite data folder (PostgreSQL's initdb) and
-// ends. PGlite's initdb takes several hundred MB of WebAssembly memory that the main thread would
-// keep until some later garbage collection; a worker's memory goes back when it ends.
+// The worker thread of db.ts's `initInWorker` (see there why): creates a new PGlite data folder
+// (PostgreSQL's initdb) and ends.
 import { workerData } from 'node:worker_threads';
 import { PGlite } from '@electric-sql/pglite';
 

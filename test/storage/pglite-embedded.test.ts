@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -8,7 +7,7 @@ import { sql } from 'drizzle-orm';
 import { loadConfig } from '../../src/config/load.ts';
 import { openStorage, type Storage } from '../../src/storage/db.ts';
 import { pgliteTemplate } from '../support/pglite-template.ts';
-import { ended, ensureBuilt, ROOT, spawnGateway } from '../support/process.ts';
+import { launchGateway, spawnGateway } from '../support/process.ts';
 import { waitFor } from '../support/wait.ts';
 
 async function setting(s: Storage, name: 'shared_buffers' | 'timezone'): Promise<string> {
@@ -84,23 +83,13 @@ describe('a stop while the first start creates the database', () => {
   after(() => rmSync(parent, { recursive: true, force: true }));
 
   test('a stop signal sent twice to the process group stops it cleanly; the next start makes the database and serves', async () => {
-    await ensureBuilt();
     const dataDir = path.join(parent, 'data');
-    const child = spawn(process.execPath, ['dist/main.js'], {
-      cwd: ROOT,
-      env: { ...process.env, DATA_DIR: dataDir, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'info', DATABASE_URL: '', REDIS_URL: '' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-      detached: true,
-    });
-    let out = '';
-    child.stdout?.on('data', (d) => (out += d));
-    child.stderr?.on('data', (d) => (out += d));
-    const exited = ended(child);
+    const { child, output, exited } = await launchGateway({ env: { DATA_DIR: dataDir, DATABASE_URL: '', REDIS_URL: '' }, detached: true });
     try {
       // The database is being made: files appear in the data folder (beside secrets.json).
       const making = () => readdirSync(dataDir, { withFileTypes: true }).some((e) => e.isDirectory() && readdirSync(path.join(dataDir, e.name)).length > 3);
       await waitFor(() => (existsSync(dataDir) && making() ? true : undefined), { timeoutMs: 60_000, intervalMs: 5, what: 'the database being made' });
-      assert.doesNotMatch(out, /storage ready/, 'stopped before the database was ready');
+      assert.doesNotMatch(output(), /storage ready/, 'stopped before the database was ready');
       process.kill(-(child.pid as number), 'SIGTERM');
       process.kill(-(child.pid as number), 'SIGTERM');
     } catch (err) {
@@ -108,8 +97,8 @@ describe('a stop while the first start creates the database', () => {
       throw err;
     }
     const { code } = await exited;
-    assert.equal(code, 0, out.slice(-2000));
-    assert.match(out, /"msg":"stopped"/);
+    assert.equal(code, 0, output().slice(-2000));
+    assert.match(output(), /"msg":"stopped"/);
 
     const gw = await spawnGateway({ env: { DATA_DIR: dataDir } });
     try {

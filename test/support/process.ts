@@ -68,24 +68,26 @@ export async function seedDataDir(dataDir: string): Promise<void> {
   cpSync(path.join(await seedFolder(), 'pglite'), path.join(dataDir, 'pglite'), { recursive: true });
 }
 
-/**
- * Starts the gateway as its own process on a free port and waits for its "listening" log line.
- * `via: 'npm'` runs `npm start` (the compiled dist/, built first when stale), `via: 'tsx'` the tsx
- * CLI on src/main.ts, by default (`'node'`) node on the compiled dist/main.js (brought up to date
- * first; it loads in half the CPU time of src/ through tsx). `detached`: the child leads its own
- * process group, so `process.kill(-child.pid, signal)` reaches the whole group.
- */
-export async function spawnGateway(opts: {
+interface LaunchOptions {
   args?: string[];
   env?: Record<string, string>;
   via?: 'node' | 'tsx' | 'npm';
   detached?: boolean;
   /** The project folder to start in (default: this one). */
   cwd?: string;
-  timeoutMs?: number;
   /** Start from an already migrated database in `env.DATA_DIR` (`seedDataDir`) instead of a new one. */
   seeded?: boolean;
-}): Promise<GatewayProcess> {
+}
+
+/**
+ * Starts the gateway as its own process on a free port, without waiting for it (a test of what
+ * happens during the start). `via: 'npm'` runs `npm start` (the compiled dist/, built first when
+ * stale), `via: 'tsx'` the tsx CLI on src/main.ts, by default (`'node'`) node on the compiled
+ * dist/main.js (brought up to date first; it loads in half the CPU time of src/ through tsx).
+ * `detached`: the child leads its own process group, so `process.kill(-child.pid, signal)` reaches
+ * the whole group.
+ */
+export async function launchGateway(opts: LaunchOptions): Promise<Omit<GatewayProcess, 'url'>> {
   const args = opts.args ?? [];
   const dataDir = opts.env?.DATA_DIR;
   if (opts.seeded && dataDir && dataDir !== 'memory') await seedDataDir(path.resolve(opts.cwd ?? ROOT, dataDir));
@@ -109,11 +111,16 @@ export async function spawnGateway(opts: {
   child.stderr?.on('data', (d) => {
     out += d;
   });
-  const exited = ended(child);
+  return { child, output: () => out, exited: ended(child) };
+}
+
+/** {@link launchGateway}, then waits for its "listening" log line. */
+export async function spawnGateway(opts: LaunchOptions & { timeoutMs?: number }): Promise<GatewayProcess> {
+  const { child, output, exited } = await launchGateway(opts);
   const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`gateway did not listen in time:\n${out}`)), opts.timeoutMs ?? 60_000);
+    const timer = setTimeout(() => reject(new Error(`gateway did not listen in time:\n${output()}`)), opts.timeoutMs ?? 60_000);
     const onData = () => {
-      const m = /"address":"(http:\/\/[^"]+)".*"msg":"Junction is listening"/.exec(out);
+      const m = /"address":"(http:\/\/[^"]+)".*"msg":"Junction is listening"/.exec(output());
       if (m?.[1]) {
         clearTimeout(timer);
         resolve(m[1]);
@@ -122,10 +129,10 @@ export async function spawnGateway(opts: {
     child.stdout?.on('data', onData);
     void exited.then(({ code }) => {
       clearTimeout(timer);
-      reject(new Error(`gateway exited (${code}) before listening:\n${out}`));
+      reject(new Error(`gateway exited (${code}) before listening:\n${output()}`));
     });
   });
-  return { child, url, output: () => out, exited };
+  return { child, url, output, exited };
 }
 
 /**
