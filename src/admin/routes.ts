@@ -4,11 +4,11 @@ import { Type as T } from '@sinclair/typebox';
 import type { AccountService, UserRow } from '../auth/accounts.ts';
 import type { Config } from '../config/schema.ts';
 import { HttpError, notFound } from '../errors/http.ts';
-import { Email, ErrorResponse, ok } from '../http/schemas.ts';
+import { Email, ErrorResponse, ok, StoredCount } from '../http/schemas.ts';
 import type { AccountLimitsPatch, KeyService } from '../keys/service.ts';
 import { effectiveLimits } from '../metering/plans.ts';
 
-const Limit = T.Union([T.Integer({ minimum: 1 }), T.Null()]);
+const Limit = T.Union([StoredCount(), T.Null()]);
 const AdminUser = T.Object({
   id: T.String(),
   email: T.String(),

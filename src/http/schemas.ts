@@ -18,3 +18,9 @@ export const ErrorResponse = T.Object({
 
 export const Email = T.String({ format: 'email', maxLength: 254 });
 export const IsoDate = T.String({ format: 'date-time' });
+
+/**
+ * A positive whole number the database keeps in a 4-byte integer column (plan limits, a key's
+ * rateLimit): larger values are a 400 naming the field, not a failed write.
+ */
+export const StoredCount = (options: { description?: string } = {}) => T.Integer({ minimum: 1, maximum: 2_147_483_647, ...options });

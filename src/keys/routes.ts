@@ -5,14 +5,14 @@ import type { AccountService } from '../auth/accounts.ts';
 import type { NetworkRegistry } from '../chains/registry.ts';
 import type { Config } from '../config/schema.ts';
 import { unauthorized } from '../errors/http.ts';
-import { ErrorResponse, IsoDate, ok, OkMessage } from '../http/schemas.ts';
+import { ErrorResponse, IsoDate, ok, OkMessage, StoredCount } from '../http/schemas.ts';
 import { effectiveLimits } from '../metering/plans.ts';
 import { MAX_JWT_KEYS, MAX_LIST_ENTRIES } from './access.ts';
 import type { KeyService } from './service.ts';
 
 const Slug = T.String({ pattern: '^[a-z0-9-]{1,64}$' });
 const Name = T.String({ minLength: 1, maxLength: 100, pattern: '\\S' });
-const RateLimit = T.Integer({ minimum: 1, description: 'requests per minute, at most the plan rate' });
+const RateLimit = StoredCount({ description: 'requests per minute, at most the plan rate' });
 const Status = T.Union([T.Literal('active'), T.Literal('inactive'), T.Literal('revoked'), T.Literal('expired')]);
 const Nullable = <S extends Parameters<typeof T.Union>[0][number]>(s: S) => T.Union([s, T.Null()]);
 

@@ -51,12 +51,27 @@ describe('admin (C8)', () => {
 
   test('bad input is 400 and changes nothing; an unknown account is 404', async () => {
     const u = await registerUser(t.app);
-    for (const payload of [{ tier: 'platinum' }, { limits: { requestsPerMinute: 0 } }, { limits: { foo: 1 } }, { isAdmin: true }, {}]) {
+    // Limits are kept in 4-byte integer columns: a larger one is a 400 naming it, not a failed write (500).
+    const tooBig: Array<[string, number]> = [['dailyLimit', 1e12], ['monthlyLimit', 2 ** 31], ['requestsPerMinute', 2 ** 31]];
+    const payloads: object[] = [{ tier: 'platinum' }, { limits: { requestsPerMinute: 0 } }, { limits: { foo: 1 } }, { isAdmin: true }, {}];
+    for (const payload of [...payloads, ...tooBig.map(([field, value]) => ({ tier: 'pro', limits: { [field]: value } }))]) {
       const res = await t.app.inject({ method: 'PATCH', url: `/api/v1/admin/users/${u.id}`, headers: admin, payload });
       assert.equal(res.statusCode, 400, JSON.stringify(payload));
+      assert.equal(res.json().error.code, 'VALIDATION_ERROR', res.body);
+    }
+    for (const [field, value] of tooBig) {
+      const res = await t.app.inject({ method: 'PATCH', url: `/api/v1/admin/users/${u.id}`, headers: admin, payload: { limits: { [field]: value } } });
+      assert.ok(
+        (res.json().error.details as Array<{ field: string }>).some((d) => d.field.startsWith(`body.limits.${field}`)),
+        `${field}: the field is named: ${res.body}`,
+      );
     }
     const look = await t.app.inject({ method: 'GET', url: `/api/v1/admin/users?email=${encodeURIComponent(u.email)}`, headers: admin });
     assert.equal(look.json().data[0].tier, 'free');
+    assert.deepEqual(look.json().data[0].overrides, { requestsPerMinute: null, dailyLimit: null, monthlyLimit: null });
+    const largest = await t.app.inject({ method: 'PATCH', url: `/api/v1/admin/users/${u.id}`, headers: admin, payload: { limits: { dailyLimit: 2 ** 31 - 1 } } });
+    assert.equal(largest.statusCode, 200, largest.body);
+    assert.equal(largest.json().data.overrides.dailyLimit, 2 ** 31 - 1);
     const missing = await t.app.inject({ method: 'PATCH', url: '/api/v1/admin/users/nope', headers: admin, payload: { tier: 'pro' } });
     assert.equal(missing.statusCode, 404);
   });

@@ -131,6 +131,19 @@ for (const backend of backends) {
       assert.equal((await create(u.auth, { name: 'r2' })).json().data.rateLimit, 100, 'free plan rate');
       await setTier(u.id, 'enterprise');
       assert.equal((await create(u.auth, { name: 'r3', rateLimit: 1_000_000 })).statusCode, 200, 'enterprise: any >= 1');
+      // ... that storage can keep (a 4-byte integer): beyond it a 400 naming the field, not a failed write.
+      assert.equal((await create(u.auth, { name: 'r4', rateLimit: 2 ** 31 - 1 })).statusCode, 200);
+      const before = (await list(u.auth)).length;
+      for (const rateLimit of [2 ** 31, 1e12]) {
+        const res = await create(u.auth, { name: 'r5', rateLimit });
+        assert.equal(res.statusCode, 400, String(rateLimit));
+        assert.equal(res.json().error.code, 'VALIDATION_ERROR');
+        assert.match(res.json().error.message + JSON.stringify(res.json().error.details), /rateLimit/);
+      }
+      assert.equal((await list(u.auth)).length, before, 'no key made');
+      const id = String((await list(u.auth))[0]?.id);
+      const patched = await t.app.inject({ method: 'PATCH', url: `/api/v1/api-keys/${id}`, headers: u.auth, payload: { rateLimit: 2 ** 31 } });
+      assert.equal(patched.statusCode, 400);
     });
 
     test('PATCH changes name, networks, rateLimit, status and expiresAt; expired and inactive show in the list', async () => {
