@@ -51,6 +51,23 @@ export function skipValue(t: string, i: number): number {
   return j;
 }
 
+/**
+ * Whether the JSON text `t` nests arrays and objects more than `max` levels deep (strings are
+ * jumped over). A text shorter than 2 * max + 2 characters cannot, and is not scanned.
+ */
+export function nestsDeeperThan(t: string, max: number): boolean {
+  if (t.length < 2 * max + 2) return false;
+  let depth = 0;
+  for (let j = 0; j < t.length; j++) {
+    const d = t.charCodeAt(j);
+    if (d === 0x22) j = skipValue(t, j) - 1;
+    else if (d === 0x7b || d === 0x5b) {
+      if (++depth > max) return true;
+    } else if (d === 0x7d || d === 0x5d) depth--;
+  }
+  return false;
+}
+
 /** The text of each element of the top-level array in `t`. */
 export function arrayElements(t: string): string[] {
   const out: string[] = [];

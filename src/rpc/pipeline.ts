@@ -13,7 +13,7 @@ import { type AnalyticsRecorder, NODE_ERROR, OK, UPSTREAM_ERROR } from '../analy
 import type { Upstreams } from '../upstreams/upstreams.ts';
 import { callNativeMethod, nodeCallFromPool } from './dispatch/native.ts';
 import { errorText, parseItem, type RpcCall, resultText } from './jsonrpc.ts';
-import { arrayElements, idSpan, idText, withId } from './lossless.ts';
+import { arrayElements, idSpan, idText, nestsDeeperThan, withId } from './lossless.ts';
 import { answerText, type CachePlan, type ResponseCache } from './dispatch/cache.ts';
 import { FILTER_METHODS, FilterPins } from './dispatch/filters.ts';
 import { GET_LOGS, type LogsLimits, type LogsPlan, planLogs, runLogs } from './dispatch/logs.ts';
@@ -80,6 +80,8 @@ export interface SubscriptionDispatcher {
 }
 
 const SUBSCRIBE = 'eth_subscribe';
+/** C23: levels of arrays and objects a message may nest, its batch array and call object included. */
+export const MAX_NESTING = 128;
 const UNSUBSCRIBE = 'eth_unsubscribe';
 
 /** One call of a message, once parsed. */
@@ -153,6 +155,12 @@ export class RpcPipeline {
       parsed = JSON.parse(text);
     } catch {
       const err = new ParseError('Parse error: the body is not valid JSON');
+      this.#tally(input.network instanceof RpcError ? UNKNOWN_NETWORK : input.network.slug, OTHER_METHOD, err, input.requestId);
+      return plain(err, 'null');
+    }
+    // C23: nesting past MAX_NESTING is refused like a parse error (the params' readers recurse).
+    if (nestsDeeperThan(text, MAX_NESTING)) {
+      const err = new InvalidRequestError(`Invalid request: JSON nested more than ${MAX_NESTING} levels deep`);
       this.#tally(input.network instanceof RpcError ? UNKNOWN_NETWORK : input.network.slug, OTHER_METHOD, err, input.requestId);
       return plain(err, 'null');
     }

@@ -6,6 +6,8 @@ import { after, before, describe, test } from 'node:test';
 import { createKey, startTestApp, type TestApp } from '../support/app.ts';
 import { type FakeNode, startFakeNode } from '../support/fake-node.ts';
 import { waitFor } from '../support/wait.ts';
+import { connect, wsAddress } from '../ws/helpers.ts';
+import { MAX_NESTING } from '../../src/rpc/pipeline.ts';
 
 let t: TestApp;
 let node: FakeNode;
@@ -92,6 +94,53 @@ describe('the RPC addresses at their edges', () => {
     } finally {
       node.setDelay(0);
     }
+  });
+
+  test('C23: a message nested more than 128 levels deep is -32600 with 400 over HTTP and WebSocket, never forwarded or an internal error', async () => {
+    assert.equal(MAX_NESTING, 128);
+    const arrays = (n: number) => '['.repeat(n) + ']'.repeat(n);
+    const objects = (n: number) => '{"a":'.repeat(n) + '1' + '}'.repeat(n);
+    const call = (method: string, params: string) => `{"jsonrpc":"2.0","id":7,"method":"${method}","params":${params}}`;
+    const post = (body: string) => fetch(`${t.url}/v1/native-mainnet/${key}`, { method: 'POST', body });
+    const mark = t.logs.length;
+
+    // At the limit (the call object and 127 arrays): forwarded as it came.
+    const before = node.bodies.length;
+    const atLimit = call('eth_call', arrays(MAX_NESTING - 1));
+    const ok = await post(atLimit);
+    assert.equal(ok.status, 200);
+    assert.equal(((await ok.json()) as { id: number }).id, 7);
+    assert.equal(node.bodies.length, before + 1);
+
+    // One level more, or far more; in params (the cache key and the log planner read those), the
+    // id, or a batch: refused whole before the key is looked at, and nothing reaches the node.
+    const deep = [
+      call('eth_call', arrays(MAX_NESTING)),
+      call('eth_getBlockByHash', `[${objects(100_000)},false]`),
+      call('eth_getLogs', `[{"topics":${arrays(100_000)}}]`),
+      `{"jsonrpc":"2.0","id":${arrays(MAX_NESTING)},"method":"eth_chainId","params":[]}`,
+      `[${call('eth_call', arrays(MAX_NESTING - 1))}]`,
+      arrays(200_000),
+    ];
+    const sent = node.bodies.length;
+    for (const body of deep) {
+      const res = await post(body);
+      const text = await res.text();
+      assert.equal(res.status, 400, `${body.slice(0, 60)}: ${text.slice(0, 200)}`);
+      assert.deepEqual(JSON.parse(text), { jsonrpc: '2.0', id: null, error: { code: -32600, message: 'Invalid request: JSON nested more than 128 levels deep' } });
+    }
+    const ws = await connect(wsAddress(t, `/ws/native-mainnet?apiKey=${key}`));
+    try {
+      for (const body of deep.slice(0, 3)) {
+        const answer = await ws.send(body);
+        assert.equal(answer.error?.code, -32600, JSON.stringify(answer).slice(0, 200));
+      }
+      assert.equal((await ws.send(atLimit)).id, 7, 'the connection still serves');
+    } finally {
+      await ws.close();
+    }
+    assert.equal(node.bodies.length, sent + 1, 'only the call at the limit reached the node');
+    assert.ok(!t.logs.slice(mark).some((l) => /"level":(50|60)/.test(l) || l.includes('Maximum call stack')), 'no error logged');
   });
 
   test('a key in the network slot of /v1 is never repeated in the answer or the logs', async () => {

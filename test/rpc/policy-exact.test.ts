@@ -13,7 +13,7 @@ import { after, before, describe, test } from 'node:test';
 import { sql } from 'drizzle-orm';
 import { loadConfig } from '../../src/config/load.ts';
 import { callMembersError } from '../../src/rpc/jsonrpc.ts';
-import { memberNames } from '../../src/rpc/lossless.ts';
+import { memberNames, nestsDeeperThan } from '../../src/rpc/lossless.ts';
 import { type Devnet, startDevnet } from '../../src/devnet/devnet.ts';
 import { createKey, setTier, startTestApp, type TestApp } from '../support/app.ts';
 import { type Client, connect, withUpstreams, wsAddress } from '../ws/helpers.ts';
@@ -358,6 +358,20 @@ describe('the member-name scanner', () => {
     assert.equal(callMembersError(Buffer.from(body))?.member, 'paramſ');
     assert.equal(callMembersError('{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":["\\"Method\\":1"]}'), null);
     assert.equal(callMembersError(Buffer.from('{"id":"ä","method":"eth_chainId","jsonrpc":"2.0"}')), null);
+  });
+
+  test('nestsDeeperThan counts arrays and objects, not brackets inside strings (C23)', () => {
+    const nest = (n: number) => '[{"a":'.repeat(n) + '1' + '}]'.repeat(n);
+    assert.equal(nestsDeeperThan(nest(4), 8), false);
+    assert.equal(nestsDeeperThan(nest(4), 7), true);
+    assert.equal(nestsDeeperThan(nest(64), 128), false);
+    assert.equal(nestsDeeperThan(nest(65), 128), true);
+    // Brackets and escaped quotes inside strings are text, however many.
+    const padded = `{"p":["${'[{'.repeat(300)}${String.raw`\\\"`}${'['.repeat(300)}"]}`;
+    assert.equal(nestsDeeperThan(padded, 2), false);
+    assert.equal(nestsDeeperThan(padded, 1), true);
+    // Siblings do not add up: 500 arrays side by side are 2 levels.
+    assert.equal(nestsDeeperThan(`[${Array(500).fill('[]').join(',')}]`, 2), false);
   });
 });
 
