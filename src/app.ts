@@ -16,7 +16,7 @@ import { networkRoutes } from './chains/routes.ts';
 import { publicUrl } from './config/load.ts';
 import type { Config } from './config/schema.ts';
 import type { Secrets } from './config/secrets.ts';
-import { clientErrorHandler, installRestErrors } from './errors/handler.ts';
+import { clientErrorHandler, frameworkErrors, installJsonParser, installRestErrors } from './errors/handler.ts';
 import { dashboardRoutes } from './http/dashboard.ts';
 import { applyServerTimeouts } from './http/server-timeouts.ts';
 import { installValidators } from './http/validation.ts';
@@ -121,6 +121,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
         if (!fastPath?.(req, res)) handler(req, res);
       }),
     clientErrorHandler,
+    frameworkErrors,
     loggerInstance: logger,
     genReqId,
     requestIdHeader: false,
@@ -180,6 +181,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
     reply.header('x-request-id', req.id);
   });
   installValidators(app);
+  installJsonParser(app);
   installRestErrors(app);
   instrument(app, metrics, { token: config.metrics.token, port: config.metrics.port, host: config.server.host });
 

@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -44,6 +45,9 @@ export function toHttpError(err: FastifyError | Error): HttpError {
     return new HttpError('VALIDATION_ERROR', `Invalid request: ${summary}`, { details });
   }
   switch (e.code) {
+    // The router's own refusal (a path with a bad percent-escape): the path is not repeated, it may hold a key.
+    case 'FST_ERR_BAD_URL':
+      return new HttpError('BAD_REQUEST', 'The request path holds an invalid percent-escape');
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
       return new HttpError('INVALID_JSON', 'Request body is not valid JSON');
@@ -68,6 +72,47 @@ export function sendHttpError(reply: FastifyReply, err: HttpError): FastifyReply
     reply.log.debug({ status: err.statusCode, code: err.code, reason: err.message }, 'request refused');
   }
   return reply.status(err.statusCode).headers(err.headers).send(envelope(err));
+}
+
+/**
+ * Fastify's `frameworkErrors` option: what its router refuses before any hook or handler runs
+ * (a path with a bad percent-escape), in the C7 envelope like every other failure.
+ */
+export function frameworkErrors(err: FastifyError, req: FastifyRequest, reply: FastifyReply): void {
+  void sendHttpError(reply.header('x-request-id', req.id), toHttpError(err));
+}
+
+/**
+ * JSON bodies of REST routes: Fastify's own parser (prototype poisoning refused) behind a check
+ * that the bytes are UTF-8. Bytes that are not would be decoded to U+FFFD and stored altered, as a
+ * lone surrogate would be (refused by the validators); both are a 400 instead.
+ */
+export function installJsonParser(app: FastifyInstance): void {
+  const parse = app.getDefaultJsonParser('error', 'error');
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (req, body, done) => {
+    const bytes = body as Buffer;
+    if (!isUtf8(bytes)) {
+      done(new HttpError('INVALID_JSON', 'Request body is not valid UTF-8'), undefined);
+      return;
+    }
+    const text = bytes.toString('utf8');
+    void parse(req, text, (err, value) => {
+      // Fastify's parser refuses `__proto__` and `constructor.prototype` members (prototype
+      // poisoning) with the same error as broken JSON; say which it was.
+      if (err && parsesAsJson(text)) done(new HttpError('INVALID_JSON', 'Request body has a member named __proto__ or constructor.prototype, which is not accepted'), undefined);
+      else done(err, value);
+    });
+  });
+}
+
+function parsesAsJson(text: string): boolean {
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** One error handler and one 404 for the REST scope: every failure in the C7 envelope. */

@@ -162,3 +162,53 @@ describe('dates that pass RFC 3339 but not storage are 400 with details (C7)', (
     }
   });
 });
+
+describe('bodies and paths the REST parser itself refuses answer in the C7 envelope', () => {
+  let t: TestApp;
+  before(async () => {
+    t = await startTestApp();
+  });
+  after(() => t.close());
+
+  test('a body that is not UTF-8 is 400 INVALID_JSON and stores nothing (it would be stored with U+FFFD)', async () => {
+    const email = uniqueEmail();
+    const name = (bytes: number[]) => Buffer.concat([Buffer.from(`{"email":"${email}","password":"${PASSWORD}","name":"a`), Buffer.from(bytes), Buffer.from('"}')]);
+    for (const bytes of [[0xff, 0xfe], [0xc3], [0xed, 0xa0, 0x80] /* an encoded surrogate */, [0xc0, 0xaf] /* overlong '/' */]) {
+      for (const type of ['application/json', 'application/json; charset=utf-8']) {
+        const res = await t.app.inject({ method: 'POST', url: '/api/v1/auth/register', headers: { 'content-type': type }, payload: name(bytes) });
+        assert.equal(res.statusCode, 400, `${bytes.join(',')}: ${res.body}`);
+        assert.deepEqual(res.json(), { success: false, error: { code: 'INVALID_JSON', message: 'Request body is not valid UTF-8' } });
+      }
+    }
+    const [row] = await t.storage.db.select({ id: users.id }).from(users).where(eq(users.email, email));
+    assert.equal(row, undefined, 'no account made');
+    // Real UTF-8 (two, three and four bytes) is accepted and kept exactly.
+    const ok = await t.app.inject({ method: 'POST', url: '/api/v1/auth/register', headers: { 'content-type': 'application/json' }, payload: name([...Buffer.from('é€😀')]) });
+    assert.equal(ok.statusCode, 200, ok.body);
+    assert.equal(ok.json().data.user.name, 'aé€😀');
+  });
+
+  test('a __proto__ or constructor.prototype member is 400 INVALID_JSON saying so; broken JSON and an empty body keep their message', async () => {
+    const base = `"email":"${uniqueEmail()}","password":"${PASSWORD}","name":"N"`;
+    const cases: Array<[string, string]> = [
+      [`{"__proto__":{"isAdmin":true},${base}}`, 'Request body has a member named __proto__ or constructor.prototype, which is not accepted'],
+      [`{"constructor":{"prototype":{"isAdmin":true}},${base}}`, 'Request body has a member named __proto__ or constructor.prototype, which is not accepted'],
+      [`{${base}`, 'Request body is not valid JSON'],
+      ['', 'Request body is not valid JSON'],
+    ];
+    for (const [payload, message] of cases) {
+      const res = await t.app.inject({ method: 'POST', url: '/api/v1/auth/register', headers: { 'content-type': 'application/json' }, payload });
+      assert.equal(res.statusCode, 400, payload.slice(0, 40));
+      assert.deepEqual(res.json(), { success: false, error: { code: 'INVALID_JSON', message } }, payload.slice(0, 40));
+    }
+  });
+
+  test('a path with a bad percent-escape is 400 BAD_REQUEST in the envelope, with a request id, the path not repeated', async () => {
+    for (const url of ['/api/v1/networks/%ud800', '/api/v1/chain-abstraction/balance/%ED%A0%80?networks=native-mainnet', '/api/v1/api-keys/jk_live_%E0%A4%A']) {
+      const res = await t.app.inject({ method: 'GET', url });
+      assert.equal(res.statusCode, 400, `${url}: ${res.body}`);
+      assert.deepEqual(res.json(), { success: false, error: { code: 'BAD_REQUEST', message: 'The request path holds an invalid percent-escape' } });
+      assert.match(String(res.headers['x-request-id']), /^[0-9a-f-]{36}$/);
+    }
+  });
+});
