@@ -273,8 +273,18 @@ export class EndpointStore {
     return filters;
   }
 
-  /** http(s) only, no credentials, and (unless private targets are allowed) a public target (C39). */
+  /**
+   * http(s) only, no credentials, a port from 1, no spaces or control characters (the URL parser
+   * would drop them, so the stored text would not be the address called), and (unless private
+   * targets are allowed) a public target (C39).
+   */
   async #checkUrl(text: string, field: string): Promise<void> {
+    for (let i = 0; i < text.length; i++) {
+      const c = text.charCodeAt(i);
+      if (c <= 0x20 || c === 0x7f) {
+        throw badRequest('url holds a space or a control character', [{ field, message: 'must not hold spaces or control characters (percent-encode them)' }]);
+      }
+    }
     let url: URL;
     try {
       url = new URL(text);
@@ -282,6 +292,8 @@ export class EndpointStore {
       throw badRequest('url is not a valid URL', [{ field, message: 'must be an absolute http(s) URL' }]);
     }
     if (url.protocol !== 'http:' && url.protocol !== 'https:') throw badRequest('url must be http or https', [{ field, message: 'must be http or https' }]);
+    // Port 0 would be dialled as the scheme's default port: not the address given.
+    if (url.port === '0') throw badRequest('url has port 0', [{ field, message: 'must have a port from 1 to 65535' }]);
     if (url.username || url.password) {
       throw badRequest('url must not hold credentials', [{ field, message: 'must not hold a user name or password (the signature authenticates the sender)' }]);
     }

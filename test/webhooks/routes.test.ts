@@ -94,6 +94,13 @@ describe('webhook routes (C37, C38)', () => {
       ['unknown field', { url: PUBLIC_URL, events: ['whale.alert'], secret: 'whsec_mine' }],
       ['NUL in description', { url: PUBLIC_URL, events: ['whale.alert'], description: 'a\u0000b' }],
       ['NUL in url', { url: 'https://93.184.215.14/a\u0000b', events: ['whale.alert'] }],
+      // Port 0 is dialled as the default port; tabs, newlines and spaces are dropped by the URL
+      // parser: the stored text would not be the address called.
+      ['port 0', { url: 'https://93.184.215.14:0/x', events: ['whale.alert'] }],
+      ['port 0, IPv6', { url: 'https://[2606:4700:4700::1111]:0/x', events: ['whale.alert'] }],
+      ['tab and newline in url', { url: 'https://93.184.215.14/\t\n', events: ['whale.alert'] }],
+      ['leading space', { url: ' https://93.184.215.14/x', events: ['whale.alert'] }],
+      ['space in the path', { url: 'https://93.184.215.14/a b', events: ['whale.alert'] }],
     ];
     for (const [name, body] of cases) {
       const res = await post(u, body);
@@ -170,6 +177,12 @@ describe('webhook routes (C37, C38)', () => {
     assert.equal(empty.statusCode, 400);
     const badEvents = await t.app.inject({ method: 'PATCH', url, headers: max.auth, payload: { events: ['address.activity'] } });
     assert.equal(badEvents.statusCode, 400, 'address.activity needs addresses and networks');
+    for (const bad of ['https://93.184.215.14:0/x', 'https://93.184.215.14/x\n']) {
+      const res = await t.app.inject({ method: 'PATCH', url, headers: max.auth, payload: { url: bad } });
+      assert.equal(res.statusCode, 400, bad);
+      assert.equal(res.json().error.details[0].field, 'body.url');
+    }
+    assert.equal((await t.app.inject({ method: 'GET', url, headers: max.auth })).json().data.url, PUBLIC_URL, 'the url is unchanged');
 
     const rotated = await t.app.inject({ method: 'POST', url: `${url}/rotate-secret`, headers: max.auth });
     assert.equal(rotated.statusCode, 200);
