@@ -152,15 +152,22 @@ export function normaliseOrigin(v: string): string {
   const [, scheme = '', wild = '', host = '', port] = m;
   if (wild && (host.startsWith('[') || !host.includes('.'))) return 'a wildcard must stand for subdomains of a domain, e.g. https://*.example.com';
   if (port !== undefined && (Number(port) < 1 || Number(port) > 65535)) return 'has a port out of range';
+  // An IPv6 host as a browser writes it in Origin (compressed, lower case), or refused when it is none.
+  let name = host;
+  if (host.startsWith('[')) {
+    if (isIP(host.slice(1, -1)) !== 6) return 'has a host in brackets that is not an IPv6 address';
+    name = new URL(`http://${host}`).host;
+  }
   const keepPort = port !== undefined && DEFAULT_PORT[scheme] !== port;
-  return `${scheme}://${wild}${host}${keepPort ? `:${port}` : ''}`;
+  return `${scheme}://${wild}${name}${keepPort ? `:${port}` : ''}`;
 }
 
 /** An address or a CIDR, v4 or v6. */
 export function normaliseIp(v: string): string {
   const [address = '', prefix, extra] = v.toLowerCase().split('/');
   const family = isIP(address);
-  if (family === 0 || extra !== undefined) return 'must be an IP address or a CIDR range, e.g. 203.0.113.7 or 2001:db8::/32';
+  // A zone id (fe80::1%eth0) names an interface of the client's host, never the address a request comes from.
+  if (family === 0 || extra !== undefined || address.includes('%')) return 'must be an IP address or a CIDR range, e.g. 203.0.113.7 or 2001:db8::/32';
   if (prefix === undefined) return address;
   const max = family === 4 ? 32 : 128;
   if (!/^\d{1,3}$/.test(prefix) || Number(prefix) > max) return `has a prefix length that is not 0 to ${max}`;

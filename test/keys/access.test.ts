@@ -52,7 +52,7 @@ for (const backend of backends) {
 
       const key = generateKeyPairSync('ec', { namedCurve: 'P-256' }).publicKey;
       const p = await patch(u.user.auth, created.id, {
-        allowedOrigins: ['https://*.example.org', 'http://localhost:3000'],
+        allowedOrigins: ['https://*.example.org', 'http://localhost:3000', 'http://[0:0:0:0:0:0:0:1]:8080', 'https://[2001:DB8::0001]'],
         requireOrigin: false,
         allowedIps: ['203.0.113.7', '10.0.0.0/8', '2001:DB8::/32'],
         allowedContracts: [`xdc${'AB'.repeat(20)}`, ADDRESS],
@@ -61,7 +61,8 @@ for (const backend of backends) {
       });
       assert.equal(p.statusCode, 200, p.body);
       const view = await listed(u.user.auth, created.id);
-      assert.deepEqual(view.allowedOrigins, ['https://*.example.org', 'http://localhost:3000']);
+      // An IPv6 host as browsers write it in Origin: compressed, lower case.
+      assert.deepEqual(view.allowedOrigins, ['https://*.example.org', 'http://localhost:3000', 'http://[::1]:8080', 'https://[2001:db8::1]']);
       assert.equal(view.requireOrigin, false);
       assert.deepEqual(view.allowedIps, ['203.0.113.7', '10.0.0.0/8', '2001:db8::/32']);
       assert.deepEqual(view.allowedMethods, ['eth_call'], 'a list not named in the PATCH is kept');
@@ -92,6 +93,10 @@ for (const backend of backends) {
         [{ allowedOrigins: ['https://app.example.com/path'] }, 'body.allowedOrigins.0'],
         [{ allowedOrigins: ['https://*'] }, 'body.allowedOrigins.0'],
         [{ allowedOrigins: ['https://a\u0000.example.com'] }, 'body.allowedOrigins.0'],
+        [{ allowedOrigins: ['https://[:::::]'] }, 'body.allowedOrigins.0'],
+        [{ allowedOrigins: ['https://example.com', 'http://[1.2.3.4]'] }, 'body.allowedOrigins.1'],
+        [{ allowedIps: ['fe80::1%eth0'] }, 'body.allowedIps.0'],
+        [{ allowedIps: ['fe80::1%1/64'] }, 'body.allowedIps.0'],
         [{ allowedOrigins: Array.from({ length: 101 }, (_, i) => `https://a${i}.example.com`) }, 'allowedOrigins'],
         [{ allowedMethods: ['eth_*'] }, 'body.allowedMethods.0'],
         [{ allowedMethods: ['debug_traceTransaction'] }, 'body.allowedMethods.0'],
