@@ -58,6 +58,20 @@ export async function readWallet(pool: UpstreamPool, address: Address): Promise<
   return { fees, maxPerGas, balance: BigInt(balance), nonce: Number(BigInt(nonce)) };
 }
 
+/**
+ * The gas a transfer of `value` from the faucet to `to` takes, as the node estimates it, or the
+ * node's reason why it cannot succeed (a contract that reverts or burns any gas it is given).
+ * @throws NoUpstreamError or UpstreamRpcError (other than the node's refusal) as the pool does.
+ */
+export async function transferGas(pool: UpstreamPool, from: Address, to: Address, value: bigint): Promise<bigint | { refused: string }> {
+  try {
+    return BigInt(await pool.request<Hex>('eth_estimateGas', [{ from, to, value: `0x${value.toString(16)}` }]));
+  } catch (err) {
+    if (err instanceof UpstreamRpcError) return { refused: err.message.slice(0, 200) };
+    throw err;
+  }
+}
+
 /** A plain value transfer from the faucet wallet, signed here (the node never holds the key). */
 export function signGrant(w: FaucetWallet, to: Address, value: bigint, nonce: number, fees: Fees): Promise<Hex> {
   const base = { chainId: w.chainId, nonce, to, value, gas: w.gasLimit };
@@ -85,14 +99,16 @@ export type Broadcast =
   | { kind: 'unknown'; reason: string };
 
 /**
- * Where a sent transaction stands as the node sees it: in a block (`mined`), waiting in its pool
+ * Where a sent transaction stands as the node sees it: in a block (`mined`, or `reverted` when
+ * its receipt says it failed), waiting in its pool
  * (`known`, also when queued behind a nonce gap), or not at all (`unknown`: dropped from the pool,
  * or never received).
  * @throws NoUpstreamError or UpstreamRpcError as the pool does: the node could not say.
  */
-export async function lookup(pool: UpstreamPool, txHash: Hex): Promise<'mined' | 'known' | 'unknown'> {
-  const receipt = await pool.request<{ blockNumber?: Hex | null } | null>('eth_getTransactionReceipt', [txHash]);
-  if (receipt?.blockNumber) return 'mined';
+export async function lookup(pool: UpstreamPool, txHash: Hex): Promise<'mined' | 'reverted' | 'known' | 'unknown'> {
+  const receipt = await pool.request<{ blockNumber?: Hex | null; status?: Hex | null } | null>('eth_getTransactionReceipt', [txHash]);
+  // In a block but reverted (status 0): the nonce and the gas are spent, the coins never moved.
+  if (receipt?.blockNumber) return receipt.status === '0x0' ? 'reverted' : 'mined';
   const tx = await pool.request<{ blockNumber?: Hex | null } | null>('eth_getTransactionByHash', [txHash]);
   if (!tx) return 'unknown';
   return tx.blockNumber ? 'mined' : 'known';

@@ -2,12 +2,12 @@ import type { Logger } from 'pino';
 import type { Address, Hex } from 'viem';
 import type { NetworkRegistry } from '../chains/registry.ts';
 import type { Config } from '../config/schema.ts';
-import { HttpError } from '../errors/http.ts';
+import { badRequest, HttpError } from '../errors/http.ts';
 import type { Upstreams } from '../upstreams/upstreams.ts';
 import { NoUpstreamError, UpstreamRpcError } from '../errors/upstream.ts';
 import type { Db } from '../storage/db.ts';
 import { CooldownError, type Grant, GrantStore } from './grants.ts';
-import { broadcast, lookup, readWallet, signGrant } from './sender.ts';
+import { broadcast, lookup, readWallet, signGrant, transferGas } from './sender.ts';
 import { type GrantRequest, validateGrant } from './validate.ts';
 import { type FaucetWallet, faucetWallets, formatAmount } from './wallets.ts';
 
@@ -134,6 +134,18 @@ export class FaucetService {
         throw upstreamFailure(network, err);
       });
       if (state.balance < amountWei + wallet.gasLimit * state.maxPerGas) throw this.#empty(wallet);
+      // C28: a grant is a plain transfer of wallet.gasLimit gas. A recipient whose code reverts it,
+      // or needs more gas to take it, would get nothing and the grant would still be spent: refused.
+      const gas = await transferGas(pool, wallet.address, recipient, amountWei).catch((err: unknown) => {
+        throw upstreamFailure(network, err);
+      });
+      if (typeof gas !== 'bigint' || gas > wallet.gasLimit) {
+        const message =
+          typeof gas !== 'bigint'
+            ? `cannot receive this transfer: the node says ${gas.refused}`
+            : `needs ${gas} gas to receive a transfer; the faucet sends ${wallet.gasLimit} (faucet.gasLimit)`;
+        throw badRequest(`Invalid request: body.address ${message}`, [{ field: 'body.address', message }]);
+      }
 
       let grant: Grant;
       try {
@@ -248,6 +260,12 @@ export class FaucetService {
               }
               if (seen === 'mined') {
                 await this.#grants.markMined(g.id);
+                continue;
+              }
+              if (seen === 'reverted') {
+                // The recipient's code refused the coins after the request was checked: nothing was granted.
+                await this.#grants.markFailed(g.id, 'reverted on chain: the recipient did not take the transfer', 'sent');
+                this.#log.warn(log, 'faucet: a grant reverted on chain; marked failed, its cooldown given back');
                 continue;
               }
               if (seen === 'known') continue;

@@ -197,6 +197,30 @@ describe('faucet on the devnet (C28–C30)', () => {
     assert.equal((await ask(b.auth, { network: SEPOLIA, address: y })).statusCode, 200);
   });
 
+  test('C28: a recipient whose code reverts a plain transfer, or needs more gas than a grant carries, is 400 naming body.address; nothing is sent or recorded', async () => {
+    const u = await registerUser(t.app);
+    const reverting = freshAddress();
+    await chainRpc(chainUrl(SEPOLIA), 'anvil_setCode', [reverting, '0x60006000fd']); // REVERT(0, 0)
+    const storing = freshAddress();
+    await chainRpc(chainUrl(SEPOLIA), 'anvil_setCode', [storing, '0x6001600055']); // SSTORE(0, 1): ~22k gas more
+    const sends = await chainRpc<Hex>(chainUrl(SEPOLIA), 'eth_getTransactionCount', [await faucetAddress(SEPOLIA, u.auth), 'pending']);
+    for (const [address, why] of [
+      [reverting, /cannot receive this transfer: the node says .*revert/i],
+      [storing, /needs \d+ gas to receive a transfer; the faucet sends 21000/],
+    ] as const) {
+      const res = await ask(u.auth, { network: SEPOLIA, address });
+      assert.equal(res.statusCode, 400, res.body);
+      const err = res.json().error;
+      assert.equal(err.code, 'VALIDATION_ERROR');
+      assert.equal(err.details[0].field, 'body.address');
+      assert.match(err.details[0].message, why);
+      assert.equal((await grantRows(address)).length, 0, 'nothing recorded');
+    }
+    assert.equal(await chainRpc<Hex>(chainUrl(SEPOLIA), 'eth_getTransactionCount', [await faucetAddress(SEPOLIA, u.auth), 'pending']), sends, 'nothing sent');
+    // No cooldown was used: the same account is granted at once to an account without code.
+    assert.equal((await ask(u.auth, { network: SEPOLIA, address: freshAddress() })).statusCode, 200);
+  });
+
   test('C29 nonces: 10 concurrent grants from 10 accounts to 10 addresses all land, with distinct hashes and consecutive nonces', async () => {
     const users = await Promise.all(Array.from({ length: 10 }, () => registerUser(t.app)));
     const recipients = users.map(() => freshAddress());
@@ -508,6 +532,31 @@ describe('faucet storage: refusals, restarts, several instances (C29)', () => {
       const r = await waitFor(() => receipt(again.json().data.txHash).then((v) => v ?? undefined), { timeoutMs: 10_000, intervalMs: 100, what: 'the new grant to be mined' });
       assert.equal(r.status, '0x1');
       assert.equal(BigInt(await chainRpc<Hex>(chain, 'eth_getBalance', [x, 'latest'])), parseEther('0.1'));
+    });
+    test('one that reverts on chain (the recipient got code after the check) is marked failed and its cooldown is given back', async () => {
+      proxy.refuse.add('eth_getTransactionReceipt'); // the check waits until the scene is set
+      const user = await registerUser(t.app);
+      const x = freshAddress();
+      await chainRpc(chain, 'evm_setAutomine', [false]);
+      const res = await ask(t, user, { network: SEPOLIA, address: x, amount: '0.1' });
+      assert.equal(res.statusCode, 200, res.body);
+      const hash = res.json().data.txHash as Hex;
+      await chainRpc(chain, 'anvil_setCode', [x, '0x60006000fd']);
+      await chainRpc(chain, 'evm_setAutomine', [true]);
+      await chainRpc(chain, 'evm_mine', []);
+      const r = await waitFor(() => receipt(hash).then((v) => v ?? undefined), { timeoutMs: 10_000, intervalMs: 100, what: 'the grant to be mined' });
+      assert.equal(r.status, '0x0', 'reverted');
+      assert.equal(BigInt(await chainRpc<Hex>(chain, 'eth_getBalance', [x, 'latest'])), 0n);
+
+      proxy.refuse.delete('eth_getTransactionReceipt');
+      const row = await waitFor(async () => {
+        const g = await rowOf(hash);
+        return g?.status === 'failed' ? g : undefined;
+      }, { timeoutMs: 10_000, intervalMs: 100, what: 'the reverted grant to be marked failed' });
+      assert.match(row.error ?? '', /reverted on chain/);
+      // The cooldown is given back: the account may ask again (for an address that can take it).
+      const again = await ask(t, user, { network: SEPOLIA, address: freshAddress(), amount: '0.1' });
+      assert.equal(again.statusCode, 200, again.body);
     });
   });
 
