@@ -236,7 +236,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   metrics.define({ name: 'junction_webhook_deliveries_total', help: 'Webhook deliveries ended by this instance, by outcome (delivered, failed after the last retry)', type: 'counter', labelNames: ['outcome'], read: () => [[{ outcome: 'delivered' }, webhooks.stats.delivered], [{ outcome: 'failed' }, webhooks.stats.failed]] });
   metrics.define({ name: 'junction_webhook_in_flight', help: 'Webhook attempts waiting for the receiver on this instance', type: 'gauge', read: () => webhooks.stats.inFlight });
   follower.register(whales);
-  follower.register(new AddressActivity({ webhooks, prices, config, logger }));
+  follower.register(new AddressActivity({ webhooks, prices, upstreams, config, logger }));
   // A new or changed address.activity endpoint is followed at once, not at the next asking.
   webhooks.endpoints.onChange = () => void follower.refresh();
   // C41: intents; their solver follows the blocks of their networks (a new intent's at once).

@@ -1,13 +1,15 @@
 // C38: address.activity. A block consumer of the follower (C33): its networks are those of the
 // enabled address.activity endpoints; in each followed block, every native transfer from or to
 // a watched address becomes an event for the endpoints watching it, written in the follower's
-// transaction (the outbox commits with the cursor, C39).
+// transaction (the outbox commits with the cursor, C39). A reverted transaction moved no coin
+// (C35): the receipts of the transfers that touch a watched address are read first.
 import type { Logger } from 'pino';
 import { formatUnits } from 'viem/utils';
 import type { Config } from '../config/schema.ts';
 import type { BlockConsumer, FollowedBlock, FollowedTransaction } from '../events/follower.ts';
 import type { Prices } from '../prices/prices.ts';
 import type { Db } from '../storage/db.ts';
+import type { Upstreams } from '../upstreams/upstreams.ts';
 import { usdCents } from '../whales/money.ts';
 import { compareDecimal } from './events.ts';
 import type { Webhooks } from './service.ts';
@@ -30,13 +32,18 @@ export class AddressActivity implements BlockConsumer {
   readonly #webhooks: Webhooks;
   readonly #prices: Prices;
   readonly #log: Logger;
+  readonly #upstreams: Upstreams;
   readonly #decimals: ReadonlyMap<string, number>;
-  /** By block hash: the USD price `prepare` read for it, outside the storage transaction (null: none). */
-  readonly #prepared = new Map<string, number | null>();
+  /**
+   * By block hash, what `prepare` read outside the storage transaction: the USD price (null: none)
+   * and the hashes (lower case) of the watched transfers that reverted.
+   */
+  readonly #prepared = new Map<string, { usd: number | null; reverted: Set<string> }>();
 
-  constructor(deps: { webhooks: Webhooks; prices: Prices; config: Config; logger: Logger }) {
+  constructor(deps: { webhooks: Webhooks; prices: Prices; upstreams: Upstreams; config: Config; logger: Logger }) {
     this.#webhooks = deps.webhooks;
     this.#prices = deps.prices;
+    this.#upstreams = deps.upstreams;
     this.#log = deps.logger.child({ component: 'webhooks' });
     this.#decimals = new Map(deps.config.networks.map((n) => [n.slug, n.currency.decimals]));
   }
@@ -45,26 +52,55 @@ export class AddressActivity implements BlockConsumer {
     return this.#webhooks.activityNetworks();
   }
 
-  /** Before the block's transaction: the price, so storage never waits on a price source (C33). */
+  /**
+   * Before the block's transaction, so storage never waits on a node or a price source (C33): the
+   * price, and the receipt of each transfer from or to a watched address, so that a reverted one
+   * is left out. A receipt no node could give counts as a success (an event rather than none),
+   * as for whale alerts.
+   */
   async prepare(blocks: readonly FollowedBlock[]): Promise<void> {
     // More than this were prepared and never handed on (rolled back): dropped.
     if (this.#prepared.size > 1_000) this.#prepared.clear();
-    const byNetwork = new Map<string, Promise<number | null>>();
+    const prices = new Map<string, Promise<number | null>>();
+    const watching = new Map<string, Promise<Set<string>>>();
     for (const block of blocks) {
-      if (!block.transactions.some(isTransfer)) continue;
-      let price = byNetwork.get(block.network);
-      if (!price) byNetwork.set(block.network, (price = this.#price(block.network)));
-      this.#prepared.set(block.hash, await price);
+      const transfers = block.transactions.filter(isTransfer);
+      if (transfers.length === 0) continue;
+      let price = prices.get(block.network);
+      if (!price) prices.set(block.network, (price = this.#price(block.network)));
+      let watched = watching.get(block.network);
+      if (!watched) {
+        watched = this.#webhooks.activityEndpoints(block.network).then((list) => new Set(list.flatMap((e) => e.addresses)));
+        watching.set(block.network, watched);
+      }
+      const addresses = await watched;
+      const pool = this.#upstreams.pool(block.network);
+      const reverted = new Set<string>();
+      await Promise.all(
+        transfers
+          .filter((t) => addresses.has(t.from) || addresses.has(t.to as string))
+          .map(async (t) => {
+            try {
+              const receipt = await pool.request<{ status?: string } | null>('eth_getTransactionReceipt', [t.hash]);
+              if (receipt?.status === '0x0') reverted.add(t.hash.toLowerCase());
+            } catch (err) {
+              this.#log.warn({ network: block.network, txHash: t.hash, err: (err as Error).message }, 'address activity: no receipt, counted as a transfer');
+            }
+          }),
+      );
+      this.#prepared.set(block.hash, { usd: await price, reverted });
     }
   }
 
   async onBlock(block: FollowedBlock, tx: Db): Promise<void> {
-    // What prepare read (null: no price); undefined when the block came without it (a direct call).
-    let usd: number | null | undefined = this.#prepared.has(block.hash) ? (this.#prepared.get(block.hash) ?? null) : undefined;
+    // What prepare read; undefined when the block came without it (a direct call): the price is read here.
+    const prepared = this.#prepared.get(block.hash);
     this.#prepared.delete(block.hash);
-    const transfers = block.transactions.filter(isTransfer);
+    let usd: number | null | undefined = prepared?.usd;
+    // A reverted transaction moved no coin: no activity (C35).
+    const transfers = block.transactions.filter((t) => isTransfer(t) && !prepared?.reverted.has(t.hash.toLowerCase()));
     if (transfers.length === 0) return;
-    const endpoints = await this.#webhooks.activityEndpoints(tx, block.network);
+    const endpoints = await this.#webhooks.activityEndpoints(block.network, tx);
     if (endpoints.length === 0) return;
     const watchers = new Map<string, typeof endpoints>();
     for (const e of endpoints) {

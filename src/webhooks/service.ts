@@ -98,7 +98,7 @@ export class Webhooks {
    * The enabled address.activity endpoints watching `network`, of accounts whose plan has
    * webhooks (C38). Read inside the follower's transaction.
    */
-  async activityEndpoints(tx: Db, network: string): Promise<ActivityEndpoint[]> {
+  async activityEndpoints(network: string, tx: Db = this.#db): Promise<ActivityEndpoint[]> {
     const rows = await tx
       .select({ id: webhookEndpoints.id, filters: webhookEndpoints.filters })
       .from(webhookEndpoints)

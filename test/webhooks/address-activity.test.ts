@@ -15,7 +15,7 @@ import { Prices } from '../../src/prices/prices.ts';
 import { AddressActivity } from '../../src/webhooks/address-activity.ts';
 import { startTestApp, type TestApp } from '../support/app.ts';
 import { waitFor } from '../support/wait.ts';
-import { ADMIN_TOKEN, createWebhook, FAST_WEBHOOKS, type Receiver, startReceiver, type User, userOn } from './helpers.ts';
+import { ADMIN_TOKEN, createWebhook, deliveries, FAST_WEBHOOKS, type Receiver, startReceiver, type User, userOn } from './helpers.ts';
 
 const NET = 'ethereum-sepolia';
 // anvil's first dev account (its well-known test mnemonic): funded on every devnet chain.
@@ -148,7 +148,7 @@ describe('address.activity on the devnet (C38)', () => {
     assert.ok(net);
     net.price = { type: 'fixed', usd: 0.05 };
     const prices = new Prices({ config: validateConfig(draft), upstreams: t.app.parts.upstreams, logger: pino({ level: 'silent' }) });
-    const activity = new AddressActivity({ webhooks: t.app.parts.webhooks, prices, config: t.config, logger: pino({ level: 'silent' }) });
+    const activity = new AddressActivity({ webhooks: t.app.parts.webhooks, prices, upstreams: t.app.parts.upstreams, config: t.config, logger: pino({ level: 'silent' }) });
     const watched = privateKeyToAddress(generatePrivateKey()).toLowerCase();
     await createWebhook(t.app, user, { url: `${r.url}/usd`, events: ['address.activity'], filters: { networks: [NET], addresses: [watched] } });
     // 0.7 * 0.05 = 0.035 USD exactly: half up is 0.04; in floating point it is 0.034999... and rounds to 0.03.
@@ -185,6 +185,29 @@ describe('address.activity on the devnet (C38)', () => {
       assert.equal(data.valueUsd, c.usd, `valueUsd of ${String(data.value)}`);
       assert.equal(data.direction, 'in');
     }
+  });
+
+  test('a transfer that reverted moved no coin: no event for it (C35), while the next one is delivered', async () => {
+    const [refusing, taking] = [privateKeyToAddress(generatePrivateKey()), privateKeyToAddress(generatePrivateKey())];
+    const rpc = t.devnet?.upstreams[NET]?.http as string;
+    // The recipient's code reverts whatever it is sent: REVERT(0, 0).
+    const set = await fetch(rpc, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'anvil_setCode', params: [refusing, '0x60006000fd'] }) });
+    assert.equal(((await set.json()) as { error?: unknown }).error, undefined);
+    const hook = await createWebhook(t.app, user, { url: `${r.url}/reverted`, events: ['address.activity'], filters: { networks: [NET], addresses: [refusing, taking] } });
+    await waitFor(() => t.app.parts.follower.stats().find((s) => s.network === NET && s.leaseHeld && s.cursor !== null), { what: `the follower on ${NET}` });
+
+    const wallet = walletOn(NET);
+    // Under the outbound watcher's minValue (1): only this endpoint watches these transfers. A gas
+    // limit of its own, as viem's estimate would refuse the reverting one.
+    const failed = await wallet.sendTransaction({ to: refusing, value: parseEther('0.5'), gas: 100_000n });
+    const kept = await wallet.sendTransaction({ to: taking, value: parseEther('0.5') });
+    await waitFor(() => events(hook.secret, '/hook/reverted').some((e) => e.data.txHash === kept), { what: 'the event of the transfer that went through', timeoutMs: 20_000 });
+    const receipt = await fetch(rpc, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_getTransactionReceipt', params: [failed] }) });
+    assert.equal(((await receipt.json()) as { result: { status: string } }).result.status, '0x0', 'it did revert');
+    // Its block came before (or with) the kept one's, and events are queued with their block: none was.
+    const queued = await deliveries(t.app, user, hook.id);
+    assert.equal(queued.length, 1, JSON.stringify(queued));
+    assert.ok(!events(hook.secret, '/hook/reverted').some((e) => e.data.txHash === failed));
   });
 
   test('a whale-sized transfer on a whale-alert network arrives as a whale.alert event (C35, C38)', async () => {
