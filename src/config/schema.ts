@@ -454,6 +454,11 @@ export const ConfigSchema = T.Object(
     intents: T.Object(
       {
         feeBps: T.Integer({ minimum: 0, maximum: 10000, description: 'fee in basis points of the amount, on top of the destination gas of a fill' }),
+        maxAwaitingOpen: T.Integer({
+          minimum: 1,
+          maximum: 1000,
+          description: "intents one account may have waiting for their open at once (each reserves the solver's liquidity until its open deadline); one more is 409 CONFLICT",
+        }),
         fillGasLimit: T.Integer({ minimum: 21000, description: "gas units of a fill (quoted at the destination's gas price)" }),
         settleGasLimit: T.Integer({ minimum: 21000, description: 'gas units of a settle or a refund' }),
         fillMarginSeconds: T.Integer({ minimum: 0, description: 'seconds before the fill deadline after which the solver no longer fills' }),

@@ -28,6 +28,8 @@ export interface Route {
 /** Everything the intents need from the config, checked. */
 export interface IntentsSetup {
   feeBps: number;
+  /** Intents one account may have waiting for their open at once (each reserves liquidity). */
+  maxAwaitingOpen: number;
   fillGasLimit: bigint;
   settleGasLimit: bigint;
   fillMarginSeconds: number;
@@ -122,6 +124,7 @@ export function readIntentsConfig(config: Config): IntentsSetup {
 
   return {
     feeBps: c.feeBps,
+    maxAwaitingOpen: c.maxAwaitingOpen,
     fillGasLimit: BigInt(c.fillGasLimit),
     settleGasLimit: BigInt(c.settleGasLimit),
     fillMarginSeconds: c.fillMarginSeconds,

@@ -13,7 +13,7 @@ import type { Upstreams } from '../upstreams/upstreams.ts';
 import { type IntentsSetup, readIntentsConfig, type Route, routeGap, routeKey } from './config.ts';
 import { encodeOracleCall, orderIdOf } from './contracts.ts';
 import { quote } from './quote.ts';
-import { IntentStore, type IntentRow, LiquidityError } from './store.ts';
+import { AwaitingOpenError, IntentStore, type IntentRow, LiquidityError } from './store.ts';
 import { type Intent, toIntent } from './view.ts';
 
 /** `POST /chain-abstraction/intent` body as the route schema lets it through (C41). */
@@ -173,8 +173,14 @@ export class IntentService {
         },
         funds.balance,
         funds.block,
+        this.setup.maxAwaitingOpen,
       );
     } catch (err) {
+      if (err instanceof AwaitingOpenError) {
+        throw new HttpError('CONFLICT', `This account has ${err.max} intents waiting for their open, the most it may have; open them or let them expire first`, {
+          details: { awaitingOpen: err.max, max: err.max },
+        });
+      }
       if (err instanceof LiquidityError) {
         const available = formatWei(err.availableWei, decimals);
         throw new HttpError('INSUFFICIENT_LIQUIDITY', `The solver cannot fill this on ${to.slug} now: ${available} ${to.currency.symbol} is free for new intents; try a smaller amount or later`, {

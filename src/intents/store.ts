@@ -27,6 +27,14 @@ export class LiquidityError extends Error {
   }
 }
 
+/** The account already has as many intents waiting for their open as it may (C41). */
+export class AwaitingOpenError extends Error {
+  override readonly name = 'AwaitingOpenError';
+  constructor(readonly max: number) {
+    super('too many intents awaiting their open');
+  }
+}
+
 /** What claims a new solver transaction: its intent, kind, network and wallet. */
 export interface TxClaim {
   intentId: string;
@@ -56,10 +64,28 @@ export class IntentStore {
    * that balance either, so it is counted as reserved too. (A fill mined by then but not recorded
    * yet is counted twice: the error is on the safe side.)
    *
-   * @throws LiquidityError when it does not fit; nothing is recorded.
+   * An account may have at most `maxAwaitingOpen` intents waiting for their open: counted under
+   * a lock per account, taken before the liquidity lock (always in that order), so N+k creations
+   * at once leave exactly N.
+   *
+   * @throws AwaitingOpenError or LiquidityError when it does not fit; nothing is recorded.
    */
-  async create(row: NewIntentRow & { outputWei: string; gasReserveWei: string }, balanceWei: bigint, balanceBlock: number): Promise<IntentRow> {
+  async create(
+    row: NewIntentRow & { outputWei: string; gasReserveWei: string },
+    balanceWei: bigint,
+    balanceBlock: number,
+    maxAwaitingOpen = Number.POSITIVE_INFINITY,
+  ): Promise<IntentRow> {
     return this.#db.transaction(async (tx) => {
+      const userId = row.userId;
+      if (userId && maxAwaitingOpen !== Number.POSITIVE_INFINITY) {
+        await tx.execute(sql`select pg_advisory_xact_lock(hashtextextended(${`intents:account:${userId}`}, 0))`);
+        const [waiting] = await tx
+          .select({ n: sql<number>`count(*)::int` })
+          .from(i)
+          .where(and(eq(i.userId, userId), eq(i.status, 'awaiting_open')));
+        if ((waiting?.n ?? 0) >= maxAwaitingOpen) throw new AwaitingOpenError(maxAwaitingOpen);
+      }
       await tx.execute(sql`select pg_advisory_xact_lock(hashtextextended(${`intents:liquidity:${row.toNetwork}:${row.solver}`}, 0))`);
       const [sum] = await tx
         .select({ reserved: sql<string | null>`sum(${i.outputWei} + ${i.gasReserveWei})` })

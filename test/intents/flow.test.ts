@@ -233,4 +233,26 @@ describe('intents on the devnet (C41)', () => {
     const reserved = rows.filter((r) => r.status === 'awaiting_open' && r.toNetwork === DESTINATION.slug).reduce((sum, r) => sum + BigInt(r.outputWei) + BigInt(r.gasReserveWei), 0n);
     assert.ok(reserved <= parseEther('10'), `reserved ${reserved}`);
   });
+
+  test('an account has at most intents.maxAwaitingOpen (5) waiting for their open: 5+3 asked at once leave exactly 5, the rest 409 CONFLICT', async () => {
+    assert.equal(t.config.intents.maxAwaitingOpen, 5);
+    // Liquidity for all of them (what the test before reserves stays reserved).
+    await chains.rpc('destination', 'anvil_setBalance', [chains.solver.address, `0x${parseEther('100').toString(16)}`]);
+    const bob = await registerUser(t.app);
+    const sender = freshAddress(); // anyone's address: what it reserves is what the cap bounds
+    const before = (await t.storage.db.select().from(intentsTable)).length;
+    const answers = await Promise.all(Array.from({ length: 8 }, () => create(bob, { fromNetwork: ORIGIN.slug, toNetwork: DESTINATION.slug, amount: '0.01', sender })));
+    const codes = answers.map((a) => a.statusCode).sort();
+    assert.deepEqual(codes, [200, 200, 200, 200, 200, 409, 409, 409], answers.map((a) => a.body.slice(0, 120)).join('\n'));
+    for (const a of answers.filter((x) => x.statusCode === 409)) {
+      assert.equal(a.json().error.code, 'CONFLICT');
+      assert.deepEqual(a.json().error.details, { awaitingOpen: 5, max: 5 });
+    }
+    const rows = await t.storage.db.select().from(intentsTable);
+    assert.equal(rows.length, before + 5);
+    assert.equal(rows.filter((r) => r.userId === bob.id && r.status === 'awaiting_open').length, 5);
+    // Another account is not held back by bob's.
+    const carol = await registerUser(t.app);
+    assert.equal((await create(carol, { fromNetwork: ORIGIN.slug, toNetwork: DESTINATION.slug, amount: '0.01', sender })).statusCode, 200);
+  });
 });
