@@ -125,6 +125,14 @@ export class IntentService {
     const settlersFrom = this.setup.settlers.get(from.slug);
     const settlersTo = this.setup.settlers.get(to.slug);
     if (!solver || !oracle || !settlersFrom || !settlersTo) throw new Error('route checked above');
+    // The settlers refuse coins sent to them and the solver cannot fill to itself: such an intent
+    // could only wait for its refund, holding liquidity until its fill deadline.
+    const unpayable = [settlersTo.destination, settlersTo.origin, settlersFrom.origin, settlersFrom.destination, solver.address].map((a) => a.toLowerCase());
+    if (unpayable.includes(recipient.toLowerCase())) {
+      throw badRequest('Invalid request: body.recipient is a settler contract or the solver, which cannot be paid a fill', [
+        { field: 'body.recipient', message: 'is a settler contract or the solver wallet: it cannot be paid a fill' },
+      ]);
+    }
 
     await this.#checkOracle(from.slug, settlersFrom.origin, oracle.address);
     const pool = this.#upstreams.pool(to.slug);

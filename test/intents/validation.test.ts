@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { parseEther } from 'viem';
-import { generatePrivateKey } from 'viem/accounts';
+import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts';
 import { loadConfig } from '../../src/config/load.ts';
 import { defaultRoutes, readIntentsConfig } from '../../src/intents/config.ts';
 import { quote } from '../../src/intents/quote.ts';
@@ -12,12 +12,13 @@ import { registerUser, startTestApp, type TestApp } from '../support/app.ts';
 
 const SETTLERS = { origin: '0x1111111111111111111111111111111111111111', destination: '0x2222222222222222222222222222222222222222' };
 const SENDER = '0x70997970C51812dc3A010C7d01b50e0d17dc79C8';
+const SOLVER_KEY = generatePrivateKey();
 let t: TestApp;
 let auth: { authorization: string };
 
 before(async () => {
   t = await startTestApp({
-    overrides: { intents: { solverPrivateKey: generatePrivateKey(), settlers: { ethereum: SETTLERS, arbitrum: SETTLERS, 'ethereum-sepolia': SETTLERS } } },
+    overrides: { intents: { solverPrivateKey: SOLVER_KEY, settlers: { ethereum: SETTLERS, arbitrum: SETTLERS, 'ethereum-sepolia': SETTLERS } } },
   });
   auth = (await registerUser(t.app)).auth;
 });
@@ -58,6 +59,8 @@ describe('POST /chain-abstraction/intent validation (C41)', () => {
     await refused({ ...valid, sender: 'xdc70997970c51812dc3a010c7d01b50e0d17dc79c8' }, 'sender'); // xdc only on the native networks
     await refused({ ...valid, recipient: '0x0000000000000000000000000000000000000000' }, 'recipient');
     await refused({ ...valid, recipient: 'nope' }, 'recipient');
+    // A settler or the solver can never be paid a fill: the intent could only wait for its refund.
+    for (const recipient of [SETTLERS.origin, SETTLERS.destination, privateKeyToAddress(SOLVER_KEY)]) await refused({ ...valid, recipient }, 'recipient');
   });
 
   test('deadlines out of range and unknown fields are refused', async () => {
