@@ -75,15 +75,21 @@ export class Client {
       return Promise.resolve(found as Json<R>);
     }
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`no matching message within ${timeoutMs} ms`)), timeoutMs);
-      this.#waiters.push({
+      const waiter = {
         match: matches,
-        resolve: (m) => {
+        resolve: (m: Json) => {
           clearTimeout(timer);
           this.#seen = this.messages.length;
           resolve(m as Json<R>);
         },
-      });
+      };
+      // A waiter that timed out is taken off the list: it must not swallow a later message.
+      const timer = setTimeout(() => {
+        const i = this.#waiters.indexOf(waiter);
+        if (i >= 0) this.#waiters.splice(i, 1);
+        reject(new Error(`no matching message within ${timeoutMs} ms`));
+      }, timeoutMs);
+      this.#waiters.push(waiter);
     });
   }
 
