@@ -13,6 +13,7 @@ import type { Upstreams } from '../upstreams/upstreams.ts';
 import { usdCents } from '../whales/money.ts';
 import { compareDecimal } from './events.ts';
 import type { Webhooks } from './service.ts';
+import { revertedOf } from '../events/reverted.ts';
 
 export interface ActivityData {
   network: string;
@@ -74,19 +75,9 @@ export class AddressActivity implements BlockConsumer {
         watching.set(block.network, watched);
       }
       const addresses = await watched;
-      const pool = this.#upstreams.pool(block.network);
-      const reverted = new Set<string>();
-      await Promise.all(
-        transfers
-          .filter((t) => addresses.has(t.from) || addresses.has(t.to as string))
-          .map(async (t) => {
-            try {
-              const receipt = await pool.request<{ status?: string } | null>('eth_getTransactionReceipt', [t.hash]);
-              if (receipt?.status === '0x0') reverted.add(t.hash.toLowerCase());
-            } catch (err) {
-              this.#log.warn({ network: block.network, txHash: t.hash, err: (err as Error).message }, 'address activity: no receipt, counted as a transfer');
-            }
-          }),
+      const watchedTransfers = transfers.filter((t) => addresses.has(t.from) || addresses.has(t.to as string));
+      const reverted = await revertedOf(this.#upstreams.pool(block.network), watchedTransfers, (txHash, err) =>
+        this.#log.warn({ network: block.network, txHash, err: err.message }, 'address activity: no receipt, counted as a transfer'),
       );
       this.#prepared.set(block.hash, { usd: await price, reverted });
     }

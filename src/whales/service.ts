@@ -12,6 +12,7 @@ import type { Upstreams } from '../upstreams/upstreams.ts';
 import type { Webhooks } from '../webhooks/service.ts';
 import { usdCents } from './money.ts';
 import { whaleAlerts } from './schema.ts';
+import { revertedOf } from '../events/reverted.ts';
 
 export interface WhaleAlertsOptions {
   db: Db;
@@ -192,17 +193,8 @@ export class WhaleAlerts implements BlockConsumer {
         if (!whales.length) return;
         let price = prices.get(block.network);
         if (!price) prices.set(block.network, (price = this.#price(block.network)));
-        const reverted = new Set<string>();
-        const pool = this.#upstreams.pool(block.network);
-        await Promise.all(
-          whales.map(async (t) => {
-            try {
-              const receipt = await pool.request<{ status?: string } | null>('eth_getTransactionReceipt', [t.hash]);
-              if (receipt?.status === '0x0') reverted.add(t.hash.toLowerCase());
-            } catch (err) {
-              this.#logger.warn({ network: block.network, txHash: t.hash, err: (err as Error).message }, 'whale alerts: no receipt, recorded as a transfer');
-            }
-          }),
+        const reverted = await revertedOf(this.#upstreams.pool(block.network), whales, (txHash, err) =>
+          this.#logger.warn({ network: block.network, txHash, err: err.message }, 'whale alerts: no receipt, recorded as a transfer'),
         );
         this.#prepared.set(block.hash, { price: await price, reverted });
       }),
