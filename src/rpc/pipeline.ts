@@ -406,11 +406,18 @@ export class RpcPipeline {
       const plan = cache && !notification ? cache.plan(caller.network, call.method, call.params, pool.head()) : null;
       if (cache && plan) {
         // C44: from memory, or shared with an identical read under way; the caller's own id either way.
-        const a = await cache.serve(plan, idText(item.text), async () => (await pool.forward(item.text, [call.method], { expectAnswer: true, reqId: caller.requestId })).body);
-        // Only results are stored: a hit is one.
-        if (a.hit) this.#metrics?.ok(slug, call.method);
-        else this.#tallyAnswer(slug, call.method, a.body);
-        return out(200, a.body, { cache: a.hit ? 'HIT' : 'MISS' });
+        const id = idText(item.text);
+        const stored = plan.cacheable ? cache.get(caller.network, plan.key) : null;
+        if (stored !== null) {
+          // Only results are stored: a hit is one (no node error to look for in it).
+          this.#metrics?.ok(slug, call.method);
+          return out(200, answerText(id, stored), HIT);
+        }
+        const body = await cache.shared(plan, id, async () => (await pool.forward(item.text, [call.method], { expectAnswer: true, reqId: caller.requestId })).body);
+        const code = this.#tallyAnswer(slug, call.method, body);
+        const o = out(200, body, MISS);
+        if (code !== undefined) o.nodeError = code !== null;
+        return o;
       }
       // The client's bytes go to the node and the node's bytes come back (C22: 200, unchanged).
       const res = await pool.forward(item.text, [call.method], { expectAnswer: !notification, reqId: caller.requestId });
@@ -663,6 +670,10 @@ interface Refused {
   id: string;
   err: RpcError;
 }
+
+// C44: what a single call answered by the cache adds to its output (a stored answer is a result).
+const HIT: Partial<RpcOutput> = { cache: 'HIT', nodeError: false };
+const MISS: Partial<RpcOutput> = { cache: 'MISS' };
 
 const nothing = (headers: Record<string, string> | undefined, key: ResolvedKey | null): RpcOutput => ({ status: 204, body: null, headers, keyRefused: false, key });
 const plain = (err: RpcError, id: string): RpcOutput => ({ status: err.httpStatus, body: errorText(id, err), headers: undefined, keyRefused: false, key: null });

@@ -281,6 +281,27 @@ describe('response cache: storing answers', () => {
     assert.equal(c.get(NET, plans[199]!.key), result(199));
   });
 
+  test('hits on the newest entry, then on others, keep the least recently used order', () => {
+    const result = (i: number) => `"${'z'.repeat(300)}${i}"`;
+    const probe = make();
+    const plan = (i: number) => probe.plan(NET, 'eth_getBlockByNumber', [hex(i), false], HEAD)!;
+    const size = plan(0).key.length + result(0).length;
+    // Room for exactly eight entries (one entry may take at most an eighth of the bound).
+    const c = make({ maxBytesPerNetwork: size * 8 + 10 });
+    for (let i = 0; i < 8; i++) assert.equal(c.put(plan(i), ok('1', result(i))), true);
+    // 7 is the newest: hit it twice (nothing to move), then 0 (moved past 7), then 7 again (moved past 0).
+    c.get(NET, plan(7).key);
+    c.get(NET, plan(7).key);
+    c.get(NET, plan(0).key);
+    c.get(NET, plan(7).key);
+    // Least recent first: 1..6, 0, 7. Six new entries evict 1..6, the seventh evicts 0, not 7.
+    for (let i = 8; i < 15; i++) c.put(plan(i), ok('1', result(i)));
+    assert.equal(c.get(NET, plan(7).key), result(7), 'block 7 was used last');
+    assert.equal(c.get(NET, plan(0).key), null, 'block 0 was used before block 7');
+    for (let i = 1; i < 7; i++) assert.equal(c.get(NET, plan(i).key), null);
+    assert.equal(c.stats().ethereum!.entries, 8);
+  });
+
   test('each network has its own bound', () => {
     const c = make({ maxBytesPerNetwork: 4000 });
     const a = c.plan(NET, 'eth_getBlockByHash', [HASH, false], HEAD)!;

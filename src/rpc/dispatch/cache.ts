@@ -205,6 +205,8 @@ export function answerText(idText: string, resultText: string): string {
 /** One network's answers, least recently used first (a Map keeps insertion order). */
 class ByteLru {
   readonly #map = new Map<string, string>();
+  /** The key added or moved last (the end of the map's order), or undefined when not known. */
+  #newest: string | undefined;
   bytes = 0;
   constructor(
     readonly maxBytes: number,
@@ -218,9 +220,12 @@ class ByteLru {
 
   get(key: string): string | undefined {
     const value = this.#map.get(key);
-    if (value !== undefined) {
+    // Moved to the end as the most recently used; the entry already there stays (a hot key asked
+    // over and over would otherwise be deleted and added again on every hit).
+    if (value !== undefined && key !== this.#newest) {
       this.#map.delete(key);
       this.#map.set(key, value);
+      this.#newest = key;
     }
     return value;
   }
@@ -244,6 +249,7 @@ class ByteLru {
       evicted++;
     }
     this.#map.set(key, value);
+    this.#newest = key;
     this.bytes += size;
     return evicted;
   }
@@ -389,6 +395,15 @@ export class ResponseCache {
       const hit = this.#lookup(plan.slug, plan.key);
       if (hit !== null) return { body: answerText(idText, hit), hit: true };
     }
+    return { body: await this.shared(plan, idText, fetch), hit: false };
+  }
+
+  /**
+   * The part of {@link serve} after memory was asked (with {@link get}) and had nothing: the
+   * answer body for this caller through `fetch`, shared with identical calls in flight, stored
+   * when the plan allows.
+   */
+  async shared(plan: CachePlan, idText: string, fetch: () => Promise<string | Buffer>): Promise<string> {
     let led = false;
     const text = await this.coalesce(plan.key, async () => {
       led = true;
@@ -398,7 +413,7 @@ export class ResponseCache {
       return t;
     });
     // The flight's own caller sent its bytes to the node, whose answer carries its id already.
-    return { body: led ? text : withId(text, idText), hit: false };
+    return led ? text : withId(text, idText);
   }
 
   /** Counts per network, for metrics. */
