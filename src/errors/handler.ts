@@ -115,13 +115,20 @@ function parsesAsJson(text: string): boolean {
   }
 }
 
+/** 5xx codes that report a known state of a service rather than a failure of the gateway. */
+const EXPECTED_STATES: ReadonlySet<string> = new Set(['FAUCET_EMPTY']);
+
 /** One error handler and one 404 for the REST scope: every failure in the C7 envelope. */
 export function installRestErrors(app: FastifyInstance): void {
   app.setErrorHandler((err: FastifyError, req: FastifyRequest, reply: FastifyReply) => {
     const httpErr = toHttpError(err);
     // Class, code and a short message only: a failed query's text and parameters (password and
     // key hashes, ciphertexts) never reach the log, whatever logger the app was given.
-    if (httpErr.statusCode >= 500) req.log.error({ err: serializeError(err) }, 'request failed');
+    if (httpErr.statusCode >= 500) {
+      // An empty faucet is a state the service announces (C29), not a fault: a warning, with its code.
+      if (EXPECTED_STATES.has(httpErr.code)) req.log.warn({ code: httpErr.code, status: httpErr.statusCode }, 'request refused: service state');
+      else req.log.error({ err: serializeError(err) }, 'request failed');
+    }
     return sendHttpError(reply, httpErr);
   });
   // The path is echoed redacted: a mistyped RPC address still holds the caller's key (C19).

@@ -252,6 +252,7 @@ describe('faucet on the devnet (C28–C30)', () => {
     const url = chainUrl(SEPOLIA);
     const before = await chainRpc<Hex>(url, 'eth_getBalance', [faucet, 'latest']);
     const recipient = freshAddress();
+    const logsBefore = t.logs.length;
     try {
       // 1 ETH left: enough for 0.5 and gas, not for 1 and gas.
       await chainRpc(url, 'anvil_setBalance', [faucet, `0x${parseEther('1').toString(16)}`]);
@@ -268,6 +269,10 @@ describe('faucet on the devnet (C28–C30)', () => {
     }
     const res = await ask(user.auth, { network: SEPOLIA, address: recipient, amount: '1' });
     assert.equal(res.statusCode, 200, `the same account and address once the wallet is refilled: ${res.body}`);
+    // An empty faucet is a state, not a fault: logged as a warning with its code, never as an error.
+    const lines = t.logs.slice(logsBefore).map((l) => JSON.parse(l) as { level: number; code?: string; msg: string });
+    assert.equal(lines.filter((l) => l.code === 'FAUCET_EMPTY' && l.level === 40).length, 2, 'both refusals logged as warnings');
+    assert.deepEqual(lines.filter((l) => l.level >= 50), [], 'no error-level line');
   });
 
   test('C30 GET /faucet/balance: every faucet network, balance read live in whole units, symbol and address', async () => {
