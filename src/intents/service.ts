@@ -1,7 +1,7 @@
 // C41: creating intents (route, amount, addresses, quote, liquidity) and reading them back.
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
-import type { Address, Hex } from 'viem';
+import { type Address, type Hex, toFunctionSelector, toHex } from 'viem';
 import type { Config } from '../config/schema.ts';
 import { badRequest, HttpError, notFound } from '../errors/http.ts';
 import { NoUpstreamError, UpstreamRpcError } from '../errors/upstream.ts';
@@ -11,7 +11,7 @@ import { formatAmount as formatWei, parseAmount } from '../faucet/wallets.ts';
 import type { Db } from '../storage/db.ts';
 import type { Upstreams } from '../upstreams/upstreams.ts';
 import { type IntentsSetup, readIntentsConfig, type Route, routeGap, routeKey } from './config.ts';
-import { encodeOracleCall, orderIdOf } from './contracts.ts';
+import { encodeFill, encodeOracleCall, encodeOriginData, orderIdOf } from './contracts.ts';
 import { quote } from './quote.ts';
 import { AwaitingOpenError, IntentStore, type IntentRow, LiquidityError } from './store.ts';
 import { type Intent, toIntent } from './view.ts';
@@ -37,6 +37,8 @@ export interface IntentServiceOptions {
 }
 
 const DEFAULT_OPEN_SECONDS = 600;
+/** DestinationSettler's `PaymentFailed()` revert: the recipient did not take the fill's coins. */
+const PAYMENT_FAILED = toFunctionSelector('PaymentFailed()');
 const DEFAULT_FILL_SECONDS = 600;
 
 /** A node failure before anything was recorded: C7 502. */
@@ -153,6 +155,12 @@ export class IntentService {
     const fillWindow = body.fillDeadlineSeconds ?? DEFAULT_FILL_SECONDS;
     const user = sender as Address;
     const orderId = orderIdOf(from.chainId, settlersFrom.origin, user, nonce);
+    // C41: the fill this intent will need, tried now on the destination as the solver will send it.
+    if (await this.#recipientRefuses(pool, solver.address, settlersTo.destination, orderId, recipient as Address, q.outputWei, openDeadline + fillWindow, to.chainId)) {
+      throw badRequest('Invalid request: body.recipient cannot be paid a fill: it refuses the coins, or needs more gas to take them than a fill carries', [
+        { field: 'body.recipient', message: 'refuses the payment of a fill (a contract that reverts on receipt or needs more gas than a fill carries)' },
+      ]);
+    }
     let row: IntentRow;
     try {
       row = await this.store.create(
@@ -226,6 +234,32 @@ export class IntentService {
   /** The intent of a row, with its transactions. */
   async view(row: IntentRow, db?: Db): Promise<Intent> {
     return toIntent(row, await this.store.transactionsOf([row.id], db), this.decimals(row.fromNetwork));
+  }
+
+  /**
+   * Whether the destination settler's `fill` of this intent, simulated now from the solver with the
+   * fill's gas limit, fails in paying the recipient (`PaymentFailed`: a contract that reverts on
+   * receipt, or needs more gas than the call is left). Any other outcome (the solver short of
+   * coins, a node that cannot simulate) is not the recipient's doing: the liquidity check and the
+   * solver decide those.
+   */
+  async #recipientRefuses(
+    pool: ReturnType<Upstreams['pool']>,
+    solver: Address,
+    settler: Address,
+    orderId: Hex,
+    recipient: Address,
+    outputWei: bigint,
+    fillDeadline: number,
+    chainId: number,
+  ): Promise<boolean> {
+    const data = encodeFill(orderId, encodeOriginData(orderId, recipient, outputWei, fillDeadline, chainId));
+    try {
+      await pool.request('eth_call', [{ from: solver, to: settler, data, value: toHex(outputWei), gas: toHex(this.setup.fillGasLimit) }, 'latest']);
+      return false;
+    } catch (err) {
+      return err instanceof UpstreamRpcError && typeof err.details === 'string' && err.details.toLowerCase().startsWith(PAYMENT_FAILED);
+    }
   }
 
   /** The origin settler must name the solver as its oracle, or no intent could ever settle. */

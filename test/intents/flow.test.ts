@@ -255,4 +255,27 @@ describe('intents on the devnet (C41)', () => {
     const carol = await registerUser(t.app);
     assert.equal((await create(carol, { fromNetwork: ORIGIN.slug, toNetwork: DESTINATION.slug, amount: '0.01', sender })).statusCode, 200);
   });
+
+  test('a recipient that cannot be paid a fill (reverts on receipt, or burns all gas) is refused up front; a contract that takes coins is accepted', async () => {
+    const bob = await registerUser(t.app);
+    const sender = chains.devnet.accounts[1]?.address;
+    const withCode = async (code: Hex): Promise<Address> => {
+      const address = freshAddress();
+      await chains.pub.destination.request({ method: 'anvil_setCode' as never, params: [address, code] as never });
+      return address;
+    };
+    const count = (await t.storage.db.select().from(intentsTable)).length;
+    // PUSH1 0 PUSH1 0 REVERT; and JUMPDEST PUSH1 0 JUMP, a loop that runs out of gas.
+    for (const code of ['0x60006000fd', '0x5b600056'] as const) {
+      const res = await create(bob, { fromNetwork: ORIGIN.slug, toNetwork: DESTINATION.slug, amount: '0.5', sender, recipient: await withCode(code) });
+      assert.equal(res.statusCode, 400, `${code}: ${res.body}`);
+      assert.equal(res.json().error.code, 'VALIDATION_ERROR');
+      assert.equal(res.json().error.details[0].field, 'body.recipient');
+    }
+    assert.equal((await t.storage.db.select().from(intentsTable)).length, count, 'nothing recorded, nothing reserved');
+    // STOP: a contract that takes whatever it is sent.
+    // (Last in the file: this intent reserves liquidity that the tests above count on.)
+    const ok = await create(bob, { fromNetwork: ORIGIN.slug, toNetwork: DESTINATION.slug, amount: '0.5', sender, recipient: await withCode('0x00') });
+    assert.equal(ok.statusCode, 200, ok.body);
+  });
 });
