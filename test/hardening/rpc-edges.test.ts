@@ -79,6 +79,25 @@ describe('the RPC addresses at their edges', () => {
     assert.equal((JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4)) as { error: { code: string } }).error.code, 'BAD_REQUEST');
   });
 
+  test('answers written together after a round: pipelined requests on one connection come back in order, many connections at once each get their own', async () => {
+    // Three requests in one TCP write, the last asking the server to close: three answers, in order.
+    const req = (id: number, last = false) => {
+      const body = JSON.stringify({ jsonrpc: '2.0', id, method: 'eth_chainId', params: [] });
+      return `POST /v1/native-mainnet/${key} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n${last ? 'Connection: close\r\n' : ''}\r\n${body}`;
+    };
+    const answer = await raw(req(1) + req(2) + req(3, true));
+    const ids = [...answer.matchAll(/"id":(\d+)/g)].map((m) => Number(m[1]));
+    assert.deepEqual(ids, [1, 2, 3], answer);
+    assert.equal(answer.match(/HTTP\/1\.1 200 /g)?.length, 3);
+    // 50 connections at once (undici opens one per request in flight): every answer under its own id.
+    const answers = await Promise.all(Array.from({ length: 50 }, async (_, i) => (await rpc({ jsonrpc: '2.0', id: 1000 + i, method: 'eth_blockNumber', params: [] })).json()));
+    assert.deepEqual(
+      answers.map((a) => (a as { id: number }).id),
+      Array.from({ length: 50 }, (_, i) => 1000 + i),
+    );
+    assert.ok(answers.every((a) => typeof (a as { result?: unknown }).result === 'string'));
+  });
+
   test('a client that hangs up before its answer is no error of ours: nothing is logged at error level', async () => {
     node.setDelay(500);
     const mark = t.logs.length;
