@@ -37,9 +37,9 @@ export interface IntentServiceOptions {
 }
 
 const DEFAULT_OPEN_SECONDS = 600;
+const DEFAULT_FILL_SECONDS = 600;
 /** DestinationSettler's `PaymentFailed()` revert: the recipient did not take the fill's coins. */
 const PAYMENT_FAILED = toFunctionSelector('PaymentFailed()');
-const DEFAULT_FILL_SECONDS = 600;
 
 /** A node failure before anything was recorded: C7 502. */
 function upstreamFailure(network: string, err: unknown): unknown {
