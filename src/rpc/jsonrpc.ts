@@ -1,5 +1,5 @@
 import { InvalidRequestError, type RpcError } from '../errors/rpc.ts';
-import { eachMemberName } from './lossless.ts';
+import { eachMemberName } from '../json/lossless.ts';
 
 export type RpcId = string | number | null;
 

@@ -13,7 +13,7 @@ import { type AnalyticsRecorder, NODE_ERROR, OK, UPSTREAM_ERROR } from '../analy
 import type { Upstreams } from '../upstreams/upstreams.ts';
 import { callNativeMethod, nodeCallFromPool } from './dispatch/native.ts';
 import { errorText, parseItem, type RpcCall, resultText } from './jsonrpc.ts';
-import { arrayElements, idSpan, idText, nestsDeeperThan, withId } from './lossless.ts';
+import { arrayElements, idSpan, idText, nestsDeeperThan, withId } from '../json/lossless.ts';
 import { answerText, type CachePlan, type ResponseCache } from './dispatch/cache.ts';
 import { FILTER_METHODS, FilterPins } from './dispatch/filters.ts';
 import { GET_LOGS, type LogsLimits, type LogsPlan, planLogs, runLogs } from './dispatch/logs.ts';

@@ -1,5 +1,5 @@
 import { keccak256 } from 'viem/utils';
-import { idText } from '../rpc/lossless.ts';
+import { idText } from '../json/lossless.ts';
 
 /**
  * Transactions broadcast to every healthy upstream at once (issue 15, point 7). Each node gets the

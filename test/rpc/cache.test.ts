@@ -3,7 +3,7 @@ import { after, before, describe, test } from 'node:test';
 import { request } from 'undici';
 import { loadConfig } from '../../src/config/load.ts';
 import { type CacheOptions, ResponseCache, answerText, successResult } from '../../src/rpc/dispatch/cache.ts';
-import { idText } from '../../src/rpc/lossless.ts';
+import { idText } from '../../src/json/lossless.ts';
 import { type FakeNode, startFakeNode } from '../support/fake-node.ts';
 
 // C44: the response cache and request coalescing, on their own (the pipeline wires them in).

@@ -13,7 +13,7 @@ import { after, before, describe, test } from 'node:test';
 import { sql } from 'drizzle-orm';
 import { loadConfig } from '../../src/config/load.ts';
 import { callMembersError } from '../../src/rpc/jsonrpc.ts';
-import { memberNames, nestsDeeperThan } from '../../src/rpc/lossless.ts';
+import { memberNames, nestsDeeperThan } from '../../src/json/lossless.ts';
 import { type Devnet, startDevnet } from '../../src/devnet/devnet.ts';
 import { createKey, setTier, startTestApp, type TestApp } from '../support/app.ts';
 import { type Client, connect, withUpstreams, wsAddress } from '../ws/helpers.ts';

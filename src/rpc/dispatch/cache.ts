@@ -1,4 +1,4 @@
-import { memberSpan, skipValue, withId } from '../lossless.ts';
+import { memberSpan, skipValue, withId } from '../../json/lossless.ts';
 
 /**
  * C44: answers that cannot change, served from memory, and identical concurrent reads sharing
