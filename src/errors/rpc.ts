@@ -6,7 +6,7 @@ import { NoUpstreamError, UpstreamRpcError } from './upstream.ts';
  */
 export class RpcError extends BaseError {
   override name = 'RpcError';
-  static code = -32603;
+  static override code: number = -32603;
   static httpStatus = 500;
   /** Machine-readable details (C22), sent as the error object's `data`. */
   constructor(message: string, opts: { details?: unknown; cause?: unknown } = {}) {
