@@ -137,6 +137,9 @@ export function installRestErrors(app: FastifyInstance): void {
   );
 }
 
+/** How long a refused client's answer may take to flush before its socket is destroyed anyway. */
+const FLUSH_GRACE_MS = 1000;
+
 /**
  * Answers what Node's HTTP parser refuses before any route sees it (headers too large, a request
  * that took too long to arrive, malformed HTTP) in the C7 envelope, then closes the connection.
@@ -153,7 +156,14 @@ export function clientErrorHandler(err: Error & { code?: string }, socket: Duple
         ? [408, 'REQUEST_TIMEOUT', 'The request did not arrive in time']
         : [400, 'BAD_REQUEST', 'Malformed HTTP request'];
   const body = JSON.stringify({ success: false, error: { code, message } });
+  // end() alone only half-closes: a client that never reads and keeps sending would hold the
+  // socket (and its fd) for as long as it likes. Destroyed once the answer is flushed, or a
+  // second later if the client does not take it.
+  const cut = setTimeout(() => socket.destroy(), FLUSH_GRACE_MS);
+  cut.unref();
+  socket.once('close', () => clearTimeout(cut));
   socket.end(
     `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    () => socket.destroy(),
   );
 }

@@ -79,6 +79,30 @@ describe('server timeouts: slow and idle clients are cut (server.headersTimeoutM
     assertCutWith408OrClose(c.received());
   });
 
+  test('a client that never reads and keeps trickling header lines loses its socket on the server within the header timeout + 2 s', async () => {
+    // Seen from the server: end() alone only half-closed, and a client that neither reads nor
+    // closes held the server's socket (FIN-WAIT-2, fd open) for as long as it kept sending.
+    const serverClosed = new Promise<number>((resolve) => {
+      t.app.server.once('connection', (s: net.Socket) => {
+        const opened = Date.now();
+        s.once('close', () => resolve(Date.now() - opened));
+      });
+    });
+    const { hostname, port } = new URL(t.url);
+    const socket = net.connect({ host: hostname, port: Number(port), allowHalfOpen: true });
+    socket.on('error', () => {});
+    await new Promise<void>((resolve) => socket.once('connect', resolve));
+    socket.pause(); // never reads: the 408 sits unread and the client never answers the FIN
+    const lines = ['GET /health/live HTTP/1.1\r\n', 'Host: x\r\n', ...Array.from({ length: 200 }, (_, i) => `X-Slow-${i}: y\r\n`)];
+    const stop = trickle(socket, lines, 50);
+    const bound = HEADERS_MS + 2000;
+    const ms = await Promise.race([serverClosed, new Promise<undefined>((r) => setTimeout(r, bound + 3000))]);
+    stop();
+    socket.destroy();
+    assert.ok(ms !== undefined, `the server still holds the socket ${bound + 3000} ms after connect`);
+    assert.ok(ms <= bound, `the server held the socket ${ms} ms (bound ${bound} ms)`);
+  });
+
   test('a connection that never sends a byte is closed after the header timeout', async () => {
     const c = await connect(t.url);
     const ms = await c.closed;
