@@ -68,6 +68,14 @@ describe('new passwords: blank and common ones are refused (C5)', () => {
     }
   });
 
+  test('a common password with spaces around or inside it is still refused', async () => {
+    for (const password of ['1234567 ', ' 12345678 ', '12345678\t', 'pass word', 'PASSWORD  ', 'i love you', 'qwerty   uiop']) {
+      const res = await register(password);
+      assert.equal(res.statusCode, 400, JSON.stringify(password));
+      assert.equal(res.json().error.details[0].field, 'body.password');
+    }
+  });
+
   test('an uncommon password of 8+ characters, spaces inside included, is accepted', async () => {
     for (const password of ['correct horse battery', 'Tr0ub4dor&3x', ' padded passphrase ']) {
       assert.equal((await register(password)).statusCode, 200, password);
