@@ -1,6 +1,6 @@
 // C39: webhook targets must not reach into the gateway's own network. A target that is, or
 // resolves to, a loopback, private, link-local (cloud metadata), CGNAT, multicast, reserved or
-// unspecified address is refused, when the endpoint is made or changed and again at send time,
+// unspecified address, or any other range of IANA's IPv4 and IPv6 special-purpose registries, is refused, when the endpoint is made or changed and again at send time,
 // where the connection goes to the very address that was checked (no second lookup to rebind).
 import { BlockList, isIP, type LookupFunction } from 'node:net';
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
@@ -15,6 +15,10 @@ for (const [net, bits] of [
   ['172.16.0.0', 12], // private
   ['192.0.0.0', 24], // IETF protocol assignments
   ['192.0.2.0', 24], // documentation
+  ['192.31.196.0', 24], // AS112-v4
+  ['192.52.193.0', 24], // AMT
+  ['192.88.99.0', 24], // deprecated 6to4 relay anycast
+  ['192.175.48.0', 24], // direct delegation AS112
   ['192.168.0.0', 16], // private
   ['198.18.0.0', 15], // benchmarking
   ['198.51.100.0', 24], // documentation
@@ -26,6 +30,12 @@ for (const [net, bits] of [
 }
 for (const [net, bits] of [
   ['::', 96], // unspecified, loopback (::1), IPv4-compatible
+  ['::ffff:0:0:0', 96], // IPv4-translated (SIIT): embeds an IPv4 address (IPv4-mapped ::ffff:a.b.c.d is checked as its IPv4)
+  ['100:0:0:1::', 64], // dummy prefix
+  ['2001::', 23], // IETF protocol assignments: Teredo (embeds an IPv4 address), benchmarking, ORCHID, AMT, AS112
+  ['2620:4f:8000::', 48], // direct delegation AS112
+  ['3fff::', 20], // documentation
+  ['5f00::', 16], // SRv6 SIDs
   ['64:ff9b::', 96], // NAT64: could reach any IPv4 address, private ones too
   ['64:ff9b:1::', 48], // local-use NAT64
   ['100::', 64], // discard

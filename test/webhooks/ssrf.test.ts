@@ -46,13 +46,27 @@ describe('SSRF guard: the address rules', () => {
       'fe80::1',
       'ff02::1',
       '64:ff9b::a00:1',
+      // IPv4-translated, and the rest of IANA's special-purpose registries
+      '::ffff:0:7f00:1',
+      '::ffff:0:a00:1',
+      '192.31.196.1',
+      '192.52.193.1',
+      '192.88.99.1',
+      '192.175.48.1',
+      '2001::1',
+      '2001:2::1',
+      '2001:20::1',
+      '100:0:0:1::1',
+      '2620:4f:8000::1',
+      '3fff::1',
+      '5f00::1',
     ]) {
       assert.equal(isForbiddenAddress(ip), true, ip);
     }
   });
 
   test('allowed: public addresses', () => {
-    for (const ip of ['93.184.215.14', '8.8.8.8', '172.32.0.1', '100.128.0.1', '2606:4700:4700::1111', '::ffff:8.8.8.8']) {
+    for (const ip of ['93.184.215.14', '8.8.8.8', '172.32.0.1', '100.128.0.1', '2606:4700:4700::1111', '2001:4860:4860::8888', '::ffff:8.8.8.8']) {
       assert.equal(isForbiddenAddress(ip), false, ip);
     }
   });
