@@ -118,6 +118,8 @@ async function main(): Promise<void> {
     if (stopping) return;
     stopping = true;
     log.info({ signal }, 'stopping');
+    // The same signal may have reached the chains (a stop sent to the process group): their exit is expected now.
+    devnet?.beginStop();
     const force = setTimeout(() => {
       log.error('graceful stop took too long; exiting');
       process.exit(1);

@@ -90,6 +90,8 @@ export interface AnvilOptions {
    * (anvil `--state`): the chain survives a restart. Undefined: the chain lives in memory only.
    */
   statePath?: string;
+  /** The port to bind; 0 or undefined: any free one (read back from anvil). A restarted chain keeps its port. */
+  port?: number;
 }
 
 /** Seconds between dumps of a chain's state to its file. */
@@ -115,7 +117,7 @@ export class AnvilProcess {
       '--host', '127.0.0.1',
       // Port 0 with the port read back from anvil's "Listening on" line: no race between picking a
       // free port and binding it, even with 16 chains starting at once.
-      '--port', '0',
+      '--port', String(opts.port ?? 0),
       '--chain-id', String(opts.chainId),
       '--color', 'never',
       `--prune-history=${HISTORY_STATES}`,

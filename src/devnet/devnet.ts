@@ -4,7 +4,7 @@ import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import type { Address } from 'viem';
 import { privateKeyToAddress } from 'viem/accounts';
-import { AnvilProcess } from './anvil.ts';
+import { type AnvilOptions, AnvilProcess } from './anvil.ts';
 import { deployPriceFeed, setFeedPrice } from './feeds.ts';
 import { rpc } from './rpc.ts';
 import { type DevnetTraffic, startDevnetTraffic } from './traffic.ts';
@@ -63,8 +63,13 @@ export interface Devnet {
   priceFeeds: Readonly<Record<string, Address>>;
   /** Sets a native network's feed to `usd` per coin, updated at `updatedAt` (unix seconds; default: now); resolves once mined. */
   setPrice(slug: string, usd: number, updatedAt?: number): Promise<void>;
-  /** Per slug: the anvil process id, for diagnostics and for tests that check nothing is left running. */
+  /** Per slug: the anvil process id (a restarted chain's new one), for diagnostics and for tests that check nothing is left running. */
   pids: Readonly<Record<string, number>>;
+  /**
+   * Announces a stop: from now on a chain that exits (a stop signal sent to the whole process
+   * group reaches the chains too) is neither an error nor restarted. stop() implies it.
+   */
+  beginStop(): void;
   /** Stops every chain; resolves when all anvil processes have exited (SIGTERM, then SIGKILL after ~3 s). Idempotent. */
   stop(): Promise<void>;
 }
@@ -77,6 +82,11 @@ const DEFAULT_FUND_WEI = 1_000_000n * 10n ** 18n;
 const DEV_ACCOUNT_COINS = 10_000_000;
 const DEFAULT_NATIVE_USD = 0.05;
 const DEFAULT_FEED_HEARTBEAT_SECONDS = 600;
+/** A chain that exits on its own is restarted after this, doubled after each failed try up to RESTART_MAX_MS. */
+const RESTART_FIRST_MS = 1_000;
+const RESTART_MAX_MS = 30_000;
+/** A chain stopped by a signal from outside waits this long for the gateway's own stop before it is restarted. */
+const SIGNALLED_GRACE_MS = 3_000;
 
 // The keys anvil derives from its default mnemonic "test test ... junk" (m/44'/60'/0'/0/i),
 // public knowledge and funded with 10,000,000 coins each on every chain. Never use them elsewhere.
@@ -124,20 +134,21 @@ export async function startDevnet(opts: DevnetOptions): Promise<Devnet> {
   }
 
   if (opts.stateDir !== undefined) mkdirSync(opts.stateDir, { recursive: true, mode: 0o700 });
-  const chains = opts.networks.map((network) => ({
-    network,
-    anvil: new AnvilProcess({
-      chainId: network.chainId,
-      ...(network.native ? { blockTimeSeconds: opts.nativeBlockTimeSeconds } : {}),
-      accountBalanceCoins: DEV_ACCOUNT_COINS,
-      ...(opts.stateDir === undefined ? {} : { statePath: path.join(opts.stateDir, `${network.slug}.json`) }),
-    }),
-  }));
+  const anvilOptions = (network: DevnetNetwork, port?: number): AnvilOptions => ({
+    chainId: network.chainId,
+    ...(network.native ? { blockTimeSeconds: opts.nativeBlockTimeSeconds } : {}),
+    accountBalanceCoins: DEV_ACCOUNT_COINS,
+    ...(opts.stateDir === undefined ? {} : { statePath: path.join(opts.stateDir, `${network.slug}.json`) }),
+    ...(port === undefined ? {} : { port }),
+  });
+  const chains = opts.networks.map((network) => ({ network, anvil: new AnvilProcess(anvilOptions(network)) }));
 
   let traffic: DevnetTraffic | undefined = undefined; // started once every chain is up
   const responders: XdposResponder[] = [];
   let stopped: Promise<void> | undefined;
+  let ending = false;
   const stop = (): Promise<void> => {
+    ending = true;
     stopped ??= (async () => {
       await traffic?.stop();
       await Promise.all(responders.map((r) => r.close()));
@@ -193,13 +204,54 @@ export async function startDevnet(opts: DevnetOptions): Promise<Devnet> {
     chainUrls[slug] = url;
     if (feed) priceFeeds[slug] = feed;
     pids[slug] = chain.anvil.pid;
-    void chain.anvil.exited.then(({ code, signal }) => {
+    supervise(chain, new URL(url).port, feed !== undefined);
+  });
+
+  /**
+   * A chain that exits while the devnet runs is restarted on its port, from its state file where
+   * it has one (a node panic must not leave the network answering 502 until the next start);
+   * meanwhile its upstream is down, as readiness and the pool's health show. An exit after
+   * beginStop() or stop() is expected: nothing is logged at error level and nothing restarted.
+   */
+  function supervise(chain: { network: DevnetNetwork; anvil: AnvilProcess }, port: string, hasFeed: boolean, tries = 0): void {
+    const slug = chain.network.slug;
+    const started = Date.now();
+    void chain.anvil.exited.then(async ({ code, signal }) => {
       // Never throw from here: a dead chain is the gateway's upstream failing, not a crash.
-      if (!chain.anvil.stopping) {
-        logger.error({ network: slug, code, signal, stderr: chain.anvil.stderrTail() }, 'devnet chain exited unexpectedly');
+      if (ending || chain.anvil.stopping) return;
+      const signalled = code === 0 || signal === 'SIGTERM' || signal === 'SIGINT' || signal === 'SIGHUP';
+      if (signalled) {
+        // A stop sent to the process group reaches anvil before the gateway's own stop has begun.
+        logger.info({ network: slug, code, signal }, 'devnet chain stopped by a signal');
+        await sleep(SIGNALLED_GRACE_MS);
+        if (ending) return;
+      } else {
+        logger.error({ network: slug, code, signal, stderr: chain.anvil.stderrTail() }, 'devnet chain exited unexpectedly; restarting it');
+      }
+      // A chain that ran a minute before dying starts the back-off anew.
+      const attempt = Date.now() - started > 60_000 ? 0 : tries;
+      await sleep(Math.min(RESTART_MAX_MS, RESTART_FIRST_MS * 2 ** attempt));
+      if (ending) return;
+      chain.anvil = new AnvilProcess(anvilOptions(chain.network, Number(port)));
+      pids[slug] = chain.anvil.pid;
+      try {
+        const url = await whenReady(chain.network, chain.anvil);
+        await rpc(url, 'anvil_setLoggingEnabled', [false]);
+        if (opts.stateDir === undefined) {
+          // No state file: a new chain, set up as at the start (the feed lands at the same address: same deployer, nonce 0).
+          for (const address of fund) await rpc(url, 'anvil_setBalance', [address, fundHex]);
+          if (hasFeed) await deployPriceFeed(url, DEVNET_ACCOUNT, `${slug} / USD`, opts.nativeUsdPrice ?? DEFAULT_NATIVE_USD);
+        }
+        logger.warn({ network: slug, pid: chain.anvil.pid, fromState: opts.stateDir !== undefined }, 'devnet chain restarted');
+        supervise(chain, port, hasFeed, 0);
+      } catch (err) {
+        if (ending) return;
+        logger.error({ network: slug, err: err instanceof Error ? err.message : String(err), stderr: chain.anvil.stderrTail() }, 'devnet chain did not restart; trying again');
+        await chain.anvil.stop();
+        supervise(chain, port, hasFeed, attempt + 1);
       }
     });
-  });
+  }
 
   traffic = startDevnetTraffic({
     chains: Object.entries(priceFeeds).map(([slug, feed]) => ({ slug, url: chainUrls[slug] ?? '', feed })),
@@ -221,8 +273,13 @@ export async function startDevnet(opts: DevnetOptions): Promise<Devnet> {
     { networks: chains.length, ms: Date.now() - startedAt, priceFeeds, whaleEverySeconds: opts.whaleEverySeconds ?? 0 },
     'devnet ready',
   );
-  return { upstreams, accounts: DEV_ACCOUNTS, pids: Object.freeze(pids), priceFeeds: Object.freeze(priceFeeds), setPrice, stop };
+  const beginStop = () => {
+    ending = true;
+  };
+  return { upstreams, accounts: DEV_ACCOUNTS, pids, priceFeeds: Object.freeze(priceFeeds), setPrice, beginStop, stop };
 }
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref());
 
 /** Waits for anvil's port, then for eth_chainId to return the expected id; returns the HTTP URL. */
 async function whenReady(network: DevnetNetwork, anvil: AnvilProcess): Promise<string> {

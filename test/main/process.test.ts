@@ -225,6 +225,8 @@ describe('the gateway process (npm start)', () => {
         const { code } = await gw.exited;
         assert.equal(code, 0);
         await waitFor(() => (anvils.every((p) => !alive(p)) ? true : undefined), 5000, 'anvil processes to exit');
+        // Chains told to stop (by the gateway, or by the signal reaching the whole group) are no failure.
+        assert.deepEqual(gw.output().split('\n').filter((l) => /exited unexpectedly|chain restarted/.test(l)), []);
       } finally {
         rmSync(dir, { recursive: true, force: true });
       }
