@@ -5,7 +5,7 @@ import type { AccountService, UserRow } from '../auth/accounts.ts';
 import type { Config } from '../config/schema.ts';
 import { HttpError, notFound } from '../errors/http.ts';
 import { Email, ErrorResponse, ok, StoredCount } from '../http/schemas.ts';
-import type { AccountLimitsPatch, KeyService } from '../keys/service.ts';
+import type { AccountLimitsPatch, KeyRow, KeyService } from '../keys/service.ts';
 import { effectiveLimits } from '../metering/plans.ts';
 
 const Limit = T.Union([StoredCount(), T.Null()]);
@@ -29,6 +29,19 @@ const AdminUserChanged = T.Object({
   ...AdminUser.properties,
   // Keys brought within the new plan by this change (ids), see KeyService.changeAccountLimits.
   keyChanges: T.Object({ deactivated: T.Array(T.String()), networksChanged: T.Array(T.String()), rateLimited: T.Array(T.String()) }),
+});
+
+/** A key as the admin sees it: never its value (C19), only the prefix that names it. */
+const AdminKey = T.Object({
+  id: T.String(),
+  name: T.String(),
+  prefix: T.String(),
+  status: T.String(),
+  networks: T.Array(T.String()),
+  rateLimit: T.Union([T.Integer(), T.Null()]),
+  expiresAt: T.Union([T.String(), T.Null()]),
+  createdAt: T.String(),
+  lastUsedAt: T.Union([T.String(), T.Null()]),
 });
 
 const digest = (s: string) => createHash('sha256').update(s).digest();
@@ -77,15 +90,98 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{
       schema: {
         tags: ['admin'],
         operationId: 'adminFindUsers',
-        summary: 'Find accounts by e-mail',
+        summary: 'Find an account by e-mail, or list accounts oldest first (C52)',
         security,
-        querystring: T.Object({ email: Email }, { additionalProperties: false }),
+        querystring: T.Object(
+          {
+            email: T.Optional(Email),
+            limit: T.Optional(T.Integer({ minimum: 1, maximum: 500, default: 50 })),
+            offset: T.Optional(T.Integer({ minimum: 0, maximum: 2_147_483_647, default: 0 })),
+          },
+          { additionalProperties: false },
+        ),
         response: { 200: ok(T.Array(AdminUser)), 400: ErrorResponse, 401: ErrorResponse },
       },
     },
     async (req) => {
-      const user = await accounts.findByEmail(req.query.email);
-      return { success: true as const, data: user ? [show(user)] : [] };
+      const { email, limit = 50, offset = 0 } = req.query;
+      if (email !== undefined) {
+        const user = await accounts.findByEmail(email);
+        return { success: true as const, data: user ? [show(user)] : [] };
+      }
+      return { success: true as const, data: (await accounts.list({ limit, offset })).map(show) };
+    },
+  );
+
+  const UserId = T.Object({ id: T.String({ maxLength: 64 }) });
+  const userOr404 = async (id: string) => {
+    const user = await accounts.findById(id);
+    if (!user) throw notFound('account');
+    return user;
+  };
+  const showKey = (k: KeyRow, now: Date) => ({
+    id: k.id,
+    name: k.name,
+    prefix: k.prefix,
+    status: k.status !== 'revoked' && k.expiresAt && k.expiresAt <= now ? 'expired' : k.status,
+    networks: k.networks,
+    rateLimit: k.rateLimit,
+    expiresAt: k.expiresAt?.toISOString() ?? null,
+    createdAt: k.createdAt.toISOString(),
+    lastUsedAt: k.lastUsedAt?.toISOString() ?? null,
+  });
+
+  app.get(
+    '/admin/users/:id',
+    {
+      schema: {
+        tags: ['admin'],
+        operationId: 'adminGetUser',
+        summary: 'One account by id (C52)',
+        security,
+        params: UserId,
+        response: { 200: ok(AdminUser), 401: ErrorResponse, 404: ErrorResponse },
+      },
+    },
+    async (req) => ({ success: true as const, data: show(await userOr404(req.params.id)) }),
+  );
+
+  app.get(
+    '/admin/users/:id/keys',
+    {
+      schema: {
+        tags: ['admin'],
+        operationId: 'adminListKeys',
+        summary: 'An account’s API keys, oldest first, without their values (C52)',
+        security,
+        params: UserId,
+        response: { 200: ok(T.Array(AdminKey)), 401: ErrorResponse, 404: ErrorResponse },
+      },
+    },
+    async (req) => {
+      await userOr404(req.params.id);
+      const now = new Date();
+      return { success: true as const, data: (await keys.rows(req.params.id)).map((k) => showKey(k, now)) };
+    },
+  );
+
+  app.post(
+    '/admin/users/:id/keys/:keyId/revoke',
+    {
+      schema: {
+        tags: ['admin'],
+        operationId: 'adminRevokeKey',
+        summary: 'Revoke one of an account’s API keys for good (C20, C52)',
+        security,
+        params: T.Object({ id: T.String({ maxLength: 64 }), keyId: T.String({ maxLength: 64 }) }),
+        response: { 200: ok(AdminKey), 401: ErrorResponse, 404: ErrorResponse },
+      },
+    },
+    async (req) => {
+      await userOr404(req.params.id);
+      const row = await keys.revoke(req.params.id, req.params.keyId);
+      req.log.info({ userId: req.params.id, keyId: row.id, prefix: row.prefix }, 'key revoked by an admin');
+      return { success: true as const, data: showKey(row, new Date()) };
     },
   );
 

@@ -77,6 +77,11 @@ export class AccountService {
     return row;
   }
 
+  /** Accounts oldest first, a page at a time (C52: the admin's list). */
+  async list(page: { limit: number; offset: number }): Promise<UserRow[]> {
+    return this.#db.select().from(users).orderBy(users.createdAt, users.id).limit(page.limit).offset(page.offset);
+  }
+
   async findByEmail(emailRaw: string): Promise<UserRow | undefined> {
     const [row] = await this.#db.select().from(users).where(eq(users.email, normaliseEmail(emailRaw)));
     return row;

@@ -140,6 +140,11 @@ export class KeyService {
     }));
   }
 
+  /** An account's keys as stored, oldest first (C52: the admin's view, which never shows key values). */
+  async rows(userId: string): Promise<KeyRow[]> {
+    return this.#db.select().from(apiKeys).where(eq(apiKeys.userId, userId)).orderBy(apiKeys.createdAt, apiKeys.id);
+  }
+
   async get(userId: string, id: string): Promise<KeyRow> {
     const [row] = await this.#db
       .select()
