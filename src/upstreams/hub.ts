@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import WebSocket from 'ws';
 import { NodeAnsweredError, type RpcError, UpstreamError } from '../errors/rpc.ts';
+import { UpstreamWsNoAnswerError, UpstreamWsRpcError } from '../errors/upstream.ts';
 import { readNotification } from './messages.ts';
 import type { Topic } from './topics.ts';
 
@@ -90,13 +91,6 @@ const RECENT_HASHES = 1_024;
 const FILL_CONCURRENCY = 8;
 // Blocks with full transactions can be large; this bounds one message from a node.
 const UPSTREAM_MAX_PAYLOAD = 64 * 1024 * 1024;
-
-/** A node answered a JSON-RPC error to one of the hub's requests. */
-class NodeError extends Error {
-  constructor(readonly error: { code?: unknown; message?: unknown; data?: unknown }) {
-    super(typeof error.message === 'string' ? error.message : 'upstream error');
-  }
-}
 
 /**
  * The subscriptions of one network, shared: one upstream WebSocket connection, and one
@@ -292,7 +286,7 @@ export class SubscriptionHub {
     this.#open = false;
     this.#connectedIndex = null;
     clearInterval(this.#pingTimer);
-    const lost = new Error('upstream connection lost');
+    const lost = new UpstreamWsNoAnswerError('upstream connection lost');
     for (const p of this.#pending.values()) {
       clearTimeout(p.timer);
       p.reject(lost);
@@ -339,7 +333,7 @@ export class SubscriptionHub {
       if (!p) return;
       this.#pending.delete(msg.id);
       clearTimeout(p.timer);
-      if (msg.error !== undefined) p.reject(new NodeError((msg.error ?? {})));
+      if (msg.error !== undefined) p.reject(new UpstreamWsRpcError((msg.error ?? {})));
       else p.resolve(msg.result);
       return;
     }
@@ -459,12 +453,12 @@ export class SubscriptionHub {
 
   #request(method: string, params: readonly unknown[]): Promise<unknown> {
     const socket = this.#socket;
-    if (!socket || !this.#open) return Promise.reject(new Error('upstream not connected'));
+    if (!socket || !this.#open) return Promise.reject(new UpstreamWsNoAnswerError('upstream not connected'));
     const id = this.#nextId++;
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
         this.#pending.delete(id);
-        reject(new Error('upstream did not answer in time'));
+        reject(new UpstreamWsNoAnswerError('upstream did not answer in time'));
       }, this.#o.timeoutMs);
       timer.unref();
       this.#pending.set(id, { resolve, reject, timer });
@@ -482,7 +476,7 @@ export class SubscriptionHub {
         if (socket !== this.#socket) return; // that connection is gone; the next one subscribes again
         st.subscribing = false;
         if (typeof result !== 'string') {
-          this.#subscribeFailed(st, new NodeError({ message: 'the node answered eth_subscribe without a subscription id' }));
+          this.#subscribeFailed(st, new UpstreamWsRpcError({ message: 'the node answered eth_subscribe without a subscription id' }));
           return;
         }
         if (this.#topics.get(st.topic.key) !== st) {
@@ -512,7 +506,7 @@ export class SubscriptionHub {
   }
 
   #subscribeFailed(st: TopicState, err: Error): void {
-    if (!st.active && err instanceof NodeError) {
+    if (!st.active && err instanceof UpstreamWsRpcError) {
       // The node refused this filter: its clients get the node's own error (C22).
       const e = err.error;
       this.#failTopic(st, new NodeAnsweredError(typeof e.code === 'number' ? e.code : -32603, err.message, { details: e.data }));

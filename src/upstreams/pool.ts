@@ -1,12 +1,12 @@
 import { createSecureContext, type SecureContext } from 'node:tls';
 import { Pool } from 'undici';
-import { type FailedAttempt, NoUpstreamError, UpstreamRpcError } from '../errors/upstream.ts';
+import { type FailedAttempt, NetworkDownError, NoUpstreamError, UpstreamRpcError } from '../errors/upstream.ts';
 import { mayNeedArchive, needsArchive } from './archive.ts';
 import { classifyTxAnswer, hashAnswer, rawTransaction } from './broadcast.ts';
 import { Cancel, type HedgeOptions, hedgeDelay, LatencyWindow, NEVER_HEDGED } from './hedge.ts';
 import { DEFAULT_PROVIDER_ERRORS, type ProviderErrorRule, ProviderErrors, type ProviderVerdict } from './provider-errors.ts';
 
-export { type FailedAttempt, NoUpstreamError, UpstreamRpcError };
+export { type FailedAttempt, NetworkDownError, NoUpstreamError, UpstreamRpcError };
 
 /** One upstream node of a network, as in the config file (C26, C32). */
 export interface UpstreamConfig {
@@ -22,15 +22,6 @@ export interface UpstreamConfig {
    * are its backups.
    */
   readonly weight?: number;
-}
-
-/**
- * Every upstream of the network is known to be down (its latest call or probe failed) while the
- * probes run: a call fails at once (-32000) instead of waiting out the timeouts, and the first
- * probe that gets an answer brings the network back. `attempts` gives each upstream's last error.
- */
-export class NetworkDownError extends NoUpstreamError {
-  override name = 'NetworkDownError';
 }
 
 /** The pino methods the pool uses; a pino logger fits as it is. */
