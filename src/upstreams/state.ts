@@ -99,6 +99,7 @@ export class PoolState {
       try {
         url = new URL(cfg.http);
       } catch {
+        // A broken invariant: the config schema admits only http(s) URLs.
         throw new Error(`network ${opts.network}: upstream ${index} has an invalid URL`);
       }
       const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json' };
