@@ -13,6 +13,7 @@ export interface FailedAttempt {
  */
 export class NoUpstreamError extends BaseError {
   override name = 'NoUpstreamError';
+  static override code = 'NO_UPSTREAM';
   readonly network: string;
   readonly attempts: readonly FailedAttempt[];
   readonly maybeSent: boolean;
@@ -33,6 +34,7 @@ export class NoUpstreamError extends BaseError {
 /** A JSON-RPC error object a node answered (its `data` in `details`), for internal callers of the pools (faucet, follower). */
 export class UpstreamRpcError extends BaseError {
   override name = 'UpstreamRpcError';
+  static override code = 'UPSTREAM_RPC_ERROR';
   readonly code: number;
   readonly upstream: number;
 
@@ -41,4 +43,38 @@ export class UpstreamRpcError extends BaseError {
     this.code = code;
     this.upstream = upstream;
   }
+}
+
+/**
+ * Every upstream of the network is known to be down (its latest call or probe failed) while the
+ * probes run: a call fails at once (-32000) instead of waiting out the timeouts, and the first
+ * probe that gets an answer brings the network back. `attempts` gives each upstream's last error.
+ */
+export class NetworkDownError extends NoUpstreamError {
+  override name = 'NetworkDownError';
+  static override code = 'NETWORK_DOWN';
+}
+
+/**
+ * A node answered a JSON-RPC error to one of a subscription hub's requests over its upstream
+ * WebSocket (`eth_subscribe`, or a gap fill's reads). `error` is the node's error object as sent.
+ */
+export class UpstreamWsRpcError extends BaseError {
+  override name = 'UpstreamWsRpcError';
+  static override code = 'UPSTREAM_WS_RPC_ERROR';
+  readonly error: { code?: unknown; message?: unknown; data?: unknown };
+
+  constructor(error: { code?: unknown; message?: unknown; data?: unknown }) {
+    super(typeof error.message === 'string' ? error.message : 'upstream error');
+    this.error = error;
+  }
+}
+
+/**
+ * A subscription hub's request over its upstream WebSocket got no answer: the connection was not
+ * open, was lost while waiting, or the node did not answer in time.
+ */
+export class UpstreamWsNoAnswerError extends BaseError {
+  override name = 'UpstreamWsNoAnswerError';
+  static override code = 'UPSTREAM_WS_NO_ANSWER';
 }

@@ -1,5 +1,10 @@
 import { keccak256 } from 'viem/utils';
+import { type FailedAttempt, NoUpstreamError } from '../errors/upstream.ts';
 import { idText } from '../json/lossless.ts';
+import { looksLikeJsonRpc } from './answers.ts';
+import { attempt } from './attempt.ts';
+import { markFailed, markOk } from './health.ts';
+import { observe, type PoolState, type Upstream } from './state.ts';
 
 /**
  * Transactions broadcast to every healthy upstream at once (issue 15, point 7). Each node gets the
@@ -63,4 +68,76 @@ export function rawTransaction(body: string | Buffer): { raw: `0x${string}`; has
 /** The answer given for a transaction a node already held: its hash under the caller's id. */
 export function hashAnswer(id: string, hash: string): Buffer {
   return Buffer.from(`{"jsonrpc":"2.0","id":${id},"result":"${hash}"}`);
+}
+
+/** A call through the pool with failover, parsed `result` (failover.ts `request`). */
+type Ask = <R>(p: PoolState, method: string, params: readonly unknown[], reqId: string | undefined) => Promise<R>;
+
+/**
+ * Issue 15: a signed transaction goes to every healthy upstream at once, each exactly once. The
+ * first hash answered wins; "already known" is success too (answered with the transaction's
+ * hash), and so is "nonce too low" when the chain has this very transaction. Otherwise, once
+ * every node is done, a node's refusal is the answer; with none, -32000 with `maybeSent` when
+ * any node may have received it (C26: nothing is sent twice). `ask` is the pool's request with
+ * failover (failover.ts), for the transaction by hash.
+ */
+export function broadcast<T>(
+  p: PoolState,
+  targets: readonly Upstream[],
+  body: string | Buffer,
+  tx: NonNullable<ReturnType<typeof rawTransaction>>,
+  timeoutMs: number,
+  read: (status: number, body: Buffer) => T | undefined,
+  reqId: string | undefined,
+  ask: Ask,
+): Promise<{ value: T; upstream: number }> {
+  const failed: FailedAttempt[] = [];
+  let refusal: { value: T; upstream: number } | undefined;
+  let nonceTooLow = false;
+  let maybeSent = false;
+  let pending = targets.length;
+  let won = false;
+  return new Promise((resolve, reject) => {
+    const settle = async (): Promise<void> => {
+      if (nonceTooLow) {
+        // The same transaction mined already also makes a node say "nonce too low".
+        const known = await ask<unknown>(p, 'eth_getTransactionByHash', [tx.hash], reqId).catch(() => null);
+        const value = known ? read(200, hashAnswer(tx.id, tx.hash)) : undefined;
+        if (value !== undefined) return resolve({ value, upstream: (refusal ?? { upstream: 0 }).upstream });
+      }
+      if (refusal) return resolve(refusal);
+      reject(new NoUpstreamError(p.network, failed, maybeSent));
+    };
+    for (const u of targets) {
+      const startedAt = performance.now();
+      void attempt(p, u, body, timeoutMs, (_status, buf) => (looksLikeJsonRpc(buf) ? buf : undefined)).then((outcome) => {
+        observe(u.calls, (performance.now() - startedAt) / 1000);
+        if (outcome.ok) {
+          markOk(p, u, reqId);
+          const answer = classifyTxAnswer(outcome.value);
+          if (!won && (answer.kind === 'hash' || answer.kind === 'known')) {
+            const value = read(200, answer.kind === 'hash' ? outcome.value : hashAnswer(tx.id, tx.hash));
+            if (value !== undefined) {
+              won = true;
+              resolve({ value, upstream: u.index });
+            }
+          } else if (answer.kind === 'nonceTooLow' || answer.kind === 'refused') {
+            nonceTooLow ||= answer.kind === 'nonceTooLow';
+            const value = read(200, outcome.value);
+            if (value !== undefined && refusal === undefined) refusal = { value, upstream: u.index };
+          } else if (answer.kind === 'invalid') {
+            failed.push({ upstream: u.index, reason: 'invalid body (HTTP 200)' });
+            maybeSent = true;
+          }
+        } else {
+          u.calls.errors.set(outcome.kind, (u.calls.errors.get(outcome.kind) ?? 0) + 1);
+          failed.push({ upstream: u.index, reason: outcome.reason });
+          maybeSent ||= outcome.sent;
+          p.log?.debug({ reqId, network: p.network, upstream: u.index, name: u.name, reason: outcome.reason, methods: ['eth_sendRawTransaction'] }, 'upstream attempt failed');
+          if (!p.closed && !outcome.final) markFailed(p, u, outcome.reason, reqId);
+        }
+        if (--pending === 0 && !won) void settle();
+      });
+    }
+  });
 }

@@ -1,14 +1,13 @@
 import type { Logger } from 'pino';
 import WebSocket from 'ws';
 import { NodeAnsweredError, type RpcError, UpstreamError } from '../errors/rpc.ts';
+import { UpstreamWsNoAnswerError, UpstreamWsRpcError } from '../errors/upstream.ts';
+import { type FillHost, fillGap } from './gap-fill.ts';
+import { alreadyPassedOn, newTopicState, type Subscriber, type TopicState } from './hub-topic.ts';
 import { readNotification } from './messages.ts';
 import type { Topic } from './topics.ts';
 
-/** One client subscription as the hub sees it: where the node's notifications go. */
-export interface Subscriber {
-  /** Called with the node's `result` text of each notification; must not throw. */
-  deliver(resultText: string): void;
-}
+export type { Subscriber };
 
 export interface HubOptions {
   network: string;
@@ -50,33 +49,6 @@ export interface HubStats {
   duplicatesDropped: number;
 }
 
-interface TopicState {
-  topic: Topic;
-  subscribers: Set<Subscriber>;
-  /** Clients waiting for the first upstream confirmation, with how to answer them. */
-  waiters: Map<Subscriber, { resolve(): void; reject(err: RpcError): void }>;
-  /** The node's id for this stream on the current connection; null while (re)subscribing. */
-  upstreamId: string | null;
-  subscribing: boolean;
-  /** Confirmed once: later clients join at once, even while the hub reconnects. */
-  active: boolean;
-  timer: NodeJS.Timeout | undefined;
-  /** What is tracked for gap fill and duplicates: block headers, logs, or nothing. */
-  kind: 'newHeads' | 'logs' | 'other';
-  /** newHeads: the highest block number passed on. */
-  lastNumber: number | null;
-  /** newHeads: hashes of the blocks passed on lately, oldest first. */
-  recent: Set<string>;
-  /** newHeads: the members of a live header (a fetched block is cut to them). */
-  headerKeys: readonly string[] | null;
-  /** logs: block number and log index of the last log passed on. */
-  lastLog: [number, number] | null;
-  /** logs: the block up to which every matching log was passed on (at least as far as known). */
-  mark: number | null;
-  /** Live notifications held while a gap fill runs, then passed on after it. */
-  buffer: string[] | null;
-}
-
 interface Pending {
   resolve(result: unknown): void;
   reject(err: Error): void;
@@ -84,19 +56,8 @@ interface Pending {
 }
 
 const DEFAULT_LINGER_MS = 30_000;
-// Block hashes a newHeads topic remembers to drop a block seen twice (after a failover or a fill).
-const RECENT_HASHES = 1_024;
-// Blocks of a gap fill requested at once over the upstream connection.
-const FILL_CONCURRENCY = 8;
 // Blocks with full transactions can be large; this bounds one message from a node.
 const UPSTREAM_MAX_PAYLOAD = 64 * 1024 * 1024;
-
-/** A node answered a JSON-RPC error to one of the hub's requests. */
-class NodeError extends Error {
-  constructor(readonly error: { code?: unknown; message?: unknown; data?: unknown }) {
-    super(typeof error.message === 'string' ? error.message : 'upstream error');
-  }
-}
 
 /**
  * The subscriptions of one network, shared: one upstream WebSocket connection, and one
@@ -153,23 +114,7 @@ export class SubscriptionHub {
     }
     let st = this.#topics.get(topic.key);
     if (!st) {
-      const kind = topic.params[0] === 'newHeads' ? 'newHeads' : topic.params[0] === 'logs' ? 'logs' : 'other';
-      st = {
-        topic,
-        subscribers: new Set(),
-        waiters: new Map(),
-        upstreamId: null,
-        subscribing: false,
-        active: false,
-        timer: undefined,
-        kind,
-        lastNumber: null,
-        recent: new Set(),
-        headerKeys: null,
-        lastLog: null,
-        mark: null,
-        buffer: null,
-      };
+      st = newTopicState(topic);
       this.#topics.set(topic.key, st);
       const created = st;
       created.timer = setTimeout(() => {
@@ -292,7 +237,7 @@ export class SubscriptionHub {
     this.#open = false;
     this.#connectedIndex = null;
     clearInterval(this.#pingTimer);
-    const lost = new Error('upstream connection lost');
+    const lost = new UpstreamWsNoAnswerError('upstream connection lost');
     for (const p of this.#pending.values()) {
       clearTimeout(p.timer);
       p.reject(lost);
@@ -339,7 +284,7 @@ export class SubscriptionHub {
       if (!p) return;
       this.#pending.delete(msg.id);
       clearTimeout(p.timer);
-      if (msg.error !== undefined) p.reject(new NodeError((msg.error ?? {})));
+      if (msg.error !== undefined) p.reject(new UpstreamWsRpcError((msg.error ?? {})));
       else p.resolve(msg.result);
       return;
     }
@@ -353,96 +298,27 @@ export class SubscriptionHub {
   }
 
   /**
-   * Passes a block header or log on to a topic's subscribers unless they already had it
-   * (issue 15, point 8): a header whose hash was passed on lately, or a log at or before the last
-   * one passed on (block number, log index; logs removed by a reorganisation always pass, and
-   * let the new chain's logs of those blocks through).
+   * Passes a notification on to a topic's subscribers, unless it is a block header or log they
+   * already had (issue 15, point 8; see {@link alreadyPassedOn}).
    */
   #deliver(st: TopicState, text: string, live: boolean): void {
-    if (st.kind !== 'other') {
-      const x = readObject(text);
-      if (st.kind === 'newHeads' && x && typeof x.hash === 'string' && typeof x.number === 'string') {
-        if (st.recent.has(x.hash)) {
-          this.#counters.duplicatesDropped++;
-          return;
-        }
-        st.recent.add(x.hash);
-        if (st.recent.size > RECENT_HASHES) st.recent.delete(st.recent.values().next().value as string);
-        const n = Number.parseInt(x.number, 16);
-        if (st.lastNumber === null || n > st.lastNumber) st.lastNumber = n;
-        if (live && st.headerKeys === null) st.headerKeys = Object.keys(x);
-      } else if (st.kind === 'logs' && x && typeof x.blockNumber === 'string' && typeof x.logIndex === 'string') {
-        const at: [number, number] = [Number.parseInt(x.blockNumber, 16), Number.parseInt(x.logIndex, 16)];
-        const last = st.lastLog;
-        if (x.removed === true) {
-          if (last && (at[0] < last[0] || (at[0] === last[0] && at[1] <= last[1]))) st.lastLog = [at[0], at[1] - 1];
-        } else {
-          if (last && (at[0] < last[0] || (at[0] === last[0] && at[1] <= last[1]))) {
-            this.#counters.duplicatesDropped++;
-            return;
-          }
-          st.lastLog = at;
-          if (st.mark === null || at[0] > st.mark) st.mark = at[0];
-        }
-      }
+    if (st.kind !== 'other' && alreadyPassedOn(st, text, live)) {
+      this.#counters.duplicatesDropped++;
+      return;
     }
     if (!live) this.#counters.gapFilled++;
     for (const s of st.subscribers) s.deliver(text);
   }
 
-  /**
-   * After a reconnect, fetches what a topic missed while the hub was away and passes it on, in
-   * order, before the live notifications that arrive meanwhile (held until then; issue 15,
-   * point 8): for newHeads the blocks after the last one passed on, by number; for logs one
-   * eth_getLogs from the last block known covered to the node's head. At most
-   * `gapFillMaxBlocks` blocks, the latest ones. Requests go over the new connection; when it
-   * drops again, the next reconnect fills from where this one got.
-   */
+  /** After a reconnect, fetches and passes on what a topic missed (gap-fill.ts), over this connection. */
   #fill(st: TopicState, socket: WebSocket | null): void {
-    const max = this.#o.gapFillMaxBlocks ?? 0;
-    const since = st.kind === 'newHeads' ? (st.lastNumber === null ? null : st.lastNumber + 1) : st.kind === 'logs' ? st.mark : null;
-    if (max <= 0 || since === null) return;
-    const held: string[] = [];
-    st.buffer = held;
-    const current = () => socket === this.#socket && this.#topics.get(st.topic.key) === st;
-    void (async () => {
-      try {
-        const head = Number.parseInt(String(await this.#request('eth_blockNumber', [])), 16);
-        const from = Math.max(since, head - max + 1);
-        if (!Number.isSafeInteger(head) || from > head || !current()) return;
-        if (st.kind === 'newHeads') {
-          const numbers = Array.from({ length: head - from + 1 }, (_, i) => from + i);
-          const blocks: unknown[] = new Array<unknown>(numbers.length).fill(null);
-          let next = 0;
-          const worker = async () => {
-            while (next < numbers.length) {
-              const i = next++;
-              blocks[i] = await this.#request('eth_getBlockByNumber', [`0x${(numbers[i] as number).toString(16)}`, false]);
-            }
-          };
-          await Promise.all(Array.from({ length: Math.min(FILL_CONCURRENCY, numbers.length) }, worker));
-          if (!current()) return;
-          for (const b of blocks) {
-            if (typeof b !== 'object' || b === null) break; // a node behind: the rest comes live
-            this.#deliver(st, JSON.stringify(headerOf(b as Record<string, unknown>, st.headerKeys)), false);
-          }
-        } else {
-          const filter = (st.topic.params[1] ?? {}) as Record<string, unknown>;
-          const logs = await this.#request('eth_getLogs', [{ ...filter, fromBlock: `0x${from.toString(16)}`, toBlock: `0x${head.toString(16)}` }]);
-          if (!current() || !Array.isArray(logs)) return;
-          for (const log of logs) this.#deliver(st, JSON.stringify(log), false);
-          if (st.mark === null || head > st.mark) st.mark = head;
-        }
-      } catch (err) {
-        if (current()) this.#log.warn({ network: this.network, topic: st.kind, error: (err as Error).message }, 'upstream WebSocket gap fill failed; going on live');
-      } finally {
-        // On a connection already gone, the held notifications go too: the next fill covers them.
-        if (st.buffer === held) {
-          st.buffer = null;
-          if (current()) for (const t of held) this.#deliver(st, t, true);
-        }
-      }
-    })();
+    const host: FillHost = {
+      request: (method, params) => this.#request(method, params),
+      current: () => socket === this.#socket && this.#topics.get(st.topic.key) === st,
+      deliver: (text, live) => this.#deliver(st, text, live),
+      failed: (err) => this.#log.warn({ network: this.network, topic: st.kind, error: err.message }, 'upstream WebSocket gap fill failed; going on live'),
+    };
+    fillGap(st, this.#o.gapFillMaxBlocks ?? 0, host);
   }
 
   /** logs: the head when the topic starts, as the block its logs are known from. */
@@ -459,12 +335,12 @@ export class SubscriptionHub {
 
   #request(method: string, params: readonly unknown[]): Promise<unknown> {
     const socket = this.#socket;
-    if (!socket || !this.#open) return Promise.reject(new Error('upstream not connected'));
+    if (!socket || !this.#open) return Promise.reject(new UpstreamWsNoAnswerError('upstream not connected'));
     const id = this.#nextId++;
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
         this.#pending.delete(id);
-        reject(new Error('upstream did not answer in time'));
+        reject(new UpstreamWsNoAnswerError('upstream did not answer in time'));
       }, this.#o.timeoutMs);
       timer.unref();
       this.#pending.set(id, { resolve, reject, timer });
@@ -482,7 +358,7 @@ export class SubscriptionHub {
         if (socket !== this.#socket) return; // that connection is gone; the next one subscribes again
         st.subscribing = false;
         if (typeof result !== 'string') {
-          this.#subscribeFailed(st, new NodeError({ message: 'the node answered eth_subscribe without a subscription id' }));
+          this.#subscribeFailed(st, new UpstreamWsRpcError({ message: 'the node answered eth_subscribe without a subscription id' }));
           return;
         }
         if (this.#topics.get(st.topic.key) !== st) {
@@ -512,7 +388,7 @@ export class SubscriptionHub {
   }
 
   #subscribeFailed(st: TopicState, err: Error): void {
-    if (!st.active && err instanceof NodeError) {
+    if (!st.active && err instanceof UpstreamWsRpcError) {
       // The node refused this filter: its clients get the node's own error (C22).
       const e = err.error;
       this.#failTopic(st, new NodeAnsweredError(typeof e.code === 'number' ? e.code : -32603, err.message, { details: e.data }));
@@ -556,26 +432,5 @@ export class SubscriptionHub {
       else socket.close(1000);
     }, this.#o.lingerMs ?? DEFAULT_LINGER_MS);
     this.#lingerTimer.unref();
-  }
-}
-
-/** A block fetched by number, cut to the members of a live newHeads header (nodes send the header, not the block). */
-function headerOf(block: Record<string, unknown>, keys: readonly string[] | null): Record<string, unknown> {
-  if (keys === null) {
-    const { transactions: _t, uncles: _u, ...header } = block;
-    return header;
-  }
-  const out: Record<string, unknown> = {};
-  for (const k of keys) if (k in block) out[k] = block[k];
-  return out;
-}
-
-/** The members of a header or log that the hub reads; null when the text is not a JSON object. */
-function readObject(text: string): { number?: unknown; hash?: unknown; blockNumber?: unknown; logIndex?: unknown; removed?: unknown } | null {
-  try {
-    const x: unknown = JSON.parse(text);
-    return typeof x === 'object' && x !== null && !Array.isArray(x) ? x : null;
-  } catch {
-    return null;
   }
 }

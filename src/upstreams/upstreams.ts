@@ -92,7 +92,7 @@ export class Upstreams {
   /** The HTTP pool of a network; its health probes start on first use unless `startAll` ran. */
   pool(slug: string): UpstreamPool {
     const pool = this.#pools.get(slug);
-    if (!pool) throw new Error(`no upstream pool for ${slug}`);
+    if (!pool) throw new Error(`no upstream pool for ${slug}`); // a broken invariant: callers pass a configured network
     if (!this.#started.has(slug)) {
       this.#started.add(slug);
       pool.start();
@@ -103,7 +103,7 @@ export class Upstreams {
   /** The WebSocket subscription hub of a network (made on first use from its `ws` upstreams). */
   hub(slug: string): SubscriptionHub {
     const network = this.#networks.find((n) => n.slug === slug);
-    if (!network) throw new Error(`no upstreams for ${slug}`);
+    if (!network) throw new Error(`no upstreams for ${slug}`); // a broken invariant: callers pass a configured network
     return this.#hubs.get(network);
   }
 

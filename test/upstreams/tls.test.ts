@@ -1,4 +1,4 @@
-// HTTPS upstreams: every pool's connections share one TLS context (src/upstreams/pool.ts), which
+// HTTPS upstreams: every pool's connections share one TLS context (src/upstreams/state.ts), which
 // must still verify each node's certificate and name. A node with a self-signed certificate for
 // the name localhost (not its address), made here with openssl: untrusted, it is refused; trusted (NODE_EXTRA_CA_CERTS, read
 // once when a process starts, hence a child process), it answers through two pools, and the

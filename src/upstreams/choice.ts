@@ -1,0 +1,98 @@
+import { mayNeedArchive, needsArchive } from './archive.ts';
+import { bestHead } from './health.ts';
+import type { PoolState, Upstream } from './state.ts';
+
+/**
+ * Which upstream a call tries first, and which next (C26): the order, archive routing and weights.
+ *
+ * Order: answering and not lagging, then answering but lagging, then not heard from yet, then
+ * failed (last resort, soonest to recover first); within a group the faster latency class first,
+ * then config order, so the operator's order holds unless a node is clearly faster. Reads of old
+ * state put archive nodes first; weights share the first place among equally good upstreams.
+ */
+
+const LATENCY_CLASS_MS = 20; // milliseconds; see latencyClass()
+
+/**
+ * The upstreams to try for one call, in order: {@link order}, with archive nodes first for reads
+ * of old state, and the first place shared by weight among equally good upstreams.
+ */
+export function candidatesFor(p: PoolState, body: string | Buffer, methods: readonly string[]): Upstream[] {
+  let list = order(p);
+  if (list.length < 2) return list;
+  if (p.mixedArchive && mayNeedArchive(methods) && needsArchive(body, methods, bestHead(p, Date.now()), p.pruneDepthBlocks)) {
+    // Issue 15: archive nodes first, but a node known down stays behind every answering one.
+    const rank = (u: Upstream): number => (u.state === 'down' ? 2 : u.archive ? 0 : 1);
+    list = [...list].sort((a, b) => rank(a) - rank(b));
+  }
+  return p.weighted ? spread(list) : list;
+}
+
+/**
+ * Smooth weighted round robin (as nginx's) among the leading upstreams that are equally good
+ * (same group, same archive flag; the operator's weights outrank probe latency, whose jitter
+ * would otherwise move nodes in and out of the share): the one picked goes first, the others
+ * keep their order behind it as its failover.
+ */
+function spread(list: Upstream[]): Upstream[] {
+  const first = list[0] as Upstream;
+  let end = 1;
+  while (end < list.length && list[end]?.tier === first.tier && list[end]?.archive === first.archive) end++;
+  if (end === 1) return list;
+  let total = 0;
+  let pick = first;
+  for (let i = 0; i < end; i++) {
+    const u = list[i] as Upstream;
+    u.current += u.weight;
+    total += u.weight;
+    if (u.current > pick.current) pick = u;
+  }
+  pick.current -= total;
+  return pick === first ? list : [pick, ...list.filter((u) => u !== pick)];
+}
+
+/**
+ * The upstreams in the order to try (see the file comment). Kept until something changes it
+ * (a failure, a recovery, a probe round) or an upstream's cool-down ends, at most a second, so
+ * a call does not sort the list again.
+ */
+function order(p: PoolState): Upstream[] {
+  const now = Date.now();
+  if (p.ordered && now < p.orderedUntil) return p.ordered;
+  let until = now + 1_000;
+  for (const u of p.upstreams) if (u.unhealthyUntil > now && u.unhealthyUntil < until) until = u.unhealthyUntil;
+  p.best = undefined;
+  p.ordered = sorted(p, now);
+  p.orderedUntil = until;
+  return p.ordered;
+}
+
+function sorted(p: PoolState, now: number): Upstream[] {
+  const best = bestHead(p, now);
+  const group = (u: Upstream): number => {
+    if (u.state === 'down') return 3;
+    if (u.state === 'unknown') return 2;
+    // Lagging, or an outlier far ahead of what the others agree on (issue 15): used after the rest.
+    return u.head !== null && best !== null && Math.abs(best - u.head) > p.maxLagBlocks ? 1 : 0;
+  };
+  for (const u of p.upstreams) u.tier = group(u);
+  return p.upstreams
+    .map((u) => ({ u, g: group(u) }))
+    .sort(
+      (a, b) =>
+        a.g - b.g ||
+        (a.g === 3 ? a.u.unhealthyUntil - b.u.unhealthyUntil : 0) ||
+        latencyClass(a.u.latencyMs) - latencyClass(b.u.latencyMs) ||
+        a.u.index - b.u.index,
+    )
+    .map(({ u }) => u);
+}
+
+/**
+ * Latency classes double in width (under 40 ms, under 80 ms, under 160 ms, ...): a node must be
+ * clearly faster to overtake one listed before it, and jitter does not reorder the list.
+ */
+function latencyClass(ms: number | null): number {
+  if (ms === null) return Number.POSITIVE_INFINITY;
+  return Math.floor(Math.log2(Math.max(ms, LATENCY_CLASS_MS) / LATENCY_CLASS_MS));
+}

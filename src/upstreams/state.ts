@@ -1,0 +1,154 @@
+import { createSecureContext, type SecureContext } from 'node:tls';
+import { Pool } from 'undici';
+import { LatencyWindow, type HedgeOptions } from './hedge.ts';
+import { DEFAULT_PROVIDER_ERRORS, ProviderErrors } from './provider-errors.ts';
+import { type FailureKind, type PoolLogger, type PoolOptions, UPSTREAM_BUCKETS, type UpstreamState } from './types.ts';
+
+/**
+ * What an upstream pool knows, shared by its parts: the settings, one record per upstream, and
+ * what the health, choice and sending functions (health.ts, choice.ts, failover.ts) keep between
+ * calls. Only the pool (pool.ts) makes one and hands it to them; nothing outside src/upstreams
+ * sees it.
+ */
+
+/** One upstream node: its connection pool and what is known about it. */
+export interface Upstream {
+  readonly index: number;
+  readonly name: string;
+  readonly dispatcher: Pool;
+  readonly path: string;
+  readonly headers: Readonly<Record<string, string>>;
+  head: number | null;
+  latencyMs: number | null;
+  failures: number;
+  unhealthyUntil: number;
+  lastError: string | undefined;
+  state: UpstreamState;
+  readonly calls: { buckets: Float64Array; sum: number; count: number; errors: Map<FailureKind, number> };
+  readonly archive: boolean;
+  readonly weight: number;
+  /** Smooth weighted round robin: the running score. */
+  current: number;
+  /** Group from the last sort (answering, lagging, unknown, down): weights share the calls within one. */
+  tier: number;
+  /** Durations of its recent calls (the hedge delay is their p90). */
+  readonly window: LatencyWindow;
+}
+
+let tlsContext: SecureContext | undefined;
+/** The TLS context shared by the upstream pools' connections (made on first use). */
+function sharedTlsContext(): SecureContext {
+  return (tlsContext ??= createSecureContext());
+}
+
+/** The settings and shared knowledge of one pool (see the file comment). */
+export class PoolState {
+  readonly network: string;
+  readonly upstreams: Upstream[];
+  readonly requestTimeoutMs: number;
+  readonly methodTimeoutsMs: Readonly<Record<string, number>>;
+  readonly totalTimeoutMs: number;
+  readonly maxLagBlocks: number;
+  readonly healthIntervalMs: number;
+  readonly maxResponseBytes: number;
+  readonly log: PoolLogger | undefined;
+  readonly onHead: ((head: number) => void) | undefined;
+  readonly providerErrors: ProviderErrors;
+  readonly hedge: HedgeOptions | undefined;
+  readonly broadcastTransactions: boolean;
+  readonly pruneDepthBlocks: number;
+  /** Some upstreams are archive nodes and some are not: old-state reads are worth routing. */
+  readonly mixedArchive: boolean;
+  /** Some upstream has a weight: equally good upstreams share the calls. */
+  readonly weighted: boolean;
+  lastHead = -1;
+  ordered: Upstream[] | null = null;
+  orderedUntil = 0;
+  /** The best head, kept as long as `ordered` is. */
+  best: number | null | undefined;
+  timer: NodeJS.Timeout | undefined;
+  started = false;
+  closed = false;
+  nextId = 1;
+  /** Upstreams whose state is `down`: all of them means the network is down. */
+  downCount = 0;
+  /** Probe rounds under way (a round reports once at its end, not per upstream). */
+  probing = 0;
+  /** The states last reported in the log ("x of n upstreams answer"), to report changes only. */
+  announced: string | undefined;
+
+  constructor(opts: PoolOptions) {
+    this.network = opts.network;
+    this.requestTimeoutMs = opts.requestTimeoutMs ?? 10_000;
+    this.methodTimeoutsMs = opts.methodTimeoutsMs ?? {};
+    this.totalTimeoutMs = opts.totalTimeoutMs ?? 15_000;
+    this.maxLagBlocks = opts.maxLagBlocks ?? 5;
+    this.healthIntervalMs = opts.healthIntervalMs ?? 5_000;
+    this.maxResponseBytes = opts.maxResponseBytes ?? 64 * 1024 * 1024;
+    this.log = opts.logger;
+    this.onHead = opts.onHead;
+    this.providerErrors = new ProviderErrors(opts.providerErrors ?? DEFAULT_PROVIDER_ERRORS);
+    this.hedge = opts.hedge?.enabled ? opts.hedge : undefined;
+    this.broadcastTransactions = opts.broadcastTransactions ?? false;
+    this.pruneDepthBlocks = opts.pruneDepthBlocks ?? 128;
+    this.mixedArchive = opts.upstreams.some((u) => u.archive === true) && opts.upstreams.some((u) => u.archive !== true);
+    this.weighted = opts.upstreams.some((u) => u.weight !== undefined);
+    const connections = opts.connections ?? 32;
+    this.upstreams = opts.upstreams.map((cfg, index) => {
+      let url: URL;
+      try {
+        url = new URL(cfg.http);
+      } catch {
+        // A broken invariant: the config schema admits only http(s) URLs.
+        throw new Error(`network ${opts.network}: upstream ${index} has an invalid URL`);
+      }
+      const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json' };
+      if (url.username || url.password) {
+        const user = decodeURIComponent(url.username);
+        const pass = decodeURIComponent(url.password);
+        headers.authorization = `Basic ${Buffer.from(`${user}:${pass}`).toString('base64')}`;
+      }
+      // undici's default keep-alive (4 s) stays below Node's server default (5 s), so a POST is
+      // rarely written on a socket the node already closed: undici does not retry POSTs.
+      // One TLS context (the default CA store) for every HTTPS upstream: without it each new
+      // connection builds its own, ~0.3 ms of CPU and its garbage per connect or reconnect.
+      const tls = url.protocol === 'https:' ? { connect: { secureContext: sharedTlsContext() } } : {};
+      const dispatcher = new Pool(url.origin, { connections, pipelining: 1, ...tls });
+      return {
+        index,
+        name: cfg.name ?? `${opts.network}-${index}`,
+        dispatcher,
+        path: `${url.pathname}${url.search}`,
+        headers,
+        head: null,
+        latencyMs: null,
+        failures: 0,
+        unhealthyUntil: 0,
+        lastError: undefined,
+        state: 'unknown',
+        calls: { buckets: new Float64Array(UPSTREAM_BUCKETS.length + 1), sum: 0, count: 0, errors: new Map<FailureKind, number>() },
+        archive: cfg.archive === true,
+        weight: cfg.weight ?? 1,
+        current: 0,
+        tier: 0,
+        window: new LatencyWindow(),
+      } satisfies Upstream;
+    });
+  }
+
+
+  /** Something that decides the order changed (a failure, a recovery, a probe round). */
+  invalidate(): void {
+    this.ordered = null;
+    this.best = undefined;
+  }
+}
+
+/** Counts one attempt's duration in an upstream's call histogram. */
+export function observe(c: Upstream['calls'], seconds: number): void {
+  let i = 0;
+  while (i < UPSTREAM_BUCKETS.length && seconds > (UPSTREAM_BUCKETS[i] as number)) i++;
+  c.buckets[i] = (c.buckets[i] ?? 0) + 1;
+  c.sum += seconds;
+  c.count += 1;
+}

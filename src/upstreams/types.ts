@@ -1,0 +1,141 @@
+/**
+ * The upstream pool's public types: an upstream and a pool as configured, a call's options and
+ * answer, and what the pool reports (health, call statistics).
+ */
+import type { HedgeOptions } from './hedge.ts';
+import type { ProviderErrorRule } from './provider-errors.ts';
+
+/** One upstream node of a network, as in the config file (C26, C32). */
+export interface UpstreamConfig {
+  /** For logs and metrics; `<network>-<index>` when not set. Never the URL (it may hold a provider key). */
+  readonly name?: string;
+  readonly http: string;
+  readonly ws?: string;
+  /** Keeps the state of every block: calls on state older than `pruneDepthBlocks` go here first. */
+  readonly archive?: boolean;
+  /**
+   * Share of the calls among equally good upstreams (smooth weighted round robin); 1 when unset.
+   * When no upstream of the network sets one, the first listed takes every call and the others
+   * are its backups.
+   */
+  readonly weight?: number;
+}
+
+/** The pino methods the pool uses; a pino logger fits as it is. */
+export interface PoolLogger {
+  debug(obj: object, msg: string): void;
+  info(obj: object, msg: string): void;
+  warn(obj: object, msg: string): void;
+  error(obj: object, msg: string): void;
+}
+
+export interface PoolOptions {
+  /** Network slug, only for logs and errors. */
+  network: string;
+  upstreams: readonly UpstreamConfig[];
+  /** Milliseconds one attempt on one upstream may take; 10_000 by default. */
+  requestTimeoutMs?: number;
+  /** Per-method attempt timeout in milliseconds (e.g. `{ eth_getLogs: 30_000 }`); a batch takes its largest. */
+  methodTimeoutsMs?: Readonly<Record<string, number>>;
+  /** Milliseconds a whole call may take, failover included; 15_000 by default. */
+  totalTimeoutMs?: number;
+  /** Blocks behind the best known head beyond which an upstream is skipped; 5 by default. */
+  maxLagBlocks?: number;
+  /** Milliseconds between `eth_blockNumber` probes; 5_000 by default. */
+  healthIntervalMs?: number;
+  /** Kept-alive connections per upstream; 32 by default. */
+  connections?: number;
+  /** Bytes an answer may have; a larger one is not read further and fails the call (-32000). 64 MiB by default. */
+  maxResponseBytes?: number;
+  logger?: PoolLogger;
+  /** Called when the best known head rises (the `heads(network)` stream of the upstreams module). */
+  onHead?: (head: number) => void;
+  /** Node answers that move a read to the next node; {@link DEFAULT_PROVIDER_ERRORS} by default. */
+  providerErrors?: readonly ProviderErrorRule[];
+  /** Hedged reads; off when not given (the gateway's config turns them on). */
+  hedge?: HedgeOptions;
+  /** `eth_sendRawTransaction` to every healthy upstream at once; false when not given (the gateway's config turns it on). */
+  broadcastTransactions?: boolean;
+  /** Blocks of state a full node keeps; older state reads go to `archive` upstreams first. 128 by default. */
+  pruneDepthBlocks?: number;
+}
+
+/** Options of one call through the pool. */
+export interface CallOptions {
+  /** The request this call belongs to: carried by the pool's log lines about it. */
+  reqId?: string | undefined;
+}
+
+/** A node's answer, byte for byte. */
+export interface ForwardResult {
+  /** The node's HTTP status (200 except for JSON-RPC bodies some providers send with a 4xx). */
+  status: number;
+  body: Buffer;
+  /** Index of the upstream in the config; never its URL, which may hold a provider key. */
+  upstream: number;
+}
+
+/**
+ * `unknown`: neither answered nor failed yet (a pool starts so: an upstream is healthy only once
+ * it answered); `up`: its latest call or probe got an answer; `down`: its latest one failed.
+ */
+export type UpstreamState = 'unknown' | 'up' | 'down';
+
+export interface UpstreamHealth {
+  index: number;
+  /** The name from the config, or `<network>-<index>`; never the URL. */
+  name: string;
+  state: UpstreamState;
+  /** True while its latest call or probe got an answer (`state` is `up`). */
+  healthy: boolean;
+  head: number | null;
+  /** Blocks behind the best head among healthy upstreams. */
+  lag: number | null;
+  /** Smoothed `eth_blockNumber` round trip. */
+  latencyMs: number | null;
+  /** Why the last call or probe failed, in words, while it is the most recent outcome ("connection refused (ECONNREFUSED)"). */
+  lastError?: string;
+  /** Present when its head is far ahead of what the other upstreams agree on: not trusted, used last but one. */
+  outlier?: true;
+}
+
+/** Calls sent to one upstream (health probes left out), for /metrics. */
+export interface UpstreamCallStats {
+  index: number;
+  name: string;
+  /** Attempts per duration bucket of `UPSTREAM_BUCKETS` (not cumulative), plus one for +Inf. */
+  buckets: Float64Array;
+  /** Seconds, all attempts. */
+  sum: number;
+  count: number;
+  /** Failed attempts by kind (`timeout`, `connect`, `http_5xx`, ...). */
+  errors: ReadonlyMap<FailureKind, number>;
+}
+
+/** What went wrong with one attempt, as a bounded label. */
+export type FailureKind =
+  | 'timeout'
+  | 'connect'
+  | 'connection'
+  | 'http_5xx'
+  | 'http_429'
+  | 'invalid_answer'
+  | 'too_large'
+  /** A JSON-RPC error of the provider-errors table: throttled or out of capacity. */
+  | 'node_busy'
+  /** A JSON-RPC error of the provider-errors table: the node lacks the data (pruned, behind). */
+  | 'node_missing';
+
+/** Upper bounds (seconds) of the upstream call duration histogram. */
+export const UPSTREAM_BUCKETS: readonly number[] = [0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
+
+/**
+ * Methods that change chain state. They are never repeated on a second node once the request
+ * may have reached the first (C26), only after a connection error that proves nothing was sent.
+ */
+export const STATE_CHANGING_METHODS: ReadonlySet<string> = new Set([
+  'eth_sendRawTransaction',
+  'eth_sendRawTransactionSync',
+  'eth_sendRawTransactionConditional',
+  'eth_sendTransaction',
+]);

@@ -1,0 +1,35 @@
+// Issue 26: the upstream module is made of files that each do one thing, sits below rpc/, and
+// its errors belong to the one error tree (BaseError with a pinned code, no two classes alike).
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { test } from 'node:test';
+import { BaseError } from '../../src/errors/base.ts';
+import { NetworkDownError, NoUpstreamError, UpstreamRpcError, UpstreamWsNoAnswerError, UpstreamWsRpcError } from '../../src/errors/upstream.ts';
+
+const DIR = path.join(import.meta.dirname, '../../src/upstreams');
+const files = readdirSync(DIR).filter((f) => f.endsWith('.ts'));
+
+test('no file of src/upstreams is over 500 lines', () => {
+  const long = files.map((f) => [f, readFileSync(path.join(DIR, f), 'utf8').split('\n').length] as const).filter(([, n]) => n > 500);
+  assert.deepEqual(long, []);
+});
+
+test('src/upstreams imports nothing from src/rpc and declares no error class of its own', () => {
+  for (const f of files) {
+    const text = readFileSync(path.join(DIR, f), 'utf8');
+    assert.doesNotMatch(text, /from '\.\.\/rpc\//, `${f} imports from rpc/`);
+    assert.doesNotMatch(text, /class \w+ extends \w*Error\b/, `${f} declares an error class (they live in src/errors/)`);
+  }
+});
+
+test("the pools' and hubs' errors extend BaseError and pin an UPPER_SNAKE code each", () => {
+  const classes = [NoUpstreamError, NetworkDownError, UpstreamRpcError, UpstreamWsRpcError, UpstreamWsNoAnswerError];
+  for (const c of classes) {
+    assert.ok(c.prototype instanceof BaseError, `${c.name} extends BaseError`);
+    assert.ok(Object.hasOwn(c, 'code'), `${c.name} pins its own code`);
+    assert.match(String(c.code), /^[A-Z][A-Z0-9_]+$/, `${c.name}'s code`);
+  }
+  assert.equal(new Set(classes.map((c) => c.code)).size, classes.length, 'the codes differ');
+  assert.ok(new NetworkDownError('n', []) instanceof NoUpstreamError, 'a network down is still "no upstream" (-32000)');
+});
