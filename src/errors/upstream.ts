@@ -13,6 +13,7 @@ export interface FailedAttempt {
  */
 export class NoUpstreamError extends BaseError {
   override name = 'NoUpstreamError';
+  static override readonly code = 'UPSTREAM_ERROR';
   readonly network: string;
   readonly attempts: readonly FailedAttempt[];
   readonly maybeSent: boolean;
@@ -33,6 +34,7 @@ export class NoUpstreamError extends BaseError {
 /** A JSON-RPC error object a node answered (its `data` in `details`), for internal callers of the pools (faucet, follower). */
 export class UpstreamRpcError extends BaseError {
   override name = 'UpstreamRpcError';
+  static override readonly code = 'UPSTREAM_ERROR';
   readonly code: number;
   readonly upstream: number;
 
