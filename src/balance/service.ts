@@ -5,7 +5,8 @@ import type { Address } from 'viem';
 import { formatUnits } from 'viem/utils';
 import type { Network, NetworkRegistry } from '../chains/registry.ts';
 import { badRequest, HttpError } from '../errors/http.ts';
-import { BalanceReadError, BalanceTimeoutError } from '../errors/node.ts';
+import { DeadlineError } from '../errors/deadline.ts';
+import { BalanceReadError } from '../errors/node.ts';
 import { NoUpstreamError } from '../errors/upstream.ts';
 import { parseRecipient } from '../faucet/validate.ts';
 import type { Prices } from '../prices/prices.ts';
@@ -259,8 +260,8 @@ export class BalanceService {
   }
 
   #failure(network: Network, err: unknown): BalanceError {
-    if (err instanceof BalanceTimeoutError) {
-      return { network: network.slug, code: BalanceTimeoutError.code, message: `no answer within ${NETWORK_BUDGET_MS / 1000} s` };
+    if (err instanceof DeadlineError) {
+      return { network: network.slug, code: DeadlineError.code, message: `no answer within ${NETWORK_BUDGET_MS / 1000} s` };
     }
     if (err instanceof NoUpstreamError) return { network: network.slug, code: NoUpstreamError.code, message: 'no node of the network answered' };
     if (err instanceof BalanceReadError) return { network: network.slug, code: BalanceReadError.code, message: err.message };
@@ -269,13 +270,13 @@ export class BalanceService {
   }
 }
 
-/** `promise`, or a BalanceTimeoutError rejection at `deadline` (the work itself goes on, and may fill the cache). */
+/** `promise`, or a DeadlineError rejection at `deadline` (the work itself goes on, and may fill the cache). */
 function withDeadline<T>(promise: Promise<T>, deadline: number): Promise<T> {
   const ms = deadline - Date.now();
-  if (ms <= 0) return Promise.race([promise, Promise.reject(new BalanceTimeoutError())]);
+  if (ms <= 0) return Promise.race([promise, Promise.reject(new DeadlineError('no answer within the time budget'))]);
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_resolve, reject) => {
-    timer = setTimeout(() => reject(new BalanceTimeoutError()), ms);
+    timer = setTimeout(() => reject(new DeadlineError('no answer within the time budget')), ms);
   });
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }

@@ -22,15 +22,6 @@ export class BalanceReadError extends BaseError {
   static override readonly code = 'UPSTREAM_ERROR';
 }
 
-/** A network's balance read did not finish within its share of the request's time budget. */
-export class BalanceTimeoutError extends BaseError {
-  override name = 'BalanceTimeoutError';
-  static override readonly code = 'TIMEOUT';
-  constructor() {
-    super('no answer within the time budget');
-  }
-}
-
 /** A price source (a feed contract or an HTTP API, C34) answered something that is not a price. */
 export class PriceSourceError extends BaseError {
   override name = 'PriceSourceError';
