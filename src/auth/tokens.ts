@@ -1,6 +1,6 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { and, eq, isNull } from 'drizzle-orm';
-import { errors as joseErrors, jwtVerify, SignJWT } from 'jose';
+import { errors as joseErrors, type JWTPayload, jwtVerify, SignJWT } from 'jose';
 import { HttpError } from '../errors/http.ts';
 import type { Db } from '../storage/db.ts';
 import { refreshTokens } from './schema.ts';
@@ -76,19 +76,21 @@ export class TokenService {
   }
 
   async #verify(token: string, typ: 'access' | 'refresh') {
+    let payload: JWTPayload;
     try {
-      const { payload } = await jwtVerify(token, this.#key, {
+      ({ payload } = await jwtVerify(token, this.#key, {
         issuer: this.#opts.issuer,
         algorithms: ['HS256'],
         requiredClaims: REQUIRED_CLAIMS,
-      });
-      if (payload.typ !== typ || typeof payload.sub !== 'string' || typeof payload.jti !== 'string') throw new Error();
-      if (typeof payload.fam !== 'string') throw new Error();
-      return payload as typeof payload & { sub: string; jti: string; fam: string };
+      }));
     } catch (err) {
       if (err instanceof joseErrors.JWTExpired) throw new HttpError('TOKEN_EXPIRED', `The ${typ} token has expired`);
       throw new HttpError('UNAUTHORIZED', `Invalid ${typ} token`);
     }
+    if (payload.typ !== typ || typeof payload.sub !== 'string' || typeof payload.jti !== 'string' || typeof payload.fam !== 'string') {
+      throw new HttpError('UNAUTHORIZED', `Invalid ${typ} token`);
+    }
+    return payload as typeof payload & { sub: string; jti: string; fam: string };
   }
 
   /** The account and login of a valid access token, else a 401 HttpError. */

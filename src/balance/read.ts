@@ -2,7 +2,7 @@
 import type { Address, Hex } from 'viem';
 import { encodeFunctionData } from 'viem/utils';
 import type { TokenConfig } from '../config/schema.ts';
-import { BaseError } from '../errors/base.ts';
+import { BalanceReadError } from '../errors/node.ts';
 import type { UpstreamPool } from '../upstreams/pool.ts';
 
 const BALANCE_OF_ABI = [
@@ -25,11 +25,6 @@ export interface NetworkRead {
   tokens: TokenRead[];
   /** `Date.now()` when the answer arrived. */
   readAt: number;
-}
-
-/** The network's node gave no usable answer; `message` names no upstream address. */
-export class BalanceReadError extends BaseError {
-  override name = 'BalanceReadError';
 }
 
 interface RpcItem {

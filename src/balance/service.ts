@@ -5,12 +5,14 @@ import type { Address } from 'viem';
 import { formatUnits } from 'viem/utils';
 import type { Network, NetworkRegistry } from '../chains/registry.ts';
 import { badRequest, HttpError } from '../errors/http.ts';
+import { DeadlineError } from '../errors/deadline.ts';
+import { BalanceReadError } from '../errors/node.ts';
 import { NoUpstreamError } from '../errors/upstream.ts';
 import { parseRecipient } from '../faucet/validate.ts';
 import type { Prices } from '../prices/prices.ts';
 import type { Upstreams } from '../upstreams/upstreams.ts';
 import { usdCents } from '../whales/money.ts';
-import { BalanceReadError, type NetworkRead, readNetwork } from './read.ts';
+import { type NetworkRead, readNetwork } from './read.ts';
 
 /** C40: milliseconds one network may take before it is listed in `errors`. */
 export const NETWORK_BUDGET_MS = 3_000;
@@ -67,8 +69,6 @@ export interface BalanceServiceOptions {
   prices: Prices;
   logger: Logger;
 }
-
-class NetworkTimeout extends Error {}
 
 /** An amount of one symbol on one chain, before grouping. */
 interface Holding {
@@ -260,23 +260,23 @@ export class BalanceService {
   }
 
   #failure(network: Network, err: unknown): BalanceError {
-    if (err instanceof NetworkTimeout) {
-      return { network: network.slug, code: 'TIMEOUT', message: `no answer within ${NETWORK_BUDGET_MS / 1000} s` };
+    if (err instanceof DeadlineError) {
+      return { network: network.slug, code: DeadlineError.code, message: `no answer within ${NETWORK_BUDGET_MS / 1000} s` };
     }
-    if (err instanceof NoUpstreamError) return { network: network.slug, code: 'UPSTREAM_ERROR', message: 'no node of the network answered' };
-    if (err instanceof BalanceReadError) return { network: network.slug, code: 'UPSTREAM_ERROR', message: err.message };
+    if (err instanceof NoUpstreamError) return { network: network.slug, code: NoUpstreamError.code, message: 'no node of the network answered' };
+    if (err instanceof BalanceReadError) return { network: network.slug, code: BalanceReadError.code, message: err.message };
     this.#log.error({ err, network: network.slug }, 'balance read failed');
     return { network: network.slug, code: 'UPSTREAM_ERROR', message: 'the read failed' };
   }
 }
 
-/** `promise`, or a NetworkTimeout rejection at `deadline` (the work itself goes on, and may fill the cache). */
+/** `promise`, or a DeadlineError rejection at `deadline` (the work itself goes on, and may fill the cache). */
 function withDeadline<T>(promise: Promise<T>, deadline: number): Promise<T> {
   const ms = deadline - Date.now();
-  if (ms <= 0) return Promise.race([promise, Promise.reject(new NetworkTimeout())]);
+  if (ms <= 0) return Promise.race([promise, Promise.reject(new DeadlineError('no answer within the time budget'))]);
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_resolve, reject) => {
-    timer = setTimeout(() => reject(new NetworkTimeout()), ms);
+    timer = setTimeout(() => reject(new DeadlineError('no answer within the time budget')), ms);
   });
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }

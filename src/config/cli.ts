@@ -1,4 +1,5 @@
 import { parseArgs } from 'node:util';
+import { UsageError } from '../errors/config.ts';
 import { ENV_SETTINGS } from './load.ts';
 
 /** The command line of `npm start -- ...` (src/main.ts). */
@@ -11,10 +12,8 @@ export interface CommandLine {
   fresh: boolean;
 }
 
-/** A command line the gateway does not understand: one line, and a pointer to `--help`. */
-export class UsageError extends Error {
-  override name = 'UsageError';
-}
+// Re-exported for main.ts, which imports it with the parser.
+export { UsageError } from '../errors/config.ts';
 
 const OPTIONS = {
   config: { type: 'string' },

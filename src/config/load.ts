@@ -5,6 +5,7 @@ import { FormatRegistry, Kind, type TSchema } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
 import { allowed, isSecretPath, pointerSegments, schemaAt, settingPath, showValue, unwrapUnion, valueAt } from './describe.ts';
 import { type Config, ConfigSchema } from './schema.ts';
+import { ConfigError } from '../errors/config.ts';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 /** The shipped default config: all 16 networks with public upstreams (C32). */
@@ -21,10 +22,8 @@ if (!FormatRegistry.Has('uri')) {
   });
 }
 
-/** A setting that stops the start, naming what is wrong. */
-export class ConfigError extends Error {
-  override name = 'ConfigError';
-}
+// Re-exported for the callers that import it with the loader (main.ts).
+export { ConfigError } from '../errors/config.ts';
 
 type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
 

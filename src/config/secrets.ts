@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { ConfigError } from './load.ts';
+import { ConfigError } from '../errors/config.ts';
 import type { Config } from './schema.ts';
 
 export interface Secrets {

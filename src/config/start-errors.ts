@@ -1,13 +1,9 @@
 import type { Config } from './schema.ts';
+import { StartError } from '../errors/config.ts';
 import { maskUrl } from './describe.ts';
 
-/**
- * A start that cannot go on for a reason outside the program (a port in use, a database or Redis
- * that does not answer): main prints its message as one plain line, no stack, and exits 1.
- */
-export class StartError extends Error {
-  override name = 'StartError';
-}
+// Re-exported for main.ts, which imports it with the functions below.
+export { StartError } from '../errors/config.ts';
 
 /** System and PostgreSQL error codes in words. */
 const REASONS: Record<string, string> = {

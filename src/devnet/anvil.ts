@@ -4,6 +4,7 @@ import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
+import { DevnetError } from '../errors/devnet.ts';
 
 const require = createRequire(import.meta.url);
 
@@ -43,7 +44,7 @@ export function anvilBinary(): string {
   try {
     wrapperDir = path.dirname(require.resolve('@foundry-rs/anvil/package.json'));
   } catch {
-    throw new Error(
+    throw new DevnetError(
       `devnet: no anvil binary for ${process.platform}-${arch}: install @foundry-rs/anvil-${process.platform}-${arch} or @foundry-rs/anvil`,
     );
   }
@@ -171,7 +172,7 @@ export class AnvilProcess {
         }
       });
       void this.exited.then(({ code, signal }) => {
-        if (!found) reject(new Error(`anvil exited before listening (code ${code}, signal ${signal})`));
+        if (!found) reject(new DevnetError(`anvil exited before listening (code ${code}, signal ${signal})`));
       });
     });
     this.port.catch(() => {}); // the caller awaits it; do not let an early exit go unhandled

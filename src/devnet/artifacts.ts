@@ -3,6 +3,7 @@
 // Read at run time, never compiled at start: solc takes seconds.
 import { readFileSync } from 'node:fs';
 import type { Abi, Hex } from 'viem';
+import { DevnetError } from '../errors/devnet.ts';
 
 /** One contract's artifact (contracts/build/<contractName>.json). */
 export interface ContractArtifact {
@@ -30,10 +31,10 @@ export function loadArtifact(contractName: string): ContractArtifact {
   try {
     parsed = JSON.parse(readFileSync(file, 'utf8')) as Partial<ContractArtifact>;
   } catch (err) {
-    throw new Error(`contract artifact ${file.pathname} cannot be read (${(err as Error).message}); run npm run compile:contracts`);
+    throw new DevnetError(`contract artifact ${file.pathname} cannot be read (${(err as Error).message}); run npm run compile:contracts`);
   }
   if (!Array.isArray(parsed.abi) || !/^0x[0-9a-f]+$/.test(parsed.bytecode ?? '')) {
-    throw new Error(`contract artifact ${file.pathname} has no abi or bytecode; run npm run compile:contracts`);
+    throw new DevnetError(`contract artifact ${file.pathname} has no abi or bytecode; run npm run compile:contracts`);
   }
   const artifact = Object.freeze(parsed as ContractArtifact);
   loaded.set(contractName, artifact);

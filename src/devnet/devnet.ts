@@ -9,6 +9,7 @@ import { deployPriceFeed, setFeedPrice } from './feeds.ts';
 import { rpc } from './rpc.ts';
 import { type DevnetTraffic, startDevnetTraffic } from './traffic.ts';
 import { startXdposResponder, type XdposResponder } from './xdpos.ts';
+import { DevnetError } from '../errors/devnet.ts';
 
 export { anvilBinary } from './anvil.ts';
 
@@ -129,7 +130,7 @@ export async function startDevnet(opts: DevnetOptions): Promise<Devnet> {
   const startedAt = Date.now();
   const slugs = new Set<string>();
   for (const n of opts.networks) {
-    if (slugs.has(n.slug)) throw new Error(`devnet: network "${n.slug}" is listed twice`);
+    if (slugs.has(n.slug)) throw new DevnetError(`devnet: network "${n.slug}" is listed twice`);
     slugs.add(n.slug);
   }
 
@@ -187,7 +188,7 @@ export async function startDevnet(opts: DevnetOptions): Promise<Devnet> {
       const stderr = chain?.anvil.stderrTail();
       return `network "${chain?.network.slug}" (chainId ${chain?.network.chainId}): ${cause}${stderr ? `; anvil stderr: ${stderr}` : ''}`;
     });
-    throw new Error(`devnet: ${failures.length} chain(s) did not come up: ${reasons.join(' | ')}`);
+    throw new DevnetError(`devnet: ${failures.length} chain(s) did not come up: ${reasons.join(' | ')}`);
   }
 
   const upstreams: Devnet['upstreams'] = {};
@@ -286,7 +287,7 @@ async function whenReady(network: DevnetNetwork, anvil: AnvilProcess): Promise<s
   const deadline = Date.now() + READY_TIMEOUT_MS;
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no "Listening on" line within ${READY_TIMEOUT_MS / 1000} s`)), READY_TIMEOUT_MS);
+    timer = setTimeout(() => reject(new DevnetError(`no "Listening on" line within ${READY_TIMEOUT_MS / 1000} s`)), READY_TIMEOUT_MS);
   });
   let port: number;
   try {
@@ -297,7 +298,7 @@ async function whenReady(network: DevnetNetwork, anvil: AnvilProcess): Promise<s
   const url = `http://127.0.0.1:${port}`;
   let last = 'no answer';
   while (Date.now() < deadline) {
-    if (!anvil.running) throw new Error('anvil exited during start');
+    if (!anvil.running) throw new DevnetError('anvil exited during start');
     try {
       const id = await rpc(url, 'eth_chainId', [], 1_000);
       if (Number(id) === network.chainId) return url;
@@ -307,5 +308,5 @@ async function whenReady(network: DevnetNetwork, anvil: AnvilProcess): Promise<s
     }
     await new Promise((r) => setTimeout(r, POLL_INTERVAL_MS));
   }
-  throw new Error(`did not answer eth_chainId with ${network.chainId} within ${READY_TIMEOUT_MS / 1000} s (${last})`);
+  throw new DevnetError(`did not answer eth_chainId with ${network.chainId} within ${READY_TIMEOUT_MS / 1000} s (${last})`);
 }

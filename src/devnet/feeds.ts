@@ -4,6 +4,7 @@ import type { Address, Hex } from 'viem';
 import { decodeFunctionResult, encodeDeployData, encodeFunctionData } from 'viem/utils';
 import { loadArtifact } from './artifacts.ts';
 import { rpc, waitForReceipt } from './rpc.ts';
+import { DevnetError } from '../errors/devnet.ts';
 
 /** Digits after the point in the feed's answers (as Chainlink's USD feeds). */
 export const FEED_DECIMALS = 8;
@@ -24,7 +25,7 @@ export async function deployPriceFeed(url: string, from: Address, description: s
   const hash = await rpc<Hex>(url, 'eth_sendTransaction', [{ from, data }]);
   await rpc(url, 'evm_mine', []);
   const receipt = await waitForReceipt(url, hash);
-  if (!receipt.contractAddress) throw new Error(`price feed deployment ${hash} created no contract`);
+  if (!receipt.contractAddress) throw new DevnetError(`price feed deployment ${hash} created no contract`);
   return receipt.contractAddress;
 }
 

@@ -5,6 +5,7 @@ import { encodeDeployData, encodeFunctionData, getAddress, parseUnits } from 'vi
 import type { Config, TokenConfig } from '../config/schema.ts';
 import { loadArtifact } from './artifacts.ts';
 import { rpc, waitForReceipt } from './rpc.ts';
+import { DevnetError } from '../errors/devnet.ts';
 
 /** The devnet's test token: a dollar with 6 decimals (as USDC), priced at a fixed 1 USD. */
 export const DEVNET_TOKEN = Object.freeze({ name: 'Junction Test Dollar', symbol: 'JUSD', decimals: 6, usd: 1 });
@@ -43,12 +44,12 @@ export async function deployTestTokens(opts: DeployTestTokensOptions): Promise<R
     Object.entries(opts.urls).map(async ([slug, url]): Promise<[string, Address]> => {
       try {
         const receipt = await send(url, { data: deploy });
-        if (!receipt.contractAddress) throw new Error('the deployment created no contract');
+        if (!receipt.contractAddress) throw new DevnetError('the deployment created no contract');
         const token = getAddress(receipt.contractAddress);
         if (opts.recipients.length > 0) await send(url, { to: token, data: mint });
         return [slug, token];
       } catch (err) {
-        throw new Error(`devnet ${slug}: test token not deployed: ${(err as Error).message}`, { cause: err });
+        throw new DevnetError(`devnet ${slug}: test token not deployed: ${(err as Error).message}`, { cause: err });
       }
     }),
   );

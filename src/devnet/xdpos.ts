@@ -14,6 +14,8 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { toRlp, type Hex } from 'viem';
+import { DevnetError } from '../errors/devnet.ts';
+import { InvalidParamsError } from '../errors/rpc.ts';
 
 export interface XdposResponderOptions {
   /** anvil's HTTP address. */
@@ -102,7 +104,7 @@ export async function startXdposResponder(opts: XdposResponderOptions): Promise<
   async function call<T>(method: string, params: unknown[]): Promise<T> {
     const { text } = await anvil(JSON.stringify({ jsonrpc: '2.0', id: nextId++, method, params }));
     const answer = JSON.parse(text) as { result?: T; error?: { message?: string } };
-    if (answer.error) throw new Error(answer.error.message ?? `${method} failed`);
+    if (answer.error) throw new DevnetError(answer.error.message ?? `${method} failed`);
     return answer.result as T;
   }
 
@@ -118,7 +120,7 @@ export async function startXdposResponder(opts: XdposResponderOptions): Promise<
     if (value === 'earliest') return 0;
     if (typeof value === 'string' && /^0x[0-9a-fA-F]+$/.test(value)) return Number(BigInt(value));
     if (typeof value === 'number') return value;
-    throw Object.assign(new Error('invalid block number'), { code: -32602 });
+    throw new InvalidParamsError('invalid block number');
   }
 
   async function v2Block(params: unknown[]): Promise<unknown> {
@@ -188,16 +190,16 @@ export async function startXdposResponder(opts: XdposResponderOptions): Promise<
 
   async function epochInfo(params: unknown[]): Promise<unknown> {
     const epoch = Number(params[0]);
-    if (!Number.isSafeInteger(epoch) || epoch < 0) throw Object.assign(new Error('invalid epoch number'), { code: -32602 });
+    if (!Number.isSafeInteger(epoch) || epoch < 0) throw new InvalidParamsError('invalid epoch number');
     const first = firstBlockOf(epoch);
     const block = await blockAt(first);
-    if (!block) throw new Error(`epoch ${epoch} has not started`);
+    if (!block) throw new DevnetError(`epoch ${epoch} has not started`);
     return { hash: block.hash, round: first, firstBlock: first, lastBlock: epoch === 0 ? 0 : first + epochBlocks - 1 };
   }
 
   async function rewards(params: unknown[]): Promise<unknown> {
     const hash = params[0];
-    if (typeof hash !== 'string') throw Object.assign(new Error('invalid block hash'), { code: -32602 });
+    if (typeof hash !== 'string') throw new InvalidParamsError('invalid block hash');
     const block = await call<Block | null>('eth_getBlockByHash', [hash, false]);
     if (!block) return {};
     const number = Number(block.number);

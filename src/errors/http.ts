@@ -37,6 +37,8 @@ export type ErrorCode = keyof typeof HTTP_STATUS;
 /** A REST error rendered as `{success:false, error:{code, message, details}}` (C7). */
 export class HttpError extends BaseError {
   override name = 'HttpError';
+  /** Each instance carries the code it answers with (`code` below); the class's own is the catch-all. */
+  static override code: ErrorCode = 'INTERNAL_ERROR';
   readonly code: ErrorCode;
   readonly headers: Record<string, string>;
   constructor(

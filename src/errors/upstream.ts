@@ -13,7 +13,7 @@ export interface FailedAttempt {
  */
 export class NoUpstreamError extends BaseError {
   override name = 'NoUpstreamError';
-  static override code = 'NO_UPSTREAM';
+  static override readonly code = 'UPSTREAM_ERROR';
   readonly network: string;
   readonly attempts: readonly FailedAttempt[];
   readonly maybeSent: boolean;
@@ -34,7 +34,7 @@ export class NoUpstreamError extends BaseError {
 /** A JSON-RPC error object a node answered (its `data` in `details`), for internal callers of the pools (faucet, follower). */
 export class UpstreamRpcError extends BaseError {
   override name = 'UpstreamRpcError';
-  static override code = 'UPSTREAM_RPC_ERROR';
+  static override readonly code = 'UPSTREAM_ERROR';
   readonly code: number;
   readonly upstream: number;
 
@@ -52,7 +52,6 @@ export class UpstreamRpcError extends BaseError {
  */
 export class NetworkDownError extends NoUpstreamError {
   override name = 'NetworkDownError';
-  static override code = 'NETWORK_DOWN';
 }
 
 /**

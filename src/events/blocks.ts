@@ -1,5 +1,6 @@
 // C33: reading blocks with their full transactions through a network's upstream pool, and
 // turning the node's JSON into exact values (numbers checked, wei as bigint, addresses lower-case).
+import { BlockReadError } from '../errors/node.ts';
 import type { ForwardResult } from '../upstreams/pool.ts';
 import type { FollowedBlock, FollowedTransaction } from './follower.ts';
 
@@ -7,18 +8,6 @@ import type { FollowedBlock, FollowedTransaction } from './follower.ts';
 export interface BlockSource {
   forward(body: string, methods: readonly string[]): Promise<ForwardResult>;
   request<T = unknown>(method: string, params: readonly unknown[]): Promise<T>;
-}
-
-/** A node's answer the follower cannot use: garbage, an error object, a block of the wrong shape. */
-export class BlockReadError extends Error {
-  override name = 'BlockReadError';
-  /** True when the node refused or failed the batch as a whole (a smaller batch may pass). */
-  readonly batchLevel: boolean;
-
-  constructor(message: string, batchLevel = false) {
-    super(message);
-    this.batchLevel = batchLevel;
-  }
 }
 
 const HEX_QUANTITY = /^0x[0-9a-fA-F]{1,64}$/;

@@ -6,6 +6,7 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Logger } from 'pino';
+import { DeadlineError } from '../errors/deadline.ts';
 import type { Config } from '../config/schema.ts';
 import type { Db } from '../storage/db.ts';
 import type { Upstreams } from '../upstreams/upstreams.ts';
@@ -81,7 +82,7 @@ const NETWORKS_TIMEOUT_MS = 5_000;
 function withTimeout<T>(p: Promise<T>, ms: number, message: string): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<never>((_resolve, reject) => {
-    timer = setTimeout(() => reject(new Error(message)), ms);
+    timer = setTimeout(() => reject(new DeadlineError(message)), ms);
   });
   return Promise.race([p, late]).finally(() => clearTimeout(timer));
 }

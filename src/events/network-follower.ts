@@ -1,9 +1,11 @@
 // C33: following one network: its lease, its cursor, its head, and the loop that reads blocks and
 // hands each one to the consumers in one storage transaction with the cursor.
 import type { Logger } from 'pino';
+import { ConsumerFailedError, FollowerStoppedError, LeaseLostError } from '../errors/events.ts';
+import { BlockReadError } from '../errors/node.ts';
 import type { Db } from '../storage/db.ts';
 import type { Head } from '../upstreams/upstreams.ts';
-import { type BlockSource, BlockReadError, readBlocks, readHead } from './blocks.ts';
+import { type BlockSource, readBlocks, readHead } from './blocks.ts';
 import type { BlockConsumer, FollowedBlock } from './follower.ts';
 import type { FollowerStore } from './store.ts';
 
@@ -55,20 +57,6 @@ const BACKOFF_MAX_MS = 30_000;
 /** Successful batches after which a batch size halved by a refusal doubles again. */
 const BATCH_REGROW_AFTER = 20;
 
-class Stopped extends Error {}
-class LeaseLost extends Error {}
-
-/** A consumer's `onBlock` failed: the block's transaction rolled back. */
-class ConsumerFailed extends Error {
-  readonly consumer: string;
-  readonly block: number;
-  constructor(consumer: string, block: number, cause: unknown) {
-    super(`consumer ${consumer} failed on block ${block}: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
-    this.consumer = consumer;
-    this.block = block;
-  }
-}
-
 export class NetworkFollower {
   readonly network: string;
   readonly #o: NetworkFollowerOptions;
@@ -105,7 +93,7 @@ export class NetworkFollower {
     this.#leaseMs = opts.settings.leaseSeconds * 1000;
     this.#batch = opts.settings.batchBlocks;
     this.#stopped = new Promise<never>((_resolve, reject) => {
-      this.#stop = () => reject(new Stopped());
+      this.#stop = () => reject(new FollowerStoppedError());
     });
     this.#stopped.catch(() => {});
   }
@@ -223,8 +211,8 @@ export class NetworkFollower {
         this.#failures = 0;
         this.#lastError = undefined;
       } catch (err) {
-        if (err instanceof Stopped || this.#stopping) break;
-        if (err instanceof LeaseLost) {
+        if (err instanceof FollowerStoppedError || this.#stopping) break;
+        if (err instanceof LeaseLostError) {
           this.#lost('the lease lapsed or the cursor moved elsewhere');
           void this.#renew();
           continue;
@@ -233,7 +221,7 @@ export class NetworkFollower {
         this.#lastError = message(err);
         const retryInMs = Math.min(BACKOFF_MAX_MS, BACKOFF_BASE_MS * 2 ** (this.#failures - 1));
         const log = { network: this.network, block: this.#next, reason: this.#lastError, retryInMs, failures: this.#failures };
-        if (err instanceof ConsumerFailed) {
+        if (err instanceof ConsumerFailedError) {
           // Every time: a consumer that cannot take a block holds its network up.
           this.#log.warn({ ...log, block: err.block, consumer: err.consumer, err: err.cause }, 'follower: a consumer failed on a block; rolled back, retried later');
         } else if (this.#failures === 1) {
@@ -287,7 +275,7 @@ export class NetworkFollower {
     // C33: at most `maxCatchUpBlocks` are caught up; an older gap is skipped and logged.
     if (ready - next + 1 > maxCatchUpBlocks) {
       const to = ready - maxCatchUpBlocks + 1;
-      if (!(await this.#o.store.advance(this.#o.db, this.network, next, to, this.#o.holder))) throw new LeaseLost();
+      if (!(await this.#o.store.advance(this.#o.db, this.network, next, to, this.#o.holder))) throw new LeaseLostError();
       this.#log.warn(
         { network: this.network, skippedFrom: next, skippedTo: to - 1, skipped: to - next, maxCatchUpBlocks },
         `follower: ${this.network} is more than ${maxCatchUpBlocks} blocks behind; blocks ${next}..${to - 1} skipped`,
@@ -300,7 +288,7 @@ export class NetworkFollower {
     try {
       blocks = await this.#abortable(readBlocks(this.#o.source, this.network, this.#o.chainId, next, count));
     } catch (err) {
-      if (count > 1 && !(err instanceof Stopped) && (!(err instanceof BlockReadError) || err.batchLevel)) {
+      if (count > 1 && !(err instanceof FollowerStoppedError) && (!(err instanceof BlockReadError) || err.batchLevel)) {
         // Some nodes cap batch sizes or answer sizes: ask for fewer blocks at a time.
         this.#batch = Math.max(1, Math.floor(count / 2));
         this.#batchOk = 0;
@@ -312,16 +300,16 @@ export class NetworkFollower {
       this.#batchOk = 0;
     }
     if (blocks.length === 0) return false; // the node answering does not have it yet
-    if (this.#stopping) throw new Stopped();
+    if (this.#stopping) throw new FollowerStoppedError();
     if (!this.#leaseValid()) return true;
     try {
       await this.#hand(blocks);
     } catch (err) {
-      if (!(err instanceof ConsumerFailed) || blocks.length === 1) throw err;
+      if (!(err instanceof ConsumerFailedError) || blocks.length === 1) throw err;
       // The whole batch rolled back: again one block at a time, so the blocks before the one a
       // consumer refuses commit, and only that one waits for its retry.
       for (const block of blocks) {
-        if (this.#stopping) throw new Stopped();
+        if (this.#stopping) throw new FollowerStoppedError();
         if (!this.#leaseValid()) return true;
         await this.#hand([block]);
       }
@@ -346,17 +334,17 @@ export class NetworkFollower {
       try {
         await c.prepare(blocks);
       } catch (err) {
-        throw new ConsumerFailed(c.name, first.number, err);
+        throw new ConsumerFailedError(c.name, first.number, err);
       }
     }
     await this.#o.db.transaction(async (tx) => {
-      if (!(await store.advance(tx, this.network, first.number, last.number + 1, holder))) throw new LeaseLost();
+      if (!(await store.advance(tx, this.network, first.number, last.number + 1, holder))) throw new LeaseLostError();
       for (const block of blocks) {
         for (const c of consumers) {
           try {
             await c.onBlock(block, tx);
           } catch (err) {
-            throw new ConsumerFailed(c.name, block.number, err);
+            throw new ConsumerFailedError(c.name, block.number, err);
           }
         }
       }

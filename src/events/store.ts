@@ -3,6 +3,7 @@
 import { and, eq, sql } from 'drizzle-orm';
 import type { Db } from '../storage/db.ts';
 import { followerCursors, followerLeases } from './schema.ts';
+import { StorageError } from '../errors/storage.ts';
 
 export class FollowerStore {
   readonly #db: Db;
@@ -43,7 +44,7 @@ export class FollowerStore {
   async initCursor(network: string, next: number): Promise<number> {
     await this.#db.insert(followerCursors).values({ network, nextBlock: next }).onConflictDoNothing({ target: followerCursors.network });
     const now = await this.cursor(network);
-    if (now === null) throw new Error(`the cursor of ${network} could not be written`);
+    if (now === null) throw new StorageError(`the cursor of ${network} could not be written`);
     return now;
   }
 

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { and, asc, eq, gte, lte, ne, or, sql } from 'drizzle-orm';
 import type { Hex } from 'viem';
 import { keccak256 } from 'viem/utils';
+import { CooldownError, type CooldownWait } from '../errors/domain.ts';
 import type { Db } from '../storage/db.ts';
 import { faucetGrants as g, type GrantStatus } from './schema.ts';
 
@@ -27,20 +28,6 @@ export interface NewGrant {
   faucetAddress: string;
   recipient: string;
   amountWei: bigint;
-}
-
-/** Seconds until each C29 cooldown ends; 0 when it is not running. */
-export interface CooldownWait {
-  address: number;
-  account: number;
-}
-
-/** Why a grant could not be reserved: a cooldown is running (C29). */
-export class CooldownError extends Error {
-  override readonly name = 'CooldownError';
-  constructor(readonly wait: CooldownWait) {
-    super('faucet cooldown');
-  }
 }
 
 const toGrant = (r: typeof g.$inferSelect): Grant => ({

@@ -2,11 +2,12 @@ import type { Logger } from 'pino';
 import type { Address, Hex } from 'viem';
 import type { NetworkRegistry } from '../chains/registry.ts';
 import type { Config } from '../config/schema.ts';
+import { CooldownError } from '../errors/domain.ts';
 import { badRequest, HttpError } from '../errors/http.ts';
 import type { Upstreams } from '../upstreams/upstreams.ts';
 import { NoUpstreamError, UpstreamRpcError } from '../errors/upstream.ts';
 import type { Db } from '../storage/db.ts';
-import { CooldownError, type Grant, GrantStore } from './grants.ts';
+import { type Grant, GrantStore } from './grants.ts';
 import { broadcast, lookup, readWallet, signGrant, transferGas } from './sender.ts';
 import { type GrantRequest, validateGrant } from './validate.ts';
 import { type FaucetWallet, faucetWallets, formatAmount } from './wallets.ts';
@@ -50,9 +51,9 @@ function hours(seconds: number): string {
 
 /** A node failure before anything was recorded: C7 502. */
 function upstreamFailure(network: string, err: unknown): unknown {
-  if (err instanceof NoUpstreamError) return new HttpError('UPSTREAM_ERROR', `No node of ${network} answered; try again later`, { cause: err });
+  if (err instanceof NoUpstreamError) return new HttpError(NoUpstreamError.code, `No node of ${network} answered; try again later`, { cause: err });
   if (err instanceof UpstreamRpcError) {
-    return new HttpError('UPSTREAM_ERROR', `The ${network} node refused the request: ${err.message}`, { cause: err });
+    return new HttpError(UpstreamRpcError.code, `The ${network} node refused the request: ${err.message}`, { cause: err });
   }
   return err;
 }
@@ -206,7 +207,7 @@ export class FaucetService {
     const retryAfter = Math.max(wait.address, wait.account);
     if (retryAfter <= 0) return;
     const what = wait.address > 0 ? 'This address' : 'This account';
-    throw new HttpError('FAUCET_COOLDOWN', `${what} already had a grant on this network within ${hours(this.#cooldownSeconds)}`, {
+    throw new HttpError(CooldownError.code, `${what} already had a grant on this network within ${hours(this.#cooldownSeconds)}`, {
       headers: { 'retry-after': String(retryAfter) },
       details: { retryAfter, addressRetryAfter: wait.address, accountRetryAfter: wait.account },
     });

@@ -1,7 +1,8 @@
 import type { Address, Hex } from 'viem';
 import { formatUnits } from 'viem/utils';
 import { generatePrivateKey, type PrivateKeyAccount, privateKeyToAccount } from 'viem/accounts';
-import { ConfigError, validateConfig } from '../config/load.ts';
+import { ConfigError } from '../errors/config.ts';
+import { validateConfig } from '../config/load.ts';
 import type { Config } from '../config/schema.ts';
 
 /** One testnet's faucet: its wallet and limits, from config (C28, C30). */

@@ -2,7 +2,7 @@
 import type { Address, Hex } from 'viem';
 import { type PrivateKeyAccount, privateKeyToAccount } from 'viem/accounts';
 import { getAddress } from 'viem/utils';
-import { ConfigError } from '../config/load.ts';
+import { ConfigError } from '../errors/config.ts';
 import type { Config, NetworkConfig } from '../config/schema.ts';
 
 /** The solver's wallet on one network: fills there as a destination, settles and refunds there as an origin (its oracle). */

@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import { type Address, type Hex, toFunctionSelector, toHex } from 'viem';
 import type { Config } from '../config/schema.ts';
+import { AwaitingOpenError, LiquidityError } from '../errors/domain.ts';
 import { badRequest, HttpError, notFound } from '../errors/http.ts';
 import { NoUpstreamError, UpstreamRpcError } from '../errors/upstream.ts';
 import { readFees } from '../faucet/sender.ts';
@@ -13,7 +14,7 @@ import type { Upstreams } from '../upstreams/upstreams.ts';
 import { type IntentsSetup, readIntentsConfig, type Route, routeGap, routeKey } from './config.ts';
 import { encodeFill, encodeOracleCall, encodeOriginData, orderIdOf } from './contracts.ts';
 import { quote } from './quote.ts';
-import { AwaitingOpenError, IntentStore, type IntentRow, LiquidityError } from './store.ts';
+import { IntentStore, type IntentRow } from './store.ts';
 import { type Intent, toIntent } from './view.ts';
 
 /** `POST /chain-abstraction/intent` body as the route schema lets it through (C41). */
@@ -43,8 +44,8 @@ const PAYMENT_FAILED = toFunctionSelector('PaymentFailed()');
 
 /** A node failure before anything was recorded: C7 502. */
 function upstreamFailure(network: string, err: unknown): unknown {
-  if (err instanceof NoUpstreamError) return new HttpError('UPSTREAM_ERROR', `No node of ${network} answered; try again later`, { cause: err });
-  if (err instanceof UpstreamRpcError) return new HttpError('UPSTREAM_ERROR', `The ${network} node refused a query: ${err.message}`, { cause: err });
+  if (err instanceof NoUpstreamError) return new HttpError(NoUpstreamError.code, `No node of ${network} answered; try again later`, { cause: err });
+  if (err instanceof UpstreamRpcError) return new HttpError(UpstreamRpcError.code, `The ${network} node refused a query: ${err.message}`, { cause: err });
   return err;
 }
 
@@ -193,13 +194,13 @@ export class IntentService {
       );
     } catch (err) {
       if (err instanceof AwaitingOpenError) {
-        throw new HttpError('CONFLICT', `This account has ${err.max} intents waiting for their open, the most it may have; open them or let them expire first`, {
+        throw new HttpError(AwaitingOpenError.code, `This account has ${err.max} intents waiting for their open, the most it may have; open them or let them expire first`, {
           details: { awaitingOpen: err.max, max: err.max },
         });
       }
       if (err instanceof LiquidityError) {
         const available = formatWei(err.availableWei, decimals);
-        throw new HttpError('INSUFFICIENT_LIQUIDITY', `The solver cannot fill this on ${to.slug} now: ${available} ${to.currency.symbol} is free for new intents; try a smaller amount or later`, {
+        throw new HttpError(LiquidityError.code, `The solver cannot fill this on ${to.slug} now: ${available} ${to.currency.symbol} is free for new intents; try a smaller amount or later`, {
           details: { available, needed: formatWei(err.neededWei, decimals) },
         });
       }

@@ -5,6 +5,7 @@ import { randomUUID } from 'node:crypto';
 import { and, asc, desc, eq, gt, gte, inArray, notInArray, or, type SQL, sql } from 'drizzle-orm';
 import type { Hex } from 'viem';
 import { keccak256 } from 'viem/utils';
+import { AwaitingOpenError, LiquidityError } from '../errors/domain.ts';
 import type { Db } from '../storage/db.ts';
 import { intents as i, intentTransactions as t, type IntentStatus, type IntentTxKind, type IntentTxStatus, LIVE_STATUSES } from './schema.ts';
 
@@ -14,26 +15,6 @@ export type IntentTxRow = typeof t.$inferSelect;
 
 /** Statuses whose destination liquidity is spoken for: not filled yet, and may still be. */
 const RESERVING: IntentStatus[] = ['awaiting_open', 'opened'];
-
-/** The destination wallet cannot take one more intent of this size (C41). */
-export class LiquidityError extends Error {
-  override readonly name = 'LiquidityError';
-  constructor(
-    /** Wei the wallet has left after what open intents reserve. */
-    readonly availableWei: bigint,
-    readonly neededWei: bigint,
-  ) {
-    super('insufficient solver liquidity');
-  }
-}
-
-/** The account already has as many intents waiting for their open as it may (C41). */
-export class AwaitingOpenError extends Error {
-  override readonly name = 'AwaitingOpenError';
-  constructor(readonly max: number) {
-    super('too many intents awaiting their open');
-  }
-}
 
 /** What claims a new solver transaction: its intent, kind, network and wallet. */
 export interface TxClaim {

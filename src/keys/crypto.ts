@@ -1,4 +1,5 @@
 import { createCipheriv, createDecipheriv, createHash, hkdfSync, randomBytes } from 'node:crypto';
+import { StorageError } from '../errors/storage.ts';
 
 /**
  * C19: a key is `<prefix><secret>`. The prefix (e.g. `jk_live_3f9a1c2b`) is the configured
@@ -32,7 +33,7 @@ export class KeyCipher {
 
   decrypt(stored: string, aad: string): string {
     const [v, iv, tag, body] = stored.split('.');
-    if (v !== 'v1' || !iv || !tag || body === undefined) throw new Error('unknown key ciphertext format');
+    if (v !== 'v1' || !iv || !tag || body === undefined) throw new StorageError('unknown key ciphertext format');
     const d = createDecipheriv('aes-256-gcm', this.#key, Buffer.from(iv, 'base64url'));
     d.setAAD(Buffer.from(aad));
     d.setAuthTag(Buffer.from(tag, 'base64url'));

@@ -1,5 +1,6 @@
 import { Type as T } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
+import { DeadlineError } from '../errors/deadline.ts';
 import type { NetworkHealth } from '../upstreams/upstreams.ts';
 
 export interface ReadinessCheck {
@@ -117,7 +118,7 @@ function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
   return Promise.race([
     p,
     new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+      timer = setTimeout(() => reject(new DeadlineError(`no answer within ${ms} ms`)), ms);
     }),
   ]).finally(() => clearTimeout(timer));
 }

@@ -1,5 +1,6 @@
 // C34: the `http` price source: a GET whose JSON answer holds the price at a dotted path
 // ("ethereum.usd" in CoinGecko's simple/price answer; "data.0.price" indexes an array).
+import { PriceSourceError } from '../errors/node.ts';
 
 /** Bytes of an answer read at most: a price answer is small, anything larger is refused. */
 const MAX_BODY_BYTES = 1024 * 1024;
@@ -13,19 +14,19 @@ export async function readJsonPrice(url: string, path: string, signal: AbortSign
   const res = await fetch(url, { headers: { accept: 'application/json' }, signal, redirect: 'follow' });
   if (!res.ok) {
     await res.body?.cancel().catch(() => {});
-    throw new Error(`HTTP ${res.status}`);
+    throw new PriceSourceError(`HTTP ${res.status}`);
   }
   const text = await readCapped(res, MAX_BODY_BYTES);
   let json: unknown;
   try {
     json = JSON.parse(text);
   } catch {
-    throw new Error('the answer is not JSON');
+    throw new PriceSourceError('the answer is not JSON');
   }
   const value = at(json, path);
   const usd = typeof value === 'number' ? value : typeof value === 'string' && /^[0-9]+(\.[0-9]+)?$/.test(value) ? Number(value) : NaN;
   if (!Number.isFinite(usd) || usd < 0) {
-    throw new Error(value === undefined ? `no value at "${path}"` : `the value at "${path}" is not a price`);
+    throw new PriceSourceError(value === undefined ? `no value at "${path}"` : `the value at "${path}" is not a price`);
   }
   return usd;
 }
@@ -50,14 +51,14 @@ async function readCapped(res: Response, max: number): Promise<string> {
   const declared = Number(res.headers.get('content-length') ?? '0');
   if (declared > max) {
     await res.body?.cancel().catch(() => {});
-    throw new Error(`the answer is larger than ${max} bytes`);
+    throw new PriceSourceError(`the answer is larger than ${max} bytes`);
   }
   if (!res.body) return '';
   const chunks: Uint8Array[] = [];
   let size = 0;
   for await (const chunk of res.body as AsyncIterable<Uint8Array>) {
     size += chunk.byteLength;
-    if (size > max) throw new Error(`the answer is larger than ${max} bytes`);
+    if (size > max) throw new PriceSourceError(`the answer is larger than ${max} bytes`);
     chunks.push(chunk);
   }
   return Buffer.concat(chunks).toString('utf8');

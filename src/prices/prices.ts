@@ -13,6 +13,7 @@ import { decodeFunctionResult, encodeFunctionData } from 'viem/utils';
 import type { Config, NetworkConfig, PriceSourceConfig } from '../config/schema.ts';
 import type { Upstreams } from '../upstreams/upstreams.ts';
 import { readJsonPrice } from './http-source.ts';
+import { PriceSourceError } from '../errors/node.ts';
 
 export interface PricesOptions {
   config: Config;
@@ -162,16 +163,16 @@ export class Prices {
       signal,
     );
     if (decimalsHex !== undefined) {
-      if (decimalsHex === '0x') throw new Error('no contract at the feed address (empty answer)');
+      if (decimalsHex === '0x') throw new PriceSourceError('no contract at the feed address (empty answer)');
       entry.decimals = decodeFunctionResult({ abi: AGGREGATOR_V3_ABI, functionName: 'decimals', data: decimalsHex });
     }
     const decimals = entry.decimals ?? 0;
-    if (roundHex === '0x') throw new Error('no contract at the feed address (empty answer)');
+    if (roundHex === '0x') throw new PriceSourceError('no contract at the feed address (empty answer)');
     const [, answer, , updatedAt] = decodeFunctionResult({ abi: AGGREGATOR_V3_ABI, functionName: 'latestRoundData', data: roundHex });
-    if (answer <= 0n) throw new Error(`feed answer ${answer} is not a price`);
-    if (updatedAt === 0n) throw new Error('feed round is not complete (updatedAt 0)');
+    if (answer <= 0n) throw new PriceSourceError(`feed answer ${answer} is not a price`);
+    if (updatedAt === 0n) throw new PriceSourceError('feed round is not complete (updatedAt 0)');
     const usd = Number(answer) / 10 ** decimals;
-    if (!Number.isFinite(usd)) throw new Error('feed answer out of range');
+    if (!Number.isFinite(usd)) throw new PriceSourceError('feed answer out of range');
     // A timestamp ahead of our clock counts as now: skew never makes a price look fresher than it is.
     return { usd, at: Math.min(Number(updatedAt) * 1000, this.#now()) };
   }

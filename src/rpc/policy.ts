@@ -1,5 +1,6 @@
 import type { Config, Tier } from '../config/schema.ts';
 import { MethodNotSupportedError } from '../errors/rpc.ts';
+import { ConfigError } from '../errors/config.ts';
 
 const NODE_ACCOUNT = 'needs an account held by the node; sign in your app and use eth_sendRawTransaction';
 
@@ -53,7 +54,7 @@ export class MethodPolicy {
     for (const [setting, list] of named) {
       for (const m of list) {
         // The schema already refuses these; a config built another way must not open them either.
-        if (NEVER.some(([re]) => re.test(m))) throw new Error(`${setting}: ${m} can never be allowed (C24)`);
+        if (NEVER.some(([re]) => re.test(m))) throw new ConfigError(`${setting}: ${m} can never be allowed (C24)`);
         this.#byLowerCase.set(m.toLowerCase(), m);
       }
     }

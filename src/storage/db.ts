@@ -8,6 +8,7 @@ import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
 import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
 import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator';
 import * as schema from './schema.ts';
+import { StorageError } from '../errors/storage.ts';
 
 export type Schema = typeof schema;
 /** One type over both drivers: features write their queries once. */
@@ -121,7 +122,7 @@ async function initInWorker(dir: string, params: string[]): Promise<void> {
     worker.once('error', reject);
     worker.once('exit', resolve);
   });
-  if (code !== 0) throw new Error(`creating the embedded database in ${dir} failed (exit code ${code})`);
+  if (code !== 0) throw new StorageError(`creating the embedded database in ${dir} failed (exit code ${code})`);
 }
 
 /**

@@ -6,12 +6,13 @@ import { and, count, desc, eq, sql } from 'drizzle-orm';
 import { getAddress } from 'viem/utils';
 import { users } from '../auth/schema.ts';
 import type { Config, Tier } from '../config/schema.ts';
+import { ForbiddenTargetError } from '../errors/domain.ts';
 import { badRequest, HttpError, notFound } from '../errors/http.ts';
 import { KeyCipher } from '../keys/crypto.ts';
 import type { Db } from '../storage/db.ts';
 import type { WebhookEventType } from './events.ts';
 import { type WebhookFilters, webhookDeliveries, webhookEndpoints, webhookEvents } from './schema.ts';
-import { checkTargetHost, ForbiddenTargetError } from './ssrf.ts';
+import { checkTargetHost } from './ssrf.ts';
 
 export type EndpointRow = typeof webhookEndpoints.$inferSelect;
 
@@ -301,7 +302,9 @@ export class EndpointStore {
     try {
       await checkTargetHost(url.hostname);
     } catch (err) {
-      if (err instanceof ForbiddenTargetError) throw badRequest(`url is not allowed: ${err.message}`, [{ field, message: err.message }]);
+      if (err instanceof ForbiddenTargetError) {
+        throw new HttpError(ForbiddenTargetError.code, `url is not allowed: ${err.message}`, { details: [{ field, message: err.message }] });
+      }
       throw err;
     }
   }

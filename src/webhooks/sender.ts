@@ -10,9 +10,10 @@ import type { Logger } from 'pino';
 import { Webhook } from 'standardwebhooks';
 import { Agent, request } from 'undici';
 import type { Config } from '../config/schema.ts';
+import { ForbiddenTargetError } from '../errors/domain.ts';
 import type { Db } from '../storage/db.ts';
 import { type EndpointStore, failPending } from './endpoints.ts';
-import { ForbiddenTargetError, guardedLookup, isForbiddenAddress } from './ssrf.ts';
+import { guardedLookup, isForbiddenAddress } from './ssrf.ts';
 
 /** One claimed delivery with what its attempt needs. */
 interface Claimed {

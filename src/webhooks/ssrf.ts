@@ -4,6 +4,7 @@
 // where the connection goes to the very address that was checked (no second lookup to rebind).
 import { BlockList, isIP, type LookupFunction } from 'node:net';
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
+import { ForbiddenTargetError } from '../errors/domain.ts';
 
 const FORBIDDEN = new BlockList();
 for (const [net, bits] of [
@@ -55,11 +56,6 @@ export function isForbiddenAddress(ip: string): boolean {
   if (family === 4) return FORBIDDEN.check(ip, 'ipv4');
   if (family === 6) return FORBIDDEN.check(ip, 'ipv6');
   return true;
-}
-
-/** A target refused by the guard (400 on create; a failed attempt at send time). */
-export class ForbiddenTargetError extends Error {
-  override name = 'ForbiddenTargetError';
 }
 
 const stripBrackets = (host: string) => (host.startsWith('[') && host.endsWith(']') ? host.slice(1, -1) : host);

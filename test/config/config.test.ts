@@ -3,7 +3,8 @@ import { mkdtempSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, test } from 'node:test';
-import { ConfigError, loadConfig } from '../../src/config/load.ts';
+import { loadConfig } from '../../src/config/load.ts';
+import { ConfigError } from '../../src/errors/config.ts';
 import { resolveSecrets } from '../../src/config/secrets.ts';
 
 describe('config (C32)', () => {

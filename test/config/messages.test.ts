@@ -5,7 +5,8 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, test } from 'node:test';
-import { ConfigError, loadConfig } from '../../src/config/load.ts';
+import { loadConfig } from '../../src/config/load.ts';
+import { ConfigError } from '../../src/errors/config.ts';
 
 const dir = mkdtempSync(path.join(tmpdir(), 'junction-cfg-msg-'));
 const file = (name: string, content: unknown) => {

@@ -5,7 +5,8 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, test } from 'node:test';
-import { ConfigError, DEFAULT_CONFIG_FILE, loadConfig } from '../../src/config/load.ts';
+import { DEFAULT_CONFIG_FILE, loadConfig } from '../../src/config/load.ts';
+import { ConfigError } from '../../src/errors/config.ts';
 
 const shipped = JSON.parse(readFileSync(DEFAULT_CONFIG_FILE, 'utf8')) as { networks: Array<{ slug: string; upstreams: unknown[]; name: string }> };
 const dir = mkdtempSync(path.join(tmpdir(), 'junction-cfg-net-'));

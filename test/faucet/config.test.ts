@@ -2,7 +2,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts';
-import { ConfigError, loadConfig } from '../../src/config/load.ts';
+import { loadConfig } from '../../src/config/load.ts';
+import { ConfigError } from '../../src/errors/config.ts';
 import { faucetWallets, parseAmount, withDevnetFaucetKeys } from '../../src/faucet/wallets.ts';
 import { parseRecipient } from '../../src/faucet/validate.ts';
 

@@ -6,7 +6,8 @@ import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { eq } from 'drizzle-orm';
 import { intents } from '../../src/intents/schema.ts';
-import { IntentStore, LiquidityError } from '../../src/intents/store.ts';
+import { LiquidityError } from '../../src/errors/domain.ts';
+import { IntentStore } from '../../src/intents/store.ts';
 import { startTestApp, type TestApp } from '../support/app.ts';
 
 const ETH = 10n ** 18n;
