@@ -10,7 +10,7 @@
  */
 import { fileURLToPath } from 'node:url';
 import { AnalyticsRecorder, NODE_ERROR, OK } from '../src/analytics/recorder.ts';
-import { answerErrorCode } from '../src/rpc/pipeline.ts';
+import { answerErrorCode } from '../src/json/lossless.ts';
 
 const CALLS = 1_000_000;
 const methods = ['eth_blockNumber', 'eth_call', 'eth_getBalance', 'eth_getLogs', 'eth_chainId'];

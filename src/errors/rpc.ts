@@ -71,6 +71,23 @@ export class InternalRpcError extends RpcError {
   static override code = -32603;
   static override httpStatus = 500;
 }
+/** Which of a key's lists refused a call (`data.reason`). */
+export type AccessReason = 'origin' | 'ip' | 'method' | 'contract' | 'jwt';
+
+/**
+ * A call the key's own allowlists or JWT option refuse: -32003 with HTTP 403 (C22), like a
+ * network the key does not cover, with `data.reason` naming the list. Refused before metering,
+ * so it is counted nowhere (C10, C27).
+ */
+export class KeyAccessDeniedError extends NetworkNotAllowedError {
+  static override code = -32003;
+  static override httpStatus = 403;
+  readonly reason: AccessReason;
+  constructor(reason: AccessReason, message: string, details: Record<string, unknown> = {}) {
+    super(message, { details: { reason, ...details } });
+    this.reason = reason;
+  }
+}
 /** An error a node answered (revert, bad params): passed on with the node's own code and HTTP 200 (C22). */
 export class NodeAnsweredError extends RpcError {
   static override httpStatus = 200;

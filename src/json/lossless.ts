@@ -8,47 +8,141 @@
 
 const isWs = (c: number) => c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
 
-function skipWs(t: string, i: number): number {
-  while (i < t.length && isWs(t.charCodeAt(i))) i++;
-  return i;
+/** JSON text as characters (a string) or as UTF-8 bytes (a node's answer, never decoded): the structure is ASCII either way. */
+type Text = string | Buffer;
+
+/**
+ * The scanner, written once and made for each kind of text: `code(t, i)` reads the character (or
+ * byte) at `i`, `quote(t, from)` finds the next `"`. Each instance is specialised by V8 for its
+ * kind, so the string path pays nothing for the byte path.
+ */
+function scanner<T extends Text>(code: (t: T, i: number) => number, quote: (t: T, from: number) => number) {
+  function skipWs(t: T, i: number): number {
+    while (i < t.length && isWs(code(t, i))) i++;
+    return i;
+  }
+
+  /** Index just past the JSON value that starts at `i` (the text's length when it does not end). */
+  function skipValue(t: T, i: number): number {
+    const c = code(t, i);
+    if (c === 0x22) {
+      // A string ends at the first quote not escaped by an odd run of backslashes; indexOf jumps
+      // over long hex payloads far faster than a loop over characters.
+      let q = quote(t, i + 1);
+      while (q !== -1) {
+        let b = q - 1;
+        while (code(t, b) === 0x5c) b--;
+        if ((q - 1 - b) % 2 === 0) return q + 1;
+        q = quote(t, q + 1);
+      }
+      return t.length;
+    }
+    if (c === 0x7b || c === 0x5b) {
+      let depth = 0;
+      for (let j = i; j < t.length; j++) {
+        const d = code(t, j);
+        if (d === 0x22) j = skipValue(t, j) - 1;
+        else if (d === 0x7b || d === 0x5b) depth++;
+        else if (d === 0x7d || d === 0x5d) {
+          depth--;
+          if (depth === 0) return j + 1;
+        }
+      }
+      return t.length;
+    }
+    // number, true, false, null
+    let j = i;
+    while (j < t.length) {
+      const d = code(t, j);
+      if (d === 0x2c || d === 0x7d || d === 0x5d || isWs(d)) break;
+      j++;
+    }
+    return j;
+  }
+
+  /** Whether the member name between `start` and `end` (inside its quotes) is `name`, as written. */
+  function nameIs(t: T, start: number, end: number, name: string): boolean {
+    if (end - start !== name.length) return false;
+    for (let k = 0; k < name.length; k++) if (code(t, start + k) !== name.charCodeAt(k)) return false;
+    return true;
+  }
+
+  /** The integer `code` member of the error object at `i`; NaN when it has none or another value. */
+  function errorCodeAt(t: T, i: number): number {
+    i = skipWs(t, i);
+    if (code(t, i) !== 0x7b) return Number.NaN;
+    i = skipWs(t, i + 1);
+    while (code(t, i) === 0x22) {
+      const nameEnd = skipValue(t, i);
+      const colon = skipWs(t, nameEnd);
+      if (code(t, colon) !== 0x3a) return Number.NaN;
+      const valueAt = skipWs(t, colon + 1);
+      const valueEnd = skipValue(t, valueAt);
+      if (nameIs(t, i + 1, nameEnd - 1, 'code')) return integerAt(t, valueAt, valueEnd);
+      const next = skipWs(t, valueEnd);
+      if (code(t, next) !== 0x2c) return Number.NaN;
+      i = skipWs(t, next + 1);
+    }
+    return Number.NaN;
+  }
+
+  /** The integer written between `start` and `end` (at most 10 digits, optionally negative); NaN otherwise. */
+  function integerAt(t: T, start: number, end: number): number {
+    const negative = code(t, start) === 0x2d;
+    let i = negative ? start + 1 : start;
+    if (i === end || end - i > 10) return Number.NaN;
+    let n = 0;
+    for (; i < end; i++) {
+      const d = code(t, i) - 0x30;
+      if (d < 0 || d > 9) return Number.NaN;
+      n = n * 10 + d;
+    }
+    return negative ? -n : n;
+  }
+
+  /** See {@link answerErrorCode}. */
+  function answerError(t: T): number | null {
+    let i = skipWs(t, 0);
+    if (code(t, i) !== 0x7b) return null;
+    i = skipWs(t, i + 1);
+    while (code(t, i) === 0x22) {
+      const nameEnd = skipValue(t, i);
+      const colon = skipWs(t, nameEnd);
+      if (nameEnd >= t.length || code(t, colon) !== 0x3a) return null;
+      const valueAt = skipWs(t, colon + 1);
+      if (nameIs(t, i + 1, nameEnd - 1, 'result')) return null;
+      if (nameIs(t, i + 1, nameEnd - 1, 'error')) return errorCodeAt(t, valueAt);
+      const next = skipWs(t, skipValue(t, valueAt));
+      if (code(t, next) !== 0x2c) return null;
+      i = skipWs(t, next + 1);
+    }
+    return null;
+  }
+
+  return { skipWs, skipValue, answerError };
 }
 
+const chars = scanner<string>(
+  (t, i) => t.charCodeAt(i),
+  (t, from) => t.indexOf('"', from),
+);
+const bytes = scanner<Buffer>(
+  (t, i) => t[i] ?? -1,
+  (t, from) => t.indexOf(0x22, from),
+);
+const skipWs = chars.skipWs;
+
 /** Index just past the JSON value that starts at `i`. */
-export function skipValue(t: string, i: number): number {
-  const c = t.charCodeAt(i);
-  if (c === 0x22) {
-    // A string ends at the first quote not escaped by an odd run of backslashes; indexOf jumps
-    // over long hex payloads far faster than a loop over characters.
-    let q = t.indexOf('"', i + 1);
-    while (q !== -1) {
-      let b = q - 1;
-      while (t.charCodeAt(b) === 0x5c) b--;
-      if ((q - 1 - b) % 2 === 0) return q + 1;
-      q = t.indexOf('"', q + 1);
-    }
-    return t.length;
-  }
-  if (c === 0x7b || c === 0x5b) {
-    let depth = 0;
-    for (let j = i; j < t.length; j++) {
-      const d = t.charCodeAt(j);
-      if (d === 0x22) j = skipValue(t, j) - 1;
-      else if (d === 0x7b || d === 0x5b) depth++;
-      else if (d === 0x7d || d === 0x5d) {
-        depth--;
-        if (depth === 0) return j + 1;
-      }
-    }
-    return t.length;
-  }
-  // number, true, false, null
-  let j = i;
-  while (j < t.length) {
-    const d = t.charCodeAt(j);
-    if (d === 0x2c || d === 0x7d || d === 0x5d || isWs(d)) break;
-    j++;
-  }
-  return j;
+export const skipValue = chars.skipValue;
+
+/**
+ * The JSON-RPC error code of a node's answer to one call, read from its text or its bytes as
+ * they came: null when it holds a `result` (or cannot be read), NaN for an error without an
+ * integer code. Reads the answer only up to its `result` or `error` member (nodes write `jsonrpc`
+ * and `id` first): a large result is never walked through, and nothing is allocated.
+ */
+export function answerErrorCode(t: Text): number | null {
+  return typeof t === 'string' ? chars.answerError(t) : bytes.answerError(t);
 }
 
 /**

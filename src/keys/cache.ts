@@ -1,23 +1,18 @@
-import type { Config, PlanLimits, Tier } from '../config/schema.ts';
-import { ApiKeyRevokedError, InvalidApiKeyError, type RpcError } from '../errors/rpc.ts';
+import type { Config, Tier } from '../config/schema.ts';
+import type { MeteredKey } from '../metering/meter.ts';
 import { effectiveLimits } from '../metering/plans.ts';
-import { KeyAccess } from '../rpc/access.ts';
 import { hashKey } from './crypto.ts';
+import { KeyAccess } from './key-access.ts';
 import type { KeyService } from './service.ts';
 
 /** What the RPC hot path needs to know about a key: no storage round trip once cached. */
-export interface ResolvedKey {
-  keyId: string;
+export interface ResolvedKey extends MeteredKey {
   keyHash: string;
-  userId: string;
   tier: Tier;
   status: 'active' | 'inactive' | 'revoked';
   /** Epoch ms, or null for no expiry. */
   expiresAt: number | null;
   networks: ReadonlySet<string>;
-  /** The key's own per-minute limit; null = the plan's. */
-  rateLimit: number | null;
-  limits: PlanLimits;
   /** The key's allowlists and JWT option, compiled; null when it has none (issue 15). */
   access: KeyAccess | null;
 }
@@ -99,24 +94,22 @@ export class KeyCache {
   }
 
   /**
-   * The key as sent, when it is in memory: a usable key, the error to answer, or undefined when
-   * only storage can tell (the caller may then want to limit who makes it look).
+   * The key as sent, when memory can tell: the key (whatever its status), null for a key storage
+   * does not know (or that cannot be one), undefined when only storage can tell. Its status and
+   * expiry are judged by the admission step (admission.ts), not here.
    */
-  peek(apiKey: string | undefined): ResolvedKey | RpcError | undefined {
-    if (!apiKey || apiKey.length > 256) return new InvalidApiKeyError('Invalid or inactive API key');
+  peek(apiKey: string | undefined): ResolvedKey | null | undefined {
+    if (!apiKey || apiKey.length > 256) return null;
     const now = Date.now();
     const hit = this.#byRaw.get(apiKey);
-    if (hit && hit.until > now) return usable(hit.value, now);
+    if (hit && hit.until > now) return hit.value;
     const unknownUntil = this.#unknown.get(apiKey);
-    if (unknownUntil !== undefined && unknownUntil > now) return new InvalidApiKeyError('Invalid or inactive API key');
+    if (unknownUntil !== undefined && unknownUntil > now) return null;
     return undefined;
   }
 
-  /**
-   * The usable key for `apiKey`, or the JSON-RPC error to answer: -32001 unknown, deleted or
-   * inactive; -32002 revoked or expired (C20).
-   */
-  async authenticate(apiKey: string | undefined): Promise<ResolvedKey | RpcError> {
+  /** {@link peek}, asking storage when memory cannot tell (the answer is then remembered by the key as sent). */
+  async lookup(apiKey: string | undefined): Promise<ResolvedKey | null> {
     const known = this.peek(apiKey);
     if (known !== undefined) return known;
     const raw = apiKey as string;
@@ -132,26 +125,7 @@ export class KeyCache {
         if (this.#unknown.size > MAX_UNKNOWN) this.#unknown.delete(this.#unknown.keys().next().value as string);
       }
     }
-    if (!key) return new InvalidApiKeyError('Invalid or inactive API key');
-    return usable(key, Date.now());
-  }
-
-  /**
-   * {@link authenticate} for a key not in memory (C17): the lookup first takes a place in the
-   * client address's failed-lookup allowance, given back when the key exists. Past the allowance
-   * storage is not asked: `limited` is the error to answer, with its headers (Retry-After). The RPC
-   * pipeline and the WebSocket upgrade call this once {@link peek} had no answer.
-   */
-  async authenticateGuarded(
-    apiKey: string | undefined,
-    ip: string,
-    allowance: { reserveKeyLookup(ip: string): Promise<{ error: RpcError | null; headers: Record<string, string>; release(): Promise<void> }> },
-  ): Promise<{ key: ResolvedKey | RpcError } | { limited: RpcError; headers: Record<string, string> }> {
-    const guard = await allowance.reserveKeyLookup(ip);
-    if (guard.error) return { limited: guard.error, headers: guard.headers };
-    const key = await this.authenticate(apiKey);
-    if (!(key instanceof InvalidApiKeyError)) await guard.release();
-    return { key };
+    return key;
   }
 
   async get(keyHash: string): Promise<ResolvedKey | null> {
@@ -195,12 +169,4 @@ export class KeyCache {
     this.#entries.set(keyHash, { value, until: Date.now() + (value ? this.#ttlMs : Math.min(this.#ttlMs, NEGATIVE_TTL_MS)) });
     return value;
   }
-}
-
-/** C20: inactive -32001; revoked or expired -32002; else the key. */
-function usable(key: ResolvedKey, now: number): ResolvedKey | RpcError {
-  if (key.status === 'inactive') return new InvalidApiKeyError('Invalid or inactive API key');
-  if (key.status === 'revoked') return new ApiKeyRevokedError('API key revoked or expired', { details: { reason: 'revoked' } });
-  if (key.expiresAt !== null && key.expiresAt <= now) return new ApiKeyRevokedError('API key revoked or expired', { details: { reason: 'expired' } });
-  return key;
 }

@@ -1,13 +1,24 @@
 import type { Config, PlanLimits } from '../config/schema.ts';
 import { QuotaExceededError, RateLimitedError, type RpcError } from '../errors/rpc.ts';
-import type { ResolvedKey } from '../keys/cache.ts';
 import type { Check, CheckState, CounterSeed, Limiter } from './limiter.ts';
 import { currentPeriods } from './periods.ts';
 
 const MINUTE_MS = 60_000;
 
+/**
+ * What metering reads of an API key: its ids, its own rate and its account's plan limits. The
+ * key cache's resolved key is one (keys/ builds on this type; metering imports nothing from keys/).
+ */
+export interface MeteredKey {
+  keyId: string;
+  userId: string;
+  /** The key's own per-minute limit; null = the plan's. */
+  rateLimit: number | null;
+  limits: PlanLimits;
+}
+
 /** Who is being metered: a key (its account's plan) or, on the public endpoint, a client IP. */
-export type Metered = { key: ResolvedKey } | { ip: string };
+export type Metered = { key: MeteredKey } | { ip: string };
 
 export interface MeterOutcome {
   /** null: admitted (and consumed, when the cost was > 0). */
@@ -48,7 +59,7 @@ export class Meter {
   readonly #limiter: Limiter;
   readonly #publicPerMinute: number;
   readonly #failedLookupsPerMinute: number;
-  readonly #nameCache = new WeakMap<ResolvedKey, CheckNames>();
+  readonly #nameCache = new WeakMap<MeteredKey, CheckNames>();
 
   constructor(config: Config, limiter: Limiter) {
     this.#limiter = limiter;
@@ -72,7 +83,7 @@ export class Meter {
   }
 
   /** The limiter keys of a key's checks, made once per key and period rather than per request. */
-  #names(key: ResolvedKey, day: string, month: string): CheckNames {
+  #names(key: MeteredKey, day: string, month: string): CheckNames {
     let n = this.#nameCache.get(key);
     if (!n || n.day !== day || n.month !== month) {
       n = { day, month, keyRate: `k:${key.keyId}`, accountRate: `a:${key.userId}`, daily: `d:${key.userId}:${day}`, monthly: `cu:${key.userId}:${month}` };

@@ -1,11 +1,11 @@
 import type { Logger } from 'pino';
 import type { Network } from '../chains/registry.ts';
 import type { Config } from '../config/schema.ts';
-import { ApiKeyRevokedError, InvalidRequestError, NetworkNotAllowedError, NodeAnsweredError, ParseError, RpcError, toRpcError, UpstreamError } from '../errors/rpc.ts';
+import { ApiKeyRevokedError, InvalidRequestError, NodeAnsweredError, ParseError, RpcError, toRpcError, UpstreamError } from '../errors/rpc.ts';
 import { NoUpstreamError, UpstreamRpcError } from '../errors/upstream.ts';
 import { NetworkDownError } from '../upstreams/pool.ts';
 import type { KeyCache, ResolvedKey } from '../keys/cache.ts';
-import { hashKey } from '../keys/crypto.ts';
+import { admit, Refusal } from '../keys/admission.ts';
 import type { Meter } from '../metering/meter.ts';
 import { ComputeUnits } from '../metering/weights.ts';
 import type { UsageSink } from '../usage/sink.ts';
@@ -13,7 +13,7 @@ import { type AnalyticsRecorder, NODE_ERROR, OK, UPSTREAM_ERROR } from '../analy
 import type { Upstreams } from '../upstreams/upstreams.ts';
 import { callNativeMethod, nodeCallFromPool } from './dispatch/native.ts';
 import { errorText, parseItem, type RpcCall, resultText } from './jsonrpc.ts';
-import { arrayElements, idSpan, idText, nestsDeeperThan, withId } from '../json/lossless.ts';
+import { answerErrorCode, arrayElements, idSpan, idText, nestsDeeperThan, withId } from '../json/lossless.ts';
 import { answerText, type CachePlan, type ResponseCache } from './dispatch/cache.ts';
 import { FILTER_METHODS, FilterPins } from './dispatch/filters.ts';
 import { GET_LOGS, type LogsLimits, type LogsPlan, planLogs, runLogs } from './dispatch/logs.ts';
@@ -180,46 +180,29 @@ export class RpcPipeline {
     const network = input.network;
     let key: ResolvedKey | null = null;
     if (input.apiKey !== null) {
-      // A key in memory costs nothing more; one only storage can tell about takes a place in the
-      // client's failed-lookup allowance first (given back when the key exists).
-      let auth = this.#keys.peek(input.apiKey);
-      if (auth === undefined) {
-        const looked = await this.#keys.authenticateGuarded(input.apiKey, input.ip, this.#meter);
-        if ('limited' in looked) {
-          this.#tally(network.slug, messageMethod, looked.limited, input.requestId);
-          return { ...plain(looked.limited, singleId()), headers: looked.headers };
+      let admitted = admit(this.#keys, input.apiKey, network.slug, input, this.#meter);
+      if (admitted instanceof Promise) admitted = await admitted;
+      if (admitted instanceof Refusal) {
+        const { error: err, key: known } = admitted;
+        this.#tally(network.slug, messageMethod, err, input.requestId);
+        if (admitted.reason === 'rate') return { ...plain(err, singleId()), headers: admitted.headers };
+        if (admitted.reason === 'key') {
+          // C46: a revoked or expired key is a known one: counted for its account.
+          if (known && err instanceof ApiKeyRevokedError) this.#analytics?.refused(known.userId, known.keyId, network.slug, messageMethod, err.code);
+          return { ...plain(err, singleId()), keyRefused: true };
         }
-        auth = looked.key;
-      }
-      if (auth instanceof RpcError) {
-        this.#tally(network.slug, messageMethod, auth, input.requestId);
-        // C46: a revoked or expired key is a known one (its lookup is cached): counted for its account.
-        if (this.#analytics && auth.code === ApiKeyRevokedError.code && input.apiKey) {
-          const known = await this.#keys.get(hashKey(input.apiKey));
-          if (known) this.#analytics.refused(known.userId, known.keyId, network.slug, messageMethod, auth.code);
+        const caller: Caller = { key: known, network, ip: input.ip, requestId: input.requestId, at: 0 };
+        if (admitted.reason === 'network') {
+          if (known) this.#analytics?.refused(known.userId, known.keyId, network.slug, messageMethod, err.code);
+          return { ...(await this.#refusal(caller, singleId(), err)), keyRefused: true };
         }
-        return { ...plain(auth, singleId()), keyRefused: true };
+        // Issue 15: the key's origin, IP and JWT rules refuse the whole message.
+        return this.#refusal(caller, singleId(), err);
       }
-      key = auth;
+      key = admitted;
     }
     const caller: Caller = { key, network, ip: input.ip, requestId: input.requestId, at: this.#analytics ? (input.arrivedAt ?? performance.now()) : 0 };
-    if (key && !key.networks.has(network.slug)) {
-      const err = new NetworkNotAllowedError(`API key not authorized for network ${network.slug}`, {
-        details: { network: network.slug, allowed: [...key.networks] },
-      });
-      this.#tally(network.slug, messageMethod, err, input.requestId);
-      this.#analytics?.refused(key.userId, key.keyId, network.slug, messageMethod, err.code);
-      return { ...(await this.#refusal(caller, singleId(), err)), keyRefused: true };
-    }
-    // Issue 15: the key's origin, IP and JWT rules refuse the whole message; a key without any costs one null check.
     const access = key?.access ?? null;
-    if (access !== null) {
-      const denied = await access.checkRequest({ origin: input.origin, ip: input.ip, authorization: input.authorization });
-      if (denied) {
-        this.#tally(network.slug, messageMethod, denied, input.requestId);
-        return this.#refusal(caller, singleId(), denied);
-      }
-    }
 
     // Each call of the message, with its text; refusals answered at once.
     let items: Item[];
@@ -728,103 +711,4 @@ function outcomeOf(err: RpcError): RpcOutcome {
     default:
       return 'invalid';
   }
-}
-
-const at = (t: string | Buffer, i: number): number => (typeof t === 'string' ? t.charCodeAt(i) : (t[i] ?? -1));
-const isWs = (c: number): boolean => c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
-
-function skipWs(t: string | Buffer, i: number): number {
-  while (i < t.length && isWs(at(t, i))) i++;
-  return i;
-}
-
-/** Index just past the JSON value starting at `i` (string, number, literal, object or array); -1 when malformed. */
-function pastValue(t: string | Buffer, i: number): number {
-  const c = at(t, i);
-  if (c === 0x22) {
-    for (i++; i < t.length; i++) {
-      const d = at(t, i);
-      if (d === 0x5c) i++;
-      else if (d === 0x22) return i + 1;
-    }
-    return -1;
-  }
-  if (c === 0x7b || c === 0x5b) {
-    let depth = 0;
-    for (; i < t.length; i++) {
-      const d = at(t, i);
-      if (d === 0x22) {
-        i = pastValue(t, i);
-        if (i < 0) return -1;
-        i--;
-      } else if (d === 0x7b || d === 0x5b) depth++;
-      else if (d === 0x7d || d === 0x5d) {
-        depth--;
-        if (depth === 0) return i + 1;
-      }
-    }
-    return -1;
-  }
-  while (i < t.length) {
-    const d = at(t, i);
-    if (d === 0x2c || d === 0x7d || d === 0x5d || isWs(d)) break;
-    i++;
-  }
-  return i;
-}
-
-/** Whether the member name at `start..end` (inside the quotes) is `name`. */
-function nameIs(t: string | Buffer, start: number, end: number, name: string): boolean {
-  if (end - start !== name.length) return false;
-  for (let k = 0; k < name.length; k++) if (at(t, start + k) !== name.charCodeAt(k)) return false;
-  return true;
-}
-
-/** The `code` member of the error object at `i`; NaN when it has none or it is not an integer. */
-function errorCodeAt(t: string | Buffer, i: number): number {
-  i = skipWs(t, i);
-  if (at(t, i) !== 0x7b) return Number.NaN;
-  i = skipWs(t, i + 1);
-  while (at(t, i) === 0x22) {
-    const nameEnd = pastValue(t, i);
-    const colon = skipWs(t, nameEnd);
-    if (nameEnd < 0 || at(t, colon) !== 0x3a) return Number.NaN;
-    const valueAt = skipWs(t, colon + 1);
-    const valueEnd = pastValue(t, valueAt);
-    if (valueEnd < 0) return Number.NaN;
-    if (nameIs(t, i + 1, nameEnd - 1, 'code')) {
-      const text = typeof t === 'string' ? t.slice(valueAt, valueEnd) : t.toString('latin1', valueAt, valueEnd);
-      return /^-?\d{1,10}$/.test(text) ? Number(text) : Number.NaN;
-    }
-    const next = skipWs(t, valueEnd);
-    if (at(t, next) !== 0x2c) return Number.NaN;
-    i = skipWs(t, next + 1);
-  }
-  return Number.NaN;
-}
-
-/**
- * The JSON-RPC error code of a node's answer to one call: null when it holds a `result` (or
- * cannot be read), NaN for an error without an integer code. Reads the answer only up to its
- * `result` or `error` member (nodes write `jsonrpc` and `id` first): a large result is never
- * walked through, and nothing is allocated for a result.
- */
-export function answerErrorCode(t: string | Buffer): number | null {
-  let i = skipWs(t, 0);
-  if (at(t, i) !== 0x7b) return null;
-  i = skipWs(t, i + 1);
-  while (at(t, i) === 0x22) {
-    const nameEnd = pastValue(t, i);
-    const colon = skipWs(t, nameEnd);
-    if (nameEnd < 0 || at(t, colon) !== 0x3a) return null;
-    const valueAt = skipWs(t, colon + 1);
-    if (nameIs(t, i + 1, nameEnd - 1, 'result')) return null;
-    if (nameIs(t, i + 1, nameEnd - 1, 'error')) return errorCodeAt(t, valueAt);
-    const valueEnd = pastValue(t, valueAt);
-    if (valueEnd < 0) return null;
-    const next = skipWs(t, valueEnd);
-    if (at(t, next) !== 0x2c) return null;
-    i = skipWs(t, next + 1);
-  }
-  return null;
 }

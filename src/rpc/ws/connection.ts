@@ -3,6 +3,7 @@ import WebSocket from 'ws';
 import type { Network } from '../../chains/registry.ts';
 import type { Config } from '../../config/schema.ts';
 import { InternalRpcError, InvalidParamsError, ParseError, RateLimitedError, RpcError, toRpcError } from '../../errors/rpc.ts';
+import { admit, Refusal } from '../../keys/admission.ts';
 import type { KeyCache, ResolvedKey } from '../../keys/cache.ts';
 import type { Subscriber } from '../../upstreams/hub.ts';
 import { newSubscriptionId, notificationText } from '../../upstreams/messages.ts';
@@ -106,29 +107,22 @@ export class WsConnection implements SubscriptionDispatcher {
   }
 
   /**
-   * Checks the key again (after a key change, and periodically for expiry): a key that is no
-   * longer usable here closes the connection with 1008, so its subscriptions stop too (C20).
+   * Checks the key again (after a key change, and periodically for expiry) through the same
+   * admission step as the upgrade and every message: a key no longer usable here (or allowlists
+   * that now refuse this connection, or a JWT that expired) is told why, as an answer to a message
+   * would be, and the connection closes with 1008, so its subscriptions stop too (C20).
    */
   async recheckKey(): Promise<void> {
     if (this.closed) return;
-    const auth = await this.#ctx.keys.authenticate(this.#apiKey);
+    let admitted = admit(this.#ctx.keys, this.#apiKey, this.network.slug, { origin: this.#origin, ip: this.ip, authorization: this.#authorization });
+    if (admitted instanceof Promise) admitted = await admitted;
     if (this.closed) return;
-    if (auth instanceof RpcError) {
-      this.ws.close(1008, auth.message);
+    if (admitted instanceof Refusal) {
+      this.send(errorText('null', admitted.error));
+      this.ws.close(1008, admitted.error.message.slice(0, 120));
       return;
     }
-    if (!auth.networks.has(this.network.slug)) {
-      this.ws.close(1008, `API key not authorized for network ${this.network.slug}`);
-      return;
-    }
-    // Issue 15: allowlists changed (or the JWT expired) so that this connection would be refused now.
-    const denied = auth.access ? await auth.access.checkRequest({ origin: this.#origin, ip: this.ip, authorization: this.#authorization }) : null;
-    if (this.closed) return;
-    if (denied) {
-      this.ws.close(1008, denied.message.slice(0, 120));
-      return;
-    }
-    this.key = auth;
+    this.key = admitted;
   }
 
   /** The connection closed: its subscriptions leave their hubs. */

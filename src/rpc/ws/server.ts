@@ -7,7 +7,8 @@ import { Gauge, type Registry } from 'prom-client';
 import { WebSocketServer } from 'ws';
 import type { NetworkRegistry } from '../../chains/registry.ts';
 import type { Config } from '../../config/schema.ts';
-import { InternalRpcError, InvalidRequestError, NetworkNotAllowedError, RateLimitedError, RpcError, UnknownNetworkError } from '../../errors/rpc.ts';
+import { InternalRpcError, InvalidRequestError, RateLimitedError, type RpcError, UnknownNetworkError } from '../../errors/rpc.ts';
+import { admit, Refusal } from '../../keys/admission.ts';
 import type { KeyCache } from '../../keys/cache.ts';
 import type { KeyChange } from '../../keys/service.ts';
 import type { Meter } from '../../metering/meter.ts';
@@ -200,29 +201,22 @@ export class WsGateway {
     const header = req.headers['x-api-key'];
     const apiKey = url.searchParams.get('apiKey') ?? (typeof header === 'string' ? header : undefined);
     const ip = this.#clientIp(req);
-    // As on the HTTP RPC addresses (C17): a key in memory costs nothing more; one only storage can
-    // tell about takes a place in the address's failed-lookup allowance first (given back when the
-    // key exists), so guessing keys through upgrades cannot make a storage round trip each.
-    let key = this.#d.keys.peek(apiKey ?? undefined);
-    if (key === undefined) {
-      const looked = await this.#d.keys.authenticateGuarded(apiKey ?? undefined, ip, this.#d.meter);
-      if ('limited' in looked) return deny(socket, looked.limited.httpStatus, looked.limited, looked.headers);
-      key = looked.key;
-    }
-    if (key instanceof RpcError) return deny(socket, key.httpStatus, key);
-    // C13: the 101 and every refusal from here on carry the caller's limits (read, not consumed).
-    const { headers } = await this.#d.meter.rpc({ key }, 0, 0);
-    if (!key.networks.has(network.slug)) {
-      const err = new NetworkNotAllowedError(`API key not authorized for network ${network.slug}`, { details: { network: network.slug, allowed: [...key.networks] } });
-      return deny(socket, err.httpStatus, err, headers);
-    }
-    // Issue 15: the key's origin, IP and JWT rules, at the upgrade (each message is checked again).
     const jwt = url.searchParams.get('jwt');
     const authorization = req.headers.authorization ?? (jwt ? `Bearer ${jwt}` : undefined);
-    if (key.access) {
-      const denied = await key.access.checkRequest({ origin, ip, authorization });
-      if (denied) return deny(socket, denied.httpStatus, denied, headers);
+    // The one admission step, as on the HTTP RPC addresses (the key's allowlists are checked again on
+    // each message); a key only storage can tell about takes a place in the address's failed-lookup
+    // allowance first (C17), so guessing keys through upgrades cannot make a storage round trip each.
+    let admitted = admit(this.#d.keys, apiKey ?? undefined, network.slug, { origin, ip, authorization }, this.#d.meter);
+    if (admitted instanceof Promise) admitted = await admitted;
+    if (admitted instanceof Refusal) {
+      const { error, key: known } = admitted;
+      // C13: a refusal of a usable key (network, allowlists) carries its limits (read, not consumed).
+      const headers = known && (admitted.reason === 'network' || admitted.reason === 'access') ? (await this.#d.meter.rpc({ key: known }, 0, 0)).headers : admitted.headers;
+      return deny(socket, error.httpStatus, error, headers);
     }
+    const key = admitted;
+    // C13: the 101 and every refusal from here on carry the caller's limits (read, not consumed).
+    const { headers } = await this.#d.meter.rpc({ key }, 0, 0);
     const max = this.#d.config.ws.plans[key.tier].connectionsPerKey;
     if (!this.#slots.take(key.keyId, max)) {
       const err = new RateLimitedError(`Connection limit exceeded: at most ${max} WebSocket connections per API key`, { details: { limit: 'connections', max } });

@@ -1,25 +1,8 @@
 import { createPublicKey, type KeyObject } from 'node:crypto';
 import { BlockList, isIP } from 'node:net';
 import { decodeProtectedHeader, jwtVerify } from 'jose';
-import { NetworkNotAllowedError } from '../errors/rpc.ts';
-import { type KeyAccessSettings, normaliseAddress } from '../keys/access.ts';
-import type { RpcCall } from './jsonrpc.ts';
-
-/** Which of a key's lists refused a call (`data.reason`). */
-export type AccessReason = 'origin' | 'ip' | 'method' | 'contract' | 'jwt';
-
-/**
- * A call the key's own allowlists or JWT option refuse: -32003 with HTTP 403 (C22), like a
- * network the key does not cover, with `data.reason` naming the list. Refused before metering,
- * so it is counted nowhere (C10, C27).
- */
-export class KeyAccessDeniedError extends NetworkNotAllowedError {
-  readonly reason: AccessReason;
-  constructor(reason: AccessReason, message: string, details: Record<string, unknown> = {}) {
-    super(message, { details: { reason, ...details } });
-    this.reason = reason;
-  }
-}
+import { KeyAccessDeniedError } from '../errors/rpc.ts';
+import { type KeyAccessSettings, normaliseAddress } from './access.ts';
 
 /** Longest a request JWT may live (exp minus iat, or minus now without iat). */
 export const MAX_JWT_LIFETIME_SECONDS = 86_400;
@@ -30,10 +13,16 @@ const MAX_VERIFIED = 1_000;
 /** Who sent a request, as the allowlists see it. */
 export interface RequestOrigin {
   /** The `Origin` header as sent; undefined without one. */
-  origin: string | undefined;
+  origin?: string | undefined;
   ip: string;
   /** The `Authorization` header as sent (`Bearer <jwt>`; a WebSocket's `jwt` query parameter comes this way too). */
-  authorization: string | undefined;
+  authorization?: string | undefined;
+}
+
+/** What the method and contract lists read of one JSON-RPC call. */
+export interface CallOfKey {
+  method: string;
+  params: unknown;
 }
 
 // Each error object is made once and shared: they are immutable.
@@ -127,7 +116,7 @@ export class KeyAccess {
   }
 
   /** One call (method and contract lists): null when allowed, else the refusal. */
-  checkCall(call: RpcCall): KeyAccessDeniedError | null {
+  checkCall(call: CallOfKey): KeyAccessDeniedError | null {
     const { method } = call;
     if (this.#methods !== null && !this.#methods.has(method)) {
       return new KeyAccessDeniedError('method', `Method ${method} not allowed for this API key`, { method });

@@ -1,0 +1,89 @@
+import { ApiKeyRevokedError, InvalidApiKeyError, KeyAccessDeniedError, NetworkNotAllowedError, type RpcError } from '../errors/rpc.ts';
+import type { KeyCache, ResolvedKey } from './cache.ts';
+import type { RequestOrigin } from './key-access.ts';
+
+/**
+ * Why a request was refused, as analytics counts refusals (C46a): `key` unknown, inactive,
+ * revoked or expired; `network` the key does not cover; `access` the key's own allowlists or JWT
+ * option; `rate` and `quota` the limits. (`method` is the method policy's, after admission.)
+ */
+export type RefusalReason = 'key' | 'network' | 'access' | 'method' | 'rate' | 'quota';
+
+/** A request the admission step refuses: the JSON-RPC error to answer (its class gives the code) and why. */
+export class Refusal {
+  readonly error: RpcError;
+  readonly reason: RefusalReason;
+  /** The key as stored, when it exists (inactive, revoked, expired, network, access): whom the refusal concerns. */
+  readonly key: ResolvedKey | null;
+  /** Headers of the refusal itself (Retry-After of a refused key lookup). */
+  readonly headers: Record<string, string> | undefined;
+
+  constructor(error: RpcError, reason: RefusalReason, key: ResolvedKey | null = null, headers?: Record<string, string>) {
+    this.error = error;
+    this.reason = reason;
+    this.key = key;
+    this.headers = headers;
+  }
+
+  /** The key itself cannot be used here (unknown, inactive, revoked, expired, network not covered): a WebSocket on it closes. */
+  get keyRefused(): boolean {
+    return this.reason === 'key' || this.reason === 'network';
+  }
+}
+
+/** A usable key, or the refusal. */
+export type Admission = ResolvedKey | Refusal;
+
+/** C17: the client address's allowance of failed key lookups (the meter's). */
+export interface LookupAllowance {
+  reserveKeyLookup(ip: string): Promise<{ error: RpcError | null; headers: Record<string, string>; release(): Promise<void> }>;
+}
+
+/**
+ * The one admission decision for a key on the RPC path: the key as sent -> its state (C20) ->
+ * the network (the key's list, which a plan change narrows, C16) -> the key's own origin, IP and
+ * JWT rules (issue 15). Answers the usable key (its plan and limits with it) or the refusal. The
+ * HTTP pipeline, the WebSocket upgrade and the WebSocket's recheck after a key change all ask here.
+ *
+ * Synchronous for a key in memory without a JWT to verify (the hot path allocates nothing);
+ * a promise only when storage must be asked or a new JWT verified. With `allowance`, a lookup
+ * in storage first takes a place in the client address's failed-lookup allowance, given back
+ * when the key exists (C17), so guessing keys cannot make a storage round trip each.
+ */
+export function admit(keys: KeyCache, apiKey: string | undefined, network: string, from: RequestOrigin, allowance?: LookupAllowance): Admission | Promise<Admission> {
+  const known = keys.peek(apiKey);
+  if (known === undefined) return admitFromStorage(keys, apiKey, network, from, allowance);
+  const key = usable(known, Date.now());
+  return key instanceof Refusal ? key : judge(key, network, from);
+}
+
+async function admitFromStorage(keys: KeyCache, apiKey: string | undefined, network: string, from: RequestOrigin, allowance: LookupAllowance | undefined): Promise<Admission> {
+  const guard = allowance ? await allowance.reserveKeyLookup(from.ip) : undefined;
+  if (guard?.error) return new Refusal(guard.error, 'rate', null, guard.headers);
+  const key = usable(await keys.lookup(apiKey), Date.now());
+  // An inactive key counts as a failed lookup, as an unknown one does (both answer -32001).
+  if (guard && !(key instanceof Refusal && key.error instanceof InvalidApiKeyError)) await guard.release();
+  return key instanceof Refusal ? key : judge(key, network, from);
+}
+
+/** C20: unknown, deleted or inactive -32001; revoked or expired -32002; else the key. */
+function usable(key: ResolvedKey | null, now: number): ResolvedKey | Refusal {
+  if (key === null) return new Refusal(new InvalidApiKeyError('Invalid or inactive API key'), 'key');
+  if (key.status === 'inactive') return new Refusal(new InvalidApiKeyError('Invalid or inactive API key'), 'key', key);
+  if (key.status === 'revoked') return new Refusal(new ApiKeyRevokedError('API key revoked or expired', { details: { reason: 'revoked' } }), 'key', key);
+  if (key.expiresAt !== null && key.expiresAt <= now) return new Refusal(new ApiKeyRevokedError('API key revoked or expired', { details: { reason: 'expired' } }), 'key', key);
+  return key;
+}
+
+/** The network, then the key's origin, IP and JWT rules (a key without any costs one null check). */
+function judge(key: ResolvedKey, network: string, from: RequestOrigin): Admission | Promise<Admission> {
+  if (!key.networks.has(network)) {
+    const err = new NetworkNotAllowedError(`API key not authorized for network ${network}`, { details: { network, allowed: [...key.networks] } });
+    return new Refusal(err, 'network', key);
+  }
+  if (key.access === null) return key;
+  const denied = key.access.checkRequest(from);
+  if (denied === null) return key;
+  if (denied instanceof KeyAccessDeniedError) return new Refusal(denied, 'access', key);
+  return denied.then((d) => (d === null ? key : new Refusal(d, 'access', key)));
+}
