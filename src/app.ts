@@ -1,7 +1,7 @@
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer } from 'node:http';
 import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { DestinationStream, Logger } from 'pino';
 import { adminRoutes } from './admin/routes.ts';
@@ -105,20 +105,90 @@ declare module 'fastify' {
 export const API_PREFIX = '/api/v1';
 
 /**
+ * A part with background work (a subscription, a sweep, probes, a flush timer). Constructors start
+ * none of it: the parts start in order once the app is ready and close in reverse order when it
+ * closes, after the server has stopped accepting requests.
+ */
+interface LifecyclePart {
+  name: string;
+  start?: () => unknown;
+  close?: () => unknown;
+}
+
+/**
+ * The app's one start (`onReady`) and one stop (`onClose`). A part that fails to close is logged
+ * and the others still close (the last usage counts are written whatever came before them).
+ */
+function installLifecycle(app: FastifyInstance, parts: readonly LifecyclePart[]): void {
+  app.addHook('onReady', async () => {
+    for (const part of parts) await part.start?.();
+  });
+  app.addHook('onClose', async () => {
+    let failed: Error | undefined;
+    for (const part of [...parts].reverse()) {
+      try {
+        await part.close?.();
+      } catch (err) {
+        app.log.error({ err, part: part.name }, 'a part failed to close');
+        // The first failure is what `close()` rejects with, as before the parts were closed together.
+        failed ??= err as Error;
+      }
+    }
+    if (failed) throw failed;
+  });
+}
+
+/**
  * Builds the whole service as a Fastify instance that is not listening yet (main.ts listens).
- * Everything it needs comes in: config, storage, secrets. Nothing runs in the background until
- * the app is ready (`onReady`: health probes, usage flushing, the faucet's re-broadcast).
+ * Everything it needs comes in: config, storage, secrets. Building opens no connection and starts
+ * no timer: the background work (the key-change subscription, health probes, sweeps, pings, usage
+ * flushing, the faucet's re-broadcast, the block follower) starts once the app is ready and stops
+ * when it closes (`installLifecycle`). Parts are handed what they need when they are made.
  * The JSON-RPC addresses are served by a fast path on the same server, ahead of Fastify.
  */
 export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyInstance> {
   const logger = deps.logger ?? createLogger(config.logLevel, deps.logStream, config.logFormat);
-  // Set once the pipeline exists; the server asks it first for every request.
-  // eslint-disable-next-line prefer-const -- assigned once the pipeline exists, read by the server factory before that
-  let fastPath: ((req: IncomingMessage, res: ServerResponse) => boolean) | undefined;
+  let listeningPort: number | undefined;
+  const registry = new NetworkRegistry(config, () => publicUrl(config, listeningPort));
+  const db = deps.storage.db;
+  // Password hashing is bounded process-wide (register, login, password change).
+  configureHashSlots(config.auth);
+  const accounts = new AccountService(db, { passwordHashCost: config.auth.passwordHashCost });
+  const tokens = new TokenService(db, {
+    secret: deps.secrets.jwtSecret,
+    issuer: config.auth.issuer,
+    accessTtlSeconds: config.auth.accessTokenTtlSeconds,
+    refreshTtlSeconds: config.auth.refreshTokenTtlSeconds,
+  });
+  const metrics = new Metrics();
+  const upstreams = new Upstreams(config, logger);
+  // Chain events (C33-C39): one follower hands blocks to whale alerts, webhooks and the solver; prices
+  // value them. Made first: the features that change what it follows tell it so (webhooks, intents).
+  const follower = new BlockFollower({ db, config, upstreams, logger });
+  const prices = new Prices({ config, upstreams, logger });
+  // A new or changed address.activity endpoint is followed at once, not at the next asking.
+  const webhooks = new Webhooks({ db, config, logger, encryptionSecret: deps.secrets.keyEncryptionSecret, onEndpointsChange: () => void follower.refresh() });
+  // C46: recorded with usage and flushed in its transaction; `analytics.enabled: false` records nothing.
+  const analytics = config.analytics.enabled ? new AnalyticsRecorder(rpcMethodLabels(config.methods)) : undefined;
+  // C38 usage.quota: checked after usage counts are stored, never on the RPC path.
+  const usage = new UsageService({ db, config, logger, analytics, onFlush: (userIds) => webhooks.quota.afterFlush(userIds) });
+  const keys = new KeyService({ db, config, registry, encryptionSecret: deps.secrets.keyEncryptionSecret, usage });
+  const keyCache = new KeyCache(keys, config, { ttlMs: config.rpc.keyCacheTtlMs });
+  const policy = new MethodPolicy({ config, wsHint: 'the WebSocket address /ws/{network}?apiKey=...' });
+  const bus = deps.redis ? new KeyChangeBus(deps.redis, keys, keyCache, logger) : undefined;
+  const limiter: Limiter = deps.redis ? new RedisLimiter(deps.redis) : new MemoryLimiter();
+  const meter = new Meter(config, limiter);
+  const cache = config.cache.enabled ? new ResponseCache(config.cache) : undefined;
+  const rpcMetrics = observeRpc(metrics, { methods: config.methods, upstreams, upstreamBuckets: UPSTREAM_BUCKETS, cache });
+  const analyticsStore = new AnalyticsStore({ db, logger });
+  const pipeline = new RpcPipeline({ config, keys: keyCache, policy, upstreams, logger, meter, usage, metrics: rpcMetrics, ...(cache ? { cache } : {}), ...(analytics ? { analytics } : {}) });
+  const rpcHttp = rpcFastPath({ config, registry, pipeline, logger, metrics: new RpcHttpMetrics(metrics.registry) });
+
   const app = Fastify({
+    // The server asks the fast path first for every request.
     serverFactory: (handler) =>
       createServer((req, res) => {
-        if (!fastPath?.(req, res)) handler(req, res);
+        if (!rpcHttp(req, res)) handler(req, res);
       }),
     clientErrorHandler,
     frameworkErrors,
@@ -133,48 +203,9 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
     forceCloseConnections: 'idle',
   }).withTypeProvider<TypeBoxTypeProvider>() as unknown as FastifyInstance;
   applyServerTimeouts(app.server, config);
-
-  let listeningPort: number | undefined;
   app.addHook('onListen', async () => {
     const addr = app.server.address();
     if (addr && typeof addr === 'object') listeningPort = addr.port;
-  });
-  const registry = new NetworkRegistry(config, () => publicUrl(config, listeningPort));
-  const db = deps.storage.db;
-  // Password hashing is bounded process-wide (register, login, password change).
-  configureHashSlots(config.auth);
-  const accounts = new AccountService(db, { passwordHashCost: config.auth.passwordHashCost });
-  const tokens = new TokenService(db, {
-    secret: deps.secrets.jwtSecret,
-    issuer: config.auth.issuer,
-    accessTtlSeconds: config.auth.accessTokenTtlSeconds,
-    refreshTtlSeconds: config.auth.refreshTokenTtlSeconds,
-  });
-  const keys = new KeyService({ db, config, registry, encryptionSecret: deps.secrets.keyEncryptionSecret });
-  const metrics = new Metrics();
-  const keyCache = new KeyCache(keys, config, { ttlMs: config.rpc.keyCacheTtlMs });
-  const upstreams = new Upstreams(config, logger);
-  const policy = new MethodPolicy({ config, wsHint: 'the WebSocket address /ws/{network}?apiKey=...' });
-  const bus = deps.redis ? await KeyChangeBus.start(deps.redis, keys, keyCache, logger) : undefined;
-  const limiter: Limiter = deps.redis ? new RedisLimiter(deps.redis) : new MemoryLimiter();
-  const meter = new Meter(config, limiter);
-  const usage = new UsageService({ db, config, logger });
-  keys.usage = usage;
-  const cache = config.cache.enabled ? new ResponseCache(config.cache) : undefined;
-  const rpcMetrics = observeRpc(metrics, { methods: config.methods, upstreams, upstreamBuckets: UPSTREAM_BUCKETS, cache });
-  // C46: recorded with usage and flushed in its transaction; `analytics.enabled: false` records nothing.
-  const analytics = config.analytics.enabled ? new AnalyticsRecorder(rpcMethodLabels(config.methods)) : undefined;
-  usage.analytics = analytics;
-  const analyticsStore = new AnalyticsStore({ db, logger });
-  const pipeline = new RpcPipeline({ config, keys: keyCache, policy, upstreams, logger, meter, usage, metrics: rpcMetrics, ...(cache ? { cache } : {}), ...(analytics ? { analytics } : {}) });
-  app.addHook('onClose', async () => {
-    await bus?.close();
-    keyCache.close();
-    await upstreams.close();
-    await limiter.close();
-    // Nothing accepted is lost on a graceful stop: the last counts reach storage (C27), analytics with them (C46).
-    await usage.close();
-    await analyticsStore.close();
   });
 
   app.addHook('onRequest', async (req, reply) => {
@@ -193,8 +224,6 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   const redis = deps.redis;
   if (redis) checks.push({ name: 'redis', check: async () => void (await redis.ping()) });
   healthRoutes(app, checks, () => upstreams.report());
-  const rpcHttp = rpcFastPath({ config, registry, pipeline, logger, metrics: new RpcHttpMetrics(metrics.registry) });
-  fastPath = rpcHttp;
   // The server hands RPC requests to the fast path before Fastify sees them; requests that
   // reach Fastify another way (app.inject in tests) take the same path from here.
   const viaFastPath = async (req: FastifyRequest, reply: FastifyReply) => {
@@ -215,12 +244,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
     metricsRegistry: metrics.registry,
   });
   const faucet = new FaucetService({ db, config, registry, upstreams, logger });
-  app.addHook('onClose', () => faucet.close());
-  // Chain events (C33-C39): one follower hands blocks to whale alerts and webhooks; prices value them.
-  const prices = new Prices({ config, upstreams, logger });
-  const webhooks = new Webhooks({ db, config, logger, encryptionSecret: deps.secrets.keyEncryptionSecret });
   const whales = new WhaleAlerts({ db, config, prices, webhooks, logger, upstreams });
-  const follower = new BlockFollower({ db, config, upstreams, logger });
   // The follower's figures per network, read at each scrape (C33).
   const followed = (pick: (f: ReturnType<BlockFollower['stats']>[number]) => number | null) => () =>
     follower.stats().flatMap((f): [Record<string, string>, number][] => {
@@ -237,37 +261,40 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   metrics.define({ name: 'junction_webhook_in_flight', help: 'Webhook attempts waiting for the receiver on this instance', type: 'gauge', read: () => webhooks.stats.inFlight });
   follower.register(whales);
   follower.register(new AddressActivity({ webhooks, prices, upstreams, config, logger }));
-  // A new or changed address.activity endpoint is followed at once, not at the next asking.
-  webhooks.endpoints.onChange = () => void follower.refresh();
   // C41: intents; their solver follows the blocks of their networks (a new intent's at once).
   const intents = new IntentService({ db, config, upstreams, logger, onCreated: () => void follower.refresh() });
   const solver = new Solver({ db, config, intents, upstreams, webhooks, logger });
   follower.register(solver);
-  app.addHook('onClose', () => solver.close());
-  // C38 usage.quota: checked after usage counts are stored, never on the RPC path.
-  usage.onFlush = (userIds) => webhooks.quota.afterFlush(userIds);
-  app.addHook('onClose', async () => {
-    await follower.close();
-    await whales.close();
-    await webhooks.close();
-    prices.close();
-  });
   // C40: the unified balance reads through the same pools and values with the same prices.
   const balances = new BalanceService({ registry, upstreams, prices, logger });
   app.decorate('parts', { config, registry, accounts, tokens, keys, metrics, keyCache, upstreams, usage, ws, follower, prices, whales, webhooks, intents, solver } satisfies AppParts);
 
-  // Background work starts once the app is ready, never while it is being built.
-  app.addHook('onReady', async () => {
-    if (deps.probeUpstreams) upstreams.startAll();
-    await meter.seedFromUsage(usage);
-    usage.start();
-    analyticsStore.start();
-    await faucet.start();
-    webhooks.start();
-    whales.start();
-    follower.start();
-    solver.start();
-  });
+  // Started in this order once the app is ready, closed in the reverse order when it closes.
+  installLifecycle(app, [
+    // C20: other instances' key changes are honoured from the first request on.
+    ...(bus ? [{ name: 'key-change bus', start: () => bus.start(), close: () => bus.close() }] : []),
+    { name: 'key cache', close: () => keyCache.close() },
+    { name: 'limiter', start: () => limiter.start(), close: () => limiter.close() },
+    { name: 'upstreams', start: () => deps.probeUpstreams && upstreams.startAll(), close: () => upstreams.close() },
+    {
+      name: 'usage',
+      start: async () => {
+        await meter.seedFromUsage(usage);
+        usage.start();
+      },
+      // Nothing accepted is lost on a graceful stop: the last counts reach storage (C27), analytics with them (C46).
+      close: () => usage.close(),
+    },
+    { name: 'analytics', start: () => analyticsStore.start(), close: () => analyticsStore.close() },
+    // Closed already before the server waits for its connections (installWebSocket's preClose); a no-op here.
+    { name: 'websocket', start: () => ws.start(), close: () => ws.close() },
+    { name: 'faucet', start: () => faucet.start(), close: () => faucet.close() },
+    { name: 'prices', close: () => prices.close() },
+    { name: 'webhooks', start: () => webhooks.start(), close: () => webhooks.close() },
+    { name: 'whale alerts', start: () => whales.start(), close: () => whales.close() },
+    { name: 'block follower', start: () => follower.start(), close: () => follower.close() },
+    { name: 'solver', start: () => solver.start(), close: () => solver.close() },
+  ]);
 
   const restLimits = new RestLimits(config, limiter);
   await app.register(

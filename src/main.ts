@@ -196,6 +196,9 @@ async function main(): Promise<void> {
     const where = config.storage.databaseUrl ? maskUrl(config.storage.databaseUrl) : config.storage.dataDir === 'memory' ? 'memory' : dataDir;
     log.info({ storage: storage.kind, where }, `storage ready (${storage.kind === 'postgres' ? 'PostgreSQL' : 'embedded PGlite'}, ${where}), migrations applied`);
     app = await buildApp(config, { storage, secrets, logger: log, probeUpstreams: true, ...(redis ? { redis } : {}) });
+    // The background work starts here (the key-change subscription, probes, flushes), before the
+    // listener opens: a failure of it is not reported as a port that cannot be listened on.
+    await app.ready();
     const address = await app.listen({ port: config.server.port, host: config.server.host }).catch((err: unknown) => {
       throw listenStartError(err, config);
     });

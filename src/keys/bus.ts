@@ -15,18 +15,21 @@ const CHANNEL = 'junction:key-changes';
 export class KeyChangeBus {
   readonly #sub: Redis;
   readonly #pub: Redis;
+  readonly #keys: KeyService;
+  readonly #log: Logger;
   readonly #origin = randomUUID();
-  readonly #off: () => void;
+  #off: (() => void) | undefined;
 
-  private constructor(pub: Redis, sub: Redis, keys: KeyService, cache: KeyCache, log: Logger) {
-    this.#pub = pub;
+  /** Opens nothing: the subscription is made by `start` (C20 holds from the app's start on). */
+  constructor(redis: Redis, keys: KeyService, cache: KeyCache, log: Logger) {
+    this.#pub = redis;
+    this.#keys = keys;
+    this.#log = log;
+    // A subscribed connection can do nothing else: a dedicated one (with its offline queue, so the
+    // subscription is restored after a reconnect), made lazily: it connects in `start`.
+    const sub = redis.duplicate({ enableOfflineQueue: true, lazyConnect: true });
     this.#sub = sub;
-    this.#off = keys.onChange((change, remote) => {
-      if (remote) return;
-      this.#pub.publish(CHANNEL, JSON.stringify({ origin: this.#origin, change })).catch((err: Error) => {
-        log.warn({ error: err.message }, 'could not publish a key change; other instances see it when their cache entry expires');
-      });
-    });
+    sub.on('error', () => {});
     sub.on('message', (_channel: string, message: string) => {
       try {
         const { origin, change } = JSON.parse(message) as { origin: string; change: KeyChange };
@@ -42,18 +45,22 @@ export class KeyChangeBus {
     });
   }
 
-  static async start(redis: Redis, keys: KeyService, cache: KeyCache, log: Logger): Promise<KeyChangeBus> {
-    // A subscribed connection can do nothing else: a dedicated one (with its offline queue, so the
-    // subscription is restored after a reconnect).
-    const sub = redis.duplicate({ enableOfflineQueue: true, lazyConnect: true });
-    sub.on('error', () => {});
-    await sub.connect();
-    await sub.subscribe(CHANNEL);
-    return new KeyChangeBus(redis, sub, keys, cache, log);
+  /** Subscribes, then publishes this instance's key changes. */
+  async start(): Promise<void> {
+    if (this.#off) return;
+    await this.#sub.connect();
+    await this.#sub.subscribe(CHANNEL);
+    this.#off = this.#keys.onChange((change, remote) => {
+      if (remote) return;
+      this.#pub.publish(CHANNEL, JSON.stringify({ origin: this.#origin, change })).catch((err: Error) => {
+        this.#log.warn({ error: err.message }, 'could not publish a key change; other instances see it when their cache entry expires');
+      });
+    });
   }
 
   async close(): Promise<void> {
-    this.#off();
+    this.#off?.();
+    this.#off = undefined;
     this.#sub.disconnect();
   }
 }

@@ -84,13 +84,15 @@ export class KeyService {
   readonly #registry: NetworkRegistry;
   readonly #cipher: KeyCipher;
   readonly #listeners = new Set<(c: KeyChange, remote: boolean) => void>();
-  usage: KeyUsageReader = NO_USAGE;
+  /** Counts for the key list (C21): the usage service, given when the app builds this service. */
+  readonly usage: KeyUsageReader;
 
-  constructor(deps: { db: Db; config: Config; registry: NetworkRegistry; encryptionSecret: string }) {
+  constructor(deps: { db: Db; config: Config; registry: NetworkRegistry; encryptionSecret: string; usage?: KeyUsageReader }) {
     this.#db = deps.db;
     this.#cfg = deps.config;
     this.#registry = deps.registry;
     this.#cipher = new KeyCipher(deps.encryptionSecret);
+    this.usage = deps.usage ?? NO_USAGE;
   }
 
   /** Subscribe to key changes; returns the unsubscribe function. */

@@ -64,6 +64,8 @@ export interface Limiter {
    * window, `cost` of a counter (never below 0).
    */
   refund(checks: readonly Check[]): Promise<void>;
+  /** Starts the store's background work, if it has any (the app's start; never the constructor). */
+  start(): void;
   close(): Promise<void>;
 }
 
@@ -96,13 +98,19 @@ class TimeLog {
 export class MemoryLimiter implements Limiter {
   readonly #logs = new Map<string, TimeLog>();
   readonly #counters = new Map<string, { value: number; resetAt: number }>();
-  readonly #sweep: NodeJS.Timeout;
   readonly #now: () => number;
+  readonly #sweepMs: number;
+  #sweep: NodeJS.Timeout | undefined;
 
   constructor(opts: { now?: () => number; sweepMs?: number } = {}) {
     this.#now = opts.now ?? Date.now;
-    // Forget idle keys so memory follows the active callers, not every caller ever seen.
-    this.#sweep = setInterval(() => this.#collect(), opts.sweepMs ?? 60_000);
+    this.#sweepMs = opts.sweepMs ?? 60_000;
+  }
+
+  /** Forgets idle keys from now on, so memory follows the active callers, not every caller ever seen. */
+  start(): void {
+    if (this.#sweep) return;
+    this.#sweep = setInterval(() => this.#collect(), this.#sweepMs);
     this.#sweep.unref();
   }
 
@@ -200,5 +208,6 @@ export class MemoryLimiter implements Limiter {
 
   async close(): Promise<void> {
     clearInterval(this.#sweep);
+    this.#sweep = undefined;
   }
 }

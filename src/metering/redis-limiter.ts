@@ -144,6 +144,9 @@ export class RedisLimiter implements Limiter {
    */
   async seed(_counters: readonly CounterSeed[]): Promise<void> {}
 
+  /** Nothing runs in the background: Redis forgets idle keys itself (their expiry). */
+  start(): void {}
+
   async close(): Promise<void> {
     // The connection belongs to the caller.
   }

@@ -86,17 +86,25 @@ export class UsageService implements UsageSink, KeyUsageReader {
   #dayEndsAt = 0;
   #timer: NodeJS.Timeout | undefined;
   /** Told the accounts of each batch once it is stored (webhooks' usage.quota, C38); off the RPC path. */
-  onFlush: ((userIds: ReadonlySet<string>) => void) | undefined;
+  readonly #onFlush: ((userIds: ReadonlySet<string>) => void) | undefined;
   /** The flush under way, if any: flushes never overlap. */
   #inFlight: Promise<void> | undefined;
   /** C46: analytics rows, written in the same transaction as each usage batch (one write per flush, same loss bound). */
-  analytics: AnalyticsRecorder | undefined;
+  readonly analytics: AnalyticsRecorder | undefined;
 
-  constructor(deps: { db: Db; config: Config; logger: Logger }) {
+  constructor(deps: {
+    db: Db;
+    config: Config;
+    logger: Logger;
+    analytics?: AnalyticsRecorder | undefined;
+    onFlush?: ((userIds: ReadonlySet<string>) => void) | undefined;
+  }) {
     this.#db = deps.db;
     this.#log = deps.logger;
     this.#intervalMs = deps.config.usage.flushIntervalMs;
     this.#networks = new Set(deps.config.networks.map((n) => n.slug));
+    this.analytics = deps.analytics;
+    this.#onFlush = deps.onFlush;
   }
 
   /** Whether `slug` is a configured network (the stats filter rejects others, as C16 does). */
@@ -206,7 +214,7 @@ export class UsageService implements UsageSink, KeyUsageReader {
       this.#log.warn({ rows: batch.counts.size, keys: batch.lastUsed.size, error: (err as Error).name, code }, 'usage flush failed; retrying with the next one');
       throw err;
     }
-    if (this.onFlush && batch.counts.size) this.onFlush(new Set([...batch.counts.values()].map((e) => e.userId)));
+    if (this.#onFlush && batch.counts.size) this.#onFlush(new Set([...batch.counts.values()].map((e) => e.userId)));
   }
 
   async #write(batch: Pending, analytics: AnalyticsBatch | null): Promise<void> {

@@ -80,13 +80,14 @@ export class EndpointStore {
   readonly #cipher: KeyCipher;
   readonly #networks: ReadonlySet<string>;
   /** Told after an endpoint is made, changed or deleted (the follower asks for its networks again). */
-  onChange: (() => void) | undefined;
+  readonly #onChange: (() => void) | undefined;
 
-  constructor(deps: { db: Db; config: Config; encryptionSecret: string }) {
+  constructor(deps: { db: Db; config: Config; encryptionSecret: string; onChange?: (() => void) | undefined }) {
     this.#db = deps.db;
     this.#config = deps.config;
     this.#cipher = new KeyCipher(deps.encryptionSecret);
     this.#networks = new Set(deps.config.networks.map((n) => n.slug));
+    this.#onChange = deps.onChange;
   }
 
   /** A signing secret of the endpoint from its stored ciphertext (current or previous). */
@@ -157,7 +158,7 @@ export class EndpointStore {
         .returning();
       return created as EndpointRow;
     });
-    this.onChange?.();
+    this.#onChange?.();
     return { row, secret };
   }
 
@@ -181,7 +182,7 @@ export class EndpointStore {
       if (set.status === 'disabled') await failPending(tx, id, 'endpoint disabled');
       return row;
     });
-    this.onChange?.();
+    this.#onChange?.();
     return updated;
   }
 
@@ -217,7 +218,7 @@ export class EndpointStore {
       .where(and(eq(webhookEndpoints.id, id), eq(webhookEndpoints.userId, userId)))
       .returning({ id: webhookEndpoints.id });
     if (!row) throw notFound('webhook');
-    this.onChange?.();
+    this.#onChange?.();
   }
 
   /** The endpoint's deliveries, newest first (C37). */

@@ -20,6 +20,8 @@ export interface WebhooksOptions {
   logger: Logger;
   /** The server secret that encrypts signing secrets at rest (as API keys, C19). */
   encryptionSecret: string;
+  /** Told after an endpoint is made, changed or deleted: an address.activity endpoint is followed at once. */
+  onEndpointsChange?: (() => void) | undefined;
 }
 
 /** An endpoint an event goes to, as the address.activity producer finds them. */
@@ -43,7 +45,7 @@ export class Webhooks {
   constructor(opts: WebhooksOptions) {
     this.#db = opts.db;
     this.#plans = webhookPlans(opts.config);
-    this.endpoints = new EndpointStore({ db: opts.db, config: opts.config, encryptionSecret: opts.encryptionSecret });
+    this.endpoints = new EndpointStore({ db: opts.db, config: opts.config, encryptionSecret: opts.encryptionSecret, onChange: opts.onEndpointsChange });
     this.#sender = new Sender({ db: opts.db, config: opts.config, logger: opts.logger.child({ component: 'webhooks' }), store: this.endpoints });
     this.quota = new QuotaNotices({ db: opts.db, config: opts.config, webhooks: this, logger: opts.logger });
   }

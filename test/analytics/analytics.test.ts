@@ -274,9 +274,7 @@ for (const backend of backends) {
       const { id } = await createKey(t.app, { name: 'shared' }, user);
       const logger = pino({ level: 'silent' });
       const make = () => {
-        const usage = new UsageService({ db: t.storage.db, config: t.config, logger });
-        usage.analytics = new AnalyticsRecorder(['eth_call']);
-        return usage;
+        return new UsageService({ db: t.storage.db, config: t.config, logger, analytics: new AnalyticsRecorder(['eth_call']) });
       };
       const one = make();
       const two = make();

@@ -91,7 +91,7 @@ export class WsGateway {
   readonly #slots = new ConnectionSlots();
   readonly #clientIp: (req: IncomingMessage) => string;
   readonly #upgradeHeaders = new WeakMap<IncomingMessage, Record<string, string>>();
-  readonly #sweep: NodeJS.Timeout;
+  #sweep: NodeJS.Timeout | undefined;
   readonly #offKeyChanges: () => void;
   readonly #origins: ReadonlySet<string>;
   #closing: Promise<void> | undefined;
@@ -108,15 +108,6 @@ export class WsGateway {
     this.#clientIp = clientIpResolver(deps.config.server.trustedProxies);
     this.#origins = new Set(deps.config.rpc.corsOrigins);
 
-    // One timer for every connection: pings, idle clients, keys that expired meanwhile.
-    this.#sweep = setInterval(() => {
-      const now = Date.now();
-      for (const c of this.connections) {
-        c.heartbeat(now);
-        void c.recheckKey().catch(() => {});
-      }
-    }, ws.pingIntervalMs);
-    this.#sweep.unref();
     // C20: a key revoked, rotated, deleted, switched off or narrowed closes its connections now.
     this.#offKeyChanges =
       deps.onKeyChange?.((change) => {
@@ -256,6 +247,19 @@ export class WsGateway {
     const wantsWebSocket = (req.headers.upgrade ?? '').toLowerCase() === 'websocket';
     if (wantsWebSocket && !ourPath) return refuse(socket, 404, new InvalidRequestError('No WebSocket endpoint here: use /ws or /ws/{network}'));
     serveAsHttp(this.#app.server, req, socket as Socket, head);
+  }
+
+  /** Starts the one timer for every connection: pings, idle clients, keys that expired meanwhile. */
+  start(): void {
+    if (this.#sweep || this.#closing) return;
+    this.#sweep = setInterval(() => {
+      const now = Date.now();
+      for (const c of this.connections) {
+        c.heartbeat(now);
+        void c.recheckKey().catch(() => {});
+      }
+    }, this.#d.config.ws.pingIntervalMs);
+    this.#sweep.unref();
   }
 
   /**
