@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import type { Db } from '../storage/db.ts';
 import type { Head } from '../upstreams/upstreams.ts';
 import { type BlockSource, BlockReadError, readBlocks, readHead } from './blocks.ts';
-import type { BlockConsumer, FollowedBlock } from './follower.ts';
+import type { BlockConsumer, FollowedBlock } from './types.ts';
 import type { FollowerStore } from './store.ts';
 
 export interface FollowerSettings {

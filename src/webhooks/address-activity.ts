@@ -6,7 +6,7 @@
 import type { Logger } from 'pino';
 import { formatUnits } from 'viem/utils';
 import type { Config } from '../config/schema.ts';
-import type { BlockConsumer, FollowedBlock, FollowedTransaction } from '../events/follower.ts';
+import type { BlockConsumer, FollowedBlock, FollowedTransaction } from '../events/types.ts';
 import type { Prices } from '../prices/prices.ts';
 import type { Db } from '../storage/db.ts';
 import type { Upstreams } from '../upstreams/upstreams.ts';
