@@ -7,9 +7,9 @@ import type { Network, NetworkRegistry } from '../chains/registry.ts';
 import { badRequest, HttpError } from '../errors/http.ts';
 import { NoUpstreamError } from '../errors/upstream.ts';
 import { parseRecipient } from '../faucet/validate.ts';
+import { usdCents } from '../prices/money.ts';
 import type { Prices } from '../prices/prices.ts';
 import type { Upstreams } from '../upstreams/upstreams.ts';
-import { usdCents } from '../whales/money.ts';
 import { BalanceReadError, type NetworkRead, readNetwork } from './read.ts';
 
 /** C40: milliseconds one network may take before it is listed in `errors`. */
