@@ -10,7 +10,8 @@ import { parseArgs } from 'node:util';
 import pino from 'pino';
 import { loadConfig } from '../src/config/load.ts';
 import { startDevnet } from '../src/devnet/devnet.ts';
-import { BlockFollower, type BlockConsumer, type FollowedBlock } from '../src/events/follower.ts';
+import { BlockFollower } from '../src/events/follower.ts';
+import type { BlockConsumer, FollowedBlock } from '../src/events/types.ts';
 import { openStorage } from '../src/storage/db.ts';
 import { Upstreams } from '../src/upstreams/upstreams.ts';
 

@@ -3,9 +3,9 @@ import { Type as T } from '@sinclair/typebox';
 import type { AccountService } from '../auth/accounts.ts';
 import type { Tier } from '../config/schema.ts';
 import { badRequest, HttpError, notFound, unauthorized } from '../errors/http.ts';
+import { checkLength, Day, type Problem, resolvePeriod } from '../http/period.ts';
 import { ErrorResponse, ok } from '../http/schemas.ts';
 import { currentPeriods } from '../metering/periods.ts';
-import { checkLength, Day, type Problem, resolvePeriod } from '../usage/period.ts';
 import { AnalyticsStore, DAILY_RETENTION_DAYS, type Granularity, HOURLY_RETENTION_DAYS } from './store.ts';
 
 /** C46: the plans with advanced analytics (spec: Pro and above). */
@@ -54,7 +54,7 @@ const Analytics = T.Object({
   byNetwork: T.Array(T.Object({ network: T.String(), requests: Count, errorRate: Rate, p95Ms: Ms })),
 });
 
-/** `hour` covers at most 7 days (C46); the period's default and largest length are C27's (src/usage/period.ts). */
+/** `hour` covers at most 7 days (C46); the period's default and largest length are C27's (src/http/period.ts). */
 const MAX_HOURLY_DAYS = 7;
 
 /** GET /usage/analytics (C46). Registered behind the bearer hook. */

@@ -9,9 +9,9 @@ import { DeadlineError } from '../errors/deadline.ts';
 import { BalanceReadError } from '../errors/node.ts';
 import { NoUpstreamError } from '../errors/upstream.ts';
 import { parseRecipient } from '../faucet/validate.ts';
+import { usdCents } from '../prices/money.ts';
 import type { Prices } from '../prices/prices.ts';
 import type { Upstreams } from '../upstreams/upstreams.ts';
-import { usdCents } from '../whales/money.ts';
 import { type NetworkRead, readNetwork } from './read.ts';
 
 /** C40: milliseconds one network may take before it is listed in `errors`. */

@@ -2,7 +2,7 @@ import { isUtf8 } from 'node:buffer';
 import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { redactUrl, serializeError } from '../ops/logging.ts';
+import { redactUrl, serializeError } from './redact.ts';
 import { envelope, type ErrorCode, HttpError } from './http.ts';
 
 interface AjvIssue {

@@ -2,7 +2,7 @@
 // turning the node's JSON into exact values (numbers checked, wei as bigint, addresses lower-case).
 import { BlockReadError } from '../errors/node.ts';
 import type { ForwardResult } from '../upstreams/pool.ts';
-import type { FollowedBlock, FollowedTransaction } from './follower.ts';
+import type { FollowedBlock, FollowedTransaction } from './types.ts';
 
 /** What the follower needs of an upstream pool (`UpstreamPool` fits). */
 export interface BlockSource {

@@ -6,7 +6,7 @@ import { BlockReadError } from '../errors/node.ts';
 import type { Db } from '../storage/db.ts';
 import type { Head } from '../upstreams/upstreams.ts';
 import { type BlockSource, readBlocks, readHead } from './blocks.ts';
-import type { BlockConsumer, FollowedBlock } from './follower.ts';
+import type { BlockConsumer, FollowedBlock } from './types.ts';
 import type { FollowerStore } from './store.ts';
 
 export interface FollowerSettings {

@@ -7,7 +7,7 @@ import type { Address, Hex } from 'viem';
 import { decodeFunctionResult, encodeFunctionData, pad, toHex } from 'viem/utils';
 import type { Config } from '../config/schema.ts';
 import { NoUpstreamError, UpstreamRpcError } from '../errors/upstream.ts';
-import type { BlockConsumer, FollowedBlock } from '../events/follower.ts';
+import type { BlockConsumer, FollowedBlock } from '../events/types.ts';
 import { broadcast, readWallet } from '../faucet/sender.ts';
 import type { Db } from '../storage/db.ts';
 import type { Upstreams } from '../upstreams/upstreams.ts';

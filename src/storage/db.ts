@@ -7,12 +7,13 @@ import { sql } from 'drizzle-orm';
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
 import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
 import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator';
-import * as schema from './schema.ts';
 import { StorageError } from '../errors/storage.ts';
 
-export type Schema = typeof schema;
-/** One type over both drivers: features write their queries once. */
-export type Db = PgDatabase<PgQueryResultHKT, Schema>;
+/**
+ * One type over both drivers: features write their queries once, each against its own
+ * `schema.ts`. Storage knows no feature's tables (the relational `db.query` API is not used).
+ */
+export type Db = PgDatabase<PgQueryResultHKT>;
 /** A transaction of `Db` (a `Db` itself: every query method works the same inside one). */
 export type Tx = Parameters<Parameters<Db['transaction']>[0]>[0];
 
@@ -70,7 +71,7 @@ export async function migratedPgliteImage(): Promise<Blob> {
   const client = new PGlite();
   try {
     await client.waitReady;
-    await migratePglite(drizzlePglite(client, { schema }), { migrationsFolder: MIGRATIONS });
+    await migratePglite(drizzlePglite(client), { migrationsFolder: MIGRATIONS });
     return await client.dumpDataDir('none');
   } finally {
     await client.close();
@@ -92,7 +93,7 @@ async function openPglite(dataDir: string, image: Blob | undefined, sharedBuffer
     ownerOnly(dir);
   }
   await client.waitReady;
-  const db = drizzlePglite(client, { schema });
+  const db = drizzlePglite(client);
   await migratePglite(db, { migrationsFolder: MIGRATIONS });
   return {
     db: db as unknown as Db,
@@ -154,14 +155,14 @@ async function openPostgres(url: string): Promise<Storage> {
   try {
     await conn.query('select pg_advisory_lock($1)', [MIGRATION_LOCK]);
     try {
-      await migratePg(drizzlePg(conn, { schema }), { migrationsFolder: MIGRATIONS });
+      await migratePg(drizzlePg(conn), { migrationsFolder: MIGRATIONS });
     } finally {
       await conn.query('select pg_advisory_unlock($1)', [MIGRATION_LOCK]);
     }
   } finally {
     conn.release();
   }
-  const db = drizzlePg(pool, { schema });
+  const db = drizzlePg(pool);
   return {
     db: db as unknown as Db,
     kind: 'postgres',

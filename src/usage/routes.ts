@@ -1,9 +1,9 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type as T } from '@sinclair/typebox';
 import { badRequest, notFound } from '../errors/http.ts';
+import { checkLength, Day, type Problem, resolvePeriod } from '../http/period.ts';
 import { ErrorResponse, ok } from '../http/schemas.ts';
 import { currentPeriods } from '../metering/periods.ts';
-import { checkLength, Day, type Problem, resolvePeriod } from './period.ts';
 import type { UsageService } from './service.ts';
 
 const Count = T.Integer({ minimum: 0 });

@@ -6,11 +6,11 @@
 import type { Logger } from 'pino';
 import { formatUnits } from 'viem/utils';
 import type { Config } from '../config/schema.ts';
-import type { BlockConsumer, FollowedBlock, FollowedTransaction } from '../events/follower.ts';
+import type { BlockConsumer, FollowedBlock, FollowedTransaction } from '../events/types.ts';
+import { usdCents } from '../prices/money.ts';
 import type { Prices } from '../prices/prices.ts';
 import type { Db } from '../storage/db.ts';
 import type { Upstreams } from '../upstreams/upstreams.ts';
-import { usdCents } from '../whales/money.ts';
 import { compareDecimal } from './events.ts';
 import type { Webhooks } from './service.ts';
 import { revertedOf } from '../events/reverted.ts';

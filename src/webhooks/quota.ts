@@ -10,9 +10,15 @@ import { currentPeriods } from '../metering/periods.ts';
 import { effectiveLimits } from '../metering/plans.ts';
 import type { Db } from '../storage/db.ts';
 import { webhookPlans } from './endpoints.ts';
-import type { Webhooks } from './service.ts';
+import type { PublishedEvent } from './events.ts';
 
 export const QUOTA_THRESHOLDS = [80, 100] as const;
+
+/** What the notices need of the webhooks service (it owns them): publish in a transaction, then wake the sender. */
+export interface QuotaPublisher {
+  publish(tx: Db, event: PublishedEvent): Promise<number>;
+  wake(): void;
+}
 
 export interface QuotaData {
   /** `daily` (requests, C11 UTC day) or `monthly` (compute units, UTC month). */
@@ -41,13 +47,13 @@ interface AccountUsage {
 export class QuotaNotices {
   readonly #db: Db;
   readonly #config: Config;
-  readonly #webhooks: Webhooks;
+  readonly #webhooks: QuotaPublisher;
   readonly #log: Logger;
   /** Accounts waiting for a check; checks run one at a time. */
   #queued = new Set<string>();
   #running: Promise<void> | undefined;
 
-  constructor(deps: { db: Db; config: Config; webhooks: Webhooks; logger: Logger }) {
+  constructor(deps: { db: Db; config: Config; webhooks: QuotaPublisher; logger: Logger }) {
     this.#db = deps.db;
     this.#config = deps.config;
     this.#webhooks = deps.webhooks;

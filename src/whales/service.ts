@@ -5,12 +5,12 @@ import type { Logger } from 'pino';
 import { formatUnits, parseUnits } from 'viem/utils';
 import type { Config } from '../config/schema.ts';
 import { badRequest } from '../errors/http.ts';
-import type { BlockConsumer, FollowedBlock, FollowedTransaction } from '../events/follower.ts';
+import type { BlockConsumer, FollowedBlock, FollowedTransaction } from '../events/types.ts';
+import { usdCents } from '../prices/money.ts';
 import type { Prices } from '../prices/prices.ts';
 import type { Db } from '../storage/db.ts';
 import type { Upstreams } from '../upstreams/upstreams.ts';
 import type { Webhooks } from '../webhooks/service.ts';
-import { usdCents } from './money.ts';
 import { whaleAlerts } from './schema.ts';
 import { revertedOf } from '../events/reverted.ts';
 

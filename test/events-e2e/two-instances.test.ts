@@ -13,7 +13,7 @@ import { Webhook } from 'standardwebhooks';
 import { type Address, createPublicClient, createWalletClient, defineChain, type Hex, http, parseUnits } from 'viem';
 import { generatePrivateKey, privateKeyToAccount, privateKeyToAddress } from 'viem/accounts';
 import { type Devnet, startDevnet } from '../../src/devnet/devnet.ts';
-import type { FollowedBlock } from '../../src/events/follower.ts';
+import type { FollowedBlock } from '../../src/events/types.ts';
 import { webhookAttempts, webhookDeliveries, webhookEvents } from '../../src/webhooks/schema.ts';
 import { whaleAlerts } from '../../src/whales/schema.ts';
 import { createTestDatabase, startTestApp, type TestApp } from '../support/app.ts';

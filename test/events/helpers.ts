@@ -1,7 +1,7 @@
 // Shared by the block follower's tests: a devnet chain, apps in front of it, and consumers that
 // record what they are handed (in memory, and in a table written in the block's transaction).
 import { sql } from 'drizzle-orm';
-import type { BlockConsumer, FollowedBlock } from '../../src/events/follower.ts';
+import type { BlockConsumer, FollowedBlock } from '../../src/events/types.ts';
 import type { Db } from '../../src/storage/db.ts';
 import { startTestApp, type TestApp, type TestAppOptions } from '../support/app.ts';
 

@@ -2,7 +2,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { eq, sql } from 'drizzle-orm';
 import type { InjectOptions } from 'fastify';
-import { apiKeys, users } from '../../src/storage/schema.ts';
+import { users } from '../../src/auth/schema.ts';
+import { apiKeys } from '../../src/keys/schema.ts';
 import { createKey, registerUser, startTestApp, type TestApp, uniqueEmail } from '../support/app.ts';
 
 const ADMIN_TOKEN = 'admin-token-for-hardening-tests';

@@ -6,7 +6,7 @@ import { after, before, describe, test } from 'node:test';
 import { eq } from 'drizzle-orm';
 import { type Address, createPublicClient, createWalletClient, defineChain, type Hex, http, parseUnits, toHex } from 'viem';
 import { generatePrivateKey, privateKeyToAccount, privateKeyToAddress } from 'viem/accounts';
-import type { FollowedBlock } from '../../src/events/follower.ts';
+import type { FollowedBlock } from '../../src/events/types.ts';
 import type { PublishedEvent } from '../../src/webhooks/service.ts';
 import { whaleAlerts } from '../../src/whales/schema.ts';
 import { registerUser, setTier, startTestApp, type TestApp } from '../support/app.ts';

@@ -3,8 +3,8 @@ import type { ComponentType } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { signOut, useSession } from './api.ts';
 import { ErrorBanner, Link, Loading, Page } from './components.tsx';
-import { HOME_SIGNED_IN, HOME_SIGNED_OUT, type PageDef, pages } from './registry.ts';
-import { navigate, useLocation } from './router.ts';
+import { type PageDef, pages } from './registry.ts';
+import { HOME_SIGNED_IN, HOME_SIGNED_OUT, navigate, useLocation } from './router.ts';
 
 const loaded = new Map<string, ComponentType>();
 

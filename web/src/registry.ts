@@ -28,7 +28,3 @@ export const pages: PageDef[] = [
   { path: '/intents', title: 'Intents', nav: true, access: 'signed-in', load: () => import('./pages/intents.tsx') },
   // More pages: one line each, in the order of the navigation.
 ];
-
-/** Where `/` leads. */
-export const HOME_SIGNED_IN = '/keys';
-export const HOME_SIGNED_OUT = '/signin';

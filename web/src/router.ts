@@ -2,6 +2,10 @@
 // answers with the dashboard on a reload (routes.json, src/http/dashboard.ts).
 import { useEffect, useState } from 'preact/hooks';
 
+/** Where `/` leads (here, not in the page registry: pages use them, and the registry loads the pages). */
+export const HOME_SIGNED_IN = '/keys';
+export const HOME_SIGNED_OUT = '/signin';
+
 const listeners = new Set<() => void>();
 const notify = () => listeners.forEach((l) => l());
 window.addEventListener('popstate', notify);

@@ -1,8 +1,7 @@
 import { useState } from 'preact/hooks';
 import { fieldErrors, signIn } from '../api.ts';
 import { ErrorBanner, Link, Page } from '../components.tsx';
-import { HOME_SIGNED_IN } from '../registry.ts';
-import { navigate, useLocation } from '../router.ts';
+import { HOME_SIGNED_IN, navigate, useLocation } from '../router.ts';
 
 /** Where to go after signing in: the page that sent the guest here, if it is one of ours. */
 export function nextPath(query: URLSearchParams): string {

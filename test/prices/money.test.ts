@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { parseUnits } from 'viem';
-import { decimalOf, usdCents } from '../../src/whales/money.ts';
+import { decimalOf, usdCents } from '../../src/prices/money.ts';
 
 const wei = (coins: string) => parseUnits(coins, 18);
 

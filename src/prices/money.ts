@@ -1,4 +1,5 @@
-// C35: a whale alert's USD value, to the cent, without floating-point arithmetic on the amount.
+// C35: USD values to the cent, without floating-point arithmetic on the amount: whale alerts,
+// address activity webhooks and balances all price amounts here.
 
 /**
  * `price` as an exact decimal: `{ units, scale }` with price = units / 10^scale. The number's
