@@ -7,3 +7,4 @@ export * from '../events/schema.ts';
 export * from '../whales/schema.ts';
 export * from '../webhooks/schema.ts';
 export * from '../intents/schema.ts';
+export * from '../analytics/schema.ts';
