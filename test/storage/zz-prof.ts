@@ -1,0 +1,12 @@
+import { PGlite } from '@electric-sql/pglite';
+import { pgliteTemplate } from '/work/wt/migrations/test/support/pglite-template.ts';
+import { describeSchema, emptyDatabase } from '/work/wt/migrations/test/storage/migration-support.ts';
+let t = Date.now();
+const lap = (m: string) => { console.log(m, Date.now() - t); t = Date.now(); };
+const img = await pgliteTemplate(); lap('image');
+const c = new PGlite({ loadDataDir: img }); await c.waitReady; lap('open');
+const db = { exec: async (s: string) => void (await c.exec(s)), rows: async (s: string) => (await c.query<Record<string, unknown>>(s)).rows };
+await describeSchema(db); lap('describe full');
+await describeSchema(db); lap('describe full 2');
+await emptyDatabase(db); lap('empty');
+await describeSchema(db); lap('describe empty');
