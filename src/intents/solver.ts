@@ -9,6 +9,7 @@ import type { Config } from '../config/schema.ts';
 import { NoUpstreamError, UpstreamRpcError } from '../errors/upstream.ts';
 import type { BlockConsumer, FollowedBlock } from '../events/follower.ts';
 import { broadcast, readWallet } from '../faucet/sender.ts';
+import { SerialJob } from '../jobs/serial.ts';
 import type { Db } from '../storage/db.ts';
 import type { Upstreams } from '../upstreams/upstreams.ts';
 import type { Webhooks } from '../webhooks/service.ts';
@@ -60,8 +61,8 @@ export class Solver implements BlockConsumer {
   /** Per intent awaiting its open: when it was last looked up directly. */
   readonly #lookedUp = new Map<string, number>();
   #timer: NodeJS.Timeout | undefined;
-  #running: Promise<void> | undefined;
-  #again = false;
+  /** C33: a round now, or right after the one running. */
+  readonly #rounds = new SerialJob(() => this.#round());
   #first = true;
   #closed = false;
 
@@ -146,24 +147,13 @@ export class Solver implements BlockConsumer {
   async close(): Promise<void> {
     this.#closed = true;
     clearInterval(this.#timer);
-    await this.#running;
+    await this.#rounds.stop();
   }
 
   /** Runs a round now (or right after the one running). */
   kick(): void {
     if (this.#closed) return;
-    if (this.#running) {
-      this.#again = true;
-      return;
-    }
-    this.#running = (async () => {
-      do {
-        this.#again = false;
-        await this.#round();
-      } while (this.#again && !this.#closed);
-    })().finally(() => {
-      this.#running = undefined;
-    });
+    void this.#rounds.request();
   }
 
   async #round(): Promise<void> {
