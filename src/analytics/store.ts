@@ -1,5 +1,6 @@
 import { type SQL, sql } from 'drizzle-orm';
 import type { Logger } from 'pino';
+import { PeriodicJob } from '../jobs/periodic.ts';
 import type { Db } from '../storage/db.ts';
 import { fromArrayText, mergeInto, percentile } from './histogram.ts';
 import { REFUSAL_REASONS } from './recorder.ts';
@@ -79,8 +80,12 @@ const byRequests = <T extends { requests: number }>(name: (x: T) => string) => (
 export class AnalyticsStore {
   readonly #db: Db;
   readonly #log: Logger;
-  #sweepTimer: NodeJS.Timeout | undefined;
-  #sweeping: Promise<void> | undefined;
+  /** The retention sweep: once at start, then every hour. */
+  readonly #sweeps = new PeriodicJob({
+    run: () => this.sweep(),
+    everyMs: SWEEP_INTERVAL_MS,
+    onError: (err) => this.#log.warn({ error: (err as Error).name }, 'analytics retention sweep failed'),
+  });
 
   constructor(deps: { db: Db; logger: Logger }) {
     this.#db = deps.db;
@@ -195,25 +200,12 @@ export class AnalyticsStore {
     return out;
   }
 
-  #sweepSoon(): void {
-    if (this.#sweeping) return;
-    this.#sweeping = this.sweep()
-      .then(() => {})
-      .catch((err: unknown) => this.#log.warn({ error: (err as Error).name }, 'analytics retention sweep failed'))
-      .finally(() => (this.#sweeping = undefined));
-  }
-
   /** Starts the retention sweep: once now, then every hour; the timer does not keep the process alive. */
   start(): void {
-    if (this.#sweepTimer) return;
-    this.#sweepSoon();
-    this.#sweepTimer = setInterval(() => this.#sweepSoon(), SWEEP_INTERVAL_MS);
-    this.#sweepTimer.unref();
+    this.#sweeps.start();
   }
 
   async close(): Promise<void> {
-    if (this.#sweepTimer) clearInterval(this.#sweepTimer);
-    this.#sweepTimer = undefined;
-    await this.#sweeping;
+    await this.#sweeps.stop();
   }
 }

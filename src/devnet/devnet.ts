@@ -6,7 +6,7 @@ import type { Address } from 'viem';
 import { privateKeyToAddress } from 'viem/accounts';
 import { type AnvilOptions, AnvilProcess } from './anvil.ts';
 import { deployPriceFeed, setFeedPrice } from './feeds.ts';
-import { rpc } from './rpc.ts';
+import { rpc } from '../json/rpc-client.ts';
 import { type DevnetTraffic, startDevnetTraffic } from './traffic.ts';
 import { startXdposResponder, type XdposResponder } from './xdpos.ts';
 import { DevnetError } from '../errors/devnet.ts';
@@ -300,7 +300,7 @@ async function whenReady(network: DevnetNetwork, anvil: AnvilProcess): Promise<s
   while (Date.now() < deadline) {
     if (!anvil.running) throw new DevnetError('anvil exited during start');
     try {
-      const id = await rpc(url, 'eth_chainId', [], 1_000);
+      const id = await rpc(url, 'eth_chainId', [], { timeoutMs: 1_000 });
       if (Number(id) === network.chainId) return url;
       last = `eth_chainId returned ${String(id)}`;
     } catch (err) {

@@ -3,7 +3,7 @@
 import type { Address, Hex } from 'viem';
 import { decodeFunctionResult, encodeDeployData, encodeFunctionData } from 'viem/utils';
 import { loadArtifact } from './artifacts.ts';
-import { rpc, waitForReceipt } from './rpc.ts';
+import { rpc, waitForReceipt } from '../json/rpc-client.ts';
 import { DevnetError } from '../errors/devnet.ts';
 
 /** Digits after the point in the feed's answers (as Chainlink's USD feeds). */

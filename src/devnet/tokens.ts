@@ -4,7 +4,7 @@ import type { Address, Hex } from 'viem';
 import { encodeDeployData, encodeFunctionData, getAddress, parseUnits } from 'viem/utils';
 import type { Config, TokenConfig } from '../config/schema.ts';
 import { loadArtifact } from './artifacts.ts';
-import { rpc, waitForReceipt } from './rpc.ts';
+import { rpc, waitForReceipt } from '../json/rpc-client.ts';
 import { DevnetError } from '../errors/devnet.ts';
 
 /** The devnet's test token: a dollar with 6 decimals (as USDC), priced at a fixed 1 USD. */

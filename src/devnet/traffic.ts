@@ -6,7 +6,7 @@
 import { randomBytes, randomInt } from 'node:crypto';
 import type { Address, Hex } from 'viem';
 import { refreshFeed } from './feeds.ts';
-import { rpc } from './rpc.ts';
+import { rpc } from '../json/rpc-client.ts';
 
 /** Whole coins of one whale transfer: at least the whale-alert list's default minValue (C36). */
 export const WHALE_MIN_COINS = 100_000;

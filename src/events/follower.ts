@@ -8,6 +8,7 @@ import { hostname } from 'node:os';
 import type { Logger } from 'pino';
 import { DeadlineError } from '../errors/deadline.ts';
 import type { Config } from '../config/schema.ts';
+import { SerialJob } from '../jobs/serial.ts';
 import type { Db } from '../storage/db.ts';
 import type { Upstreams } from '../upstreams/upstreams.ts';
 import { NetworkFollower, type FollowerSettings, type NetworkFollowerStats } from './network-follower.ts';
@@ -53,8 +54,8 @@ export class BlockFollower {
   readonly #refreshMs: number;
   readonly #unknown = new Set<string>();
   #timer: NodeJS.Timeout | undefined;
-  #refreshing: Promise<void> | undefined;
-  #again = false;
+  /** Asking the consumers: now, or right after the asking in progress. */
+  readonly #refreshing = new SerialJob(() => this.#refreshOnce());
   #started = false;
   #closed = false;
 
@@ -97,19 +98,7 @@ export class BlockFollower {
    */
   refresh(): Promise<void> {
     if (!this.#started || this.#closed) return Promise.resolve();
-    if (this.#refreshing) {
-      this.#again = true;
-      return this.#refreshing;
-    }
-    this.#refreshing = (async () => {
-      do {
-        this.#again = false;
-        await this.#refreshOnce();
-      } while (this.#again && !this.#closed);
-    })().finally(() => {
-      this.#refreshing = undefined;
-    });
-    return this.#refreshing;
+    return this.#refreshing.request();
   }
 
   async #refreshOnce(): Promise<void> {
@@ -177,7 +166,7 @@ export class BlockFollower {
     if (this.#closed) return;
     this.#closed = true;
     clearInterval(this.#timer);
-    await this.#refreshing;
+    await this.#refreshing.stop();
     await Promise.all([...this.#followers.values()].map((f) => f.stop(opts.releaseLeases ?? true)));
     this.#followers.clear();
   }

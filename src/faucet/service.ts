@@ -6,6 +6,7 @@ import { CooldownError } from '../errors/domain.ts';
 import { badRequest, HttpError } from '../errors/http.ts';
 import type { Upstreams } from '../upstreams/upstreams.ts';
 import { NoUpstreamError, UpstreamRpcError } from '../errors/upstream.ts';
+import { PeriodicJob } from '../jobs/periodic.ts';
 import type { Db } from '../storage/db.ts';
 import { type Grant, GrantStore } from './grants.ts';
 import { broadcast, lookup, readWallet, signGrant, transferGas } from './sender.ts';
@@ -72,20 +73,24 @@ export class FaucetService {
   readonly #upstreams: Upstreams;
   readonly #log: Logger;
   readonly #cooldownSeconds: number;
-  /** How often grants not yet mined are checked, and how old (since recorded or sent) they must be, in ms. */
-  readonly #recheckIntervalMs: number;
+  /** How old (since recorded or sent) a grant not yet mined must be to be checked, in ms. */
   readonly #recheckAfterMs: number;
   readonly #lock = new KeyedLock();
-  #timer: NodeJS.Timeout | undefined;
-  #sweeping: Promise<void> | undefined;
+  /** Settles grants not known to be mined, one sweep at a time (#reconcile). */
+  readonly #sweeps: PeriodicJob;
   #closed = false;
 
   /** @throws ConfigError naming a bad faucet setting. */
   constructor(deps: { db: Db; config: Config; registry: NetworkRegistry; upstreams: Upstreams; logger: Logger }) {
     this.#wallets = new Map(faucetWallets(deps.config).map((w) => [w.slug, w]));
     this.#cooldownSeconds = deps.config.faucet.cooldownSeconds;
-    this.#recheckIntervalMs = deps.config.faucet.recheckIntervalSeconds * 1000;
     this.#recheckAfterMs = deps.config.faucet.recheckAfterSeconds * 1000;
+    this.#sweeps = new PeriodicJob({
+      // Not younger than recheckAfter after the first: another instance's grant in flight is left to finish first.
+      run: (first) => this.#reconcile(first ? 0 : this.#recheckAfterMs),
+      everyMs: deps.config.faucet.recheckIntervalSeconds * 1000,
+      onError: (err) => this.#log.error({ err }, 'faucet: checking unsettled grants failed'),
+    });
     this.#grants = new GrantStore(deps.db, this.#cooldownSeconds);
     this.#registry = deps.registry;
     this.#upstreams = deps.upstreams;
@@ -103,17 +108,13 @@ export class FaucetService {
    * mined: pending ones are re-broadcast, sent ones the node dropped are sent again (#reconcile).
    */
   async start(): Promise<void> {
-    if (this.#timer || this.#closed) return;
-    this.#sweep(0);
-    // Not younger than recheckAfter: another instance's grant in flight is left to finish first.
-    this.#timer = setInterval(() => this.#sweep(this.#recheckAfterMs), this.#recheckIntervalMs);
-    this.#timer.unref();
+    if (this.#closed) return;
+    this.#sweeps.start();
   }
 
   async close(): Promise<void> {
     this.#closed = true;
-    clearInterval(this.#timer);
-    await this.#sweeping;
+    await this.#sweeps.stop();
   }
 
   /**
@@ -215,16 +216,6 @@ export class FaucetService {
 
   #empty(w: FaucetWallet): HttpError {
     return new HttpError('FAUCET_EMPTY', `The ${w.slug} faucet cannot pay this grant right now; try a smaller amount or later`);
-  }
-
-  /** Settles grants not known to be mined, per network in nonce order, one sweep at a time. */
-  #sweep(minAgeMs: number): void {
-    if (this.#sweeping || this.#closed) return;
-    this.#sweeping = this.#reconcile(minAgeMs)
-      .catch((err: unknown) => this.#log.error({ err }, 'faucet: checking unsettled grants failed'))
-      .finally(() => {
-        this.#sweeping = undefined;
-      });
   }
 
   /**

@@ -6,6 +6,7 @@ import { encodeDeployData, keccak256 } from 'viem/utils';
 import { validateConfig } from '../config/load.ts';
 import type { Config } from '../config/schema.ts';
 import { loadArtifact } from '../devnet/artifacts.ts';
+import { type CallOptions, type Receipt, rpc, sendRawTransaction, waitForReceipt } from '../json/rpc-client.ts';
 
 /** One chain to deploy on: plain JSON-RPC (never through the gateway). */
 export interface DeployChain {
@@ -31,80 +32,31 @@ export interface DeployedSettlers {
   settlers: Record<string, { origin: Address; destination: Address }>;
 }
 
-/** A node's JSON-RPC error, as opposed to no answer at all. */
-class NodeError extends Error {}
-
-const CALL_TIMEOUT_MS = 15_000;
-const CALL_ATTEMPTS = 3;
-
 /**
- * One call, tried again when no answer came (a timeout, a dropped connection, a 5xx from a relay): every call here
- * may be repeated safely (reads, and a signed transaction, whose second sending changes nothing).
- * On a loaded machine a start that is busy migrating storage can leave an answer unread past its
- * timeout; the next attempt finds the loop free.
+ * Every call here may be repeated safely (reads, and signed transactions), so one with no answer
+ * is tried again: on a loaded machine a start that is busy migrating storage can leave an answer
+ * unread past its timeout; the next attempt finds the loop free.
  */
-async function rpc<T>(url: string, method: string, params: unknown[]): Promise<T> {
-  for (let attempt = 1; ; attempt++) {
-    try {
-      const res = await fetch(url, {
-        method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
-        signal: AbortSignal.timeout(CALL_TIMEOUT_MS),
-      });
-      // A 5xx is a relay's failure (the devnet's responder in front of anvil, a load balancer), not the node's answer.
-      if (res.status >= 500) throw new Error(`${method}: HTTP ${res.status} ${(await res.text()).slice(0, 200)}`);
-      const body = (await res.json()) as { result?: T; error?: { message?: string } };
-      if (body.error) throw new NodeError(`${method}: ${body.error.message ?? 'error'}`);
-      return body.result as T;
-    } catch (err) {
-      if (err instanceof NodeError || attempt >= CALL_ATTEMPTS) throw err;
-    }
-  }
-}
-
-/** Sends a signed transaction; a repeat that the node already has (sent by an attempt whose answer was lost) is no error. */
-async function sendRaw(url: string, raw: Hex): Promise<void> {
-  try {
-    await rpc<Hex>(url, 'eth_sendRawTransaction', [raw]);
-  } catch (err) {
-    if (!(err instanceof NodeError) || !/already known|known transaction|nonce too low/i.test(err.message)) throw err;
-  }
-}
-
-interface Receipt {
-  status: Hex;
-  contractAddress: Address | null;
-}
-
-async function receipt(url: string, hash: Hex, timeoutMs: number): Promise<Receipt> {
-  const until = Date.now() + timeoutMs;
-  for (;;) {
-    const r = await rpc<Receipt | null>(url, 'eth_getTransactionReceipt', [hash]);
-    if (r) {
-      if (r.status !== '0x1') throw new Error(`transaction ${hash} reverted`);
-      return r;
-    }
-    if (Date.now() > until) throw new Error(`no receipt for ${hash} within ${timeoutMs} ms`);
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-}
+const CALLS: CallOptions = { timeoutMs: 15_000, attempts: 3 };
+/** Milliseconds between two looks for a receipt. */
+const RECEIPT_POLL_MS = 100;
 
 /** Signs and sends the deployer's transactions on one chain, nonces in order, each waited for. */
 async function deployOn(chain: DeployChain, opts: DeployOptions): Promise<{ origin: Address; destination: Address }> {
   const account = privateKeyToAccount(opts.deployerKey);
   const url = chain.rpcUrl;
   const timeoutMs = opts.timeoutMs ?? 60_000;
-  const id = Number(BigInt(await rpc<Hex>(url, 'eth_chainId', [])));
+  const call = <T>(method: string, params: unknown[]) => rpc<T>(url, method, params, CALLS);
+  const id = Number(BigInt(await call<Hex>('eth_chainId', [])));
   if (id !== chain.chainId) throw new Error(`${chain.slug}: the node at the given URL is chain ${id}, not ${chain.chainId}`);
-  let nonce = Number(BigInt(await rpc<Hex>(url, 'eth_getTransactionCount', [account.address, 'pending'])));
+  let nonce = Number(BigInt(await call<Hex>('eth_getTransactionCount', [account.address, 'pending'])));
   const send = async (tx: { to?: Address; data?: Hex; value?: bigint }): Promise<Receipt> => {
-    const gasPrice = BigInt(await rpc<Hex>(url, 'eth_gasPrice', []));
-    const call = { from: account.address, ...(tx.to ? { to: tx.to } : {}), ...(tx.data ? { data: tx.data } : {}), value: `0x${(tx.value ?? 0n).toString(16)}` };
-    const gas = (BigInt(await rpc<Hex>(url, 'eth_estimateGas', [call])) * 12n) / 10n;
+    const gasPrice = BigInt(await call<Hex>('eth_gasPrice', []));
+    const estimate = { from: account.address, ...(tx.to ? { to: tx.to } : {}), ...(tx.data ? { data: tx.data } : {}), value: `0x${(tx.value ?? 0n).toString(16)}` };
+    const gas = (BigInt(await call<Hex>('eth_estimateGas', [estimate])) * 12n) / 10n;
     const raw = await account.signTransaction({ chainId: id, nonce: nonce++, type: 'legacy', gasPrice: (gasPrice * 12n) / 10n, gas, ...tx });
-    await sendRaw(url, raw);
-    return receipt(url, keccak256(raw), timeoutMs);
+    await sendRawTransaction(url, raw, CALLS);
+    return waitForReceipt(url, keccak256(raw), { timeoutMs, pollMs: RECEIPT_POLL_MS, call: CALLS });
   };
   const origin = loadArtifact('OriginSettler');
   const destination = loadArtifact('DestinationSettler');

@@ -9,6 +9,7 @@ import type { Config } from '../config/schema.ts';
 import { NoUpstreamError, UpstreamRpcError } from '../errors/upstream.ts';
 import type { BlockConsumer, FollowedBlock } from '../events/types.ts';
 import { broadcast, readWallet } from '../faucet/sender.ts';
+import { SerialJob } from '../jobs/serial.ts';
 import type { Db } from '../storage/db.ts';
 import type { Upstreams } from '../upstreams/upstreams.ts';
 import type { Webhooks } from '../webhooks/service.ts';
@@ -16,7 +17,8 @@ import type { IntentsSetup } from './config.ts';
 import { decodeSettlerLog, encodeFill, encodeOriginData, encodeRefund, encodeSettle, originAbi, type RawLog, type SettlerEvent, settlerTopics } from './contracts.ts';
 import { intents as i, type IntentStatus, type IntentTxKind } from './schema.ts';
 import type { IntentService } from './service.ts';
-import { IntentStore, type IntentRow, type IntentTxRow } from './store.ts';
+import { SolverTransactions } from './solver-txs.ts';
+import { IntentStore, type IntentRow } from './store.ts';
 
 export interface SolverOptions {
   db: Db;
@@ -59,9 +61,10 @@ export class Solver implements BlockConsumer {
   readonly #preparedLogs = new Map<string, RawLog[]>();
   /** Per intent awaiting its open: when it was last looked up directly. */
   readonly #lookedUp = new Map<string, number>();
+  readonly #txs: SolverTransactions;
   #timer: NodeJS.Timeout | undefined;
-  #running: Promise<void> | undefined;
-  #again = false;
+  /** C33: a round now, or right after the one running. */
+  readonly #rounds = new SerialJob(() => this.#round());
   #first = true;
   #closed = false;
 
@@ -74,6 +77,7 @@ export class Solver implements BlockConsumer {
     this.#webhooks = opts.webhooks;
     this.#log = opts.logger.child({ component: 'solver' });
     this.#confirmations = Math.max(1, opts.config.events.confirmations);
+    this.#txs = new SolverTransactions({ setup: this.#setup, store: this.#store, upstreams: this.#upstreams, logger: this.#log, stats: this.stats, closed: () => this.#closed });
   }
 
   /** C33: the origins and destinations of intents still in progress (those with settlers). */
@@ -146,24 +150,13 @@ export class Solver implements BlockConsumer {
   async close(): Promise<void> {
     this.#closed = true;
     clearInterval(this.#timer);
-    await this.#running;
+    await this.#rounds.stop();
   }
 
   /** Runs a round now (or right after the one running). */
   kick(): void {
     if (this.#closed) return;
-    if (this.#running) {
-      this.#again = true;
-      return;
-    }
-    this.#running = (async () => {
-      do {
-        this.#again = false;
-        await this.#round();
-      } while (this.#again && !this.#closed);
-    })().finally(() => {
-      this.#running = undefined;
-    });
+    void this.#rounds.request();
   }
 
   async #round(): Promise<void> {
@@ -176,7 +169,7 @@ export class Solver implements BlockConsumer {
       return;
     }
     const steps: Array<[string, () => Promise<void>]> = [
-      ['re-sending transactions', () => this.#reconcile(this.#first ? 0 : this.#setup.resendAfterMs)],
+      ['re-sending transactions', () => this.#txs.reconcile(this.#first ? 0 : this.#setup.resendAfterMs)],
       ['expiring intents', () => this.#awaitingOpen()],
       ['filling', () => this.#fills()],
       ['settling', () => this.#settles()],
@@ -360,7 +353,7 @@ export class Solver implements BlockConsumer {
     const rows = await this.#store.due(['opened'], and(fillable, not(IntentStore.hasTx('fill', ['pending', 'sent', 'mined', 'reverted']))));
     for (const row of rows) {
       const originData = encodeOriginData(row.orderId as Hex, row.recipient as Address, BigInt(row.outputWei), row.fillDeadline, row.destinationChainId);
-      await this.#send(row, 'fill', row.toNetwork, row.destinationSettler as Address, encodeFill(row.orderId as Hex, originData), BigInt(row.outputWei), this.#setup.fillGasLimit, and(sql`${i.status} = 'opened'`, fillable));
+      await this.#txs.send(row, 'fill', row.toNetwork, row.destinationSettler as Address, encodeFill(row.orderId as Hex, originData), BigInt(row.outputWei), this.#setup.fillGasLimit, and(sql`${i.status} = 'opened'`, fillable));
     }
   }
 
@@ -368,7 +361,7 @@ export class Solver implements BlockConsumer {
   async #settles(): Promise<void> {
     const rows = await this.#store.due(['filled'], and(isNotNull(i.filler), not(IntentStore.hasTx('settle', ['pending', 'sent', 'mined']))));
     for (const row of rows) {
-      await this.#send(row, 'settle', row.fromNetwork, row.originSettler as Address, encodeSettle(row.orderId as Hex, row.filler as Address), 0n, this.#setup.settleGasLimit, sql`${i.status} = 'filled'`);
+      await this.#txs.send(row, 'settle', row.fromNetwork, row.originSettler as Address, encodeSettle(row.orderId as Hex, row.filler as Address), 0n, this.#setup.settleGasLimit, sql`${i.status} = 'filled'`);
     }
   }
 
@@ -381,117 +374,8 @@ export class Solver implements BlockConsumer {
       and(due, not(IntentStore.hasTx('refund', ['pending', 'sent', 'mined'])), not(IntentStore.hasTx('fill', ['pending', 'sent', 'mined']))),
     );
     for (const row of rows) {
-      await this.#send(row, 'refund', row.fromNetwork, row.originSettler as Address, encodeRefund(row.orderId as Hex), 0n, this.#setup.settleGasLimit, and(sql`${i.status} = 'opened'`, isNull(i.filler)));
+      await this.#txs.send(row, 'refund', row.fromNetwork, row.originSettler as Address, encodeRefund(row.orderId as Hex), 0n, this.#setup.settleGasLimit, and(sql`${i.status} = 'opened'`, isNull(i.filler)));
     }
-  }
-
-  /**
-   * One solver transaction: checks the wallet can pay and the call would succeed now (a call at
-   * the pending block), records it signed (the claim: one per kind and intent), then broadcasts.
-   */
-  async #send(row: IntentRow, kind: IntentTxKind, network: string, to: Address, data: Hex, value: bigint, gas: bigint, guard: ReturnType<typeof sql> | undefined): Promise<void> {
-    if (this.#closed) return;
-    const wallet = this.#setup.solvers.get(network);
-    if (!wallet) return;
-    const log = { intentId: row.id, kind, network };
-    const pool = this.#upstreams.pool(network);
-    try {
-      const state = await readWallet(pool, wallet.address);
-      if (state.balance < value + gas * state.maxPerGas) {
-        this.#log.warn({ ...log, solver: wallet.address }, 'solver: the wallet cannot pay this transaction now');
-        return;
-      }
-      try {
-        await pool.request('eth_call', [{ from: wallet.address, to, data, value: toHex(value), gas: toHex(gas) }, 'pending']);
-      } catch (err) {
-        if (!(err instanceof UpstreamRpcError)) throw err;
-        this.#log.info({ ...log, reason: err.message }, 'solver: the transaction would revert now; not sent');
-        return;
-      }
-      const base = { chainId: wallet.chainId, to, value, data, gas };
-      const rec = await this.#store.reserveTx({ intentId: row.id, kind, network, fromAddress: wallet.address.toLowerCase(), guard }, state.nonce, (nonce) =>
-        state.fees.type === 'legacy'
-          ? wallet.account.signTransaction({ ...base, nonce, type: 'legacy', gasPrice: state.fees.gasPrice })
-          : wallet.account.signTransaction({ ...base, nonce, type: 'eip1559', maxFeePerGas: state.fees.maxFeePerGas, maxPriorityFeePerGas: state.fees.maxPriorityFeePerGas }),
-      );
-      if (!rec) return; // claimed elsewhere, or no longer due
-      await this.#broadcast(rec, 'first');
-      this.stats.sent[kind] += 1;
-    } catch (err) {
-      const reason = err instanceof NoUpstreamError ? 'no node answered' : errText(err);
-      this.#log.warn({ ...log, reason }, 'solver: could not send; retried next round');
-    }
-  }
-
-  async #broadcast(rec: IntentTxRow, why: 'first' | 'again'): Promise<'stop' | 'next'> {
-    const log = { intentId: rec.intentId, kind: rec.kind, network: rec.network, nonce: rec.nonce, txHash: rec.txHash };
-    const sent = await broadcast(this.#upstreams.pool(rec.network), rec.rawTx as Hex, rec.txHash as Hex);
-    switch (sent.kind) {
-      case 'accepted':
-        if (rec.status === 'pending') await this.#store.markTx(rec.id, ['pending'], 'sent');
-        else await this.#store.touchTx(rec.id);
-        this.#log.info(log, why === 'first' ? `solver: ${rec.kind} sent` : `solver: ${rec.kind} sent again`);
-        return 'next';
-      case 'refused':
-        await this.#store.markTx(rec.id, ['pending', 'sent'], 'failed', sent.reason);
-        this.#log.warn({ ...log, reason: sent.reason }, `solver: ${rec.kind} refused by the node; marked failed`);
-        return 'next';
-      case 'unreached':
-        if (rec.status === 'pending' && why === 'first') {
-          await this.#store.markTx(rec.id, ['pending'], 'failed', sent.reason);
-          this.#log.warn({ ...log, reason: sent.reason }, `solver: no node took the ${rec.kind}; marked failed, tried again later`);
-          return 'next';
-        }
-        return 'stop';
-      case 'unknown':
-        // It may have reached a node: it stays as it is and is checked again later.
-        this.#log.warn({ ...log, reason: sent.reason }, `solver: ${rec.kind} may have been sent; checked again later`);
-        return 'stop';
-    }
-  }
-
-  /**
-   * Solver transactions not known to be mined, per network and wallet lowest nonce first, as the
-   * faucet does (C29): pending ones (a crash between recording and sending) are broadcast with
-   * their stored bytes; sent ones are looked up: in a block they are mined (or reverted), still in
-   * the node's pool they wait, unknown to the node they are sent again.
-   */
-  async #reconcile(minAgeMs: number): Promise<void> {
-    const groups = new Map<string, IntentTxRow[]>();
-    for (const r of await this.#store.unsettledTxs(minAgeMs)) {
-      const key = `${r.network}:${r.fromAddress}`;
-      groups.set(key, [...(groups.get(key) ?? []), r]);
-    }
-    await Promise.all(
-      [...groups.values()].map(async (rows) => {
-        for (const rec of rows) {
-          if (this.#closed) return;
-          try {
-            if (rec.status === 'sent') {
-              const seen = await this.#lookup(rec);
-              if (seen === 'known') continue;
-              if (seen === 'mined' || seen === 'reverted') {
-                await this.#store.markTx(rec.id, ['sent'], seen, seen === 'reverted' ? 'reverted on chain' : undefined);
-                if (seen === 'reverted') this.#log.warn({ intentId: rec.intentId, kind: rec.kind, txHash: rec.txHash }, `solver: ${rec.kind} reverted on chain`);
-                continue;
-              }
-            }
-            if ((await this.#broadcast(rec, 'again')) === 'stop') return;
-          } catch (err) {
-            this.#log.warn({ intentId: rec.intentId, kind: rec.kind, err: errText(err) }, 'solver: could not check a transaction; retried later');
-            return;
-          }
-        }
-      }),
-    );
-  }
-
-  async #lookup(rec: IntentTxRow): Promise<'mined' | 'reverted' | 'known' | 'unknown'> {
-    const pool = this.#upstreams.pool(rec.network);
-    const receipt = await pool.request<{ blockNumber?: Hex | null; status?: Hex } | null>('eth_getTransactionReceipt', [rec.txHash]);
-    if (receipt?.blockNumber) return receipt.status === '0x0' ? 'reverted' : 'mined';
-    const tx = await pool.request<{ blockNumber?: Hex | null } | null>('eth_getTransactionByHash', [rec.txHash]);
-    return tx ? 'known' : 'unknown';
   }
 }
 

@@ -8,6 +8,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../config/schema.ts';
 import { currentPeriods } from '../metering/periods.ts';
 import { effectiveLimits } from '../metering/plans.ts';
+import { SerialJob } from '../jobs/serial.ts';
 import type { Db } from '../storage/db.ts';
 import { webhookPlans } from './endpoints.ts';
 import type { PublishedEvent } from './events.ts';
@@ -51,7 +52,7 @@ export class QuotaNotices {
   readonly #log: Logger;
   /** Accounts waiting for a check; checks run one at a time. */
   #queued = new Set<string>();
-  #running: Promise<void> | undefined;
+  readonly #checks = new SerialJob(() => this.#checkQueued());
 
   constructor(deps: { db: Db; config: Config; webhooks: QuotaPublisher; logger: Logger }) {
     this.#db = deps.db;
@@ -63,25 +64,24 @@ export class QuotaNotices {
   /** Called after a usage flush with the accounts it wrote; returns at once, the check runs after. */
   afterFlush(userIds: Iterable<string>): void {
     for (const id of userIds) this.#queued.add(id);
-    if (this.#queued.size === 0 || this.#running) return;
-    this.#running = this.#drain().finally(() => (this.#running = undefined));
+    if (this.#queued.size === 0) return;
+    void this.#checks.request();
   }
 
   /** Waits for the checks queued so far (tests, shutdown). */
-  async idle(): Promise<void> {
-    while (this.#running) await this.#running;
+  idle(): Promise<void> {
+    return this.#checks.idle();
   }
 
-  async #drain(): Promise<void> {
-    while (this.#queued.size) {
-      const ids = [...this.#queued];
-      this.#queued = new Set();
-      try {
-        await this.check(ids);
-      } catch (err) {
-        const e = err as { name?: string; code?: string; cause?: { code?: string } };
-        this.#log.warn({ error: e.name, code: e.cause?.code ?? e.code }, 'usage.quota check failed');
-      }
+  /** One check of the accounts queued so far; those queued meanwhile are checked in the pass right after. */
+  async #checkQueued(): Promise<void> {
+    const ids = [...this.#queued];
+    this.#queued = new Set();
+    try {
+      await this.check(ids);
+    } catch (err) {
+      const e = err as { name?: string; code?: string; cause?: { code?: string } };
+      this.#log.warn({ error: e.name, code: e.cause?.code ?? e.code }, 'usage.quota check failed');
     }
   }
 

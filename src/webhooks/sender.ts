@@ -11,6 +11,7 @@ import { Webhook } from 'standardwebhooks';
 import { Agent, request } from 'undici';
 import type { Config } from '../config/schema.ts';
 import { ForbiddenTargetError } from '../errors/domain.ts';
+import { SerialJob } from '../jobs/serial.ts';
 import type { Db } from '../storage/db.ts';
 import { type EndpointStore, failPending } from './endpoints.ts';
 import { guardedLookup, isForbiddenAddress } from './ssrf.ts';
@@ -91,8 +92,8 @@ export class Sender {
   readonly #inFlightByEndpoint = new Map<string, number>();
   readonly #running = new Set<Promise<void>>();
   #inFlight = 0;
-  #pumping = false;
-  #again = false;
+  /** Claims due rows: now, or right after the claim in progress (C39). */
+  readonly #pump = new SerialJob(() => this.#pumpOnce(), { onError: (err) => this.#warn(err, 'webhook outbox claim failed') });
   #wakeQueued = false;
   #timer: NodeJS.Timeout | undefined;
   #sweepTimer: NodeJS.Timeout | undefined;
@@ -132,7 +133,7 @@ export class Sender {
     this.#wakeQueued = true;
     setImmediate(() => {
       this.#wakeQueued = false;
-      void this.#pump();
+      void this.#pump.request();
     });
   }
 
@@ -142,6 +143,7 @@ export class Sender {
    */
   async close(): Promise<void> {
     this.#closed = true;
+    void this.#pump.stop();
     clearInterval(this.#timer);
     clearInterval(this.#sweepTimer);
     const settled = Promise.allSettled([...this.#running]);
@@ -167,29 +169,15 @@ export class Sender {
       delete from webhook_quota_notices where created_at < now() - ${QUOTA_NOTICE_RETENTION_DAYS} * interval '1 day'`);
   }
 
-  async #pump(): Promise<void> {
-    if (this.#pumping) {
-      this.#again = true;
-      return;
-    }
-    this.#pumping = true;
-    try {
-      do {
-        this.#again = false;
-        const free = this.#cfg.concurrency - this.#inFlight;
-        if (free <= 0 || this.#closed) break;
-        // While attempts are in flight, claim in batches: one query for several freed slots.
-        if (this.#inFlight > 0 && free < this.#claimBatch) break;
-        const claimed = await this.#claim(free);
-        for (const c of claimed) this.#launch(c);
-        // A full batch: there may be more due rows.
-        if (claimed.length > 0 && claimed.length === free) this.#again = true;
-      } while (this.#again && !this.#closed);
-    } catch (err) {
-      this.#warn(err, 'webhook outbox claim failed');
-    } finally {
-      this.#pumping = false;
-    }
+  async #pumpOnce(): Promise<void> {
+    const free = this.#cfg.concurrency - this.#inFlight;
+    if (free <= 0 || this.#closed) return;
+    // While attempts are in flight, claim in batches: one query for several freed slots.
+    if (this.#inFlight > 0 && free < this.#claimBatch) return;
+    const claimed = await this.#claim(free);
+    for (const c of claimed) this.#launch(c);
+    // A full batch: there may be more due rows.
+    if (claimed.length > 0 && claimed.length === free) void this.#pump.request();
   }
 
   /** Claims up to `n` due deliveries of enabled endpoints, at most `#perEndpoint` in flight per endpoint. */

@@ -8,6 +8,7 @@ import { badRequest } from '../errors/http.ts';
 import type { BlockConsumer, FollowedBlock, FollowedTransaction } from '../events/types.ts';
 import { usdCents } from '../prices/money.ts';
 import type { Prices } from '../prices/prices.ts';
+import { PeriodicJob } from '../jobs/periodic.ts';
 import type { Db } from '../storage/db.ts';
 import type { Upstreams } from '../upstreams/upstreams.ts';
 import type { Webhooks } from '../webhooks/service.ts';
@@ -96,8 +97,12 @@ export class WhaleAlerts implements BlockConsumer {
   readonly #prepared = new Map<string, Prepared>();
   /** Per whale-alert network: its currency's decimals and the recording threshold in wei. */
   readonly #networks = new Map<string, { decimals: number; minWei: bigint }>();
-  #sweepTimer: NodeJS.Timeout | undefined;
-  #sweeping: Promise<unknown> | undefined;
+  /** The retention sweep: once at start, then every hour. */
+  readonly #sweeps = new PeriodicJob({
+    run: () => this.sweep(),
+    everyMs: SWEEP_INTERVAL_MS,
+    onError: (err) => this.#logger.warn({ err: (err as Error).message }, 'whale alert retention sweep failed'),
+  });
 
   constructor(opts: WhaleAlertsOptions) {
     this.#db = opts.db;
@@ -266,27 +271,13 @@ export class WhaleAlerts implements BlockConsumer {
     return gone.length;
   }
 
-  #sweepSoon(): void {
-    if (this.#sweeping) return;
-    this.#sweeping = this.sweep()
-      .catch((err: unknown) => this.#logger.warn({ err: (err as Error).message }, 'whale alert retention sweep failed'))
-      .finally(() => {
-        this.#sweeping = undefined;
-      });
-  }
-
   /** Starts the retention sweep: once now, then every hour. */
   start(): void {
-    if (this.#sweepTimer) return;
-    this.#sweepSoon();
-    this.#sweepTimer = setInterval(() => this.#sweepSoon(), SWEEP_INTERVAL_MS);
-    this.#sweepTimer.unref();
+    this.#sweeps.start();
   }
 
   async close(): Promise<void> {
-    clearInterval(this.#sweepTimer);
-    this.#sweepTimer = undefined;
-    await this.#sweeping;
+    await this.#sweeps.stop();
   }
 }
 

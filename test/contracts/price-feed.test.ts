@@ -5,7 +5,7 @@ import { after, before, describe, test } from 'node:test';
 import { type Address, createPublicClient, http, type PublicClient } from 'viem';
 import { type Devnet, startDevnet } from '../../src/devnet/devnet.ts';
 import { loadArtifact } from '../../src/devnet/artifacts.ts';
-import { rpc } from '../../src/devnet/rpc.ts';
+import { rpc } from '../../src/json/rpc-client.ts';
 
 const silent = { info() {}, warn() {}, error() {} };
 const { abi } = loadArtifact('DevPriceFeed');

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
 import { type Devnet, type DevnetLogger, startDevnet } from '../../src/devnet/devnet.ts';
-import { rpc } from '../../src/devnet/rpc.ts';
+import { rpc } from '../../src/json/rpc-client.ts';
 
 interface Line {
   level: 'info' | 'warn' | 'error';
@@ -61,7 +61,7 @@ describe('devnet chains that exit', () => {
     await new Promise((r) => setTimeout(r, 6_500));
     process.kill(before, 'SIGKILL');
     await waitFor('the restart to be logged', async () => (lines.some((l) => l.msg === 'devnet chain restarted') ? true : undefined));
-    const balance = await waitFor('the chain to answer again', async () => await rpc<string>(url, 'eth_getBalance', [ADDRESS, 'latest'], 1000));
+    const balance = await waitFor('the chain to answer again', async () => await rpc<string>(url, 'eth_getBalance', [ADDRESS, 'latest'], { timeoutMs: 1000 }));
     assert.equal(BigInt(balance), 0x1234n, 'the balance set before the kill, from the state file');
     assert.notEqual(devnet.pids.ethereum, before, 'a new process');
     assert.ok(alive(devnet.pids.ethereum!));

@@ -7,7 +7,7 @@ import { after, before, describe, test } from 'node:test';
 import { AnvilProcess } from '../../src/devnet/anvil.ts';
 import { type Devnet, startDevnet } from '../../src/devnet/devnet.ts';
 import { readFeed } from '../../src/devnet/feeds.ts';
-import { rpc } from '../../src/devnet/rpc.ts';
+import { rpc } from '../../src/json/rpc-client.ts';
 import { startDevnetTraffic, WHALE_MAX_COINS, WHALE_MIN_COINS } from '../../src/devnet/traffic.ts';
 import { waitFor } from '../support/wait.ts';
 

@@ -16,7 +16,8 @@ import { type Devnet, startDevnet } from '../../src/devnet/devnet.ts';
 import type { FollowedBlock } from '../../src/events/types.ts';
 import { webhookAttempts, webhookDeliveries, webhookEvents } from '../../src/webhooks/schema.ts';
 import { whaleAlerts } from '../../src/whales/schema.ts';
-import { createTestDatabase, startTestApp, type TestApp } from '../support/app.ts';
+import type { TestApp } from '../support/app.ts';
+import { type ScaleOut, startScaleOut } from '../support/scale-out.ts';
 import { serviceSkip } from '../support/services.ts';
 import { waitFor } from '../support/wait.ts';
 import { ADMIN_TOKEN, createWebhook, FAST_WEBHOOKS, type Receiver, startReceiver, type User, userOn } from '../webhooks/helpers.ts';
@@ -41,10 +42,9 @@ describe('chain events on two instances sharing PostgreSQL and Redis (C33, C35, 
   let devnet: Devnet;
   let receiver: Receiver;
   let dir: string;
-  let drop: (() => Promise<void>) | undefined;
   /** The two instances; one is stopped by the takeover test. */
+  let scale: ScaleOut | undefined;
   const apps: TestApp[] = [];
-  const closed = new Set<TestApp>();
   let user: User;
   let secret: string;
   let hookPath: string;
@@ -52,8 +52,6 @@ describe('chain events on two instances sharing PostgreSQL and Redis (C33, C35, 
   before(async () => {
     devnet = await startDevnet({ networks: [{ slug: MAINNET, chainId: CHAIN_ID, native: true }], nativeBlockTimeSeconds: 1 });
     receiver = await startReceiver();
-    const db = await createTestDatabase();
-    drop = () => db.drop();
     // Both instances on the one chain, priced from its feed (C34, C45), as `--devnet` sets it up.
     dir = await mkdtemp(path.join(tmpdir(), 'junction-events-e2e-'));
     const configFile = path.join(dir, 'gateway.json');
@@ -65,13 +63,11 @@ describe('chain events on two instances sharing PostgreSQL and Redis (C33, C35, 
         networks: [{ slug: MAINNET, upstreams: [{ http: chain.http, ws: chain.ws }], price: { type: 'chainlink', network: MAINNET, address: feed } }],
       }),
     );
-    const opts = {
-      databaseUrl: db.url,
-      redis: true,
+    scale = await startScaleOut({
       env: { ADMIN_TOKEN, GATEWAY_CONFIG: configFile },
       overrides: { webhooks: FAST_WEBHOOKS, whaleAlerts: { networks: [MAINNET] }, events: { confirmations: 1 } },
-    };
-    apps.push(await startTestApp(opts), await startTestApp(opts));
+    });
+    apps.push(scale.a, scale.b);
     const [a] = apps as [TestApp];
     user = await userOn(a.app, 'max');
     hookPath = '/hook/whales';
@@ -79,14 +75,13 @@ describe('chain events on two instances sharing PostgreSQL and Redis (C33, C35, 
     secret = hook.secret;
   });
   after(async () => {
-    for (const t of apps) if (!closed.has(t)) await t.close();
-    await drop?.();
+    await scale?.close();
     await receiver?.close();
     await devnet?.stop();
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 
-  const live = () => apps.filter((t) => !closed.has(t));
+  const live = () => apps.filter((t) => !scale?.closed.has(t));
   /** The live instances holding the follower's lease on the chain. */
   const holders = () => live().filter((t) => t.app.parts.follower.stats().some((s) => s.network === MAINNET && s.leaseHeld));
 
@@ -217,8 +212,7 @@ describe('chain events on two instances sharing PostgreSQL and Redis (C33, C35, 
   test('when the holder stops, the other instance takes over and the next whale is alerted and delivered once', async () => {
     const [holder] = holders();
     assert.ok(holder);
-    closed.add(holder);
-    await holder.close();
+    await scale?.closeOne(holder);
     const [other] = live();
     assert.ok(other);
     await waitFor(() => holders().includes(other), { timeoutMs: 30_000, what: 'the other instance taking the lease' });

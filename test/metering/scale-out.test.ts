@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { createKey, createTestDatabase, startTestApp, type TestApp } from '../support/app.ts';
+import { createKey, type TestApp } from '../support/app.ts';
 import { type FakeNode, startFakeNode } from '../support/fake-node.ts';
+import { type ScaleOut, startScaleOut } from '../support/scale-out.ts';
 import { serviceSkip } from '../support/services.ts';
 import { waitFor } from '../support/wait.ts';
 
@@ -14,20 +15,15 @@ describe('two instances on one PostgreSQL and one Redis behave as one (C12, C20,
   let a: TestApp;
   let b: TestApp;
   let fake: FakeNode;
-  let drop: () => Promise<void>;
+  let scale: ScaleOut | undefined;
 
   before(async () => {
     fake = await startFakeNode();
-    const db = await createTestDatabase();
-    drop = () => db.drop();
-    const opts = { databaseUrl: db.url, redis: true, env: { UPSTREAM_NATIVE_MAINNET: fake.url } };
-    a = await startTestApp(opts);
-    b = await startTestApp(opts);
+    scale = await startScaleOut({ env: { UPSTREAM_NATIVE_MAINNET: fake.url } });
+    ({ a, b } = scale);
   });
   after(async () => {
-    await a?.close();
-    await b?.close();
-    await drop?.();
+    await scale?.close();
     await fake?.close();
   });
 

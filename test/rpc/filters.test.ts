@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { createPublicClient, http as viemHttp } from 'viem';
 import { type Devnet, startDevnet } from '../../src/devnet/devnet.ts';
-import { rpc } from '../../src/devnet/rpc.ts';
+import { rpc } from '../../src/json/rpc-client.ts';
 import { createKey, startTestApp, type TestApp } from '../support/app.ts';
 import { type FakeNode, startFakeNode } from '../support/fake-node.ts';
 import { waitFor } from '../support/wait.ts';

@@ -9,7 +9,7 @@ import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { createPublicClient, encodeFunctionData, type Hex, http as viemHttp } from 'viem';
 import { type Devnet, startDevnet } from '../../src/devnet/devnet.ts';
-import { rpc, waitForReceipt } from '../../src/devnet/rpc.ts';
+import { rpc, waitForReceipt } from '../../src/json/rpc-client.ts';
 import { createKey, startTestApp, type TestApp } from '../support/app.ts';
 import { TINY_ABI, TINY_BYTECODE } from '../support/tiny-contract.ts';
 import { withUpstreams } from '../ws/helpers.ts';

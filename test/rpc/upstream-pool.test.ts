@@ -1,8 +1,4 @@
 import assert from 'node:assert/strict';
-import { type ChildProcess, spawn } from 'node:child_process';
-import { once } from 'node:events';
-import net from 'node:net';
-import path from 'node:path';
 import { after, afterEach, before, describe, test } from 'node:test';
 import {
   NoUpstreamError,
@@ -11,6 +7,7 @@ import {
   UpstreamPool,
   UpstreamRpcError,
 } from '../../src/upstreams/pool.ts';
+import { type BareAnvil, startAnvil } from '../support/anvil.ts';
 import { type FakeMode, type FakeNode, startFakeNode } from '../support/fake-node.ts';
 import { waitFor } from '../support/wait.ts';
 import { toRpcError } from '../../src/errors/rpc.ts';
@@ -322,23 +319,16 @@ describe('UpstreamPool secrecy', () => {
 });
 
 describe('UpstreamPool in front of anvil', () => {
-  const anvilBin = path.resolve('node_modules/@foundry-rs/anvil-linux-amd64/bin/anvil');
-  let anvil: ChildProcess | undefined;
+  let anvil: BareAnvil | undefined;
   let anvilUrl = '';
 
   before(async () => {
-    const port = await freePort();
-    anvil = spawn(anvilBin, ['--port', String(port), '--chain-id', '31337', '--silent'], { stdio: 'ignore' });
-    anvilUrl = `http://127.0.0.1:${port}`;
-    await waitForRpc(anvilUrl, 15_000);
+    anvil = await startAnvil({ timeoutMs: 15_000 });
+    anvilUrl = anvil.url;
   });
 
   after(async () => {
-    if (anvil && anvil.exitCode === null) {
-      const exited = once(anvil, 'exit');
-      anvil.kill('SIGTERM');
-      await exited;
-    }
+    await anvil?.stop();
   });
 
   test('request(eth_chainId) succeeds through the pool while the first upstream refuses', async () => {
@@ -352,24 +342,3 @@ describe('UpstreamPool in front of anvil', () => {
     assert.equal(typeof h1?.head, 'number');
   });
 });
-
-async function freePort(): Promise<number> {
-  const srv = net.createServer();
-  srv.listen(0, '127.0.0.1');
-  await once(srv, 'listening');
-  const { port } = srv.address() as net.AddressInfo;
-  srv.close();
-  await once(srv, 'close');
-  return port;
-}
-
-async function waitForRpc(url: string, timeoutMs: number): Promise<void> {
-  const answers = async () => {
-    try {
-      return (await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: call('eth_chainId') })).ok;
-    } catch {
-      return false; // not up yet
-    }
-  };
-  await waitFor(answers, { timeoutMs, intervalMs: 100, what: 'anvil to start' });
-}

@@ -15,7 +15,15 @@ import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
 import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator';
 import pg from 'pg';
 import { openStorage, type Storage } from '../../src/storage/db.ts';
-import * as schema from '../../src/storage/schema.ts';
+import * as analytics from '../../src/analytics/schema.ts';
+import * as auth from '../../src/auth/schema.ts';
+import * as events from '../../src/events/schema.ts';
+import * as faucet from '../../src/faucet/schema.ts';
+import * as intents from '../../src/intents/schema.ts';
+import * as keys from '../../src/keys/schema.ts';
+import * as usage from '../../src/usage/schema.ts';
+import * as webhooks from '../../src/webhooks/schema.ts';
+import * as whales from '../../src/whales/schema.ts';
 import { createTestDatabase } from '../support/app.ts';
 import { pgliteTemplate } from '../support/pglite-template.ts';
 import { storageBackends } from '../support/services.ts';
@@ -34,6 +42,8 @@ import {
 
 const MIGRATIONS = path.join(ROOT, MIGRATIONS_DIR);
 const EMPTY = generateDrizzleJson({});
+// Every feature's tables, as drizzle.config.ts finds them (src/*/schema.ts; config/schema.ts holds no table).
+const schema = { ...analytics, ...auth, ...events, ...faucet, ...intents, ...keys, ...usage, ...webhooks, ...whales };
 const backends = await storageBackends();
 
 /** A database of one backend, empty (no table, no migration journal). */

@@ -2,14 +2,11 @@
 // once; the first hash wins, "already known" and "nonce too low" for this very transaction are
 // success, and nothing is sent twice (C26, maybeSent).
 import assert from 'node:assert/strict';
-import { type ChildProcess, spawn } from 'node:child_process';
-import { once } from 'node:events';
-import net from 'node:net';
-import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { keccak256, parseEther } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { NoUpstreamError } from '../../src/upstreams/pool.ts';
+import { type BareAnvil, startAnvil } from '../support/anvil.ts';
 import { waitFor } from '../support/wait.ts';
 import { call, fakes, pool, rpcError } from './helpers.ts';
 
@@ -121,29 +118,16 @@ describe('transactions broadcast (issue 15)', () => {
 });
 
 describe('transactions broadcast on a devnet chain (two upstreams of one anvil)', () => {
-  const anvilBin = path.resolve('node_modules/@foundry-rs/anvil-linux-amd64/bin/anvil');
-  let anvil: ChildProcess | undefined;
+  let anvil: BareAnvil | undefined;
   let anvilUrl = '';
 
   before(async () => {
-    const port = await freePort();
-    anvil = spawn(anvilBin, ['--port', String(port), '--chain-id', '31337', '--silent'], { stdio: 'ignore' });
-    anvilUrl = `http://127.0.0.1:${port}`;
-    await waitFor(async () => {
-      try {
-        return (await fetch(anvilUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body: call('eth_chainId') })).ok;
-      } catch {
-        return false;
-      }
-    }, { timeoutMs: 20_000, intervalMs: 100, what: 'anvil to start' });
+    anvil = await startAnvil({ timeoutMs: 20_000 });
+    anvilUrl = anvil.url;
   });
 
   after(async () => {
-    if (anvil && anvil.exitCode === null) {
-      const exited = once(anvil, 'exit');
-      anvil.kill('SIGTERM');
-      await exited;
-    }
+    await anvil?.stop();
   });
 
   async function rpc<T>(method: string, params: unknown[]): Promise<T> {
@@ -181,13 +165,3 @@ describe('transactions broadcast on a devnet chain (two upstreams of one anvil)'
     assert.equal(again.result, keccak256(raw), JSON.stringify(again));
   });
 });
-
-async function freePort(): Promise<number> {
-  const srv = net.createServer();
-  srv.listen(0, '127.0.0.1');
-  await once(srv, 'listening');
-  const { port } = srv.address() as net.AddressInfo;
-  srv.close();
-  await once(srv, 'close');
-  return port;
-}

@@ -5,8 +5,9 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { eq, sql } from 'drizzle-orm';
 import { webhookDeliveries } from '../../src/webhooks/schema.ts';
-import { createKey, createTestDatabase, startTestApp, type TestApp } from '../support/app.ts';
+import { createKey, type TestApp } from '../support/app.ts';
 import { type FakeNode, startFakeNode } from '../support/fake-node.ts';
+import { type ScaleOut, startScaleOut } from '../support/scale-out.ts';
 import { serviceSkip } from '../support/services.ts';
 import { waitFor } from '../support/wait.ts';
 import { ADMIN_TOKEN, createWebhook, FAST_WEBHOOKS, type Receiver, startReceiver, userOn } from './helpers.ts';
@@ -18,26 +19,19 @@ describe('webhooks on two instances sharing PostgreSQL and Redis (C37-C39)', { s
   let b: TestApp;
   let r: Receiver;
   let fake: FakeNode;
-  let drop: () => Promise<void>;
+  let scale: ScaleOut | undefined;
 
   before(async () => {
     fake = await startFakeNode();
     r = await startReceiver();
-    const db = await createTestDatabase();
-    drop = () => db.drop();
-    const opts = {
-      databaseUrl: db.url,
-      redis: true,
+    scale = await startScaleOut({
       env: { ADMIN_TOKEN, UPSTREAM_NATIVE_MAINNET: fake.url },
       overrides: { webhooks: { ...FAST_WEBHOOKS, concurrency: 8, maxEndpoints: { max: 5, enterprise: 100 } } },
-    };
-    a = await startTestApp(opts);
-    b = await startTestApp(opts);
+    });
+    ({ a, b } = scale);
   });
   after(async () => {
-    await a?.close();
-    await b?.close();
-    await drop?.();
+    await scale?.close();
     await r?.close();
     await fake?.close();
   });

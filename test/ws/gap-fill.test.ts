@@ -7,7 +7,7 @@ import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { encodeFunctionData, type Hex } from 'viem';
-import { rpc, waitForReceipt } from '../../src/devnet/rpc.ts';
+import { rpc, waitForReceipt } from '../../src/json/rpc-client.ts';
 import WebSocket, { WebSocketServer } from 'ws';
 import { createKey, startTestApp } from '../support/app.ts';
 import { startFakeNode } from '../support/fake-node.ts';

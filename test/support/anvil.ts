@@ -1,0 +1,54 @@
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import net from 'node:net';
+import { anvilBinary } from '../../src/devnet/anvil.ts';
+import { waitFor } from './wait.ts';
+
+/** A free TCP port on 127.0.0.1 (free when asked; taken by whoever listens first after). */
+export async function freePort(): Promise<number> {
+  const srv = net.createServer();
+  srv.listen(0, '127.0.0.1');
+  await once(srv, 'listening');
+  const { port } = srv.address() as net.AddressInfo;
+  srv.close();
+  await once(srv, 'close');
+  return port;
+}
+
+export interface BareAnvil {
+  /** Its HTTP JSON-RPC URL. */
+  url: string;
+  /** Ends the process (SIGTERM) and waits for it to exit. */
+  stop(): Promise<void>;
+}
+
+/**
+ * One bare anvil (chain id 31337, silent) on a free port, for tests that need a real node but
+ * not the devnet (no gateway config, no contracts). Resolves once it answers eth_chainId.
+ */
+export async function startAnvil(opts: { timeoutMs?: number } = {}): Promise<BareAnvil> {
+  const port = await freePort();
+  const anvil = spawn(anvilBinary(), ['--port', String(port), '--chain-id', '31337', '--silent'], { stdio: 'ignore' });
+  const url = `http://127.0.0.1:${port}`;
+  const stop = async () => {
+    if (anvil.exitCode !== null) return;
+    const exited = once(anvil, 'exit');
+    anvil.kill('SIGTERM');
+    await exited;
+  };
+  const answers = async () => {
+    try {
+      const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_chainId', params: [] });
+      return (await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body })).ok;
+    } catch {
+      return false; // not up yet
+    }
+  };
+  try {
+    await waitFor(answers, { timeoutMs: opts.timeoutMs ?? 20_000, intervalMs: 100, what: 'anvil to start' });
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  return { url, stop };
+}
