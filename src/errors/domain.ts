@@ -45,3 +45,9 @@ export class ForbiddenTargetError extends BaseError {
   override name = 'ForbiddenTargetError';
   static override readonly code = 'VALIDATION_ERROR';
 }
+
+/** A key's JWT public key that is not one (a private key, garbage): reported as a field problem (issue 15). */
+export class NotAPublicKeyError extends BaseError {
+  override name = 'NotAPublicKeyError';
+  static override readonly code = 'VALIDATION_ERROR';
+}

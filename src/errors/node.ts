@@ -77,3 +77,9 @@ export class ReceiptTimeoutError extends BaseError {
     super(`no receipt for ${hash} within ${timeoutMs} ms`, { details: { hash, timeoutMs } });
   }
 }
+
+/** A settler deployment that cannot go on: the URL is another chain, or a deployment made no contract (C42). */
+export class DeploymentError extends BaseError {
+  override name = 'DeploymentError';
+  static override code = 'DEPLOYMENT_FAILED';
+}

@@ -4,6 +4,7 @@ import type { Address, Hex } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { encodeDeployData, keccak256 } from 'viem/utils';
 import { validateConfig } from '../config/load.ts';
+import { DeploymentError } from '../errors/node.ts';
 import type { Config } from '../config/schema.ts';
 import { loadArtifact } from '../devnet/artifacts.ts';
 import { type CallOptions, type Receipt, rpc, sendRawTransaction, waitForReceipt } from '../json/rpc-client.ts';
@@ -48,7 +49,7 @@ async function deployOn(chain: DeployChain, opts: DeployOptions): Promise<{ orig
   const timeoutMs = opts.timeoutMs ?? 60_000;
   const call = <T>(method: string, params: unknown[]) => rpc<T>(url, method, params, CALLS);
   const id = Number(BigInt(await call<Hex>('eth_chainId', [])));
-  if (id !== chain.chainId) throw new Error(`${chain.slug}: the node at the given URL is chain ${id}, not ${chain.chainId}`);
+  if (id !== chain.chainId) throw new DeploymentError(`${chain.slug}: the node at the given URL is chain ${id}, not ${chain.chainId}`);
   let nonce = Number(BigInt(await call<Hex>('eth_getTransactionCount', [account.address, 'pending'])));
   const send = async (tx: { to?: Address; data?: Hex; value?: bigint }): Promise<Receipt> => {
     const gasPrice = BigInt(await call<Hex>('eth_gasPrice', []));
@@ -62,7 +63,7 @@ async function deployOn(chain: DeployChain, opts: DeployOptions): Promise<{ orig
   const destination = loadArtifact('DestinationSettler');
   const o = await send({ data: encodeDeployData({ abi: origin.abi, bytecode: origin.bytecode, args: [opts.oracle] }) });
   const d = await send({ data: encodeDeployData({ abi: destination.abi, bytecode: destination.bytecode }) });
-  if (!o.contractAddress || !d.contractAddress) throw new Error(`${chain.slug}: a deployment created no contract`);
+  if (!o.contractAddress || !d.contractAddress) throw new DeploymentError(`${chain.slug}: a deployment created no contract`);
   if (opts.fund && opts.fund.wei > 0n) await send({ to: opts.fund.address, value: opts.fund.wei });
   return { origin: o.contractAddress, destination: d.contractAddress };
 }

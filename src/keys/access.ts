@@ -1,6 +1,7 @@
 import { createHash, createPublicKey, type JsonWebKey, type KeyObject } from 'node:crypto';
 import { isIP } from 'node:net';
 import { HttpError } from '../errors/http.ts';
+import { NotAPublicKeyError } from '../errors/domain.ts';
 
 /** Most entries a key's list may hold (each list on its own). */
 export const MAX_LIST_ENTRIES = 100;
@@ -198,9 +199,9 @@ function parseJwtKeys(list: Array<{ name: string; publicKey: string | Record<str
     try {
       const pk = entry.publicKey;
       // A private key would be turned into its public half by createPublicKey: refused, never stored.
-      if (typeof pk === 'string' ? pk.includes('\u0000') || /PRIVATE KEY/.test(pk) : 'd' in pk) throw new Error('not a public key');
+      if (typeof pk === 'string' ? pk.includes('\u0000') || /PRIVATE KEY/.test(pk) : 'd' in pk) throw new NotAPublicKeyError('not a public key');
       key = typeof pk === 'string' ? createPublicKey(pk) : createPublicKey({ key: pk as JsonWebKey, format: 'jwk' });
-      if (key.type !== 'public') throw new Error('not public');
+      if (key.type !== 'public') throw new NotAPublicKeyError('not public');
     } catch {
       problems.push({ field, message: 'must be a public key: PEM (SPKI) or a JWK without private members' });
       return;
