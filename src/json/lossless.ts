@@ -130,7 +130,7 @@ const bytes = scanner<Buffer>(
   (t, i) => t[i] ?? -1,
   (t, from) => t.indexOf(0x22, from),
 );
-const skipWs = chars.skipWs;
+export const skipWs = chars.skipWs;
 
 /** Index just past the JSON value that starts at `i`. */
 export const skipValue = chars.skipValue;

@@ -1,5 +1,5 @@
 import { InvalidParamsError } from '../errors/rpc.ts';
-import { memberSpan, skipValue } from '../json/lossless.ts';
+import { memberSpan, skipValue, skipWs } from '../json/lossless.ts';
 
 /**
  * C50: what a node cannot bound itself is refused (-32602) before any node sees it.
@@ -122,7 +122,7 @@ export function repeatedMember(t: string, from: number, to: number): string | nu
 function repeatedIn(t: string, i: number): string | null {
   let seen: Set<string> | undefined;
   let first: string | undefined;
-  i = skipWsAt(t, i + 1);
+  i = skipWs(t, i + 1);
   while (i < t.length && t.charCodeAt(i) === 0x22) {
     const end = skipValue(t, i);
     const written = t.slice(i + 1, end - 1);
@@ -133,11 +133,11 @@ function repeatedIn(t: string, i: number): string | null {
       if (seen.has(name)) return written.length > 64 ? written.slice(0, 64) : written;
       seen.add(name);
     }
-    i = skipWsAt(t, end);
+    i = skipWs(t, end);
     if (t.charCodeAt(i) !== 0x3a) return null;
-    i = skipWsAt(t, skipValue(t, skipWsAt(t, i + 1)));
+    i = skipWs(t, skipValue(t, skipWs(t, i + 1)));
     if (t.charCodeAt(i) !== 0x2c) return null;
-    i = skipWsAt(t, i + 1);
+    i = skipWs(t, i + 1);
   }
   return null;
 }
@@ -153,12 +153,4 @@ function fold(written: string): string {
     }
   }
   return name.toUpperCase().toLowerCase();
-}
-
-function skipWsAt(t: string, i: number): number {
-  for (;;) {
-    const c = t.charCodeAt(i);
-    if (c !== 0x20 && c !== 0x0a && c !== 0x0d && c !== 0x09) return i;
-    i++;
-  }
 }

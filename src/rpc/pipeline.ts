@@ -17,6 +17,7 @@ import { answerErrorCode, arrayElements, idSpan, idText, nestsDeeperThan, withId
 import { answerText, type CachePlan, type ResponseCache } from './dispatch/cache.ts';
 import { FILTER_METHODS, FilterPins } from './dispatch/filters.ts';
 import { GET_LOGS, type LogsLimits, type LogsPlan, planLogs, runLogs } from './dispatch/logs.ts';
+import { paramsProblem } from './param-guards.ts';
 import type { MethodPolicy } from './policy.ts';
 import { OTHER_METHOD, type RpcCallMetrics, type RpcOutcome, UNKNOWN_NETWORK } from '../ops/metrics.ts';
 
@@ -254,13 +255,16 @@ export class RpcPipeline {
         // A subscription without an id could never be told its id: nothing to do.
         if (call.method === SUBSCRIBE && notification) continue;
         // Issue 15: the key's method and contract lists first, so a refused call takes no slot.
-        err = access !== null ? access.checkCall(call) : null;
+        // C50: members a node reads as one, numbers it cannot bound: refused before anything else judges the params.
+        err = paramsProblem(call.method, call.params, item.text) ?? (access !== null ? access.checkCall(call) : null);
         if (!err && call.method === SUBSCRIBE) {
           err = subs.reserve(key);
           if (!err) reserved++;
         }
       } else {
         err = this.#policy.check(call.method, network.native, tier);
+        // C50: before the key's lists judge the params, so they judge what the node will run.
+        if (err === null) err = paramsProblem(call.method, call.params, item.text);
         // Issue 15: the key's method and contract lists, item by item like the method policy.
         if (err === null && access !== null) err = access.checkCall(call);
       }

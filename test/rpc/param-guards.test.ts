@@ -1,7 +1,9 @@
 // C50: parameters a node cannot bound itself are refused before any node sees them.
 import assert from 'node:assert/strict';
-import { describe, test } from 'node:test';
+import { after, before, describe, test } from 'node:test';
 import { paramsProblem, repeatedMember } from '../../src/rpc/param-guards.ts';
+import { createKey, startTestApp, type TestApp } from '../support/app.ts';
+import { connect, wsAddress } from '../ws/helpers.ts';
 
 const call = (method: string, params: unknown, text?: string) => {
   const t = text ?? JSON.stringify({ jsonrpc: '2.0', id: 1, method, params });
@@ -72,5 +74,49 @@ describe('numbers a node cannot bound (C50)', () => {
     assert.equal(call('eth_call', [{ to: ALLOWED, gas: big }, 'latest'])?.code, -32602);
     assert.equal(call('eth_estimateGas', [{ to: ALLOWED, nonce: big }])?.code, -32602);
     assert.equal(call('eth_call', [{ to: ALLOWED, value: '0x' + 'f'.repeat(64) }, 'latest']), null);
+  });
+});
+
+describe('param guards on the running gateway, before any node sees the call (C50)', () => {
+  let t: TestApp;
+  let key: string;
+  before(async () => {
+    t = await startTestApp({ devnet: true, devnetNetworks: ['native-mainnet'], listen: true });
+    key = (await createKey(t.app)).key;
+  });
+  after(() => t?.close());
+
+  const post = async (path: string, body: string, headers: Record<string, string> = {}) => {
+    const res = await fetch(`${t.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body });
+    return { status: res.status, json: (await res.json()) as { error?: { code: number }; result?: string } | Array<{ error?: { code: number }; result?: string }> };
+  };
+
+  test('a keyless eth_feeHistory with a 160-bit block count is -32602, and the chain still answers afterwards', async () => {
+    const killer = '{"jsonrpc":"2.0","id":1,"method":"eth_feeHistory","params":["0xffffffffffffffffffffffffffffffffffffffff","latest"]}';
+    for (let i = 0; i < 3; i++) {
+      const res = await post('/public/main', killer);
+      assert.equal(res.status, 200);
+      assert.equal((res.json as { error?: { code: number } }).error?.code, -32602);
+    }
+    const alive = await post('/public/main', '{"jsonrpc":"2.0","id":2,"method":"eth_blockNumber","params":[]}');
+    assert.equal(alive.status, 200);
+    assert.match(String((alive.json as { result?: string }).result), /^0x[0-9a-f]+$/);
+  });
+
+  test('repeated members inside params are -32602 over HTTP, item by item in a batch, and over WebSocket', async () => {
+    const dup = `{"jsonrpc":"2.0","id":7,"method":"eth_call","params":[{"to":"${ALLOWED}","To":"${OTHER}","data":"0x"},"latest"]}`;
+    const single = await post('/rpc/main/evm/50', dup, { 'x-api-key': key });
+    assert.equal((single.json as { error?: { code: number } }).error?.code, -32602);
+    const batch = await post('/rpc/main/evm/50', `[${dup},{"jsonrpc":"2.0","id":8,"method":"eth_chainId","params":[]}]`, { 'x-api-key': key });
+    const items = batch.json as Array<{ id: number; error?: { code: number }; result?: string }>;
+    assert.equal(items.find((i) => i.id === 7)?.error?.code, -32602);
+    assert.equal(items.find((i) => i.id === 8)?.result, '0x32');
+    const ws = await connect(wsAddress(t, `/ws?apiKey=${key}`));
+    try {
+      const answer = await ws.send(dup);
+      assert.equal(answer.error?.code, -32602);
+    } finally {
+      await ws.close();
+    }
   });
 });
