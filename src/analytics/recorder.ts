@@ -1,4 +1,5 @@
 import { sql } from 'drizzle-orm';
+import { ApiKeyRevokedError, InvalidApiKeyError, MethodNotSupportedError, NetworkNotAllowedError, QuotaExceededError, RateLimitedError } from '../errors/rpc.ts';
 import type { Db } from '../storage/db.ts';
 import { BUCKETS, bucketOf, mergeInto, toArrayText } from './histogram.ts';
 
@@ -17,23 +18,19 @@ const KEY = 2;
 const NETWORK = 3;
 const METHOD = 4;
 
+/** The refusal reason of each refusing error class, by its pinned JSON-RPC code (C22). */
+const REASON_BY_CODE: ReadonlyMap<number, number> = new Map([
+  [RateLimitedError.code, RATE],
+  [QuotaExceededError.code, QUOTA],
+  [InvalidApiKeyError.code, KEY],
+  [ApiKeyRevokedError.code, KEY],
+  [NetworkNotAllowedError.code, NETWORK],
+  [MethodNotSupportedError.code, METHOD],
+]);
+
 /** The refusal reason of a JSON-RPC error code (C22), or -1 when the code is not a refusal. */
 export function refusalOf(code: number): number {
-  switch (code) {
-    case -32005:
-      return RATE;
-    case -32006:
-      return QUOTA;
-    case -32001:
-    case -32002:
-      return KEY;
-    case -32003:
-      return NETWORK;
-    case -32601:
-      return METHOD;
-    default:
-      return -1;
-  }
+  return REASON_BY_CODE.get(code) ?? -1;
 }
 
 const HOUR_MS = 3_600_000;

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { Network } from '../chains/registry.ts';
 import type { Config } from '../config/schema.ts';
-import { ApiKeyRevokedError, InvalidRequestError, NodeAnsweredError, ParseError, RpcError, toRpcError, UpstreamError } from '../errors/rpc.ts';
+import { ApiKeyRevokedError, InternalRpcError, InvalidApiKeyError, InvalidRequestError, MethodNotSupportedError, NetworkNotAllowedError, NodeAnsweredError, ParseError, QuotaExceededError, RateLimitedError, RpcError, toRpcError, UnknownNetworkError, UpstreamError } from '../errors/rpc.ts';
 import { NoUpstreamError, UpstreamRpcError } from '../errors/upstream.ts';
 import { NetworkDownError } from '../upstreams/pool.ts';
 import type { KeyCache, ResolvedKey } from '../keys/cache.ts';
@@ -693,26 +693,20 @@ function matchBatch(forward: Item[], body: Buffer, answers: Map<number, string |
 }
 
 /** How a gateway error counts in the metrics. */
+/** The metrics outcome of each refusal, by the error classes' pinned codes (never literals). */
+const OUTCOME_BY_CODE: ReadonlyMap<number, RpcOutcome> = new Map<number, RpcOutcome>([
+  [InvalidApiKeyError.code, 'refused_key'],
+  [ApiKeyRevokedError.code, 'refused_key'],
+  [NetworkNotAllowedError.code, 'refused_network'],
+  [UnknownNetworkError.code, 'refused_network'],
+  [RateLimitedError.code, 'refused_rate'],
+  [QuotaExceededError.code, 'refused_quota'],
+  [MethodNotSupportedError.code, 'refused_method'],
+  [UpstreamError.code, 'upstream_error'],
+  [InternalRpcError.code, 'internal_error'],
+]);
+
 function outcomeOf(err: RpcError): RpcOutcome {
   if (err instanceof NodeAnsweredError) return 'node_error';
-  switch (err.code) {
-    case -32001:
-    case -32002:
-      return 'refused_key';
-    case -32003:
-    case -32004:
-      return 'refused_network';
-    case -32005:
-      return 'refused_rate';
-    case -32006:
-      return 'refused_quota';
-    case -32601:
-      return 'refused_method';
-    case -32000:
-      return 'upstream_error';
-    case -32603:
-      return 'internal_error';
-    default:
-      return 'invalid';
-  }
+  return OUTCOME_BY_CODE.get(err.code) ?? 'invalid';
 }
