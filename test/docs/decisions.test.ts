@@ -154,3 +154,13 @@ describe('README.md', () => {
     assert.match(readme, /\]\(docs\/decisions\.md\)/);
   });
 });
+
+describe('README layout', () => {
+  test('names every folder of src/, and no folder that is not there', () => {
+    const readme = read('README.md');
+    const layout = readme.slice(readme.indexOf('## Layout'));
+    const named = new Set([...layout.matchAll(/^src\/([a-z-]+)\/ /gm)].map((m) => m[1] as string));
+    const folders = readdirSync(path.join(root, 'src')).filter((n) => statSync(path.join(root, 'src', n)).isDirectory());
+    assert.deepEqual([...named].sort(), folders.sort());
+  });
+});
