@@ -124,12 +124,14 @@ describe('the RPC addresses at their edges', () => {
     const mark = t.logs.length;
 
     // At the limit (the call object and 127 arrays): forwarded as it came.
+    // The pool's own health probe may land in between on a busy machine: only the test's calls count.
+    const probe = (b: unknown) => /"method":"(eth_blockNumber|eth_chainId|eth_getBlockByNumber|net_version)"/.test(String(b)) && !/\[\[\[|\{"a/.test(String(b));
     const before = node.bodies.length;
     const atLimit = call('eth_call', arrays(MAX_NESTING - 1));
     const ok = await post(atLimit);
     assert.equal(ok.status, 200);
     assert.equal(((await ok.json()) as { id: number }).id, 7);
-    assert.equal(node.bodies.length, before + 1);
+    assert.equal(node.bodies.slice(before).filter((b) => !probe(b)).length, 1);
 
     // One level more, or far more; in params (the cache key and the log planner read those), the
     // id, or a batch: refused whole before the key is looked at, and nothing reaches the node.
@@ -158,7 +160,7 @@ describe('the RPC addresses at their edges', () => {
     } finally {
       await ws.close();
     }
-    assert.equal(node.bodies.length, sent + 1, 'only the call at the limit reached the node');
+    assert.equal(node.bodies.slice(sent).filter((b) => !probe(b)).length, 1, 'only the call at the limit reached the node');
     assert.ok(!t.logs.slice(mark).some((l) => /"level":(50|60)/.test(l) || l.includes('Maximum call stack')), 'no error logged');
   });
 
