@@ -48,7 +48,7 @@ export async function sendRawTransaction(url: string, raw: string, opts: CallOpt
   try {
     await rpc<string>(url, 'eth_sendRawTransaction', [raw], opts);
   } catch (err) {
-    if (!(err instanceof NodeCallError) || !/already known|known transaction|nonce too low/i.test(err.message)) throw err;
+    if (!(err instanceof NodeCallError) || !/already known|already imported|known transaction|nonce too low/i.test(err.message)) throw err;
   }
 }
 
