@@ -7,7 +7,7 @@ import { createKey, startTestApp, type TestApp } from '../support/app.ts';
 import { type FakeNode, startFakeNode } from '../support/fake-node.ts';
 import { waitFor } from '../support/wait.ts';
 import { connect, wsAddress } from '../ws/helpers.ts';
-import { MAX_NESTING } from '../../src/rpc/pipeline.ts';
+import { MAX_NESTING } from '../../src/rpc/message.ts';
 
 let t: TestApp;
 let node: FakeNode;

@@ -6,7 +6,8 @@ import { InternalRpcError, InvalidRequestError, type RpcError, UnknownNetworkErr
 import { genReqId, redactSecrets } from '../../ops/logging.ts';
 import type { RpcHttpMetrics } from '../../ops/metrics.ts';
 import { errorText } from '../jsonrpc.ts';
-import type { RpcOutput, RpcPipeline } from '../pipeline.ts';
+import type { RpcOutput } from '../message.ts';
+import type { RpcPipeline } from '../pipeline.ts';
 import { clientIpResolver } from '../client-ip.ts';
 
 const PUBLIC_NETWORK = 'native-mainnet';
