@@ -185,19 +185,26 @@ export class RpcPipeline {
   async #refuseAdmission(refusal: Refusal, network: Network, input: RpcInput, msg: Message): Promise<RpcOutput> {
     const { error: err, key: known } = refusal;
     this.#tally.call(network.slug, msg.method, err, input.requestId);
+    // C46a: a batch refused whole counts each of its calls.
+    this.countRefusal(refusal, network.slug, msg.method, msg.batch?.length ?? 1);
     if (refusal.reason === 'rate') return { ...plain(err, msg.id()), headers: refusal.headers };
-    if (refusal.reason === 'key') {
-      // C46: a revoked or expired key is a known one: counted for its account.
-      if (err instanceof ApiKeyRevokedError) this.#tally.refusedFor(known, network.slug, msg.method, err);
-      return { ...plain(err, msg.id()), keyRefused: true };
-    }
+    if (refusal.reason === 'key') return { ...plain(err, msg.id()), keyRefused: true };
     const caller: Caller = { key: known, network, ip: input.ip, requestId: input.requestId, at: 0 };
-    if (refusal.reason === 'network') {
-      this.#tally.refusedFor(known, network.slug, msg.method, err);
-      return { ...(await this.#refusal(caller, msg.id(), err)), keyRefused: true };
-    }
+    if (refusal.reason === 'network') return { ...(await this.#refusal(caller, msg.id(), err)), keyRefused: true };
     // Issue 15: the key's origin, IP and JWT rules refuse the whole message.
     return this.#refusal(caller, msg.id(), err);
+  }
+
+  /**
+   * C46a: an admission refusal counted for the key's account under its reason (`key` for a
+   * revoked or expired key, `network`, `access`); a key that does not exist or is inactive has
+   * no account to count for, and a refused key lookup (C17) is the address's, not a key's. The
+   * WebSocket upgrade counts its refusals here too, once per refused upgrade.
+   */
+  countRefusal(refusal: Refusal, slug: string, method: string, calls = 1): void {
+    const { error: err, key } = refusal;
+    if (refusal.reason === 'rate' || (refusal.reason === 'key' && !(err instanceof ApiKeyRevokedError))) return;
+    this.#tally.refusedFor(key, slug, method, err, calls);
   }
 
   /** Stage split: the message's calls with their texts; a batch's malformed items refused one by one (C23). */

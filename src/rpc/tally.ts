@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { type AnalyticsRecorder, NODE_ERROR, OK, UPSTREAM_ERROR } from '../analytics/recorder.ts';
-import { ApiKeyRevokedError, InternalRpcError, InvalidApiKeyError, MethodNotSupportedError, NetworkNotAllowedError, NodeAnsweredError, QuotaExceededError, RateLimitedError, RpcError, UnknownNetworkError, UpstreamError } from '../errors/rpc.ts';
+import { ApiKeyRevokedError, InternalRpcError, InvalidApiKeyError, KeyAccessDeniedError, MethodNotSupportedError, NetworkNotAllowedError, NodeAnsweredError, QuotaExceededError, RateLimitedError, RpcError, UnknownNetworkError, UpstreamError } from '../errors/rpc.ts';
 import { NoUpstreamError, UpstreamRpcError } from '../errors/upstream.ts';
 import { answerErrorCode } from '../json/lossless.ts';
 import type { ResolvedKey } from '../keys/cache.ts';
@@ -50,7 +50,7 @@ export class CallTally {
 
   /** C46: `calls` calls of a known key refused with `err` (counted under the error's reason). */
   refusedFor(key: ResolvedKey | null, slug: string, method: string, err: RpcError, calls = 1): void {
-    if (key) this.#analytics?.refused(key.userId, key.keyId, slug, method, err.code, calls);
+    if (key) this.#analytics?.refused(key.userId, key.keyId, slug, method, err, calls);
   }
 
   /** A batch's refused calls in one debug line: how many, and the first reason. */
@@ -129,5 +129,7 @@ const OUTCOME_BY_CODE: ReadonlyMap<number, RpcOutcome> = new Map<number, RpcOutc
 /** How a gateway error counts in the metrics. */
 export function outcomeOf(err: RpcError): RpcOutcome {
   if (err instanceof NodeAnsweredError) return 'node_error';
+  // C46a: the key's own allowlists share -32003 with the network refusal, but are their own reason.
+  if (err instanceof KeyAccessDeniedError) return 'refused_access';
   return OUTCOME_BY_CODE.get(err.code) ?? 'invalid';
 }
