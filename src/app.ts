@@ -13,7 +13,7 @@ import { authRoutes } from './auth/routes.ts';
 import { TokenService } from './auth/tokens.ts';
 import { NetworkRegistry } from './chains/registry.ts';
 import { networkRoutes } from './chains/routes.ts';
-import { publicUrl } from './config/load.ts';
+import { publicUrl, publicUrlIsHttps } from './config/load.ts';
 import type { Config } from './config/schema.ts';
 import type { Secrets } from './config/secrets.ts';
 import { clientErrorHandler, frameworkErrors, installJsonParser, installRestErrors } from './errors/handler.ts';
@@ -302,7 +302,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
       // C17: signed-out REST traffic is limited per client IP...
       await api.register(async (open) => {
         open.addHook('onRequest', (req, reply) => restLimits.request(req, reply));
-        await open.register(authRoutes, { accounts, tokens, limits: restLimits });
+        await open.register(authRoutes, { accounts, tokens, limits: restLimits, publicHttps: publicUrlIsHttps(config) });
         await open.register(networkRoutes, { registry });
         if (config.admin.token) await open.register(adminRoutes, { token: config.admin.token, accounts, keys, config });
       });
