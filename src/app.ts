@@ -18,6 +18,7 @@ import type { Config } from './config/schema.ts';
 import type { Secrets } from './config/secrets.ts';
 import { clientErrorHandler, frameworkErrors, installJsonParser, installRestErrors } from './errors/handler.ts';
 import { dashboardRoutes } from './http/dashboard.ts';
+import { refuseMissingHost } from './http/host-header.ts';
 import { applyServerTimeouts } from './http/server-timeouts.ts';
 import { installValidators } from './http/validation.ts';
 import { openapiOptions } from './http/openapi.ts';
@@ -185,9 +186,10 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   const rpcHttp = rpcFastPath({ config, registry, pipeline, logger, metrics: new RpcHttpMetrics(metrics.registry) });
 
   const app = Fastify({
-    // The server asks the fast path first for every request.
+    // The server asks the fast path first for every request. A request without Host is let
+    // through to be refused in the envelope of its address (src/http/host-header.ts).
     serverFactory: (handler) =>
-      createServer((req, res) => {
+      createServer({ requireHostHeader: false }, (req, res) => {
         if (!rpcHttp(req, res)) handler(req, res);
       }),
     clientErrorHandler,
@@ -211,6 +213,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   app.addHook('onRequest', async (req, reply) => {
     reply.header('x-request-id', req.id);
   });
+  refuseMissingHost(app);
   installValidators(app);
   installJsonParser(app);
   installRestErrors(app);
