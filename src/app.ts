@@ -17,6 +17,7 @@ import { publicUrl, publicUrlIsHttps } from './config/load.ts';
 import type { Config } from './config/schema.ts';
 import type { Secrets } from './config/secrets.ts';
 import { clientErrorHandler, frameworkErrors, installJsonParser, installRestErrors } from './errors/handler.ts';
+import { contentSecurityPolicy, SWAGGER_UI_STYLE_HASHES } from './http/csp.ts';
 import { dashboardRoutes } from './http/dashboard.ts';
 import { refuseMissingHost } from './http/host-header.ts';
 import { applyServerTimeouts } from './http/server-timeouts.ts';
@@ -221,7 +222,8 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
 
   // The document also describes the JSON-RPC and WebSocket addresses served outside Fastify's routes.
   await app.register(swagger, openapiOptions());
-  await app.register(swaggerUi, { routePrefix: '/docs' });
+  // C3: the docs page under the dashboard's policy (no WebSocket), its one inline style admitted by hash.
+  await app.register(swaggerUi, { routePrefix: '/docs', staticCSP: contentSecurityPolicy({ styleHashes: SWAGGER_UI_STYLE_HASHES }) });
 
   const checks: ReadinessCheck[] = [{ name: 'storage', check: () => deps.storage.ping() }];
   const redis = deps.redis;
