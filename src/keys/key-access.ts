@@ -7,6 +7,8 @@ import { type KeyAccessSettings, normaliseAddress } from './access.ts';
 /** Longest a request JWT may live (exp minus iat, or minus now without iat). */
 export const MAX_JWT_LIFETIME_SECONDS = 86_400;
 const CLOCK_TOLERANCE_SECONDS = 30;
+/** How far in the future a request JWT's `iat` may be (a clock ahead); more is refused. */
+export const MAX_JWT_IAT_AHEAD_SECONDS = 60;
 /** Verified tokens remembered per key, so a token sent again costs a map lookup. */
 const MAX_VERIFIED = 1_000;
 
@@ -30,7 +32,10 @@ const ORIGIN_MISSING = new KeyAccessDeniedError('origin', 'This API key accepts 
 const ORIGIN_REFUSED = new KeyAccessDeniedError('origin', 'Origin not allowed for this API key');
 const IP_REFUSED = new KeyAccessDeniedError('ip', 'Client IP address not allowed for this API key');
 const JWT_MISSING = new KeyAccessDeniedError('jwt', 'This API key requires a JWT: send Authorization: Bearer <jwt>');
-const JWT_INVALID = new KeyAccessDeniedError('jwt', 'Invalid JWT: not signed by a public key of this API key, expired, or not within the rules (exp required, at most 1 day, aud = the key id when present)');
+const JWT_INVALID = new KeyAccessDeniedError(
+  'jwt',
+  'Invalid JWT: not signed by a public key of this API key, expired, or not within the rules (exp required, at most 1 day, iat at most 60 s ahead, kid and aud = ids of this key when present)',
+);
 const CONTRACT_MISSING = new KeyAccessDeniedError('contract', 'This API key allows calls to its allowed contracts only, and this call names none');
 
 // C24-style exact lists: which parameter names the contract of each method.
@@ -196,13 +201,16 @@ export class KeyAccess {
       return JWT_INVALID;
     }
     const keys = this.#jwtKeys ?? [];
-    const byKid = header.kid === undefined ? undefined : keys.find((k) => k.id === header.kid);
-    const candidates = byKid ? [byKid] : keys.filter((k) => k.alg === header.alg);
+    // A `kid` names the one key to try: one naming none of this key's public keys is refused,
+    // never tried against the others. Without a `kid`, every key of the token's alg is tried.
+    const candidates = header.kid === undefined ? keys.filter((k) => k.alg === header.alg) : keys.filter((k) => k.id === header.kid);
     for (const k of candidates) {
       try {
         const { payload } = await jwtVerify(token, k.key, { algorithms: [k.alg], clockTolerance: CLOCK_TOLERANCE_SECONDS, requiredClaims: ['exp'] });
         const now = Math.floor(Date.now() / 1000);
         const exp = payload.exp as number;
+        // jose checks iat only against a maximum age: one issued in the future is judged here.
+        if (typeof payload.iat === 'number' && payload.iat > now + MAX_JWT_IAT_AHEAD_SECONDS) return JWT_INVALID;
         const from = typeof payload.iat === 'number' ? Math.min(payload.iat, now) : now;
         if (exp - from > MAX_JWT_LIFETIME_SECONDS + CLOCK_TOLERANCE_SECONDS) return JWT_INVALID;
         if (payload.aud !== undefined) {

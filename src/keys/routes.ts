@@ -49,7 +49,7 @@ const AccessView = T.Object({
   requireJwt: T.Boolean(),
   jwtPublicKeys: T.Array(
     T.Object({
-      id: T.String({ description: "the key's fingerprint; send it as the JWT header's kid" }),
+      id: T.String({ description: "the key's fingerprint; send it as the JWT header's kid (a kid naming no registered key is refused)" }),
       name: T.String(),
       alg: T.Union([T.Literal('ES256'), T.Literal('RS256'), T.Literal('EdDSA')]),
       publicKey: T.String({ description: 'PEM (SPKI)' }),
