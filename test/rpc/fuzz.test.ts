@@ -232,6 +232,34 @@ describe('fuzzing inside params against devnet chains (seeded)', () => {
   };
   const errorLines = () => d.logs.filter((l) => /"level":(50|60)/.test(l));
 
+  test('a call the node cannot read at all (a lone surrogate, which JSON.parse accepts) is answered under the caller\'s id, not the node\'s null (C23)', async () => {
+    // anvil refuses the whole request text and answers {"id":null,"error":{"code":-32600}}.
+    const lone = (method: string, id: string) => `{"jsonrpc":"2.0","method":"${method}","params":["0x8ba1f109551bd432803012645ac136ddd64dba72","\\ud800"],"id":${id}}`;
+    const filter = (id: string) => `{"jsonrpc":"2.0","method":"eth_newFilter","params":[{"topics":["\\ud800"]}],"id":${id}}`;
+    for (const [path, headers] of [['/public/main', {}], ['/rpc/main/evm/1', { 'x-api-key': dkey }]] as const) {
+      for (const [input, id] of [[lone('eth_getBalance', '7'), 7], [lone('eth_getCode', '"abc"'), 'abc'], [filter('12345678901234567890'), '12345678901234567890']] as const) {
+        const res = await fetch(`${d.url}${path}`, { method: 'POST', headers, body: input });
+        const text = await res.text();
+        assert.equal(res.status, 200, text);
+        if (typeof id === 'string' && /^\d+$/.test(id)) assert.match(text, new RegExp(`"id":${id}[,}]`), `${path}: ${text}`);
+        else assert.equal((JSON.parse(text) as { id: unknown }).id, id, `${path}: ${text}`);
+        assert.equal((JSON.parse(text) as { error?: { code: number } }).error?.code, -32600, text);
+      }
+    }
+    // The same over a WebSocket, and a call with id null keeps it.
+    const ws = await WsFuzzChannel.open(`${d.url.replace(/^http/, 'ws')}/ws/native-mainnet?apiKey=${dkey}`);
+    try {
+      const out = await ws.send(lone('eth_getBalance', '"ws-1"'));
+      assert.ok('answer' in out && out.answer !== null);
+      assert.equal((JSON.parse(out.answer) as { id: unknown }).id, 'ws-1', out.answer);
+      const nullId = await ws.send(lone('eth_getBalance', 'null'));
+      assert.ok('answer' in nullId && nullId.answer !== null);
+      assert.equal((JSON.parse(nullId.answer) as { id: unknown }).id, null, nullId.answer);
+    } finally {
+      await ws.close();
+    }
+  });
+
   test(`${PARAM_HTTP_CASES} HTTP messages with mutated params, keyless and with a key, single and batch: sane answers with the ids sent (C22, C23)`, async (ctx) => {
     const fuzz = { native: paramFuzzer(prng(SEED + 2), options(true, true)), other: paramFuzzer(prng(SEED + 3), options(false, true)) };
     const paths = ['/public/main', `/v1/native-mainnet/${dkey}`, `/v1/ethereum/${dkey}`, '/rpc/main/evm/1'];
