@@ -280,7 +280,7 @@ describe('fuzzing inside params against devnet chains (seeded)', () => {
     assert.deepEqual(errorLines(), [], 'no error in the gateway log');
   });
 
-  test(`${PARAM_WS_CASES} WebSocket frames with mutated params: each answered with its ids, the connections stay open`, async () => {
+  test(`${PARAM_WS_CASES} WebSocket frames with mutated params: each answered with its ids, the connections stay open; only a frame over ws.maxPayloadBytes closes one (1009)`, async () => {
     for (const [n, slug] of NETWORKS.entries()) {
       const fuzz = paramFuzzer(prng(SEED + 4 + n), options(slug === 'native-mainnet', false));
       const ws = await WsFuzzChannel.open(`${d.url.replace(/^http/, 'ws')}/ws/${slug}?apiKey=${dkey}`);
@@ -295,6 +295,18 @@ describe('fuzzing inside params against devnet chains (seeded)', () => {
         await ws.close();
       }
     }
+    // The one documented close: a frame over ws.maxPayloadBytes ends the connection with 1009
+    // (Message Too Big); a new connection is served as before.
+    const address = `${d.url.replace(/^http/, 'ws')}/ws/native-mainnet?apiKey=${dkey}`;
+    const big = await WsFuzzChannel.open(address);
+    const tooBig = `{"jsonrpc":"2.0","id":1,"method":"eth_call","params":[{"data":"0x${'00'.repeat(d.config.ws.maxPayloadBytes / 2)}"},"latest"]}`;
+    const cut = await big.send(tooBig);
+    assert.ok('failed' in cut && cut.failed === 'closed', JSON.stringify(cut).slice(0, 200));
+    assert.equal(big.closed?.code, 1009);
+    const again = await WsFuzzChannel.open(address);
+    const answer = await again.send('{"jsonrpc":"2.0","id":2,"method":"eth_blockNumber","params":[]}');
+    await again.close();
+    assert.ok('answer' in answer && answer.answer !== null && /"result":"0x[0-9a-f]+"/.test(answer.answer), JSON.stringify(answer));
     for (const slug of NETWORKS) assert.match(String(await blockNumber(slug)), /^0x[0-9a-f]+$/, `${slug} still answers eth_blockNumber`);
     assert.deepEqual(errorLines(), [], 'no error in the gateway log');
   });

@@ -127,6 +127,7 @@ export function paramFuzzer(rand: () => number, opts: FuzzOptions) {
 
   /** A member name, often mutated: other case, escaped letters, look-alikes. */
   const mutatedName = (name: string): string => {
+    if (name.length === 0) return name;
     switch (int(9)) {
       case 0:
         return name.toUpperCase();
@@ -232,13 +233,19 @@ export function paramFuzzer(rand: () => number, opts: FuzzOptions) {
     return `${open}${pick(['1', '"x"', 'null', '{}', '[]'])}${close}`;
   };
 
+  /** A state override's address, as a member name (written as JSON.stringify would). */
+  const overrideAddress = (): string => {
+    const a = JSON.parse(address()) as unknown;
+    return typeof a === 'string' ? JSON.stringify(a).slice(1, -1) : ADDRESS;
+  };
+
   type Params = (depth: number) => Text[];
   const METHODS: Array<[string, Params]> = [
     ['eth_getBalance', (d) => [address(), block(d)]],
     ['eth_getCode', (d) => [address(), block(d)]],
     ['eth_getTransactionCount', (d) => [address(), block(d)]],
     ['eth_getStorageAt', (d) => [address(), quantity(), block(d)]],
-    ['eth_call', (d) => [tx(d + 1), block(d), ...(chance(0.1) ? [object([[JSON.parse(address()) as string, object([['balance', quantity()], ['nonce', quantity()], ['code', data()]], d + 2)]], d + 1)] : [])]],
+    ['eth_call', (d) => [tx(d + 1), block(d), ...(chance(0.1) ? [object([[overrideAddress(), object([['balance', quantity()], ['nonce', quantity()], ['code', data()]], d + 2)]], d + 1)] : [])]],
     ['eth_estimateGas', (d) => [tx(d + 1), ...(chance(0.5) ? [block(d)] : [])]],
     ['eth_createAccessList', (d) => [tx(d + 1), block(d)]],
     ['eth_getBlockByNumber', (d) => [block(d), pick(['true', 'false', '"true"', '1', 'null'])]],
