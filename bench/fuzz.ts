@@ -139,7 +139,7 @@ async function main(): Promise<void> {
   const messageAt = (i: number, native: boolean, overLimit: boolean) => paramFuzzer(prng(SEED * 1_000_003 + i), opts(native, overLimit)).message();
   const record = (where: string, input: string, status: number | undefined, answer: string | null) => {
     answered++;
-    const v = judge(input, status, answer);
+    const v = judge(input, status, answer, { maxNesting: MAX_NESTING, maxBytes: BODY_LIMIT });
     for (const c of v.codes) inc(codes, c);
     results += v.results;
     // Messages without their numbers and hex, so one kind of refusal is one line.

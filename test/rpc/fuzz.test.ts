@@ -270,7 +270,7 @@ describe('fuzzing inside params against devnet chains (seeded)', () => {
       const input = (path.includes('ethereum') || path.endsWith('/1') ? fuzz.other : fuzz.native).message();
       const res = await fetch(`${d.url}${path}`, { method: 'POST', body: input, headers: path.startsWith('/rpc/') ? { 'x-api-key': dkey } : {} });
       statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
-      const verdict = judge(input, res.status, await res.text());
+      const verdict = judge(input, res.status, await res.text(), { maxNesting: MAX_NESTING, maxBytes: BODY_LIMIT });
       assert.deepEqual(verdict.problems, [], where(input));
       for (const c of verdict.codes) codes.set(c, (codes.get(c) ?? 0) + 1);
     }
@@ -289,7 +289,7 @@ describe('fuzzing inside params against devnet chains (seeded)', () => {
           const input = fuzz.message();
           const out = await ws.send(input);
           assert.ok('answer' in out, `the connection ${'failed' in out ? out.failed : ''} (${JSON.stringify(ws.closed)}) ${where(input)}`);
-          assert.deepEqual(judge(input, undefined, out.answer).problems, [], where(input));
+          assert.deepEqual(judge(input, undefined, out.answer, { maxNesting: MAX_NESTING, maxBytes: BODY_LIMIT }).problems, [], where(input));
         }
       } finally {
         await ws.close();

@@ -351,9 +351,10 @@ function expectedOf(item: unknown): { id: unknown } | null {
  * WebSocket), `answer` the text or null when nothing came back. Sane is: no 5xx but 502 (and a 502
  * only with -32000), JSON, one answer per call that has an id, with that id and in order, or one
  * error for the whole message with id null (not JSON, nested too deep, too large, an empty or too
- * long batch, or a refusal of the whole batch).
+ * long batch, or a refusal of the whole batch). A single call's answer carries its id unless the
+ * message is one the gateway cannot read the id of (`limits`: nested too deep, too large).
  */
-export function judge(request: string, status: number | undefined, answer: string | null): Verdict {
+export function judge(request: string, status: number | undefined, answer: string | null, limits: { maxNesting: number; maxBytes: number }): Verdict {
   const problems: string[] = [];
   const codes: number[] = [];
   const messages: string[] = [];
@@ -420,10 +421,29 @@ export function judge(request: string, status: number | undefined, answer: strin
   const item = items[0];
   if (want === undefined) {
     if (!whole) problems.push('a notification answered with something else than an error with id null');
-  } else if (JSON.stringify(item?.id) !== JSON.stringify(want.id) && !(whole && (item?.error?.code === -32600 || item?.error?.code === -32700))) {
+  } else if (JSON.stringify(item?.id) !== JSON.stringify(want.id) && !(whole && item?.error?.code === -32600 && unreadable(request, status, limits))) {
     problems.push(`id ${JSON.stringify(item?.id)} where ${JSON.stringify(want.id)} was sent`);
   }
   return done();
+}
+
+/** Levels of arrays and objects in JSON text (strings jumped over). */
+export function nesting(t: string): number {
+  let depth = 0;
+  let max = 0;
+  for (let j = 0; j < t.length; j++) {
+    const c = t.charCodeAt(j);
+    if (c === 0x22) {
+      for (j++; j < t.length && t.charCodeAt(j) !== 0x22; j++) if (t.charCodeAt(j) === 0x5c) j++;
+    } else if (c === 0x7b || c === 0x5b) max = Math.max(max, ++depth);
+    else if (c === 0x7d || c === 0x5d) depth--;
+  }
+  return max;
+}
+
+/** A message the gateway refuses before reading its id (C23): nested too deep, or over the size limit. */
+function unreadable(request: string, status: number | undefined, limits: { maxNesting: number; maxBytes: number }): boolean {
+  return status === 413 || Buffer.byteLength(request) > limits.maxBytes || nesting(request) > limits.maxNesting;
 }
 
 /** What a message expects back over a WebSocket: one answer, or none when every call is a notification. */
