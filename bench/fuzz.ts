@@ -13,7 +13,7 @@ import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { MAX_NESTING } from '../src/rpc/pipeline.ts';
+import { MAX_NESTING } from '../src/rpc/message.ts';
 import { judge, paramFuzzer, prng, WsFuzzChannel } from '../test/support/fuzz-gen.ts';
 // @ts-expect-error: a plain .mjs build script without type declarations
 import { build } from '../scripts/build.mjs';

@@ -10,7 +10,7 @@ import { createKey, registerUser, setTier, startTestApp, type TestApp } from '..
 import { type FakeNode, startFakeNode, topLevel } from '../support/fake-node.ts';
 import { connect, wsAddress } from '../ws/helpers.ts';
 import { judge, paramFuzzer, prng, WsFuzzChannel } from '../support/fuzz-gen.ts';
-import { MAX_NESTING } from '../../src/rpc/pipeline.ts';
+import { MAX_NESTING } from '../../src/rpc/message.ts';
 
 const SEED = Number(process.env.FUZZ_SEED ?? 20261123);
 const HTTP_CASES = 400;
