@@ -13,11 +13,13 @@ import { authRoutes } from './auth/routes.ts';
 import { TokenService } from './auth/tokens.ts';
 import { NetworkRegistry } from './chains/registry.ts';
 import { networkRoutes } from './chains/routes.ts';
-import { publicUrl } from './config/load.ts';
+import { publicUrl, publicUrlIsHttps } from './config/load.ts';
 import type { Config } from './config/schema.ts';
 import type { Secrets } from './config/secrets.ts';
 import { clientErrorHandler, frameworkErrors, installJsonParser, installRestErrors } from './errors/handler.ts';
+import { contentSecurityPolicy, SWAGGER_UI_STYLE_HASHES } from './http/csp.ts';
 import { dashboardRoutes } from './http/dashboard.ts';
+import { refuseMissingHost } from './http/host-header.ts';
 import { applyServerTimeouts } from './http/server-timeouts.ts';
 import { installValidators } from './http/validation.ts';
 import { openapiOptions } from './http/openapi.ts';
@@ -185,9 +187,10 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   const rpcHttp = rpcFastPath({ config, registry, pipeline, logger, metrics: new RpcHttpMetrics(metrics.registry) });
 
   const app = Fastify({
-    // The server asks the fast path first for every request.
+    // The server asks the fast path first for every request. A request without Host is let
+    // through to be refused in the envelope of its address (src/http/host-header.ts).
     serverFactory: (handler) =>
-      createServer((req, res) => {
+      createServer({ requireHostHeader: false }, (req, res) => {
         if (!rpcHttp(req, res)) handler(req, res);
       }),
     clientErrorHandler,
@@ -211,6 +214,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   app.addHook('onRequest', async (req, reply) => {
     reply.header('x-request-id', req.id);
   });
+  refuseMissingHost(app);
   installValidators(app);
   installJsonParser(app);
   installRestErrors(app);
@@ -218,7 +222,8 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
 
   // The document also describes the JSON-RPC and WebSocket addresses served outside Fastify's routes.
   await app.register(swagger, openapiOptions());
-  await app.register(swaggerUi, { routePrefix: '/docs' });
+  // C3: the docs page under the dashboard's policy (no WebSocket), its one inline style admitted by hash.
+  await app.register(swaggerUi, { routePrefix: '/docs', staticCSP: contentSecurityPolicy({ styleHashes: SWAGGER_UI_STYLE_HASHES }) });
 
   const checks: ReadinessCheck[] = [{ name: 'storage', check: () => deps.storage.ping() }];
   const redis = deps.redis;
@@ -302,7 +307,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
       // C17: signed-out REST traffic is limited per client IP...
       await api.register(async (open) => {
         open.addHook('onRequest', (req, reply) => restLimits.request(req, reply));
-        await open.register(authRoutes, { accounts, tokens, limits: restLimits });
+        await open.register(authRoutes, { accounts, tokens, limits: restLimits, publicHttps: publicUrlIsHttps(config) });
         await open.register(networkRoutes, { registry });
         if (config.admin.token) await open.register(adminRoutes, { token: config.admin.token, accounts, keys, config });
       });

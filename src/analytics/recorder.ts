@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm';
-import { ApiKeyRevokedError, InvalidApiKeyError, MethodNotSupportedError, NetworkNotAllowedError, QuotaExceededError, RateLimitedError } from '../errors/rpc.ts';
+import { ApiKeyRevokedError, InvalidApiKeyError, KeyAccessDeniedError, MethodNotSupportedError, NetworkNotAllowedError, QuotaExceededError, RateLimitedError, type RpcError } from '../errors/rpc.ts';
 import type { Db } from '../storage/db.ts';
 import { BUCKETS, bucketOf, mergeInto, toArrayText } from './histogram.ts';
 
@@ -9,14 +9,15 @@ export const NODE_ERROR = 1;
 export const UPSTREAM_ERROR = 2;
 export type CallOutcome = typeof OK | typeof NODE_ERROR | typeof UPSTREAM_ERROR;
 
-/** The reasons a call is refused, in the order of C46's `refused` object. */
-export const REFUSAL_REASONS = ['rate', 'quota', 'key', 'network', 'method'] as const;
+/** The reasons a call is refused, in the order of C46's `refused` object (C46a). */
+export const REFUSAL_REASONS = ['rate', 'quota', 'key', 'network', 'method', 'access'] as const;
 export type RefusalReason = (typeof REFUSAL_REASONS)[number];
 const RATE = 0;
 const QUOTA = 1;
 const KEY = 2;
 const NETWORK = 3;
 const METHOD = 4;
+const ACCESS = 5;
 
 /** The refusal reason of each refusing error class, by its pinned JSON-RPC code (C22). */
 const REASON_BY_CODE: ReadonlyMap<number, number> = new Map([
@@ -28,9 +29,14 @@ const REASON_BY_CODE: ReadonlyMap<number, number> = new Map([
   [MethodNotSupportedError.code, METHOD],
 ]);
 
-/** The refusal reason of a JSON-RPC error code (C22), or -1 when the code is not a refusal. */
-export function refusalOf(code: number): number {
-  return REASON_BY_CODE.get(code) ?? -1;
+/**
+ * The refusal reason of an error (C46a), or -1 when it is not a refusal. By the class's pinned
+ * code, except the key's own allowlists (origin, IP, JWT, method and contract lists), whose
+ * -32003 is `access`, not `network`.
+ */
+export function refusalOf(err: RpcError): number {
+  if (err instanceof KeyAccessDeniedError) return ACCESS;
+  return REASON_BY_CODE.get(err.code) ?? -1;
 }
 
 const HOUR_MS = 3_600_000;
@@ -92,9 +98,9 @@ export class AnalyticsRecorder {
     h[b] = (h[b] as number) + 1;
   }
 
-  /** `calls` calls of a known key refused with JSON-RPC error `code`; codes that are no refusal are ignored. */
-  refused(userId: string, keyId: string, network: string, method: string, code: number, calls = 1): void {
-    const reason = refusalOf(code);
+  /** `calls` calls of a known key refused with `err` (C46a: under its reason); errors that are no refusal are ignored. */
+  refused(userId: string, keyId: string, network: string, method: string, err: RpcError, calls = 1): void {
+    const reason = refusalOf(err);
     if (reason < 0) return;
     const row = this.#row(userId, keyId, network, this.#methods.has(method) ? method : 'other');
     row.refused[reason] = (row.refused[reason] as number) + calls;
@@ -128,7 +134,7 @@ export class AnalyticsRecorder {
           computeUnits: 0,
           errorsNode: 0,
           errorsUpstream: 0,
-          refused: [0, 0, 0, 0, 0],
+          refused: [0, 0, 0, 0, 0, 0],
           latency: new Array<number>(BUCKETS).fill(0),
         };
         this.#rows.set(id, row);
@@ -206,11 +212,11 @@ export class AnalyticsRecorder {
 }
 
 function sqlCounts(r: Row) {
-  const [rate, quota, key, network, method] = r.refused as [number, number, number, number, number];
-  return sql`${r.requests}::bigint, ${r.computeUnits}::bigint, ${r.errorsNode}::bigint, ${r.errorsUpstream}::bigint, ${rate}::bigint, ${quota}::bigint, ${key}::bigint, ${network}::bigint, ${method}::bigint, ${toArrayText(r.latency)}::bigint[]`;
+  const [rate, quota, key, network, method, access] = r.refused as [number, number, number, number, number, number];
+  return sql`${r.requests}::bigint, ${r.computeUnits}::bigint, ${r.errorsNode}::bigint, ${r.errorsUpstream}::bigint, ${rate}::bigint, ${quota}::bigint, ${key}::bigint, ${network}::bigint, ${method}::bigint, ${access}::bigint, ${toArrayText(r.latency)}::bigint[]`;
 }
 
-const COUNTERS = ['requests', 'compute_units', 'errors_node', 'errors_upstream', 'refused_rate', 'refused_quota', 'refused_key', 'refused_network', 'refused_method'] as const;
+const COUNTERS = ['requests', 'compute_units', 'errors_node', 'errors_upstream', 'refused_rate', 'refused_quota', 'refused_key', 'refused_network', 'refused_method', 'refused_access'] as const;
 
 /** INSERT ... ON CONFLICT that adds counters and merges histograms element-wise (arrays of any length). */
 function upsert(table: 'analytics_hourly' | 'analytics_daily', period: 'hour' | 'day', values: ReturnType<typeof sql>[]) {

@@ -40,7 +40,7 @@ const Analytics = T.Object({
         upstream: T.Integer({ minimum: 0, description: 'calls no node answered usably (-32000 and other 5xx answers)' }),
       }),
       refused: T.Object(
-        { rate: Count, quota: Count, key: Count, network: Count, method: Count },
+        { rate: Count, quota: Count, key: Count, network: Count, method: Count, access: Count },
         { description: 'calls refused before reaching a node, by reason (never counted as usage)' },
       ),
       latencyMs: T.Object({ p50: Ms, p95: Ms, p99: Ms }, { description: 'from arrival to answer, measured in the gateway, from merged histograms (within 9.5%)' }),

@@ -28,6 +28,8 @@ const row = <P extends object>(period: P) => ({
   refusedKey: bigint('refused_key', { mode: 'number' }).notNull().default(0),
   refusedNetwork: bigint('refused_network', { mode: 'number' }).notNull().default(0),
   refusedMethod: bigint('refused_method', { mode: 'number' }).notNull().default(0),
+  // C46a: the key's own allowlists (origin, IP, JWT, method and contract lists).
+  refusedAccess: bigint('refused_access', { mode: 'number' }).notNull().default(0),
   latency: bigint('latency', { mode: 'number' }).array().notNull().default([]),
 });
 

@@ -53,7 +53,7 @@ interface Sum {
   refused: number[];
   latency: number[];
 }
-const emptySum = (): Sum => ({ requests: 0, computeUnits: 0, errorsNode: 0, errorsUpstream: 0, refused: [0, 0, 0, 0, 0], latency: [] });
+const emptySum = (): Sum => ({ requests: 0, computeUnits: 0, errorsNode: 0, errorsUpstream: 0, refused: [0, 0, 0, 0, 0, 0], latency: [] });
 
 interface StoredRow {
   bucket: number;
@@ -69,6 +69,7 @@ interface StoredRow {
   refused_key: number;
   refused_network: number;
   refused_method: number;
+  refused_access: number;
   latency: string;
 }
 
@@ -125,7 +126,7 @@ export class AnalyticsStore {
           requests::float8 as requests, compute_units::float8 as compute_units,
           errors_node::float8 as errors_node, errors_upstream::float8 as errors_upstream,
           refused_rate::float8 as refused_rate, refused_quota::float8 as refused_quota, refused_key::float8 as refused_key,
-          refused_network::float8 as refused_network, refused_method::float8 as refused_method,
+          refused_network::float8 as refused_network, refused_method::float8 as refused_method, refused_access::float8 as refused_access,
           latency::text as latency
         from ${sql.raw(hourly ? 'analytics_hourly' : 'analytics_daily')}
         where ${sql.join(where, sql` and `)}`),
@@ -145,7 +146,7 @@ export class AnalyticsStore {
       s.computeUnits += Number(r.compute_units);
       s.errorsNode += Number(r.errors_node);
       s.errorsUpstream += Number(r.errors_upstream);
-      mergeInto(s.refused, [r.refused_rate, r.refused_quota, r.refused_key, r.refused_network, r.refused_method].map(Number));
+      mergeInto(s.refused, [r.refused_rate, r.refused_quota, r.refused_key, r.refused_network, r.refused_method, r.refused_access].map(Number));
       // C46: percentiles come from the merged counts, never from averaged percentiles.
       mergeInto(s.latency, hist);
     };

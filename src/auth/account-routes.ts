@@ -1,6 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type as T } from '@sinclair/typebox';
 import type { Config } from '../config/schema.ts';
+import { publicUrlIsHttps } from '../config/load.ts';
 import { badRequest, unauthorized } from '../errors/http.ts';
 import { ErrorResponse, ok, OkMessage } from '../http/schemas.ts';
 import type { Meter } from '../metering/meter.ts';
@@ -102,7 +103,7 @@ export const accountRoutes: FastifyPluginAsyncTypebox<{
     },
     async (req, reply) => {
       await tokens.revokeFamily(req.tokenFamily);
-      clearRefreshCookie(req, reply); // C43: the dashboard's cookie goes too
+      clearRefreshCookie(req, reply, publicUrlIsHttps(config)); // C43: the dashboard's cookie goes too
       return { success: true as const, message: 'Signed out' };
     },
   );

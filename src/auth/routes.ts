@@ -35,22 +35,29 @@ const SessionMode = T.Optional(
 export const REFRESH_COOKIE = 'junction_refresh';
 const COOKIE_PATH = '/api/v1/auth';
 
-function cookieHeader(req: FastifyRequest, value: string, maxAgeSeconds: number): string {
-  const secure = req.protocol === 'https' ? '; Secure' : '';
+/**
+ * C43: Secure when users reach the gateway over https: the public address is https (behind a
+ * TLS-terminating proxy the gateway itself sees plain http), or a trusted proxy says
+ * `X-Forwarded-Proto: https` (Fastify's `req.protocol` believes the header only from
+ * `server.trustedProxies`). Plain http with neither, as in local development, is not Secure: a
+ * browser would not send the cookie back.
+ */
+function cookieHeader(req: FastifyRequest, publicHttps: boolean, value: string, maxAgeSeconds: number): string {
+  const secure = publicHttps || req.protocol === 'https' ? '; Secure' : '';
   return `${REFRESH_COOKIE}=${value}; Path=${COOKIE_PATH}; Max-Age=${maxAgeSeconds}; HttpOnly; SameSite=Strict${secure}`;
 }
 
 /** Puts the refresh token in the cookie (for as long as the token lives, C5) and leaves it out of the answer. */
-function intoCookie(req: FastifyRequest, reply: FastifyReply, pair: { accessToken: string; refreshToken: string }) {
+function intoCookie(req: FastifyRequest, reply: FastifyReply, publicHttps: boolean, pair: { accessToken: string; refreshToken: string }) {
   const claims = JSON.parse(Buffer.from(pair.refreshToken.split('.')[1] ?? '', 'base64url').toString('utf8')) as { exp: number };
   const ttlSeconds = Math.max(0, claims.exp - Math.floor(Date.now() / 1000));
-  reply.header('set-cookie', cookieHeader(req, pair.refreshToken, ttlSeconds)).header('cache-control', 'no-store');
+  reply.header('set-cookie', cookieHeader(req, publicHttps, pair.refreshToken, ttlSeconds)).header('cache-control', 'no-store');
   return { accessToken: pair.accessToken };
 }
 
 /** Clears the dashboard's refresh cookie (sign out). */
-export function clearRefreshCookie(req: FastifyRequest, reply: FastifyReply): void {
-  if (readRefreshCookie(req) !== undefined) reply.header('set-cookie', cookieHeader(req, '', 0));
+export function clearRefreshCookie(req: FastifyRequest, reply: FastifyReply, publicHttps: boolean): void {
+  if (readRefreshCookie(req) !== undefined) reply.header('set-cookie', cookieHeader(req, publicHttps, '', 0));
 }
 
 /** The refresh token of the cookie, if the request carries one. */
@@ -71,7 +78,9 @@ export const authRoutes: FastifyPluginAsyncTypebox<{
   accounts: AccountService;
   tokens: TokenService;
   limits: RestLimits;
-}> = async (app, { accounts, tokens, limits }) => {
+  /** The public address is https: the refresh cookie is always Secure (C43). */
+  publicHttps: boolean;
+}> = async (app, { accounts, tokens, limits, publicHttps }) => {
   app.post(
     '/auth/register',
     {
@@ -93,7 +102,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<{
       const { session, ...account } = req.body;
       const user = await accounts.register(account);
       const pair = await tokens.issue(user.id);
-      return { success: true as const, data: { user: toPublicUser(user), tokens: session === 'cookie' ? intoCookie(req, reply, pair) : pair } };
+      return { success: true as const, data: { user: toPublicUser(user), tokens: session === 'cookie' ? intoCookie(req, reply, publicHttps, pair) : pair } };
     },
   );
 
@@ -117,7 +126,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<{
       });
       await attempt.release();
       const pair = await tokens.issue(user.id);
-      return { success: true as const, data: { user: toPublicUser(user), tokens: req.body.session === 'cookie' ? intoCookie(req, reply, pair) : pair } };
+      return { success: true as const, data: { user: toPublicUser(user), tokens: req.body.session === 'cookie' ? intoCookie(req, reply, publicHttps, pair) : pair } };
     },
   );
 
@@ -140,7 +149,7 @@ export const authRoutes: FastifyPluginAsyncTypebox<{
       const { refreshToken, session } = req.body;
       if (refreshToken !== undefined) {
         const pair = await tokens.refresh(refreshToken);
-        return { success: true as const, data: session === 'cookie' ? intoCookie(req, reply, pair) : pair };
+        return { success: true as const, data: session === 'cookie' ? intoCookie(req, reply, publicHttps, pair) : pair };
       }
       // C43: the dashboard's token, from its HttpOnly cookie.
       const fromCookie = session === 'cookie' ? readRefreshCookie(req) : undefined;
@@ -153,10 +162,10 @@ export const authRoutes: FastifyPluginAsyncTypebox<{
         pair = await tokens.refresh(fromCookie);
       } catch (err) {
         // A dead cookie (used, revoked, expired) goes away with its error.
-        reply.header('set-cookie', cookieHeader(req, '', 0));
+        reply.header('set-cookie', cookieHeader(req, publicHttps, '', 0));
         throw err;
       }
-      return { success: true as const, data: intoCookie(req, reply, pair) };
+      return { success: true as const, data: intoCookie(req, reply, publicHttps, pair) };
     },
   );
 };

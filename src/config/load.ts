@@ -394,6 +394,14 @@ function deepFreeze<T>(o: T): T {
   return o;
 }
 
+/**
+ * Whether users reach the gateway over https: the public address (C2) says so, whatever the
+ * connection in front of it (a TLS-terminating proxy talks plain http to the gateway).
+ */
+export function publicUrlIsHttps(cfg: Config): boolean {
+  return cfg.server.publicUrl?.toLowerCase().startsWith('https:') ?? false;
+}
+
 /** The address users see (C2). */
 export function publicUrl(cfg: Config, listeningPort?: number): string {
   return (cfg.server.publicUrl ?? `http://localhost:${listeningPort ?? cfg.server.port}`).replace(/\/+$/, '');

@@ -4,6 +4,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { gzipSync } from 'node:zlib';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { contentSecurityPolicy } from './csp.ts';
 
 /** Where the build (scripts/build.mjs) puts the dashboard: web/dist/ at the project's root, from src/ or dist/ alike. */
 export const DASHBOARD_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../web/dist');
@@ -32,27 +33,6 @@ interface Cached {
   body: Buffer;
   gzip: Buffer | undefined;
   etag: string;
-}
-
-/**
- * The Content-Security-Policy of every dashboard answer (C43): scripts, styles, connections and
- * images from this origin only (the WebSocket of this host included), no frames, no <base>.
- */
-function contentSecurityPolicy(host: string | undefined): string {
-  // The host comes from the request: only a plain host[:port] is repeated in the header.
-  const ws = host && /^[a-z0-9.-]+(:\d{1,5})?$|^\[[0-9a-f:.]+\](:\d{1,5})?$/i.test(host) ? ` ws://${host} wss://${host}` : '';
-  return [
-    "default-src 'self'",
-    "script-src 'self'",
-    "style-src 'self'",
-    "img-src 'self' data:",
-    `connect-src 'self'${ws}`,
-    "font-src 'self'",
-    "object-src 'none'",
-    "frame-ancestors 'none'",
-    "base-uri 'none'",
-    "form-action 'self'",
-  ].join('; ');
 }
 
 /**
@@ -93,7 +73,7 @@ export function dashboardRoutes(app: FastifyInstance, opts: { dir?: string } = {
 
   const send = (req: FastifyRequest, reply: FastifyReply, rel: string, file: Cached, status = 200) => {
     reply
-      .header('content-security-policy', contentSecurityPolicy(req.headers.host))
+      .header('content-security-policy', contentSecurityPolicy({ host: req.headers.host }))
       .header('x-content-type-options', 'nosniff')
       .header('referrer-policy', 'no-referrer')
       .header('x-frame-options', 'DENY')

@@ -203,11 +203,12 @@ export function memberSpan(t: string, name: string, from = 0, to = t.length): [n
 /**
  * Visits the top-level member names of the object text `t` in order: `visit(start, end)` gets the
  * span of each name as written between its quotes (escapes not decoded, a repeated name each
- * time); returning false stops the walk. Returns false when `t` is not an object. One pass over
+ * time); returning false stops the walk. Returns false when `t` is not an object. `from`: where
+ * the object starts (its `{`, or blanks before it), for an object inside a larger text. One pass over
  * the object text, nothing allocated.
  */
-export function eachMemberName(t: string, visit: (start: number, end: number) => boolean | undefined): boolean {
-  let i = skipWs(t, 0);
+export function eachMemberName(t: string, visit: (start: number, end: number) => boolean | undefined, from = 0): boolean {
+  let i = skipWs(t, from);
   if (t.charCodeAt(i) !== 0x7b) return false;
   i = skipWs(t, i + 1);
   while (i < t.length && t.charCodeAt(i) === 0x22) {

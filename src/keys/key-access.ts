@@ -7,6 +7,8 @@ import { type KeyAccessSettings, normaliseAddress } from './access.ts';
 /** Longest a request JWT may live (exp minus iat, or minus now without iat). */
 export const MAX_JWT_LIFETIME_SECONDS = 86_400;
 const CLOCK_TOLERANCE_SECONDS = 30;
+/** How far in the future a request JWT's `iat` may be (a clock ahead); more is refused. */
+export const MAX_JWT_IAT_AHEAD_SECONDS = 60;
 /** Verified tokens remembered per key, so a token sent again costs a map lookup. */
 const MAX_VERIFIED = 1_000;
 
@@ -30,12 +32,74 @@ const ORIGIN_MISSING = new KeyAccessDeniedError('origin', 'This API key accepts 
 const ORIGIN_REFUSED = new KeyAccessDeniedError('origin', 'Origin not allowed for this API key');
 const IP_REFUSED = new KeyAccessDeniedError('ip', 'Client IP address not allowed for this API key');
 const JWT_MISSING = new KeyAccessDeniedError('jwt', 'This API key requires a JWT: send Authorization: Bearer <jwt>');
-const JWT_INVALID = new KeyAccessDeniedError('jwt', 'Invalid JWT: not signed by a public key of this API key, expired, or not within the rules (exp required, at most 1 day, aud = the key id when present)');
+const JWT_INVALID = new KeyAccessDeniedError(
+  'jwt',
+  'Invalid JWT: not signed by a public key of this API key, expired, or not within the rules (exp required, at most 1 day, iat at most 60 s ahead, kid and aud = ids of this key when present)',
+);
 const CONTRACT_MISSING = new KeyAccessDeniedError('contract', 'This API key allows calls to its allowed contracts only, and this call names none');
+const OVERRIDES_REFUSED = new KeyAccessDeniedError(
+  'contract',
+  'This API key allows calls to its allowed contracts only: state and block overrides, authorization lists and call members the gateway does not know (names are exact) are refused',
+);
+const RAW_TX_REFUSED = new KeyAccessDeniedError(
+  'contract',
+  'This API key allows transactions to its allowed contracts only: a deployment, a set-code (EIP-7702) transaction or one that cannot be read is refused',
+);
 
-// C24-style exact lists: which parameter names the contract of each method.
-const TARGET_IN_TO = new Set(['eth_call', 'eth_estimateGas', 'eth_createAccessList']);
-const TARGET_IN_ADDRESS = new Set(['eth_getLogs', 'eth_newFilter']);
+/**
+ * C50: how a key with a contract allowlist judges each method. A method not here runs or reads
+ * what the gateway cannot judge and is refused (-32003): the list fails closed, so a method an
+ * operator adds to `methods.standard` or a plan's extras is refused to such keys until it is
+ * placed here. README "How the contract list judges each method" is the same table.
+ * - `none`: names no contract (chain data, an account's balance and nonce, fees, filters by id).
+ * - `call`: param 0 is a transaction whose `to` must be listed; no override in later params.
+ * - `logs`: param 0 is a log filter whose `address` (one or a list) must all be listed.
+ * - `account`: param 0 is the address whose code or storage is read.
+ * - `simulate`: every call of every block of `eth_simulateV1`; no override anywhere.
+ * - `subscribe`: a `logs` subscription as `logs`; `newHeads`, `newPendingTransactions`, `syncing` free.
+ * - `rawTx`: the signed transaction's `to`, read from its encoding.
+ * - `refused`: runs code or replays transactions at addresses the gateway cannot bound (tracers).
+ */
+export type ContractRule = 'none' | 'call' | 'logs' | 'account' | 'simulate' | 'subscribe' | 'rawTx' | 'refused';
+const RULES: Record<Exclude<ContractRule, 'none' | 'refused'>, readonly string[]> = {
+  call: ['eth_call', 'eth_estimateGas', 'eth_createAccessList'],
+  logs: ['eth_getLogs', 'eth_newFilter'],
+  account: ['eth_getCode', 'eth_getStorageAt', 'eth_getProof'],
+  simulate: ['eth_simulateV1'],
+  subscribe: ['eth_subscribe'],
+  rawTx: ['eth_sendRawTransaction'],
+};
+const FREE = [
+  'eth_chainId', 'eth_blockNumber', 'eth_syncing', 'eth_protocolVersion', 'eth_mining', 'eth_gasPrice', 'eth_maxPriorityFeePerGas',
+  'eth_feeHistory', 'eth_blobBaseFee', 'eth_getBalance', 'eth_getTransactionCount', 'eth_getBlockByNumber', 'eth_getBlockByHash',
+  'eth_getBlockReceipts', 'eth_getBlockTransactionCountByNumber', 'eth_getBlockTransactionCountByHash', 'eth_getTransactionByHash',
+  'eth_getTransactionByBlockHashAndIndex', 'eth_getTransactionByBlockNumberAndIndex', 'eth_getTransactionReceipt',
+  'eth_getUncleByBlockHashAndIndex', 'eth_getUncleByBlockNumberAndIndex', 'eth_getUncleCountByBlockHash', 'eth_getUncleCountByBlockNumber',
+  'eth_newBlockFilter', 'eth_newPendingTransactionFilter', 'eth_getFilterChanges', 'eth_getFilterLogs', 'eth_uninstallFilter',
+  'eth_unsubscribe', 'net_version', 'net_listening', 'net_peerCount', 'web3_clientVersion', 'web3_sha3',
+  // The native networks' methods as the gateway translates them (C25): blocks, epochs and rewards, no contract.
+  'nat_getBlockByNumber', 'nat_getCandidates', 'nat_getMasternodes', 'nat_getValidatorReward', 'nat_getVoterReward',
+];
+// Named to document them; any method not in this map is refused the same way.
+const REFUSED = [
+  'debug_traceCall', 'debug_traceTransaction', 'debug_traceBlockByNumber', 'debug_traceBlockByHash', 'trace_call', 'trace_callMany',
+  'trace_rawTransaction', 'trace_replayTransaction', 'trace_replayBlockTransactions', 'trace_transaction', 'trace_block', 'trace_filter',
+  'eth_callMany', 'eth_callBundle', 'txpool_content', 'txpool_contentFrom', 'txpool_inspect', 'txpool_status',
+];
+/** Method -> how a key's contract list judges it (C50); a method not here is refused. */
+export const CONTRACT_RULES: ReadonlyMap<string, ContractRule> = new Map<string, ContractRule>([
+  ...FREE.map((m): [string, ContractRule] => [m, 'none']),
+  ...Object.entries(RULES).flatMap(([rule, list]) => list.map((m): [string, ContractRule] => [m, rule as ContractRule])),
+  ...REFUSED.map((m): [string, ContractRule] => [m, 'refused']),
+]);
+/** Members of a call object that change nothing but the call itself; any other (`authorizationList` with entries, a case variant) is refused. */
+const CALL_MEMBERS: ReadonlySet<string> = new Set([
+  'from', 'to', 'gas', 'gasPrice', 'maxFeePerGas', 'maxPriorityFeePerGas', 'maxFeePerBlobGas', 'value', 'data', 'input', 'nonce', 'chainId',
+  'accessList', 'type', 'blobVersionedHashes', 'blobs', 'commitments', 'proofs', 'authorizationList',
+]);
+const SIMULATE_MEMBERS: ReadonlySet<string> = new Set(['blockStateCalls', 'traceTransfers', 'validation', 'returnFullTransactions']);
+const BLOCK_STATE_MEMBERS: ReadonlySet<string> = new Set(['blockOverrides', 'stateOverrides', 'calls']);
+const FREE_SUBSCRIPTIONS: ReadonlySet<string> = new Set(['newHeads', 'newPendingTransactions', 'syncing']);
 
 interface Wildcard {
   scheme: string;
@@ -122,14 +186,68 @@ export class KeyAccess {
       return new KeyAccessDeniedError('method', `Method ${method} not allowed for this API key`, { method });
     }
     if (this.#contracts === null) return null;
-    const first = Array.isArray(call.params) ? (call.params[0] as unknown) : undefined;
-    if (TARGET_IN_TO.has(method)) return this.#checkTargets(method, fieldOf(first, 'to'), false);
-    if (TARGET_IN_ADDRESS.has(method)) return this.#checkTargets(method, fieldOf(first, 'address'), true);
-    // A logs subscription names its contracts as eth_getLogs does.
-    if (method === 'eth_subscribe' && Array.isArray(call.params) && call.params[0] === 'logs') {
-      return this.#checkTargets(method, fieldOf(call.params[1], 'address'), true);
+    return this.#checkContracts(method, Array.isArray(call.params) ? (call.params as unknown[]) : []);
+  }
+
+  /** C50: the call judged against the contract list by its method's rule; a method without one is refused. */
+  #checkContracts(method: string, params: readonly unknown[]): KeyAccessDeniedError | null {
+    switch (CONTRACT_RULES.get(method)) {
+      case 'none':
+        return null;
+      case 'call':
+        // eth_call's state and block overrides (params 2 and 3), eth_estimateGas' state override (param 2).
+        return this.#checkCallObject(method, params[0]) ?? (emptyFrom(params, 2) ? null : OVERRIDES_REFUSED);
+      case 'logs':
+        return this.#checkTargets(method, fieldOf(params[0], 'address'), true);
+      case 'account':
+        return this.#checkTargets(method, params[0], false);
+      case 'simulate':
+        return this.#checkSimulate(method, params);
+      case 'subscribe':
+        // A logs subscription names its contracts as eth_getLogs does.
+        if (params[0] === 'logs') return this.#checkTargets(method, fieldOf(params[1], 'address'), true);
+        if (typeof params[0] === 'string' && FREE_SUBSCRIPTIONS.has(params[0])) return null;
+        return cannotJudge(method);
+      case 'rawTx': {
+        const to = rawTransactionTarget(params[0]);
+        return to === null ? RAW_TX_REFUSED : this.#checkTargets(method, to, false);
+      }
+      default:
+        return cannotJudge(method);
     }
-    return null;
+  }
+
+  /** A transaction object as eth_call runs it: `to` listed (a deployment names none), no member that could change code. */
+  #checkCallObject(method: string, tx: unknown): KeyAccessDeniedError | null {
+    if (!isObject(tx)) return CONTRACT_MISSING;
+    for (const name in tx) {
+      if (!CALL_MEMBERS.has(name)) return OVERRIDES_REFUSED;
+    }
+    if (!isEmpty(tx.authorizationList)) return OVERRIDES_REFUSED;
+    return this.#checkTargets(method, tx.to, false);
+  }
+
+  /** eth_simulateV1: `[{blockStateCalls: [{blockOverrides?, stateOverrides?, calls?}], ...flags}, block?]`. */
+  #checkSimulate(method: string, params: readonly unknown[]): KeyAccessDeniedError | null {
+    const opts = params[0];
+    if (!isObject(opts) || !emptyFrom(params, 2)) return cannotJudge(method);
+    for (const name in opts) if (!SIMULATE_MEMBERS.has(name)) return cannotJudge(method);
+    const blocks = opts.blockStateCalls;
+    if (!Array.isArray(blocks)) return cannotJudge(method);
+    let calls = 0;
+    for (const block of blocks) {
+      if (!isObject(block)) return cannotJudge(method);
+      for (const name in block) if (!BLOCK_STATE_MEMBERS.has(name)) return cannotJudge(method);
+      if (!isEmpty(block.stateOverrides) || !isEmpty(block.blockOverrides)) return OVERRIDES_REFUSED;
+      if (block.calls === undefined || block.calls === null) continue;
+      if (!Array.isArray(block.calls)) return cannotJudge(method);
+      for (const c of block.calls) {
+        const err = this.#checkCallObject(method, c);
+        if (err) return err;
+        calls++;
+      }
+    }
+    return calls === 0 ? CONTRACT_MISSING : null;
   }
 
   #checkOrigin(origin: string | undefined): KeyAccessDeniedError | null {
@@ -196,13 +314,16 @@ export class KeyAccess {
       return JWT_INVALID;
     }
     const keys = this.#jwtKeys ?? [];
-    const byKid = header.kid === undefined ? undefined : keys.find((k) => k.id === header.kid);
-    const candidates = byKid ? [byKid] : keys.filter((k) => k.alg === header.alg);
+    // A `kid` names the one key to try: one naming none of this key's public keys is refused,
+    // never tried against the others. Without a `kid`, every key of the token's alg is tried.
+    const candidates = header.kid === undefined ? keys.filter((k) => k.alg === header.alg) : keys.filter((k) => k.id === header.kid);
     for (const k of candidates) {
       try {
         const { payload } = await jwtVerify(token, k.key, { algorithms: [k.alg], clockTolerance: CLOCK_TOLERANCE_SECONDS, requiredClaims: ['exp'] });
         const now = Math.floor(Date.now() / 1000);
         const exp = payload.exp as number;
+        // jose checks iat only against a maximum age: one issued in the future is judged here.
+        if (typeof payload.iat === 'number' && payload.iat > now + MAX_JWT_IAT_AHEAD_SECONDS) return JWT_INVALID;
         const from = typeof payload.iat === 'number' ? Math.min(payload.iat, now) : now;
         if (exp - from > MAX_JWT_LIFETIME_SECONDS + CLOCK_TOLERANCE_SECONDS) return JWT_INVALID;
         if (payload.aud !== undefined) {
@@ -220,8 +341,77 @@ export class KeyAccess {
   }
 }
 
+function isObject(v: unknown): v is Record<string, unknown> {
+  return v !== null && typeof v === 'object' && !Array.isArray(v);
+}
+
 function fieldOf(v: unknown, name: string): unknown {
-  return v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>)[name] : undefined;
+  return isObject(v) ? v[name] : undefined;
+}
+
+/** Absent, null, `{}` or `[]`: an override or list that changes nothing. */
+function isEmpty(v: unknown): boolean {
+  if (v === undefined || v === null) return true;
+  if (Array.isArray(v)) return v.length === 0;
+  return isObject(v) && Object.keys(v).length === 0;
+}
+
+/** Whether every param from `index` on is empty (overrides a node would apply). */
+function emptyFrom(params: readonly unknown[], index: number): boolean {
+  for (let i = index; i < params.length; i++) if (!isEmpty(params[i])) return false;
+  return true;
+}
+
+function cannotJudge(method: string): KeyAccessDeniedError {
+  return new KeyAccessDeniedError('contract', `Method ${method} is not available to an API key with allowed contracts: the gateway cannot tell which contracts it runs`, { method });
+}
+
+/**
+ * The `to` of a signed transaction (`eth_sendRawTransaction`'s param), as `0x` hex; null for a
+ * deployment, a set-code transaction (type 4: it installs code at accounts), an unknown type, or
+ * bytes that are not one. Legacy RLP `[nonce, gasPrice, gas, to, ...]`, type 1 `[chainId, nonce,
+ * gasPrice, gas, to, ...]`, types 2 and 3 `[chainId, nonce, tip, maxFee, gas, to, ...]`.
+ */
+export function rawTransactionTarget(raw: unknown): string | null {
+  if (typeof raw !== 'string' || raw.length < 4 || raw.length % 2 !== 0 || !/^0x[0-9a-fA-F]+$/.test(raw)) return null;
+  const bytes = Buffer.from(raw.slice(2), 'hex');
+  const type = bytes[0] as number;
+  let at: number;
+  let index: number;
+  if (type >= 0xc0) [at, index] = [0, 3];
+  else if (type === 1) [at, index] = [1, 4];
+  else if (type === 2 || type === 3) [at, index] = [1, 5];
+  else return null;
+  const list = rlpItem(bytes, at);
+  if (list === null || !list.list || list.end !== bytes.length) return null;
+  let pos = list.start;
+  for (let i = 0; i < index; i++) {
+    const item = rlpItem(bytes, pos);
+    if (item === null || item.end > list.end) return null;
+    pos = item.end;
+  }
+  const to = rlpItem(bytes, pos);
+  if (to === null || to.list || to.end > list.end || to.end - to.start !== 20) return null;
+  return `0x${bytes.subarray(to.start, to.end).toString('hex')}`;
+}
+
+/** One RLP item at `at`: where its payload starts and ends, and whether it is a list; null when cut short. */
+function rlpItem(b: Buffer, at: number): { start: number; end: number; list: boolean } | null {
+  const first = b[at];
+  if (first === undefined) return null;
+  let start: number;
+  let length: number;
+  if (first < 0x80) [start, length] = [at, 1];
+  else if (first < 0xb8) [start, length] = [at + 1, first - 0x80];
+  else if (first < 0xc0 || (first >= 0xf8 && first <= 0xff)) {
+    const n = first < 0xc0 ? first - 0xb7 : first - 0xf7;
+    if (at + 1 + n > b.length || n > 4) return null;
+    length = 0;
+    for (let i = 0; i < n; i++) length = length * 256 + (b[at + 1 + i] as number);
+    start = at + 1 + n;
+  } else [start, length] = [at + 1, first - 0xc0];
+  const end = start + length;
+  return end > b.length ? null : { start, end, list: first >= 0xc0 };
 }
 
 /** The token of `Authorization: Bearer <jwt>`; undefined without one. */

@@ -25,7 +25,7 @@ const AccessInput = {
   requireOrigin: T.Optional(T.Boolean({ description: 'with allowedOrigins: refuse requests without an Origin header too (default true)' })),
   allowedIps: T.Optional(List('client IP addresses and CIDR ranges allowed, IPv4 or IPv6')),
   allowedMethods: T.Optional(List('exact JSON-RPC method names allowed')),
-  allowedContracts: T.Optional(List('contract addresses allowed as the target of eth_call, eth_estimateGas, eth_createAccessList and the address of eth_getLogs, eth_newFilter')),
+  allowedContracts: T.Optional(List('contract addresses where calls may run or read code; each method is judged by its rule and one the list cannot judge is refused (README "How the contract list judges each method")')),
   requireJwt: T.Optional(T.Boolean({ description: 'every request must carry Authorization: Bearer <jwt> signed by one of jwtPublicKeys' })),
   jwtPublicKeys: T.Optional(
     T.Array(
@@ -49,7 +49,7 @@ const AccessView = T.Object({
   requireJwt: T.Boolean(),
   jwtPublicKeys: T.Array(
     T.Object({
-      id: T.String({ description: "the key's fingerprint; send it as the JWT header's kid" }),
+      id: T.String({ description: "the key's fingerprint; send it as the JWT header's kid (a kid naming no registered key is refused)" }),
       name: T.String(),
       alg: T.Union([T.Literal('ES256'), T.Literal('RS256'), T.Literal('EdDSA')]),
       publicKey: T.String({ description: 'PEM (SPKI)' }),

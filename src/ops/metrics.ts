@@ -277,6 +277,7 @@ export const RPC_OUTCOMES = [
   'refused_key',
   'refused_network',
   'refused_method',
+  'refused_access',
   'refused_rate',
   'refused_quota',
   'upstream_error',

@@ -7,6 +7,7 @@ import { sql } from 'drizzle-orm';
 import pino from 'pino';
 import { createPublicClient, http } from 'viem';
 import { AnalyticsRecorder, OK } from '../../src/analytics/recorder.ts';
+import { RateLimitedError } from '../../src/errors/rpc.ts';
 import type { Analytics } from '../../src/analytics/store.ts';
 import { AnalyticsStore } from '../../src/analytics/store.ts';
 import { bucketOf, bucketValue } from '../../src/analytics/histogram.ts';
@@ -92,7 +93,7 @@ for (const backend of backends) {
       const day = a.series.at(-1)!;
       assert.equal(day.start, `${today()}T00:00:00.000Z`);
       assert.deepEqual(day.errors, { node: 1, upstream: 1 });
-      assert.deepEqual(day.refused, { rate: 0, quota: 0, key: 0, network: 0, method: 0 });
+      assert.deepEqual(day.refused, { rate: 0, quota: 0, key: 0, network: 0, method: 0, access: 0 });
       assert.equal(day.computeUnits, 14);
       // 12 fast calls and 2 slow ones: the median is fast, the 95th percentile is the slow node's.
       assert.ok(day.latencyMs.p50! < SLOW_FLOOR, `p50 ${day.latencyMs.p50}`);
@@ -177,11 +178,11 @@ for (const backend of backends) {
       await flushNow();
       const a = await analyticsOk(user.auth);
       const day = a.series.at(-1)!;
-      assert.deepEqual(day.refused, { rate: 1, quota: 0, key: 1, network: 1, method: 1 });
+      assert.deepEqual(day.refused, { rate: 1, quota: 0, key: 1, network: 1, method: 1, access: 0 });
       assert.equal(day.requests, 2, 'only the admitted calls are requests');
       assert.equal((await stats(user.auth)).totalRequests, 2, 'refused calls are not usage (C27)');
       const perKey = await analyticsOk(user.auth, `?apiKeyId=${ethOnly.id}`);
-      assert.deepEqual(perKey.series.at(-1)?.refused, { rate: 0, quota: 0, key: 0, network: 1, method: 1 });
+      assert.deepEqual(perKey.series.at(-1)?.refused, { rate: 0, quota: 0, key: 0, network: 1, method: 1, access: 0 });
       // An unknown method name is counted as `other` (callers can send any name).
       assert.equal((await analyticsOk(user.auth, '?method=other')).series.at(-1)?.refused.method, 1);
 
@@ -281,7 +282,7 @@ for (const backend of backends) {
       // Instance one saw 10 fast calls, instance two 10 slow ones and 2 node errors; both in this hour.
       for (let i = 0; i < 10; i++) one.analytics!.call(user.id, id, 'ethereum', 'eth_call', 2, OK, 3);
       for (let i = 0; i < 10; i++) two.analytics!.call(user.id, id, 'ethereum', 'eth_call', 2, i < 2 ? 1 : OK, 400);
-      two.analytics!.refused(user.id, id, 'ethereum', 'eth_call', -32005, 3);
+      two.analytics!.refused(user.id, id, 'ethereum', 'eth_call', new RateLimitedError('Rate limit exceeded'), 3);
       await Promise.all([one.flush(), two.flush()]);
       // A second round on instance one: merged again into the same stored rows, never overwriting them.
       one.analytics!.call(user.id, id, 'ethereum', 'eth_call', 2, OK, 3);

@@ -7,7 +7,7 @@ import { createKey, startTestApp, type TestApp } from '../support/app.ts';
 import { type FakeNode, startFakeNode } from '../support/fake-node.ts';
 import { waitFor } from '../support/wait.ts';
 import { connect, wsAddress } from '../ws/helpers.ts';
-import { MAX_NESTING } from '../../src/rpc/pipeline.ts';
+import { MAX_NESTING } from '../../src/rpc/message.ts';
 
 let t: TestApp;
 let node: FakeNode;
@@ -171,5 +171,52 @@ describe('the RPC addresses at their edges', () => {
     const secret = key.slice(8);
     assert.ok(!text.includes(secret), `answer repeats the key: ${text}`);
     assert.ok(!t.logs.slice(mark).join('\n').includes(secret), 'a log line repeats the key');
+  });
+});
+
+describe('an HTTP/1.1 request without Host (C7, C22)', () => {
+  const split = (answer: string) => {
+    const end = answer.indexOf('\r\n\r\n');
+    return { head: answer.slice(0, end), body: JSON.parse(answer.slice(end + 4)) as Record<string, unknown> };
+  };
+  const call = '{"jsonrpc":"2.0","id":1,"method":"eth_chainId"}';
+  const post = (path: string, version: string, extra = '') =>
+    raw(`POST ${path} HTTP/${version}\r\n${extra}Content-Type: application/json\r\nContent-Length: ${call.length}\r\nConnection: close\r\n\r\n${call}`);
+
+  test('at an RPC address is a JSON-RPC -32600 with 400 (not an empty 400 from the HTTP parser), and the connection closes', async () => {
+    const chainId = t.app.parts.registry.bySlug('native-mainnet')?.chainId;
+    for (const answer of [await post(`/v1/native-mainnet/${key}`, '1.1'), await post(`/rpc/main/evm/${chainId}`, '1.1', `X-API-Key: ${key}\r\n`)]) {
+      assert.match(answer, /^HTTP\/1\.1 400 /);
+      const { head, body } = split(answer);
+      assert.match(head, /\r\ncontent-type: application\/json/i);
+      assert.match(head, /\r\nconnection: close/i);
+      assert.equal(body.jsonrpc, '2.0');
+      assert.equal(body.id, null);
+      const error = body.error as { code: number; message: string };
+      assert.equal(error.code, -32600);
+      assert.match(error.message, /Host/);
+    }
+    // A CORS preflight is no exception.
+    assert.match(await raw(`OPTIONS /v1/native-mainnet HTTP/1.1\r\nOrigin: https://app.example\r\nAccess-Control-Request-Method: POST\r\nConnection: close\r\n\r\n`), /^HTTP\/1\.1 400 /);
+  });
+
+  test('at a REST address is 400 BAD_REQUEST in the C7 envelope', async () => {
+    const answer = await raw('GET /api/v1/networks HTTP/1.1\r\nConnection: close\r\n\r\n');
+    assert.match(answer, /^HTTP\/1\.1 400 /);
+    const { head, body } = split(answer);
+    assert.match(head, /\r\nx-request-id: /i);
+    assert.equal(body.success, false);
+    const error = body.error as { code: string; message: string };
+    assert.equal(error.code, 'BAD_REQUEST');
+    assert.match(error.message, /Host/);
+  });
+
+  test('HTTP/1.0 needs no Host: REST and RPC answer as usual', async () => {
+    assert.match(await raw('GET /api/v1/networks HTTP/1.0\r\n\r\n'), /^HTTP\/1\.1 200 /);
+    const answer = await post(`/v1/native-mainnet/${key}`, '1.0');
+    assert.match(answer, /^HTTP\/1\.1 200 /);
+    const { body } = split(answer);
+    assert.equal(body.id, 1);
+    assert.ok('result' in body, JSON.stringify(body));
   });
 });

@@ -65,6 +65,16 @@ describe('operations: logs, metrics, health, docs (C3)', () => {
     const page = await t.app.inject({ method: 'GET', url: '/docs/' });
     assert.equal(page.statusCode, 200);
     assert.match(String(page.headers['content-type']), /text\/html/);
+    // Under the dashboard's Content-Security-Policy, the page and its files alike; Swagger UI's one
+    // inline style is admitted by its hash, nothing else inline (test/web/shell.test.ts renders it).
+    for (const url of ['/docs/', '/docs/static/swagger-ui-bundle.js', '/docs/static/swagger-initializer.js', '/docs/json']) {
+      const csp = String((await t.app.inject({ method: 'GET', url })).headers['content-security-policy']);
+      for (const part of ["default-src 'self'", "script-src 'self'", "connect-src 'self'", "object-src 'none'", "frame-ancestors 'none'", "base-uri 'none'"]) {
+        assert.ok(csp.split('; ').includes(part), `${url}: CSP has ${part}: ${csp}`);
+      }
+      assert.match(csp, /(^|; )style-src 'self'( 'sha256-[A-Za-z0-9+/]+=')*(;|$)/);
+      assert.doesNotMatch(csp, /unsafe-inline|unsafe-eval|https?:/);
+    }
     const doc = (await t.app.inject({ method: 'GET', url: '/docs/json' })).json();
     assert.match(doc.openapi, /^3\./);
     for (const p of ['/api/v1/auth/register', '/api/v1/auth/login', '/api/v1/auth/refresh', '/api/v1/networks', '/api/v1/networks/{slug}', '/api/v1/api-keys', '/api/v1/api-keys/{id}', '/api/v1/api-keys/{id}/rotate', '/api/v1/api-keys/{id}/revoke']) {

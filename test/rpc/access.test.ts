@@ -298,6 +298,22 @@ for (const backend of backends) {
         served(await rpc(k.key, call()), 'requireJwt off');
       });
 
+      test('a kid naming no public key of this key is refused, not tried against the others; an iat more than 60 s ahead is refused', async () => {
+        const es = pair('ec');
+        const k = await usedKey();
+        const data = await patch(k.user, k.id, { requireJwt: true, jwtPublicKeys: [{ name: 'web', publicKey: pem(es.publicKey) }] });
+        const id = (data.jwtPublicKeys as Array<{ id: string }>)[0]?.id;
+        const now = Math.floor(Date.now() / 1000);
+        const bearer = (jwt: string) => ({ authorization: `Bearer ${jwt}` });
+        served(await rpc(k.key, call(), bearer(await sign(es.privateKey, 'ES256', { exp: now + 600, kid: id }))), 'kid of the signing key');
+        served(await rpc(k.key, call(), bearer(await sign(es.privateKey, 'ES256', { exp: now + 601 }))), 'no kid: every key of the alg is tried');
+        // Signed by the registered key, but naming another: the header is not what the key's owner set up.
+        refused(await rpc(k.key, call(), bearer(await sign(es.privateKey, 'ES256', { exp: now + 602, kid: 'a-key-of-someone-else' }))), 'jwt', 'unknown kid');
+        // A clock a little ahead passes; a token made to be valid later is refused.
+        served(await rpc(k.key, call(), bearer(await sign(es.privateKey, 'ES256', { iat: now + 20, exp: now + 600 }))), 'iat 20 s ahead');
+        refused(await rpc(k.key, call(), bearer(await sign(es.privateKey, 'ES256', { iat: now + 3600, exp: now + 7200 }))), 'jwt', 'iat an hour ahead');
+      });
+
       test('on a WebSocket the token comes as Authorization or ?jwt= at the upgrade', async () => {
         const es = pair('ec');
         const k = await createKey(t.app);

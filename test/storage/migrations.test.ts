@@ -154,15 +154,17 @@ describe('the migration workflow (npm run db:generate)', () => {
     const added = [...now.keys()].filter((name) => !before.has(name)).sort();
     assert.equal(added.length, 2, `one migration and its snapshot: ${added.join(', ')}`);
     const [sqlFile, snapFile] = [added.find((n) => n.endsWith('.sql')), added.find((n) => n.endsWith('_snapshot.json'))];
-    assert.match(String(sqlFile), /^0009_\w+\.sql$/);
-    assert.equal(snapFile, path.join('meta', '0009_snapshot.json'));
+    // The next number after the stored migrations'.
+    const next = String([...before.keys()].filter((n) => /^\d{4}_\w+\.sql$/.test(n)).length).padStart(4, '0');
+    assert.match(String(sqlFile), new RegExp(`^${next}_\\w+\\.sql$`));
+    assert.equal(snapFile, path.join('meta', `${next}_snapshot.json`));
     assert.equal(now.get(String(sqlFile))?.trim(), `ALTER TABLE "follower_leases" ADD COLUMN "note" text DEFAULT 'none';`);
     // The files that were there are untouched but for the journal, which gains one entry.
     for (const [name, text] of before) if (name !== path.join('meta', '_journal.json')) assert.equal(now.get(name), text, name);
     const entries = journal(copy.migrations);
     assert.deepEqual(entries.slice(0, -1), journal(MIGRATIONS));
     assert.equal(entries.at(-1)?.tag, String(sqlFile).replace(/\.sql$/, ''));
-    assert.equal(snapshot(copy.migrations, '0009').prevId, snapshot(MIGRATIONS, journal(MIGRATIONS).at(-1)?.tag ?? '').id);
+    assert.equal(snapshot(copy.migrations, next).prevId, snapshot(MIGRATIONS, journal(MIGRATIONS).at(-1)?.tag ?? '').id);
 
     // Run again, it finds the schema and the new snapshot the same: nothing more.
     const again = await copy.generate();

@@ -39,7 +39,7 @@ describe('refresh token in a cookie for the dashboard (C43, C5)', () => {
     assert.equal(res.headers['cache-control'], 'no-store');
   });
 
-  test('over https (behind a trusted proxy) the cookie is Secure', async () => {
+  test('over https behind a trusted proxy (X-Forwarded-Proto: https) the cookie is Secure', async () => {
     const p = await startTestApp({ env: { TRUSTED_PROXIES: '127.0.0.1' } });
     try {
       const res = await p.app.inject({
@@ -51,6 +51,58 @@ describe('refresh token in a cookie for the dashboard (C43, C5)', () => {
       });
       assert.equal(res.statusCode, 200);
       assert.match(cookieOf(res.headers['set-cookie']).header, /; Secure/);
+    } finally {
+      await p.close();
+    }
+  });
+
+  test('with an https public address (PUBLIC_URL) the cookie is Secure though the gateway sees plain http: register, login, refresh and the clearing at logout', async () => {
+    // A TLS-terminating proxy in front, not configured as trusted and sending no X-Forwarded-Proto.
+    const p = await startTestApp({ env: { PUBLIC_URL: 'https://rpc.example.com' } });
+    try {
+      const email = uniqueEmail('public-https');
+      const password = 'a long password here';
+      const reg = await p.app.inject({ method: 'POST', url: '/api/v1/auth/register', payload: { email, password, name: 'P', session: 'cookie' } });
+      assert.equal(reg.statusCode, 200);
+      assert.match(cookieOf(reg.headers['set-cookie']).header, /; Secure$/);
+      const login = await p.app.inject({ method: 'POST', url: '/api/v1/auth/login', payload: { email, password, session: 'cookie' } });
+      assert.equal(login.statusCode, 200);
+      const cookie = cookieOf(login.headers['set-cookie']);
+      assert.match(cookie.header, /; Secure$/);
+      const refresh = await p.app.inject({ method: 'POST', url: '/api/v1/auth/refresh', headers: { cookie: `junction_refresh=${cookie.value}` }, payload: { session: 'cookie' } });
+      assert.equal(refresh.statusCode, 200);
+      const rotated = cookieOf(refresh.headers['set-cookie']);
+      assert.match(rotated.header, /; Secure$/);
+      const out = await p.app.inject({
+        method: 'POST',
+        url: '/api/v1/auth/logout',
+        headers: { authorization: `Bearer ${refresh.json().data.accessToken}`, cookie: `junction_refresh=${rotated.value}` },
+      });
+      assert.equal(out.statusCode, 200);
+      assert.match(cookieOf(out.headers['set-cookie']).header, /Max-Age=0;.*; Secure$/);
+    } finally {
+      await p.close();
+    }
+  });
+
+  test('X-Forwarded-Proto from a peer that is not a trusted proxy leaves a plain-http cookie without Secure', async () => {
+    const forwarded = { 'x-forwarded-proto': 'https' };
+    // No trusted proxy at all: the header is nobody's word.
+    const none = await register({ session: 'cookie' }, forwarded);
+    assert.equal(none.statusCode, 200);
+    assert.doesNotMatch(cookieOf(none.headers['set-cookie']).header, /; Secure/);
+    // A trusted proxy elsewhere: this peer is not it.
+    const p = await startTestApp({ env: { TRUSTED_PROXIES: '10.9.8.7' } });
+    try {
+      const res = await p.app.inject({
+        method: 'POST',
+        url: '/api/v1/auth/register',
+        remoteAddress: '127.0.0.1',
+        headers: forwarded,
+        payload: { email: uniqueEmail('untrusted'), password: 'a long password here', name: 'U', session: 'cookie' },
+      });
+      assert.equal(res.statusCode, 200);
+      assert.doesNotMatch(cookieOf(res.headers['set-cookie']).header, /; Secure/);
     } finally {
       await p.close();
     }

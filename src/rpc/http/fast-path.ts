@@ -6,8 +6,10 @@ import { InternalRpcError, InvalidRequestError, type RpcError, UnknownNetworkErr
 import { genReqId, redactSecrets } from '../../ops/logging.ts';
 import type { RpcHttpMetrics } from '../../ops/metrics.ts';
 import { errorText } from '../jsonrpc.ts';
-import type { RpcOutput, RpcPipeline } from '../pipeline.ts';
+import type { RpcOutput } from '../message.ts';
+import type { RpcPipeline } from '../pipeline.ts';
 import { clientIpResolver } from '../client-ip.ts';
+import { lacksHost, MISSING_HOST } from '../../http/host-header.ts';
 
 const PUBLIC_NETWORK = 'native-mainnet';
 const EXPOSED = 'X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, X-CU-Remaining, Retry-After, X-Request-Id, X-Cache';
@@ -109,7 +111,7 @@ export function rpcFastPath(deps: FastPathDeps): (req: IncomingMessage, res: Ser
     const headers: Record<string, string> = { 'x-request-id': requestId };
     cors(req, headers);
 
-    if (method === 'OPTIONS') {
+    if (method === 'OPTIONS' && !lacksHost(req)) {
       headers['access-control-allow-methods'] = 'POST, OPTIONS';
       headers['access-control-allow-headers'] = 'Content-Type, X-API-Key, Authorization';
       headers['access-control-max-age'] = '86400';
@@ -139,6 +141,13 @@ export function rpcFastPath(deps: FastPathDeps): (req: IncomingMessage, res: Ser
         if (accessLog) logger.info({ reqId: requestId, route: t.route, status: out.status, ms: Math.round(performance.now() - started) }, 'rpc request');
       });
     };
+    // C22: an HTTP/1.1 request without Host is an invalid request, answered before its body is read.
+    if (lacksHost(req)) {
+      headers.connection = 'close';
+      finish({ status: 400, body: errorText('null', new InvalidRequestError(MISSING_HOST)), headers: undefined });
+      req.resume();
+      return true;
+    }
     const tooLarge = () => {
       const e = new InvalidRequestError(`Request body is larger than ${limit} bytes`);
       headers.connection = 'close';

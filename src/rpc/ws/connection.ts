@@ -10,7 +10,8 @@ import { newSubscriptionId, notificationText } from '../../upstreams/messages.ts
 import { parseTopic } from '../../upstreams/topics.ts';
 import type { Upstreams } from '../../upstreams/upstreams.ts';
 import { errorText, resultText } from '../jsonrpc.ts';
-import type { DispatchAnswer, RpcPipeline, SubscriptionDispatcher } from '../pipeline.ts';
+import type { DispatchAnswer, SubscriptionDispatcher } from '../message.ts';
+import type { RpcPipeline } from '../pipeline.ts';
 
 /** What every connection shares. */
 export interface ConnectionContext {

@@ -19,6 +19,7 @@ import type { RpcPipeline } from '../pipeline.ts';
 import { clientIpResolver } from '../client-ip.ts';
 import { type ConnectionContext, WsConnection } from './connection.ts';
 import { refuse, serveAsHttp } from './http-fallback.ts';
+import { OTHER_METHOD } from '../../ops/metrics.ts';
 
 export interface WsDeps {
   config: Config;
@@ -201,6 +202,7 @@ export class WsGateway {
     if (admitted instanceof Promise) admitted = await admitted;
     if (admitted instanceof Refusal) {
       const { error, key: known } = admitted;
+      this.#d.pipeline.countRefusal(admitted, network.slug, OTHER_METHOD);
       // C13: a refusal of a usable key (network, allowlists) carries its limits (read, not consumed).
       const headers = known && (admitted.reason === 'network' || admitted.reason === 'access') ? (await this.#d.meter.rpc({ key: known }, 0, 0)).headers : admitted.headers;
       return deny(socket, error.httpStatus, error, headers);

@@ -19,7 +19,7 @@ export interface Analytics {
     requests: number;
     computeUnits: number;
     errors: { node: number; upstream: number };
-    refused: { rate: number; quota: number; key: number; network: number; method: number };
+    refused: { rate: number; quota: number; key: number; network: number; method: number; access: number };
     latencyMs: { p50: Ms; p95: Ms; p99: Ms };
   }>;
   topMethods: Array<{ method: string; requests: number; computeUnits: number; errorRate: number; p95Ms: Ms }>;
@@ -45,6 +45,7 @@ const REFUSALS: Array<[keyof Analytics['series'][number]['refused'], string]> = 
   ['key', 'key'],
   ['network', 'network not allowed'],
   ['method', 'method not allowed'],
+  ['access', "the key's allowlists"],
 ];
 
 const pct = (x: number) => `${(x * 100).toFixed(x > 0 && x < 0.001 ? 3 : 1)}%`;
@@ -69,7 +70,7 @@ function Gated(props: { tier: Tier }) {
     <PlanFeature feature="Advanced analytics" plans={FEATURE_PLANS.analytics} tier={props.tier}>
       <ul>
         <li>latency of your calls over time, as measured in the gateway: median, 95th and 99th percentile, by hour or by day;</li>
-        <li>error rates (node errors and upstream failures) and the calls refused, by reason: rate limit, quota, key, network, method;</li>
+        <li>error rates (node errors and upstream failures) and the calls refused, by reason: rate limit, quota, key, network, method, the key's own allowlists;</li>
         <li>your top methods with their error rate and p95 latency, and the same by network and by API key, over up to 400 days.</li>
       </ul>
     </PlanFeature>

@@ -1,0 +1,308 @@
+import type { Network } from '../../chains/registry.ts';
+import type { Config } from '../../config/schema.ts';
+import { RpcError, toRpcError, UpstreamError } from '../../errors/rpc.ts';
+import { arrayElements, idSpan, idText, withId } from '../../json/lossless.ts';
+import type { ResolvedKey } from '../../keys/cache.ts';
+import type { ComputeUnits } from '../../metering/weights.ts';
+import type { Upstreams } from '../../upstreams/upstreams.ts';
+import { errorText, resultText } from '../jsonrpc.ts';
+import { type Caller, type DispatchAnswer, HIT, type Item, MISS, nothing, type Refused, type RpcOutput, SUBSCRIBE, type SubscriptionDispatcher, UNSUBSCRIBE } from '../message.ts';
+import type { CallTally } from '../tally.ts';
+import { answerText, type CachePlan, type ResponseCache } from './cache.ts';
+import { FILTER_METHODS, FilterPins } from './filters.ts';
+import { GET_LOGS, type LogsLimits, planLogs, runLogs } from './logs.ts';
+import { callNativeMethod, nodeCallFromPool } from './native.ts';
+
+/**
+ * The last stage of the pipeline: admitted, metered calls to their answers. A single call is
+ * answered from the cache, forwarded as the client's bytes, translated (`nat_*`, C25), split
+ * (a wide eth_getLogs), pinned (filters) or subscribed; a batch's forwardable calls go to the
+ * node as one batch and the others run beside it, answers back in request order (C23).
+ */
+export class Dispatcher {
+  readonly #config: Config;
+  readonly #upstreams: Upstreams;
+  readonly #cache: ResponseCache | undefined;
+  readonly #tally: CallTally;
+  readonly #cu: ComputeUnits;
+  /** Issue 15: filters pinned to the upstream that made them, for HTTP and WebSocket alike. */
+  readonly #filters = new FilterPins();
+  readonly #logsLimitsBySlug = new Map<string, LogsLimits>();
+
+  constructor(deps: { config: Config; upstreams: Upstreams; cache: ResponseCache | undefined; tally: CallTally; cu: ComputeUnits }) {
+    this.#config = deps.config;
+    this.#upstreams = deps.upstreams;
+    this.#cache = deps.cache;
+    this.#tally = deps.tally;
+    this.#cu = deps.cu;
+  }
+
+  async single(caller: Caller, item: Item, headers: Record<string, string>, subs: SubscriptionDispatcher | undefined): Promise<RpcOutput> {
+    const { call } = item;
+    const notification = call.id === undefined;
+    // Built as one literal and added to, not spread: the forwarded answer's path runs this per call.
+    const out = (status: number, body: Buffer | string | null, extra?: Partial<RpcOutput>): RpcOutput => {
+      const o: RpcOutput = { status: notification ? 204 : status, body: notification ? null : body, headers, keyRefused: false, key: caller.key };
+      return extra ? Object.assign(o, extra) : o;
+    };
+    const slug = caller.network.slug;
+    if (subs && caller.key && (call.method === SUBSCRIBE || call.method === UNSUBSCRIBE)) {
+      const a = await this.#subscription(item, subs, caller.key);
+      this.#tally.answer(slug, call.method, a.text);
+      return out(200, a.text, a.after ? { after: a.after } : undefined);
+    }
+    if (call.method.startsWith('nat_')) {
+      const a = await this.#native(item, caller);
+      return out(a.status, a.text);
+    }
+    // Issue 15: a split eth_getLogs, and filters kept on the node that made them.
+    if (item.logs || FILTER_METHODS.has(call.method)) {
+      const a = await this.#routed(caller, item);
+      return out(a.status, a.text);
+    }
+    try {
+      const pool = this.#upstreams.pool(slug);
+      const cache = this.#cache;
+      const plan = cache && !notification ? cache.plan(caller.network, call.method, call.params, pool.head()) : null;
+      if (cache && plan) {
+        // C44: from memory, or shared with an identical read under way; the caller's own id either way.
+        const id = idText(item.text);
+        const stored = plan.cacheable ? cache.get(caller.network, plan.key) : null;
+        if (stored !== null) {
+          // Only results are stored: a hit is one (no node error to look for in it).
+          this.#tally.ok(slug, call.method);
+          return out(200, answerText(id, stored), HIT);
+        }
+        const body = await cache.shared(plan, id, async () => (await pool.forward(item.text, [call.method], { expectAnswer: true, reqId: caller.requestId })).body);
+        const code = this.#tally.answer(slug, call.method, body);
+        const o = out(200, body, MISS);
+        if (code !== undefined) o.nodeError = code !== null;
+        return o;
+      }
+      // The client's bytes go to the node and the node's bytes come back (C22: 200, unchanged).
+      const res = await pool.forward(item.text, [call.method], { expectAnswer: !notification, reqId: caller.requestId });
+      const code = this.#tally.answer(slug, call.method, res.body);
+      const o = out(200, res.body);
+      if (code !== undefined) o.nodeError = code !== null;
+      return o;
+    } catch (err) {
+      this.#tally.failure(caller, [call.method], err);
+      const e = toRpcError(err);
+      this.#tally.call(slug, call.method, e);
+      return out(e.httpStatus, errorText(idText(item.text), e));
+    }
+  }
+
+  /** A network's eth_getLogs limits: its own, else those of `rpc`. */
+  #logsLimits(network: Network): LogsLimits {
+    let limits = this.#logsLimitsBySlug.get(network.slug);
+    if (!limits) {
+      const r = this.#config.rpc;
+      limits = {
+        maxRange: network.maxLogsRange === undefined ? r.maxLogsRange : network.maxLogsRange,
+        maxResults: network.maxLogsResults === undefined ? r.maxLogsResults : network.maxLogsResults,
+        concurrency: r.logsChunkConcurrency,
+        maxChunks: r.maxLogsChunks,
+      };
+      this.#logsLimitsBySlug.set(network.slug, limits);
+    }
+    return limits;
+  }
+
+  /** Plans an eth_getLogs (issue 15): a wide one gets its chunks and compute units; the -32602 for one too wide. */
+  async planLogs(caller: Caller, item: Item): Promise<RpcError | null> {
+    const limits = this.#logsLimits(caller.network);
+    if (limits.maxRange === null) return null;
+    const plan = await planLogs(item.call.params, limits, this.#upstreams.pool(caller.network.slug), caller.requestId);
+    if (plan instanceof RpcError) return plan;
+    if (plan) {
+      item.logs = plan;
+      item.cu = this.#cu.of(GET_LOGS) * plan.chunks.length;
+    }
+    return null;
+  }
+
+  /** A split eth_getLogs or a filter call (issue 15): its answer (null for a notification) and HTTP status. */
+  async #routed(caller: Caller, item: Item): Promise<{ status: number; text: string | null }> {
+    const { call } = item;
+    const slug = caller.network.slug;
+    const pool = this.#upstreams.pool(slug);
+    const id = call.id === undefined ? null : idText(item.text);
+    let a: { status: number; text: string | null };
+    if (item.logs) {
+      const r = await runLogs(item.logs, this.#logsLimits(caller.network), pool, id ?? 'null', caller.requestId);
+      a = { status: r.status, text: id === null ? null : r.text };
+    } else {
+      // A filter belongs to the account that made it (the public endpoint's to everyone there).
+      const owner = caller.key ? caller.key.userId : 'public';
+      a = await this.#filters.handle(pool, owner, { method: call.method, params: call.params, text: item.text, idText: id, reqId: caller.requestId });
+    }
+    if (a.status >= 500) this.#tally.upstreamFailed(slug, call.method);
+    else this.#tally.answer(slug, call.method, a.text);
+    return a;
+  }
+
+  /**
+
+  /** A `nat_*` call translated for the native node (C25): the answer under the caller's id, and its HTTP status. */
+  async #native(item: Item, caller: Caller): Promise<{ status: number; text: string }> {
+    const id = idText(item.text);
+    const { method } = item.call;
+    try {
+      const pool = this.#upstreams.pool(caller.network.slug);
+      const result = await callNativeMethod(method, item.call.params, this.#config.methods.native, nodeCallFromPool(pool));
+      this.#tally.call(caller.network.slug, method, null);
+      return { status: 200, text: resultText(id, result) };
+    } catch (err) {
+      this.#tally.failure(caller, [method], err);
+      const e = toRpcError(err);
+      this.#tally.call(caller.network.slug, method, e);
+      return { status: e.httpStatus, text: errorText(id, e) };
+    }
+  }
+
+  async #subscription(item: Item, subs: SubscriptionDispatcher, key: ResolvedKey): Promise<DispatchAnswer> {
+    const { call } = item;
+    const id = call.id === undefined ? null : idText(item.text);
+    if (call.method === UNSUBSCRIBE) {
+      const outcome = subs.unsubscribe(call.params);
+      if (id === null) return { text: null };
+      return { text: outcome instanceof RpcError ? errorText(id, outcome) : resultText(id, outcome) };
+    }
+    return subs.subscribe(call.params, id ?? 'null', key);
+  }
+
+  async batch(
+    caller: Caller,
+    count: number,
+    admitted: Item[],
+    refused: Refused[],
+    headers: Record<string, string>,
+    subs: SubscriptionDispatcher | undefined,
+  ): Promise<RpcOutput> {
+    const answers = new Map<number, string | null>();
+    for (const r of refused) answers.set(r.index, errorText(r.id, r.err));
+    const forward: Item[] = [];
+    const others: Item[] = [];
+    const pool = this.#upstreams.pool(caller.network.slug);
+    const cache = this.#cache;
+    const plans = new Map<number, CachePlan>();
+    const head = cache ? pool.head() : null;
+    for (const item of admitted) {
+      const m = item.call.method;
+      if (m.startsWith('nat_') || item.logs || FILTER_METHODS.has(m) || (subs && (m === SUBSCRIBE || m === UNSUBSCRIBE))) {
+        others.push(item);
+        continue;
+      }
+      const plan = cache && item.call.id !== undefined ? cache.plan(caller.network, m, item.call.params, head) : null;
+      if (cache && plan?.cacheable) {
+        const hit = cache.get(caller.network, plan.key);
+        if (hit !== null) {
+          answers.set(item.index, answerText(idText(item.text), hit));
+          this.#tally.ok(caller.network.slug, m);
+          continue;
+        }
+        plans.set(item.index, plan);
+      }
+      forward.push(item);
+    }
+    const afters: Array<() => void> = [];
+    let allFailedUpstream = forward.length > 0 && others.length === 0;
+    let forwardFailed = false;
+    await Promise.all([
+      forward.length > 0 &&
+        (async () => {
+          // Each call goes out under its position as id, so answers map back exactly even when
+          // the client reused an id or the node reorders; the client's own id is put back after.
+          const body = `[${forward.map((f) => (f.call.id === undefined ? f.text : withId(f.text, String(f.index)))).join(',')}]`;
+          const expectAnswer = forward.some((f) => f.call.id !== undefined);
+          try {
+            const res = await pool.forward(body, forward.map((f) => f.call.method), { expectAnswer, reqId: caller.requestId });
+            if (expectAnswer) matchBatch(forward, res.body, answers);
+            for (const [index, plan] of plans) {
+              const a = answers.get(index);
+              if (a) cache?.put(plan, a);
+            }
+            for (const f of forward) this.#tally.answer(caller.network.slug, f.call.method, answers.get(f.index) ?? null);
+            allFailedUpstream = false;
+          } catch (err) {
+            forwardFailed = true;
+            const e = toRpcError(err);
+            this.#tally.failure(caller, forward.map((f) => f.call.method), err);
+            for (const f of forward) {
+              this.#tally.call(caller.network.slug, f.call.method, e);
+              if (f.call.id !== undefined) answers.set(f.index, errorText(idText(f.text), e));
+            }
+          }
+        })(),
+      ...others.map(async (item) => {
+        const id = item.call.id === undefined ? null : idText(item.text);
+        let a: DispatchAnswer;
+        if (item.call.method.startsWith('nat_')) {
+          a = { text: id === null ? null : (await this.#native(item, caller)).text };
+        } else if (item.logs || FILTER_METHODS.has(item.call.method)) {
+          a = { text: (await this.#routed(caller, item)).text };
+        } else {
+          a = await this.#subscription(item, subs as SubscriptionDispatcher, caller.key as ResolvedKey);
+          this.#tally.answer(caller.network.slug, item.call.method, a.text);
+        }
+        answers.set(item.index, a.text);
+        if (a.after) afters.push(a.after);
+      }),
+    ]);
+
+    const key = caller.key;
+    if (key && this.#tally.analytics) {
+      // C46: forward is admitted's subsequence in the same order; a failed forward is an upstream failure for each of its calls.
+      let j = 0;
+      for (const item of admitted) {
+        const forwarded = forward[j] === item;
+        if (forwarded) j++;
+        this.#tally.observe(caller, key, item.call.method, forwarded && forwardFailed, answers.get(item.index) ?? null);
+      }
+    }
+    // C23: answers in request order; notifications have none.
+    const out: string[] = [];
+    for (let i = 0; i < count; i++) {
+      const a = answers.get(i);
+      if (a) out.push(a);
+    }
+    const after = afters.length > 0 ? () => afters.forEach((f) => f()) : undefined;
+    if (out.length === 0) return { ...nothing(headers, caller.key), ...(after ? { after } : {}) };
+    return {
+      status: allFailedUpstream ? UpstreamError.httpStatus : 200,
+      body: `[${out.join(',')}]`,
+      headers,
+      keyRefused: false,
+      key: caller.key,
+      ...(after ? { after } : {}),
+    };
+  }
+}
+
+/** Puts the node's answers (ids = positions) back under the client's ids, bytes otherwise untouched. */
+function matchBatch(forward: Item[], body: Buffer, answers: Map<number, string | null>): void {
+  const text = body.toString('utf8');
+  const expected = new Map(forward.filter((f) => f.call.id !== undefined).map((f) => [f.index, f]));
+  const trimmed = text.trimStart();
+  if (trimmed.startsWith('[')) {
+    for (const el of arrayElements(trimmed)) {
+      const span = idSpan(el);
+      const index = span ? Number(el.slice(span[0], span[1])) : Number.NaN;
+      const f = expected.get(index);
+      if (!f) continue;
+      expected.delete(index);
+      answers.set(index, withId(el, idText(f.text)));
+    }
+  } else {
+    // One error for the whole batch (some nodes refuse batches): every call gets it.
+    let nodeError: unknown;
+    try {
+      nodeError = (JSON.parse(text) as { error?: unknown }).error;
+    } catch {}
+    const err = nodeError && typeof nodeError === 'object' ? JSON.stringify(nodeError) : JSON.stringify(new UpstreamError('Upstream RPC error: invalid batch answer').toJSON());
+    for (const [index, f] of expected) answers.set(index, `{"jsonrpc":"2.0","id":${idText(f.text)},"error":${err}}`);
+    return;
+  }
+  for (const [index, f] of expected) answers.set(index, errorText(idText(f.text), new UpstreamError('Upstream RPC error: no answer for this call')));
+}

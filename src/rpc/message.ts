@@ -1,0 +1,109 @@
+import type { Network } from '../chains/registry.ts';
+import type { RpcError } from '../errors/rpc.ts';
+import type { ResolvedKey } from '../keys/cache.ts';
+import type { LogsPlan } from './dispatch/logs.ts';
+import { errorText, type RpcCall } from './jsonrpc.ts';
+
+// The shapes one JSON-RPC message takes through the pipeline (rpc/pipeline.ts): what a transport
+// hands in, what it gets back, and what the stages pass each other.
+
+/**
+ * What a transport hands the pipeline: the bytes of one HTTP body or one WebSocket message, and
+ * who sent them. Transports only frame; everything JSON-RPC happens here (docs/decisions.md C22-C24).
+ */
+export interface RpcInput {
+  /** The network of the address, or the error for an unknown one (-32004). */
+  network: Network | RpcError;
+  /** The API key as sent; `null` on the public endpoint (no key, per-IP limit, C18). */
+  apiKey: string | undefined | null;
+  body: Buffer;
+  /** The client's address (trusted proxies honoured). */
+  ip: string;
+  /** The `Origin` and `Authorization` headers as sent, for a key's allowlists and JWT option (issue 15). */
+  origin?: string | undefined;
+  authorization?: string | undefined;
+  /** For log lines that belong to this request. */
+  requestId?: string;
+  /** WebSocket only: serves eth_subscribe / eth_unsubscribe. Absent on HTTP, where they are -32601. */
+  subscriptions?: SubscriptionDispatcher;
+  /** C46: `performance.now()` when the request arrived (default: when `handle` is called). */
+  arrivedAt?: number;
+}
+
+export interface RpcOutput {
+  /** The HTTP status of C22 (the HTTP transport sends it; a WebSocket ignores it). */
+  status: number;
+  /** null: nothing to answer (notifications only). Node bytes go through untouched. */
+  body: Buffer | string | null;
+  /** The C13 rate-limit headers, once the caller is known. */
+  headers: Record<string, string> | undefined;
+  /** The key cannot be used here (unknown, inactive, revoked, expired, network withdrawn): a WebSocket closes. */
+  keyRefused: boolean;
+  /** The key as checked for this request (a WebSocket keeps the latest). */
+  key: ResolvedKey | null;
+  /** C44: a single call answered from the response cache ('HIT') or not ('MISS'); absent when not cacheable. */
+  cache?: 'HIT' | 'MISS';
+  /** Runs once the answer is on its way (a new subscription starts delivering after its id was sent). */
+  after?: () => void;
+  /** The node's answer holds an error object; set when the answer was already read for it (one scan for metrics and analytics). */
+  nodeError?: boolean;
+}
+
+/** What a subscription dispatcher answers for one call. */
+export interface DispatchAnswer {
+  text: string | null;
+  after?: () => void;
+}
+
+/** The WebSocket's `eth_subscribe` / `eth_unsubscribe` dispatcher. */
+export interface SubscriptionDispatcher {
+  /** Takes a subscription slot now, before any await, or answers why not (limit per connection). */
+  reserve(key: ResolvedKey): RpcError | null;
+  /** Gives back a reserved slot that will not be used. */
+  release(): void;
+  /** Subscribes on a reserved slot (the slot is released if it fails). */
+  subscribe(params: unknown, idText: string, key: ResolvedKey): Promise<DispatchAnswer>;
+  unsubscribe(params: unknown): boolean | RpcError;
+}
+
+export const SUBSCRIBE = 'eth_subscribe';
+/** C23: levels of arrays and objects a message may nest, its batch array and call object included. */
+export const MAX_NESTING = 128;
+export const UNSUBSCRIBE = 'eth_unsubscribe';
+
+/** One call of a message, once parsed. */
+export interface Item {
+  index: number;
+  /** The item's JSON text (the whole body for a single call). */
+  text: string;
+  call: RpcCall;
+  /** Answer text, once known. */
+  answer?: string | null;
+  /** An eth_getLogs wider than the network's maxLogsRange: the chunks it is split into. */
+  logs?: LogsPlan;
+  /** Compute units when not the method's weight (a split eth_getLogs: its weight x chunks). */
+  cu?: number;
+}
+
+export interface Caller {
+  key: ResolvedKey | null;
+  network: Network;
+  ip: string;
+  requestId: string | undefined;
+  /** C46: when the request arrived (performance.now()); 0 when analytics are off. */
+  at: number;
+}
+
+export interface Refused {
+  index: number;
+  /** The id text to answer under. */
+  id: string;
+  err: RpcError;
+}
+
+// C44: what a single call answered by the cache adds to its output (a stored answer is a result).
+export const HIT: Partial<RpcOutput> = { cache: 'HIT', nodeError: false };
+export const MISS: Partial<RpcOutput> = { cache: 'MISS' };
+
+export const nothing = (headers: Record<string, string> | undefined, key: ResolvedKey | null): RpcOutput => ({ status: 204, body: null, headers, keyRefused: false, key });
+export const plain = (err: RpcError, id: string): RpcOutput => ({ status: err.httpStatus, body: errorText(id, err), headers: undefined, keyRefused: false, key: null });
