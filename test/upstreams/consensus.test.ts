@@ -144,3 +144,14 @@ describe('consensus reads (C49)', () => {
     assert.equal(counts('eth_getBalance')[0], (a0 ?? 0) + 2);
   });
 });
+
+describe('what consensus compares (C49)', () => {
+  test('result or error text, blanks outside strings removed, blanks inside strings kept', async () => {
+    const { keyOf } = await import('../../src/upstreams/consensus.ts');
+    const k = (s: string) => keyOf(Buffer.from(s));
+    assert.equal(k('{"jsonrpc":"2.0","id":1,"result":{"a":[1,2]}}'), k('{ "id" : 7,\n "result" : { "a" : [ 1 , 2 ] } ,"jsonrpc":"2.0"}'));
+    assert.notEqual(k('{"id":1,"result":"a b"}'), k('{"id":1,"result":"ab"}'));
+    assert.notEqual(k('{"id":1,"result":"0x1"}'), k('{"id":1,"error":"0x1"}'));
+    assert.equal(k('{"id":1,"error":{"code":3, "message":"execution reverted"}}'), k('{"id":2,"error":{"code":3,"message":"execution reverted"}}'));
+  });
+});
