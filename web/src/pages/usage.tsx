@@ -5,7 +5,7 @@ import { useEffect, useMemo, useState } from 'preact/hooks';
 import { api, useApi, useSession } from '../api.ts';
 import { Chart, EmptyState, ErrorBanner, formatNumber, Loading, Page } from '../components.tsx';
 import { setQuery, useLocation } from '../router.ts';
-import { usePolling } from '../components/chain.tsx';
+import { PLAN_NAMES, type Tier, usePolling } from '../components/chain.tsx';
 import type { ApiKey, Network } from './keys.tsx';
 
 /**
@@ -212,7 +212,7 @@ export default function Usage() {
         </div>
       ) : null}
 
-      <h2>Your plan: {session.status === 'signed-in' ? session.user.tier : m?.tier ?? ''}</h2>
+      <h2>Your plan: {PLAN_NAMES[(m?.tier ?? (session.status === 'signed-in' ? session.user.tier : 'free')) as Tier]}</h2>
       {m ? (
         <div class="table-wrap">
           <table class="limits">
