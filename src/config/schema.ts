@@ -306,6 +306,22 @@ export const ConfigSchema = T.Object(
           maximum: 1000,
           description: "intents one account may have waiting for their open at once (each reserves the solver's liquidity until its open deadline); one more is 409 CONFLICT",
         }),
+        // C51: shares of a destination wallet's liquidity (its balance, reserved coins included), in percent.
+        maxReservePerIntent: T.Number({
+          minimum: 0.01,
+          maximum: 100,
+          description: "percent of the solver's liquidity on a network (its balance there) one intent may reserve; more is 409 INSUFFICIENT_LIQUIDITY",
+        }),
+        maxReservePerAccount: T.Number({
+          minimum: 0.01,
+          maximum: 100,
+          description: "percent of the solver's liquidity on a network (its balance there) one account's intents not yet filled may reserve together; more is 409 INSUFFICIENT_LIQUIDITY",
+        }),
+        maxReserveAwaitingOpen: T.Number({
+          minimum: 0.01,
+          maximum: 100,
+          description: "percent of the solver's liquidity on a network (its balance there) all intents waiting for their open may reserve together; more is 409 INSUFFICIENT_LIQUIDITY",
+        }),
         fillGasLimit: T.Integer({ minimum: 21000, description: "gas units of a fill (quoted at the destination's gas price)" }),
         settleGasLimit: T.Integer({ minimum: 21000, description: 'gas units of a settle or a refund' }),
         fillMarginSeconds: T.Integer({ minimum: 0, description: 'seconds before the fill deadline after which the solver no longer fills' }),
