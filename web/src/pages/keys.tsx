@@ -12,6 +12,8 @@ export interface ApiKey {
   key: string;
   prefix: string;
   networks: string[];
+  /** Made for every network the plan allows: `networks` is the plan's list and follows a plan change (C52). */
+  allNetworks?: boolean;
   rateLimit: number | null;
   status: 'active' | 'inactive' | 'revoked' | 'expired';
   expiresAt: string | null;
@@ -125,7 +127,8 @@ function CreateForm(props: { networks: Network[]; onCreated: (k: ApiKey) => void
 }
 
 function EditForm(props: { item: ApiKey; networks: Network[]; onSaved: () => void; onCancel: () => void }) {
-  const [chosen, setChosen] = useState<string[]>(props.item.networks);
+  // None checked keeps an all-networks key following the plan (C52).
+  const [chosen, setChosen] = useState<string[]>(props.item.allNetworks ? [] : props.item.networks);
   const [rate, setRate] = useState(props.item.rateLimit === null ? '' : String(props.item.rateLimit));
   const [name, setName] = useState(props.item.name);
   const [busy, setBusy] = useState(false);
@@ -259,7 +262,8 @@ export default function Keys() {
                 <div>
                   <dt>Networks</dt>
                   <dd class="tags">
-                    {k.networks.length ? k.networks.map((n) => <span class="tag" key={n}>{nameOf(n)}</span>) : 'every network of the plan'}
+                    {k.allNetworks ? <span class="tag">every network of the plan</span> : null}
+                    {k.networks.map((n) => <span class="tag" key={n}>{nameOf(n)}</span>)}
                   </dd>
                 </div>
                 <div>
