@@ -2,7 +2,9 @@
 // C52: `npm run admin -- <command>`: operators manage accounts without curl, through the running
 // gateway's admin API (C8) with ADMIN_TOKEN. It never reads the database itself, so it works the
 // same against one instance or many, embedded storage or PostgreSQL.
+import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
+import { adminTokenFile } from '../src/devnet/admin-token.ts';
 
 const HELP = `Manage Junction accounts through a running gateway's admin API (C8, C52).
 
@@ -20,12 +22,13 @@ Commands:
 
 Options:
   --url URL      the gateway (default: env GATEWAY_URL, else PUBLIC_URL, else http://localhost:$PORT, port 8080)
-  --token TOKEN  the admin token (default: env ADMIN_TOKEN; prefer the env: a command line shows in ps)
+  --token TOKEN  the admin token (default: env ADMIN_TOKEN, else the devnet's own in
+                 $DATA_DIR/devnet/admin-token, DATA_DIR default ./data; prefer these: a command line shows in ps)
   --json         print the API's answers as JSON
   -h, --help     this text
 
 The gateway serves the admin API only when it was started with ADMIN_TOKEN set
-(npm start -- --devnet makes one and prints it). Exit status: 0 done, 1 refused or failed, 2 usage.
+(npm start -- --devnet makes one into $DATA_DIR/devnet/admin-token, read from there). Exit status: 0 done, 1 refused or failed, 2 usage.
 `;
 
 const TIERS = ['free', 'pro', 'max', 'enterprise'] as const;
@@ -50,10 +53,20 @@ interface AdminKey {
   prefix: string;
   status: string;
   networks: string[];
+  allNetworks: boolean;
   rateLimit: number | null;
   expiresAt: string | null;
   createdAt: string;
   lastUsedAt: string | null;
+}
+
+/** C52: the token `npm start -- --devnet` made for its data folder, when there is one. */
+function devnetToken(): string | undefined {
+  try {
+    return readFileSync(adminTokenFile(process.env.DATA_DIR ?? './data'), 'utf8').trim() || undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 function gatewayUrl(given: string | undefined): string {
@@ -125,7 +138,7 @@ function describeUser(u: AdminUser): string {
 function describeKeys(keys: AdminKey[]): string {
   if (keys.length === 0) return 'no keys';
   return keys
-    .map((k) => `${k.prefix}  ${k.status.padEnd(8)} ${k.name}  (id ${k.id}; ${k.networks.join(', ')}; rate ${k.rateLimit ?? 'plan'}; last used ${k.lastUsedAt ?? 'never'})`)
+    .map((k) => `${k.prefix}  ${k.status.padEnd(8)} ${k.name}  (id ${k.id}; ${k.allNetworks ? 'every network of the plan: ' : ''}${k.networks.join(', ')}; rate ${k.rateLimit ?? 'plan'}; last used ${k.lastUsedAt ?? 'never'})`)
     .join('\n');
 }
 
@@ -165,7 +178,7 @@ async function run(argv: string[]): Promise<void> {
     if (!command && !values.help) process.exitCode = 2;
     return;
   }
-  const token = values.token ?? process.env.ADMIN_TOKEN;
+  const token = values.token ?? process.env.ADMIN_TOKEN ?? devnetToken();
   if (!token) throw new UsageError('no admin token: set ADMIN_TOKEN (the one the gateway was started with) or pass --token');
   const call = client(gatewayUrl(values.url), token);
   const print = (json: unknown, text: string) => process.stdout.write(`${values.json ? JSON.stringify(json, null, 2) : text}\n`);

@@ -2,7 +2,7 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { createServer } from 'node:http';
-import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { DestinationStream, Logger } from 'pino';
 import { adminRoutes } from './admin/routes.ts';
 import { accountRoutes } from './auth/account-routes.ts';
@@ -207,6 +207,9 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
     loggerInstance: logger,
     genReqId,
     requestIdHeader: false,
+    // A line per REST or static-file request is written at debug (below), not at info: a console
+    // at info stays quiet while the dashboard is used. Errors are still logged at their level.
+    logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: config.server.bodyLimitBytes,
     // Keys travel as a path segment (/v1/{network}/{apiKey}); longer ones are refused as keys, not as URLs.
     routerOptions: { maxParamLength: 512 },
@@ -222,6 +225,10 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
 
   app.addHook('onRequest', async (req, reply) => {
     reply.header('x-request-id', req.id);
+    req.log.debug({ req }, 'incoming request');
+  });
+  app.addHook('onResponse', async (req, reply) => {
+    req.log.debug({ res: reply, responseTime: reply.elapsedTime }, 'request completed');
   });
   refuseMissingHost(app);
   installValidators(app);

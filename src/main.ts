@@ -1,6 +1,7 @@
 // The command line and the config are read with light modules only: `--help` and a mistake in a
 // setting answer at once. The app, storage and devnet modules are loaded once they are needed.
-import { rmSync } from 'node:fs';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import type http from 'node:http';
 import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
@@ -14,7 +15,9 @@ import type { Config } from './config/schema.ts';
 import { resolveSecrets } from './config/secrets.ts';
 import { listenStartError, redisStartError, StartError, storageStartError } from './config/start-errors.ts';
 import type { Devnet } from './devnet/devnet.ts';
-import { createLogger } from './ops/logging.ts';
+import { bindEarly, type EarlyListener } from './ops/early-listener.ts';
+import { createLogger, prettyLogs } from './ops/logging.ts';
+import { devnetAdminToken } from './devnet/admin-token.ts';
 import type { Storage } from './storage/db.ts';
 
 /** The config with every network's upstream pointed at its local devnet chain (C31) and the devnet's prices (C45). */
@@ -57,8 +60,12 @@ const loadDevnetModules = () =>
 /** The modules of `--devnet`, loaded once. */
 const devnetModules = () => (devnetLoading ??= loadDevnetModules());
 
-/** The local chains of `--devnet` (C31) and the config pointed at them. */
-async function startChains(cfg: Config, log: Logger, stateDir: string | undefined): Promise<{ config: Config; devnet: Devnet }> {
+/**
+ * The local chains of `--devnet` (C31) and the config pointed at them. The dev accounts with their
+ * private keys and every address go to `detailsFile` and to a debug line, never to an info line; on
+ * a terminal (`terse`) the info lines carry their message only, JSON lines keep the addresses.
+ */
+async function startChains(cfg: Config, log: Logger, stateDir: string | undefined, detailsFile: string, terse: boolean): Promise<{ config: Config; devnet: Devnet }> {
   const started = Date.now();
   const [{ startDevnet }, { deployTestTokens }, { deployDevnetSettlers, devnetSolver, withDevnetIntents }, { feedHeartbeatSeconds }, { faucetWallets, withDevnetFaucetKeys }] = await devnetModules();
   // C31: testnets without a faucet key get one for this run; the chains fund every faucet wallet.
@@ -78,12 +85,11 @@ async function startChains(cfg: Config, log: Logger, stateDir: string | undefine
     logger: log,
   });
   const chains = Object.fromEntries(Object.entries(devnet.upstreams).map(([slug, u]) => [slug, u.http]));
-  log.info({ networks: faucet.config.networks.length, ms: Date.now() - started, chains: devnet.upstreams }, 'devnet chains are up (one anvil per network)');
-  // Public anvil keys (the "test test ... junk" mnemonic): shown so a newcomer can sign at once.
+  const count = Object.keys(devnet.upstreams).length;
+  log.info(terse ? {} : { networks: count, ms: Date.now() - started, chains: devnet.upstreams }, `devnet chains are up (${count} networks, one anvil each)`);
+  // Public anvil keys (the "test test ... junk" mnemonic), so a newcomer can sign at once: in the file and at debug.
   const accounts = devnet.accounts.map((a, i) => ({ index: i, address: a.address, privateKey: a.privateKey }));
-  log.info({ accounts }, 'devnet dev accounts: 10,000,000 coins each on every chain; public keys, never use them elsewhere (index 9 is the devnet\'s own)');
   const wallets = Object.fromEntries(faucetWallets(faucet.config).map((w) => [w.slug, w.address]));
-  log.info({ wallets }, 'devnet faucet wallets (funded on their chains)');
   // C40: a test ERC-20 on every chain (the shipped token addresses hold no contract locally); C42: both settlers.
   const [tokens, settlers] = await Promise.all([
     deployTestTokens({ urls: chains, from: devnet.accounts[9]!.address, recipients: devnet.accounts.map((a) => a.address) }),
@@ -95,7 +101,20 @@ async function startChains(cfg: Config, log: Logger, stateDir: string | undefine
     await devnet.stop();
     throw err;
   });
-  log.info({ tokens, settlers: settlers.settlers, solver: solver.address, ms: Date.now() - started }, 'devnet contracts deployed (test token JUSD, intent settlers)');
+  log.info(terse ? {} : { tokens, settlers: settlers.settlers, solver: solver.address, wallets, ms: Date.now() - started }, 'devnet contracts deployed (test token JUSD, intent settlers)');
+  const details = {
+    note: '10 dev accounts with 10,000,000 coins each on every chain; public keys (the anvil mnemonic), never use them elsewhere; index 9 is the devnet\'s own',
+    accounts,
+    chains: devnet.upstreams,
+    faucetWallets: wallets,
+    tokens,
+    settlers: settlers.settlers,
+    solver: solver.address,
+  };
+  mkdirSync(path.dirname(detailsFile), { recursive: true, mode: 0o700 });
+  writeFileSync(detailsFile, `${JSON.stringify(details, null, 2)}\n`, { mode: 0o600 });
+  log.debug(details, 'devnet dev accounts, keys and addresses');
+  log.info(terse ? {} : { file: detailsFile }, `devnet dev accounts, keys and addresses: ${detailsFile}`);
   return { config: withDevnetIntents(await onDevnet(faucet.config, devnet, tokens), settlers), devnet };
 }
 
@@ -107,6 +126,9 @@ async function main(): Promise<void> {
   }
   let config = loadConfig({ configFile: values.config, devnet: values.devnet });
   const log = createLogger(config.logLevel, undefined, config.logFormat);
+  // On a terminal a start line carries its message only; JSON lines keep their fields for machines.
+  const terse = prettyLogs(config.logFormat);
+  let early: EarlyListener | undefined;
 
   let devnet: Devnet | undefined;
   let storage: Storage | undefined;
@@ -154,6 +176,11 @@ async function main(): Promise<void> {
   process.on('SIGHUP', onSignal);
 
   try {
+    // Fail fast: the port is bound first, so a port in use stops the start before storage opens
+    // and the chains start. Until the app is ready it answers /health/live, and 503 to the rest.
+    early = await bindEarly(config.server.port, config.server.host).catch((err: unknown) => {
+      throw listenStartError(err, config);
+    });
     const secrets = resolveSecrets(config);
     // Every module is loaded before anything starts: loading is work on this thread, and done
     // while the storage opens it would delay the chains' answers past their timeouts.
@@ -176,6 +203,13 @@ async function main(): Promise<void> {
       if (devnetStateDir) rmSync(devnetStateDir, { recursive: true, force: true });
       log.info({ dataDir }, '--fresh: the devnet chains and the database start anew');
     }
+    // C52: the devnet serves the admin API, with a token of its own when ADMIN_TOKEN is not set.
+    let adminToken: { token: string; file?: string } | undefined;
+    if (config.devnet.enabled && !config.admin.token) {
+      adminToken = devnetAdminToken(config.storage.dataDir);
+      config = validateConfig({ ...structuredClone<Config>(config), admin: { token: adminToken.token } });
+    }
+    const detailsFile = path.join(devnetStateDir ?? tmpdir(), devnetStateDir ? 'accounts.json' : `junction-devnet-${process.pid}.json`);
     // The storage, Redis and the chains (their own processes) start side by side; storage first, as
     // its loading goes on in the background while the chains are being spawned.
     const redisUrl = config.redis.url;
@@ -186,7 +220,7 @@ async function main(): Promise<void> {
       redisUrl ? openRedis(redisUrl, { commandTimeoutMs: config.redis.commandTimeoutMs }).catch((err: unknown) => {
         throw redisStartError(err, redisUrl);
       }) : undefined,
-      config.devnet.enabled ? startChains(config, log, devnetStateDir) : undefined,
+      config.devnet.enabled ? startChains(config, log, devnetStateDir, detailsFile, terse) : undefined,
     ]);
     if (chains.status === 'fulfilled' && chains.value) ({ config, devnet } = chains.value);
     if (opened.status === 'fulfilled') storage = opened.value;
@@ -194,18 +228,32 @@ async function main(): Promise<void> {
     for (const r of [chains, opened, connected]) if (r.status === 'rejected') throw r.reason;
     if (!storage) throw new Error('storage did not open');
     const where = config.storage.databaseUrl ? maskUrl(config.storage.databaseUrl) : config.storage.dataDir === 'memory' ? 'memory' : dataDir;
-    log.info({ storage: storage.kind, where }, `storage ready (${storage.kind === 'postgres' ? 'PostgreSQL' : 'embedded PGlite'}, ${where}), migrations applied`);
+    log.info(terse ? {} : { storage: storage.kind, where }, `storage ready (${storage.kind === 'postgres' ? 'PostgreSQL' : 'embedded PGlite'}, ${where}), migrations applied`);
     app = await buildApp(config, { storage, secrets, logger: log, probeUpstreams: true, ...(redis ? { redis } : {}) });
     // The background work starts here (the key-change subscription, probes, flushes), before the
     // listener opens: a failure of it is not reported as a port that cannot be listened on.
     await app.ready();
-    const address = await app.listen({ port: config.server.port, host: config.server.host }).catch((err: unknown) => {
+    // The early listener lets go of the port and the app takes it in the same turn.
+    await early.handOver();
+    const address = await app.listen({ port: early.port, host: config.server.host }).catch((err: unknown) => {
       throw listenStartError(err, config);
     });
     const base = publicUrl(config, (app.server.address() as { port?: number } | null)?.port);
-    log.info({ address, publicUrl: base, docs: `${base}/docs`, devnet: config.devnet.enabled }, 'Junction is listening');
+    log.info(terse ? {} : { address, publicUrl: base, dashboard: `${base}/`, docs: `${base}/docs`, devnet: config.devnet.enabled }, 'Junction is listening');
+    // The per-network states of the first probe round, in one line (they are at debug), then the banner.
+    const round = await app.parts.upstreams.firstRound();
+    const total = round.answering.length + round.down.length;
+    const summary =
+      round.down.length === 0 ? `${total} networks: ${total} answering`
+      : round.answering.length === 0 ? `0 of ${total} networks answering`
+      : `${round.answering.length} of ${total} networks answering; down: ${round.down.join(', ')}`;
+    (round.down.length === 0 ? log.info : log.warn).call(log, terse ? {} : { networks: total, answering: round.answering, down: round.down }, summary);
+    log.info(
+      terse ? {} : { dashboard: `${base}/`, docs: `${base}/docs`, ...(adminToken ? { adminTokenFile: adminToken.file ?? null } : {}), ...(config.devnet.enabled ? { devnetFile: detailsFile } : {}) },
+      banner({ base, devnet: config.devnet.enabled, adminToken, detailsFile, noNode: total > 0 && round.answering.length === 0 }),
+    );
   } catch (err) {
-    if (!plainStartError(err)) log.error({ err }, 'start failed');
+    if (!plainStartError(err, log)) log.error({ err }, 'start failed');
     // Whatever had started is closed, but a failed start never hangs on it.
     setTimeout(() => process.exit(1), config.server.shutdownGraceMs).unref();
     await app?.close().catch(() => {});
@@ -223,10 +271,32 @@ function secretsSource(cfg: Config): string {
   return `generated once into ${path.resolve(cfg.storage.dataDir, 'secrets.json')} (mode 0600)`;
 }
 
-/** A mistake of the user or the surroundings: one plain line on stderr, no stack. */
-function plainStartError(err: unknown): boolean {
+/**
+ * The start's last line: where the dashboard and the docs are, one call to try, and on the devnet
+ * how to reach the paid features (C52). The admin token is shown on the devnet only, where it was
+ * made for this data folder; a given ADMIN_TOKEN is never printed.
+ */
+function banner(o: { base: string; devnet: boolean; adminToken: { token: string; file?: string } | undefined; detailsFile: string; noNode: boolean }): string {
+  const rpc = `curl -s ${o.base}/public/main -H 'content-type: application/json' -d '{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber","params":[]}'`;
+  const lines = [`Junction is ready: dashboard ${o.base}/`, `  API docs   ${o.base}/docs`, `  try        ${rpc}`];
+  if (o.devnet) {
+    lines.push(`  accounts   dev accounts, private keys and addresses in ${o.detailsFile}`);
+    if (o.adminToken) lines.push(`  admin      ADMIN_TOKEN=${o.adminToken.token} npm run admin -- set-tier me@example.com max`);
+  }
+  if (o.noNode) lines.push('  no node answers: offline? try --devnet');
+  return lines.join('\n');
+}
+
+/**
+ * A mistake of the user or the surroundings: one line, no stack. Once the logger exists (`log`), in
+ * the log's format (a JSON line, or a readable one on a terminal); before that, plain on stderr.
+ */
+function plainStartError(err: unknown, log?: Logger): boolean {
   if (err instanceof ConfigError) console.error(`Configuration error: ${err.message}`);
-  else if (err instanceof StartError) console.error(`Cannot start: ${err.message}`);
+  else if (err instanceof StartError) {
+    if (log) log.fatal(`Cannot start: ${err.message}`);
+    else console.error(`Cannot start: ${err.message}`);
+  }
   else if (err instanceof UsageError) console.error(`Command line: ${err.message}`);
   else return false;
   return true;

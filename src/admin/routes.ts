@@ -38,6 +38,7 @@ const AdminKey = T.Object({
   prefix: T.String(),
   status: T.String(),
   networks: T.Array(T.String()),
+  allNetworks: T.Boolean(),
   rateLimit: T.Union([T.Integer(), T.Null()]),
   expiresAt: T.Union([T.String(), T.Null()]),
   createdAt: T.String(),
@@ -119,12 +120,13 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{
     if (!user) throw notFound('account');
     return user;
   };
-  const showKey = (k: KeyRow, now: Date) => ({
+  const showKey = (k: KeyRow, owner: UserRow, now: Date) => ({
     id: k.id,
     name: k.name,
     prefix: k.prefix,
     status: k.status !== 'revoked' && k.expiresAt && k.expiresAt <= now ? 'expired' : k.status,
-    networks: k.networks,
+    networks: keys.networksOf(k, owner),
+    allNetworks: k.allNetworks,
     rateLimit: k.rateLimit,
     expiresAt: k.expiresAt?.toISOString() ?? null,
     createdAt: k.createdAt.toISOString(),
@@ -159,9 +161,9 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{
       },
     },
     async (req) => {
-      await userOr404(req.params.id);
+      const owner = await userOr404(req.params.id);
       const now = new Date();
-      return { success: true as const, data: (await keys.rows(req.params.id)).map((k) => showKey(k, now)) };
+      return { success: true as const, data: (await keys.rows(req.params.id)).map((k) => showKey(k, owner, now)) };
     },
   );
 
@@ -178,10 +180,10 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{
       },
     },
     async (req) => {
-      await userOr404(req.params.id);
+      const owner = await userOr404(req.params.id);
       const row = await keys.revoke(req.params.id, req.params.keyId);
       req.log.info({ userId: req.params.id, keyId: row.id, prefix: row.prefix }, 'key revoked by an admin');
-      return { success: true as const, data: showKey(row, new Date()) };
+      return { success: true as const, data: showKey(row, owner, new Date()) };
     },
   );
 

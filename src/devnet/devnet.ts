@@ -270,7 +270,8 @@ export async function startDevnet(opts: DevnetOptions): Promise<Devnet> {
     await (traffic ? traffic.sendInTurn(slug, send) : send());
   };
 
-  logger.info(
+  // The start says it in its own lines (main.ts); the details at debug.
+  logger.debug?.(
     { networks: chains.length, ms: Date.now() - startedAt, priceFeeds, whaleEverySeconds: opts.whaleEverySeconds ?? 0 },
     'devnet ready',
   );

@@ -175,7 +175,8 @@ export class NetworkFollower {
   #gained(): void {
     this.#held = true;
     this.#next = null; // another instance may have moved it
-    this.#log.info({ network: this.network, holder: this.#o.holder }, 'follower: following the network (lease taken)');
+    // Debug: a line per network at every start is noise on a console; the lease is in the metrics.
+    this.#log.debug({ network: this.network, holder: this.#o.holder }, 'follower: following the network (lease taken)');
     this.#offHead ??= this.#o.onHead((h) => {
       this.#sawHead(h.number);
       this.#wake?.();

@@ -153,7 +153,8 @@ export class KeyCache {
           tier: row.user.tier as Tier,
           status: row.key.status,
           expiresAt: row.key.expiresAt?.getTime() ?? null,
-          networks: new Set(row.key.networks),
+          // C52: a key made for every network covers its plan's list as it is now.
+          networks: new Set(this.#keys.networksOf(row.key, row.user)),
           rateLimit: row.key.rateLimit,
           limits: effectiveLimits(this.#config, row.user),
           access: KeyAccess.compile(row.key.id, row.key.access),

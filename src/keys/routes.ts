@@ -6,7 +6,6 @@ import type { NetworkRegistry } from '../chains/registry.ts';
 import type { Config } from '../config/schema.ts';
 import { unauthorized } from '../errors/http.ts';
 import { ErrorResponse, IsoDate, ok, OkMessage, StoredCount } from '../http/schemas.ts';
-import { effectiveLimits } from '../metering/plans.ts';
 import { MAX_JWT_KEYS, MAX_LIST_ENTRIES } from './access.ts';
 import type { KeyService } from './service.ts';
 
@@ -62,7 +61,8 @@ const ApiKey = T.Composite([T.Object({
   name: T.String(),
   key: T.String({ description: 'the full key; send it as X-API-Key or as the last path segment' }),
   prefix: T.String(),
-  networks: T.Array(T.String()),
+  networks: T.Array(T.String({ description: 'the networks the key covers now' })),
+  allNetworks: T.Boolean({ description: 'made for every network the plan allows (networks omitted or empty): its networks follow a plan change' }),
   rateLimit: Nullable(T.Integer({ description: "requests per minute that apply to the key: its own rate, else the plan's; null = unlimited (enterprise)" })),
   ownRateLimit: Nullable(T.Integer({ description: "the rate set on the key itself; null = none, the key follows the plan's rate (PATCH rateLimit: null clears it)" })),
   status: Status,
@@ -110,12 +110,13 @@ const security = [{ bearerAuth: [] }];
 /** API key routes (spec 4.2; C14–C16, C19–C21). Registered behind the bearer hook. */
 export const keyRoutes: FastifyPluginAsyncTypebox<{ keys: KeyService; accounts: AccountService; config: Config; registry: NetworkRegistry }> = async (
   app,
-  { keys, accounts, config, registry },
+  { keys, accounts, registry },
 ) => {
-  const planRate = async (userId: string) => {
+  /** The owner, whose plan fills a key's rate and an all-networks key's list (C14, C52). */
+  const account = async (userId: string) => {
     const user = await accounts.findById(userId);
     if (!user) throw unauthorized('The account no longer exists');
-    return effectiveLimits(config, user).requestsPerMinute;
+    return user;
   };
   const withEndpoints = <V extends { key: string; networks: string[] }>(view: V) => ({
     ...view,
@@ -127,7 +128,7 @@ export const keyRoutes: FastifyPluginAsyncTypebox<{ keys: KeyService; accounts: 
     {
       schema: { tags: ['api-keys'], operationId: 'listApiKeys', summary: "The account's API keys", security, response: { 200: ok(T.Array(ApiKeyListItem)), ...errors } },
     },
-    async (req) => ({ success: true as const, data: await keys.list(req.userId, await planRate(req.userId)) }),
+    async (req) => ({ success: true as const, data: await keys.list(req.userId, await account(req.userId)) }),
   );
 
   app.post(
@@ -142,7 +143,7 @@ export const keyRoutes: FastifyPluginAsyncTypebox<{ keys: KeyService; accounts: 
         body: T.Object(
           {
             name: Name,
-            networks: T.Optional(T.Array(Slug, { maxItems: 64, description: 'empty or omitted: every network the plan allows' })),
+            networks: T.Optional(T.Array(Slug, { maxItems: 64, description: 'empty or omitted: every network the plan allows, following a plan change (C52)' })),
             rateLimit: T.Optional(RateLimit),
             expiresAt: T.Optional(Nullable(IsoDate)),
             ...AccessInput,
@@ -154,7 +155,7 @@ export const keyRoutes: FastifyPluginAsyncTypebox<{ keys: KeyService; accounts: 
     },
     async (req) => {
       const row = await keys.create(req.userId, req.body);
-      return { success: true as const, data: withEndpoints(keys.view(row, await planRate(req.userId))) };
+      return { success: true as const, data: withEndpoints(keys.view(row, await account(req.userId))) };
     },
   );
 
@@ -171,7 +172,7 @@ export const keyRoutes: FastifyPluginAsyncTypebox<{ keys: KeyService; accounts: 
         body: T.Object(
           {
             name: T.Optional(Name),
-            networks: T.Optional(T.Array(Slug, { maxItems: 64 })),
+            networks: T.Optional(T.Array(Slug, { maxItems: 64, description: 'replaces the list; empty: every network the plan allows, following a plan change' })),
             rateLimit: T.Optional(Nullable(RateLimit)),
             status: T.Optional(T.Union([T.Literal('active'), T.Literal('inactive')])),
             expiresAt: T.Optional(Nullable(IsoDate)),
@@ -184,7 +185,7 @@ export const keyRoutes: FastifyPluginAsyncTypebox<{ keys: KeyService; accounts: 
     },
     async (req) => {
       const row = await keys.update(req.userId, req.params.id, req.body);
-      return { success: true as const, data: keys.view(row, await planRate(req.userId)) };
+      return { success: true as const, data: keys.view(row, await account(req.userId)) };
     },
   );
 
@@ -205,7 +206,7 @@ export const keyRoutes: FastifyPluginAsyncTypebox<{ keys: KeyService; accounts: 
     },
     async (req) => {
       const row = await keys.revoke(req.userId, req.params.id);
-      return { success: true as const, data: keys.view(row, await planRate(req.userId)) };
+      return { success: true as const, data: keys.view(row, await account(req.userId)) };
     },
   );
 
@@ -227,7 +228,7 @@ export const keyRoutes: FastifyPluginAsyncTypebox<{ keys: KeyService; accounts: 
     },
     async (req) => {
       const row = await keys.rotate(req.userId, req.params.id);
-      return { success: true as const, data: withEndpoints(keys.view(row, await planRate(req.userId))) };
+      return { success: true as const, data: withEndpoints(keys.view(row, await account(req.userId))) };
     },
   );
 

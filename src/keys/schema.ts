@@ -1,5 +1,5 @@
 import { sql } from 'drizzle-orm';
-import { index, integer, jsonb, pgTable, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
+import { boolean, index, integer, jsonb, pgTable, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
 import { users } from '../auth/schema.ts';
 import type { KeyAccessSettings } from './access.ts';
 
@@ -16,6 +16,8 @@ export const apiKeys = pgTable(
     keyHash: text('key_hash').notNull(),
     keyCiphertext: text('key_ciphertext').notNull(),
     networks: jsonb('networks').$type<string[]>().notNull(),
+    /** C16, C52: made for every network the plan allows; it covers the plan's list as it is now, not `networks`. */
+    allNetworks: boolean('all_networks').notNull().default(false),
     rateLimit: integer('rate_limit'),
     status: text('status').$type<'active' | 'inactive' | 'revoked'>().notNull().default('active'),
     expiresAt: timestamp('expires_at', { withTimezone: true, mode: 'date' }),

@@ -5,7 +5,7 @@ import { users } from '../auth/schema.ts';
 import type { NetworkRegistry } from '../chains/registry.ts';
 import type { Config } from '../config/schema.ts';
 import { HttpError, notFound } from '../errors/http.ts';
-import { effectiveLimits } from '../metering/plans.ts';
+import { type AccountLimitsInput, effectiveLimits } from '../metering/plans.ts';
 import type { Db } from '../storage/db.ts';
 import { accessView, applyAccessInput, hasAccessInput, type KeyAccessInput, type KeyAccessSettings } from './access.ts';
 import { generateKey, hashKey, KeyCipher } from './crypto.ts';
@@ -20,7 +20,10 @@ export interface ApiKeyView extends KeyAccessSettings {
   name: string;
   key: string;
   prefix: string;
+  /** The networks the key covers now: the plan's list for a key made for every network (C52). */
   networks: string[];
+  /** Made for every network the plan allows (networks omitted or empty): follows a plan change (C16, C52). */
+  allNetworks: boolean;
   rateLimit: number | null;
   /** The rate set on the key itself; null when it follows the plan's (C14), which `rateLimit` then shows. */
   ownRateLimit: number | null;
@@ -112,8 +115,22 @@ export class KeyService {
     return this.#cipher.decrypt(row.keyCiphertext, row.id);
   }
 
-  /** `planRate` fills `rateLimit` for a key that has none of its own (C14: omitted = plan rate). */
-  view(row: KeyRow, planRate: number | null, now = new Date()): ApiKeyView {
+  /**
+   * C16, C52: the networks "every network the plan allows" means for an account now: all of them
+   * on a plan without a network cap, the native networks on one with a cap (free).
+   */
+  planNetworks(account: AccountLimitsInput): string[] {
+    const max = effectiveLimits(this.#cfg, account).maxNetworks;
+    return max === null ? this.#registry.all.map((n) => n.slug) : FREE_DEFAULT_NETWORKS.slice(0, max);
+  }
+
+  /** The networks a key covers: its own list, or the plan's as it is now for a key made for every network (C52). */
+  networksOf(row: Pick<KeyRow, 'networks' | 'allNetworks'>, account: AccountLimitsInput): string[] {
+    return row.allNetworks ? this.planNetworks(account) : row.networks;
+  }
+
+  /** The owner's plan fills `rateLimit` for a key that has none of its own (C14: omitted = plan rate) and an all-networks key's list (C52). */
+  view(row: KeyRow, account: AccountLimitsInput, now = new Date()): ApiKeyView {
     let status: KeyStatus = row.status;
     if (status !== 'revoked' && row.expiresAt && row.expiresAt <= now) status = 'expired';
     return {
@@ -121,8 +138,9 @@ export class KeyService {
       name: row.name,
       key: this.decryptKey(row),
       prefix: row.prefix,
-      networks: row.networks,
-      rateLimit: row.rateLimit ?? planRate,
+      networks: this.networksOf(row, account),
+      allNetworks: row.allNetworks,
+      rateLimit: row.rateLimit ?? effectiveLimits(this.#cfg, account).requestsPerMinute,
       ownRateLimit: row.rateLimit,
       status,
       expiresAt: row.expiresAt?.toISOString() ?? null,
@@ -131,7 +149,7 @@ export class KeyService {
     };
   }
 
-  async list(userId: string, planRate: number | null): Promise<ApiKeyListItem[]> {
+  async list(userId: string, account: AccountLimitsInput): Promise<ApiKeyListItem[]> {
     const rows = await this.#db.select().from(apiKeys).where(eq(apiKeys.userId, userId)).orderBy(apiKeys.createdAt);
     const usage = await this.usage.usageByKey(
       userId,
@@ -139,7 +157,7 @@ export class KeyService {
     );
     const now = new Date();
     return rows.map((r) => ({
-      ...this.view(r, planRate, now),
+      ...this.view(r, account, now),
       usage: usage.get(r.id) ?? { daily: 0, monthly: 0 },
       lastUsedAt: r.lastUsedAt?.toISOString() ?? null,
     }));
@@ -165,7 +183,7 @@ export class KeyService {
       const user = await lockUser(tx, userId);
       const limits = effectiveLimits(this.#cfg, user);
       const others = await tx
-        .select({ networks: apiKeys.networks })
+        .select({ networks: apiKeys.networks, allNetworks: apiKeys.allNetworks })
         .from(apiKeys)
         .where(and(eq(apiKeys.userId, userId), ne(apiKeys.status, 'revoked')));
       // C15: revoked keys are dead and do not use up the allowance.
@@ -174,7 +192,7 @@ export class KeyService {
           details: { limit: limits.maxKeys },
         });
       }
-      const networks = this.#resolveNetworks(user, input.networks, others.map((o) => o.networks));
+      const networks = this.#resolveNetworks(user, input.networks, others.map((o) => this.networksOf(o, user)));
       const rateLimit = this.#checkRateLimit(user, input.rateLimit);
       const access = hasAccessInput(input) ? applyAccessInput(null, input, this.#planMethods(user)) : null;
       const id = randomUUID();
@@ -189,6 +207,8 @@ export class KeyService {
           keyHash: hashKey(key),
           keyCiphertext: this.#cipher.encrypt(key, id),
           networks,
+          // C52: none named means every network the plan allows, now and after a plan change.
+          allNetworks: !input.networks?.length,
           rateLimit,
           access,
           expiresAt: parseDate(input.expiresAt),
@@ -211,10 +231,11 @@ export class KeyService {
       if (input.name !== undefined) patch.name = input.name.trim();
       if (input.networks !== undefined) {
         const others = await tx
-          .select({ networks: apiKeys.networks })
+          .select({ networks: apiKeys.networks, allNetworks: apiKeys.allNetworks })
           .from(apiKeys)
           .where(and(eq(apiKeys.userId, userId), ne(apiKeys.status, 'revoked'), ne(apiKeys.id, id)));
-        patch.networks = this.#resolveNetworks(user, input.networks, others.map((o) => o.networks));
+        patch.networks = this.#resolveNetworks(user, input.networks, others.map((o) => this.networksOf(o, user)));
+        patch.allNetworks = input.networks.length === 0;
       }
       if (input.rateLimit !== undefined) patch.rateLimit = this.#checkRateLimit(user, input.rateLimit ?? undefined);
       if (input.status === 'active' && current.status !== 'active') await this.#checkActiveAllowance(tx, user, id);
@@ -324,9 +345,9 @@ export class KeyService {
   }
 
   /** The changes that bring `rows` (all of one account's keys, oldest first) within the account's limits. */
-  #fitToPlan(user: UserRow, rows: KeyRow[]): Map<string, Partial<Pick<KeyRow, 'status' | 'networks' | 'rateLimit'>>> {
+  #fitToPlan(user: UserRow, rows: KeyRow[]): Map<string, Partial<Pick<KeyRow, 'status' | 'networks' | 'allNetworks' | 'rateLimit'>>> {
     const limits = effectiveLimits(this.#cfg, user);
-    const changes = new Map<string, Partial<Pick<KeyRow, 'status' | 'networks' | 'rateLimit'>>>();
+    const changes = new Map<string, Partial<Pick<KeyRow, 'status' | 'networks' | 'allNetworks' | 'rateLimit'>>>();
     const change = (id: string) => {
       let c = changes.get(id);
       if (!c) changes.set(id, (c = {}));
@@ -341,21 +362,28 @@ export class KeyService {
     const staying = new Set((limits.maxKeys === null ? usableFirst : usableFirst.slice(0, limits.maxKeys)).map((r) => r.id));
     for (const r of active) if (!staying.has(r.id)) change(r.id).status = 'inactive';
 
-    // C16: keep the first networks named, the staying keys' first.
+    // C16: keep the first networks named, the staying keys' first. A key made for every network
+    // names the new plan's list (C52: it follows the plan) and keeps following it if all of that
+    // list is kept; otherwise it is narrowed like the others and keeps the list it is left with.
     if (limits.maxNetworks !== null) {
       const max = limits.maxNetworks;
       const ordered = [...live.filter((r) => staying.has(r.id)), ...live.filter((r) => !staying.has(r.id))];
-      const named = [...new Set(ordered.flatMap((r) => r.networks))];
+      const covered = new Map(ordered.map((r) => [r.id, this.networksOf(r, user)]));
+      const named = [...new Set(ordered.flatMap((r) => covered.get(r.id) ?? []))];
       if (named.length > max) {
         let kept = new Set(named.slice(0, max));
-        if (ordered.some((r) => !r.networks.some((n) => kept.has(n)))) {
+        if (ordered.some((r) => !(covered.get(r.id) ?? []).some((n) => kept.has(n)))) {
           const defaults = FREE_DEFAULT_NETWORKS.slice(0, max);
           kept = new Set([...defaults, ...named.filter((n) => !defaults.includes(n))].slice(0, max));
         }
         for (const r of ordered) {
-          const left = r.networks.filter((n) => kept.has(n));
+          const before = covered.get(r.id) ?? [];
+          const left = before.filter((n) => kept.has(n));
           const networks = left.length > 0 ? left : FREE_DEFAULT_NETWORKS.filter((n) => kept.has(n));
-          if (networks.length !== r.networks.length) change(r.id).networks = networks;
+          if (networks.length !== before.length) {
+            change(r.id).networks = networks;
+            if (r.allNetworks) change(r.id).allNetworks = false;
+          }
         }
       }
     }
@@ -397,9 +425,7 @@ export class KeyService {
     }
     let networks = [...new Set(requested ?? [])];
     const limits = effectiveLimits(this.#cfg, user);
-    if (networks.length === 0) {
-      networks = limits.maxNetworks === null ? this.#registry.all.map((n) => n.slug) : [...FREE_DEFAULT_NETWORKS];
-    }
+    if (networks.length === 0) networks = this.planNetworks(user);
     if (limits.maxNetworks !== null) {
       const distinct = new Set([...otherKeys.flat(), ...networks]);
       if (distinct.size > limits.maxNetworks) {

@@ -21,6 +21,11 @@ const REDACT = [
 /** How log lines are written: JSON lines, readable lines, or readable only on a terminal. */
 export type LogFormat = 'auto' | 'json' | 'pretty';
 
+/** True when lines are written for a person (pino-pretty): `pretty`, or `auto` on a terminal. */
+export function prettyLogs(format: LogFormat = 'auto'): boolean {
+  return format === 'pretty' || (format === 'auto' && process.stdout.isTTY === true);
+}
+
 /**
  * The logger (pino). JSON lines, one per event, for log collectors; readable lines (pino-pretty,
  * as a pino transport in its own thread) with `pretty`, or with `auto` when stdout is a terminal.
@@ -40,7 +45,7 @@ export function createLogger(level: string, stream?: DestinationStream, format: 
       err: (err: unknown) => serializeError(err),
     },
   };
-  if (stream === undefined && (format === 'pretty' || (format === 'auto' && process.stdout.isTTY === true))) {
+  if (stream === undefined && prettyLogs(format)) {
     return pino({
       ...options,
       transport: {

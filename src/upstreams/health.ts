@@ -22,6 +22,8 @@ export function startProbes(p: PoolState): void {
   p.started = true;
   const tick = async (): Promise<void> => {
     await checkHealth(p);
+    p.onFirstRound?.();
+    p.onFirstRound = undefined;
     if (p.closed) return;
     p.timer = setTimeout(tick, p.healthIntervalMs);
     p.timer.unref();
@@ -204,7 +206,6 @@ function announce(p: PoolState, changed?: Upstream, reqId?: string): void {
   let states = '';
   for (const u of p.upstreams) states += u.state[0];
   if (states === p.announced) return;
-  p.announced = states;
   const answering = p.upstreams.filter((u) => u.state === 'up').length;
   const down = p.upstreams.filter((u) => u.state === 'down');
   const failing = Object.fromEntries(down.map((u) => [u.name, inWords(u.lastError ?? 'down')]));
@@ -217,7 +218,10 @@ function announce(p: PoolState, changed?: Upstream, reqId?: string): void {
     ...(reqId === undefined ? {} : { reqId }),
   };
   const msg = `${p.network}: ${answering} of ${p.upstreams.length} upstreams answer`;
-  if (down.length > 0) p.log.warn(line, msg);
+  const first = p.announced === undefined;
+  p.announced = states;
+  if (first && p.quietFirst) p.log.debug(line, msg);
+  else if (down.length > 0) p.log.warn(line, msg);
   else p.log.info(line, msg);
 }
 

@@ -204,7 +204,7 @@ export class SubscriptionHub {
       this.#open = true;
       this.#connectedIndex = index;
       this.#lastPongAt = Date.now();
-      this.#log.info({ network: this.network, upstream: this.#name(index) }, 'upstream WebSocket connected');
+      this.#log.debug({ network: this.network, upstream: this.#name(index) }, 'upstream WebSocket connected');
       this.#pingTimer = setInterval(() => this.#ping(socket), this.#o.pingIntervalMs);
       this.#pingTimer.unref();
       for (const st of this.#topics.values()) this.#subscribeUpstream(st);

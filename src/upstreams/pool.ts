@@ -35,15 +35,28 @@ export {
 export class UpstreamPool {
   readonly network: string;
   readonly #p: PoolState;
+  readonly #first: Promise<void>;
 
   constructor(opts: PoolOptions) {
     this.#p = new PoolState(opts);
     this.network = this.#p.network;
+    this.#first = new Promise<void>((resolve) => (this.#p.onFirstRound = resolve));
   }
 
-  /** Starts the periodic health probes (one round at once); the timers do not keep the process alive. */
-  start(): void {
-    startProbes(this.#p);
+  /**
+   * Starts the periodic health probes (one round at once); the timers do not keep the process alive.
+   * `quietFirst`: the first round's states are logged at debug (the start sums every network up).
+   */
+  start(opts: { quietFirst?: boolean } = {}): void {
+    const p = this.#p;
+    if (p.started || p.closed) return;
+    p.quietFirst = opts.quietFirst === true;
+    startProbes(p);
+  }
+
+  /** Resolves once the first probe round is over (never, for a pool whose probes never start). */
+  firstRound(): Promise<void> {
+    return this.#first;
   }
 
   /** Stops the probes, aborts calls still running and closes the connections. */

@@ -93,6 +93,10 @@ export class PoolState {
   probing = 0;
   /** The states last reported in the log ("x of n upstreams answer"), to report changes only. */
   announced: string | undefined;
+  /** The first report goes at debug: the start says every network's in one summary line instead. */
+  quietFirst = false;
+  /** Called once the first probe round is over. */
+  onFirstRound: (() => void) | undefined;
 
   constructor(opts: PoolOptions) {
     this.network = opts.network;

@@ -45,6 +45,8 @@ interface HeadFeed {
 export class Upstreams {
   readonly #pools = new Map<string, UpstreamPool>();
   readonly #started = new Set<string>();
+  /** The first probe rounds of the pools started by startAll. */
+  readonly #firstRounds: Promise<void>[] = [];
   readonly #hubs: SubscriptionHubs;
   readonly #networks: Config['networks'];
   readonly #heads = new Map<string, HeadFeed>();
@@ -202,9 +204,29 @@ export class Upstreams {
     }
   }
 
-  /** Start probing every network now (the server does; tests leave pools idle until used). */
+  /**
+   * Start probing every network now (the server does; tests leave pools idle until used). The
+   * first round's per-network lines go at debug: {@link firstRound} sums them up for the start.
+   */
   startAll(): void {
-    for (const slug of this.#pools.keys()) this.pool(slug);
+    for (const [slug, pool] of this.#pools) {
+      if (this.#started.has(slug)) continue;
+      this.#started.add(slug);
+      pool.start({ quietFirst: true });
+      this.#firstRounds.push(pool.firstRound());
+    }
+  }
+
+  /**
+   * Once the first probe round of every network started by {@link startAll} is over: which networks
+   * answer (at least one upstream up) and which do not.
+   */
+  async firstRound(): Promise<{ answering: string[]; down: string[] }> {
+    await Promise.all(this.#firstRounds);
+    const answering: string[] = [];
+    const down: string[] = [];
+    for (const [slug, n] of Object.entries(this.report())) (n.answering > 0 ? answering : down).push(slug);
+    return { answering, down };
   }
 
   /** Per network: how many upstreams answer, each one's state, head, lag and last error (C3). */

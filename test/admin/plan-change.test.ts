@@ -64,11 +64,12 @@ for (const backend of backends) {
       const off = await rpc('native-mainnet', k4.key);
       assert.equal(off.statusCode, 401);
       assert.equal(off.json().error.code, -32001);
-      // C16: the first 5 networks named stay (k1's, in network order), the others are gone.
+      // C52: k1, made for every network, follows the plan: the free plan's native networks. C16: of
+      // the networks the keys then name, the first 5 stay and the others are gone.
       const gone = await rpc('arbitrum', k1.key);
       assert.equal(gone.statusCode, 403);
       assert.equal(gone.json().error.code, -32003);
-      assert.equal((await rpc('ethereum', k1.key)).statusCode, 200);
+      assert.equal((await rpc('ethereum', k1.key)).statusCode, 403);
       assert.equal((await rpc('native-mainnet', k1.key)).statusCode, 200);
       // C14: the key's own rate is the plan's now.
       const slowed = await rpc('ethereum', k2.key);
@@ -81,10 +82,10 @@ for (const backend of backends) {
         keys.map((k) => k.status),
         ['active', 'active', 'active', 'inactive', 'inactive'],
       );
-      assert.deepEqual(byId.get(k1.id)?.networks, ['native-mainnet', 'native-testnet', 'ethereum', 'ethereum-sepolia', 'polygon']);
+      assert.deepEqual(byId.get(k1.id)?.networks, ['native-mainnet', 'native-testnet']);
       assert.deepEqual(byId.get(k2.id)?.networks, ['ethereum', 'polygon']);
-      assert.deepEqual(byId.get(k3.id)?.networks, ['native-mainnet', 'native-testnet'], 'a key left with none gets the free defaults');
-      assert.deepEqual(byId.get(k5.id)?.networks, ['native-mainnet', 'native-testnet']);
+      assert.deepEqual(byId.get(k3.id)?.networks, ['base']);
+      assert.deepEqual(byId.get(k5.id)?.networks, ['native-mainnet', 'native-testnet'], 'a key left with none gets the free defaults');
       assert.equal(byId.get(k2.id)?.rateLimit, 100);
       assert.ok(new Set(keys.flatMap((k) => k.networks)).size <= 5, 'C16: at most 5 distinct networks');
 
@@ -114,6 +115,41 @@ for (const backend of backends) {
       assert.deepEqual(keys.map((k) => k.networks), [['ethereum', 'polygon', 'bsc'], ['base', 'arbitrum']]);
       assert.equal((await rpc('polygon', a.key)).statusCode, 200);
       assert.equal((await rpc('optimism', b.key)).statusCode, 403);
+    });
+
+    test('C52: a key made without networks follows a tier change at once (on the RPC path too); a key with its own list keeps it', async () => {
+      const u = await registerUser(t.app);
+      const every = await createKey(t.app, { name: 'every' }, u);
+      const own = await createKey(t.app, { name: 'own', networks: ['native-mainnet'] }, u);
+      // On free: the native networks only; ethereum is refused (and the refusal is in the key cache).
+      assert.equal((await rpc('native-mainnet', every.key)).statusCode, 200);
+      assert.equal((await rpc('ethereum', every.key)).statusCode, 403);
+      assert.equal((await rpc('ethereum', own.key)).statusCode, 403);
+      let byName = new Map((await list(u)).map((k) => [k.id, k as { networks: string[]; allNetworks?: boolean }]));
+      assert.deepEqual(byName.get(every.id)?.networks, ['native-mainnet', 'native-testnet']);
+      assert.equal(byName.get(every.id)?.allNetworks, true);
+      assert.equal(byName.get(own.id)?.allNetworks, false);
+
+      const up = await setTier(u.id, 'pro');
+      assert.deepEqual(up.keyChanges, { deactivated: [], networksChanged: [], rateLimited: [] });
+      // The very next call on a pro-only network works; the key with its own list still stops there.
+      assert.equal((await rpc('ethereum', every.key)).statusCode, 200);
+      assert.equal((await rpc('polygon', every.key)).statusCode, 200);
+      assert.equal((await rpc('ethereum', own.key)).statusCode, 403);
+      byName = new Map((await list(u)).map((k) => [k.id, k]));
+      assert.equal(byName.get(every.id)?.networks.length, 16, 'the API shows the plan’s current list');
+      assert.deepEqual(byName.get(own.id)?.networks, ['native-mainnet']);
+      const admin = await t.app.inject({ method: 'GET', url: `/api/v1/admin/users/${u.id}/keys`, headers: { 'x-admin-token': ADMIN } });
+      assert.equal((admin.json().data as Array<{ id: string; networks: string[] }>).find((k) => k.id === every.id)?.networks.length, 16);
+
+      // Back to free: the native networks again, at once.
+      await setTier(u.id, 'free');
+      assert.equal((await rpc('ethereum', every.key)).statusCode, 403);
+      assert.equal((await rpc('native-mainnet', every.key)).statusCode, 200);
+      // Naming networks makes a key's list its own; an empty list makes it follow the plan again.
+      assert.equal((await patchKey(u, every.id, { networks: ['native-testnet'] })).json().data.allNetworks, false);
+      const back = await patchKey(u, every.id, { networks: [] });
+      assert.deepEqual([back.json().data.allNetworks, back.json().data.networks], [true, ['native-mainnet', 'native-testnet']]);
     });
 
     test('lowering the per-minute override lowers key rates above it; a change within the plan changes no key', async () => {

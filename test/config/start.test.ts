@@ -1,5 +1,6 @@
-// The real gateway process, started the wrong way: every mistake is one plain line that names the
-// setting and the address, exit code 1, and no stack trace. `--help` prints the options.
+// The real gateway process, started the wrong way: every mistake is one line that names the
+// setting and the address (plain on stderr before the logger exists, a log line after), exit code 1,
+// and no stack trace. `--help` prints the options.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { createServer, type Server } from 'node:net';
@@ -54,6 +55,16 @@ function oneLine(r: Run, prefix: RegExp): string {
   return line;
 }
 
+/** The one line a start that failed after the logger was made writes, in the log's format (JSON here). */
+function logLine(r: Run): string {
+  assert.equal(r.code, 1, `exit code 1; stderr: ${r.stderr}`);
+  assert.doesNotMatch(`${r.stdout}\n${r.stderr}`, /^\s+at |"stack"/m, 'no stack trace');
+  const lines = r.stdout.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { level: number; msg: string });
+  const fatal = lines.filter((l) => l.level === 60);
+  assert.equal(fatal.length, 1, r.stdout);
+  return fatal[0]?.msg as string;
+}
+
 async function closedPort(): Promise<number> {
   const s = createServer();
   await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
@@ -97,9 +108,16 @@ describe('starting the gateway process the wrong way', { concurrency: true }, ()
     assert.equal(line, 'Configuration error: PORT: server.port = "80a": must be a whole number from 0 to 65535');
   });
 
-  test('a port in use: one line naming PORT and the address', async () => {
-    const line = oneLine(await run([], { PORT: String(busyPort) }), /^Cannot start: /);
-    assert.equal(line, `Cannot start: PORT=${busyPort}, HOST=127.0.0.1: cannot listen on 127.0.0.1:${busyPort}: the address is already in use by another process (EADDRINUSE)`);
+  test('a port in use: one log line naming PORT and the address, before storage opens or anything else starts', async () => {
+    const r = await run([], { PORT: String(busyPort), LOG_LEVEL: 'info' });
+    assert.equal(r.code, 1, r.stderr);
+    assert.doesNotMatch(`${r.stdout}\n${r.stderr}`, /^\s+at |"stack"/m, 'no stack trace');
+    // In the log's format (a JSON line here), and the only line: the port is bound first (fail fast).
+    const lines = r.stdout.split('\n').filter((l) => l.trim() !== '');
+    assert.equal(lines.length, 1, r.stdout);
+    const line = JSON.parse(lines[0] as string) as { level: number; msg: string };
+    assert.equal(line.level, 60);
+    assert.equal(line.msg, `Cannot start: PORT=${busyPort}, HOST=127.0.0.1: cannot listen on 127.0.0.1:${busyPort}: the address is already in use by another process (EADDRINUSE)`);
   });
 
   test('a DATABASE_URL whose host does not exist: one line naming DATABASE_URL and the address, password masked', async () => {
@@ -108,14 +126,14 @@ describe('starting the gateway process the wrong way', { concurrency: true }, ()
       JWT_SECRET: 'j'.repeat(40),
       KEY_ENCRYPTION_SECRET: 'k'.repeat(40),
     });
-    const line = oneLine(r, /^Cannot start: /);
+    const line = logLine(r);
     assert.equal(line, 'Cannot start: DATABASE_URL: cannot reach the database at postgres://app:***@nohost.invalid:5432/junction: host not found (ENOTFOUND)');
     assert.ok(!`${r.stdout}${r.stderr}`.includes('hunter2secret'));
   });
 
   test('a dead Redis: one line naming REDIS_URL and the address', async () => {
     const port = await closedPort();
-    const line = oneLine(await run([], { REDIS_URL: `redis://127.0.0.1:${port}` }), /^Cannot start: /);
+    const line = logLine(await run([], { REDIS_URL: `redis://127.0.0.1:${port}` }));
     assert.equal(line, `Cannot start: REDIS_URL: cannot reach Redis at redis://127.0.0.1:${port}: connection refused (nothing listens there) (ECONNREFUSED)`);
   });
 

@@ -62,7 +62,8 @@ describe('devnet state in the data folder', () => {
     const receipt = await first.pub.waitForTransactionReceipt({ hash });
     await stop(gw);
     assert.ok(existsSync(path.join(dir, 'devnet', 'ethereum.json')), 'the chain state file');
-    assert.deepEqual(readdirSync(path.join(dir, 'devnet')).filter((f) => f.endsWith('.json')), ['ethereum.json']);
+    // One state file per chain, beside the file of the dev accounts and addresses.
+    assert.deepEqual(readdirSync(path.join(dir, 'devnet')).filter((f) => f.endsWith('.json')).sort(), ['accounts.json', 'ethereum.json']);
 
     gw = await start();
     const second = clients(ethereumUrl(gw));

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -137,6 +137,24 @@ describe('log lines of requests', () => {
   });
 });
 
+describe('a quiet console at info', () => {
+  let t: TestApp;
+  before(async () => {
+    t = await startTestApp({});
+  });
+  after(async () => {
+    await t?.close();
+  });
+
+  test('REST and static-file requests leave no line at info (they are debug lines)', async () => {
+    for (const [url, id] of [['/api/v1/networks', 'rest-info-1'], ['/', 'static-info-1'], ['/docs', 'static-info-2'], ['/api/v1/nosuchroute', 'rest-info-2']] as const) {
+      await t.app.inject({ method: 'GET', url, headers: { 'x-request-id': id } });
+    }
+    const mine = t.logs.map((l) => JSON.parse(l) as Line).filter((l) => String(l.reqId ?? '').includes('-info-'));
+    assert.deepEqual(mine.map((l) => l.msg), []);
+  });
+});
+
 /** Runs a few lines of TypeScript in a child process and returns what it printed. */
 function run(code: string, env: Record<string, string>): Promise<string> {
   return new Promise((resolve, reject) => {
@@ -191,18 +209,15 @@ describe('start lines', { concurrency: true }, () => {
       assert.equal(listening.length, 1);
       assert.equal(listening[0]?.address, gw.url);
       assert.match(String(listening[0]?.docs), /^http:\/\/localhost:\d+\/docs$/);
-      // After the first probe round, a line per network says how many of its upstreams answer
-      // (whatever this machine reaches: the shipped upstreams are public nodes).
-      const answerLines = async () => {
-        const found = new Map<string, number>();
-        for (const l of gw.output().split('\n')) {
-          const m = /"msg":"([a-z0-9-]+): (\d+) of (\d+) upstreams answer"/.exec(l);
-          if (m?.[1]) found.set(m[1], (found.get(m[1]) ?? 0) + 1);
-        }
-        return found.size >= 16 ? found : undefined;
-      };
-      const perNetwork = await waitFor(answerLines, { what: 'a line per network after the first probes', timeoutMs: 30_000 });
-      assert.equal(perNetwork.size, 16);
+      // After the first probe round, one line sums up the networks (whatever this machine reaches:
+      // the shipped upstreams are public nodes), with the lists for machines; then the banner.
+      const summary = await waitFor(
+        () => gw.output().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Line).find((l) => /^(16 networks: 16 answering|\d+ of 16 networks answering)/.test(l.msg)),
+        { what: 'the summary line after the first probes', timeoutMs: 30_000 },
+      );
+      assert.equal((summary.answering as string[]).length + (summary.down as string[]).length, 16);
+      assert.doesNotMatch(gw.output(), /upstreams answer"/, 'no line per network at info');
+      await waitFor(() => gw.output().includes('Junction is ready: dashboard'), { what: 'the banner' });
       // Node's default for SIGHUP is to die on the spot, without the last usage flush.
       gw.child.kill('SIGHUP');
       const { code, signal } = await gw.exited;
@@ -216,7 +231,7 @@ describe('start lines', { concurrency: true }, () => {
     }
   });
 
-  test('under --devnet: the chains, the dev accounts with their public keys and the faucet wallets', async () => {
+  test('under --devnet: the chains at info; the dev accounts with their keys and the faucet wallets in DATA_DIR/devnet/accounts.json', async () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'junction-logs-'));
     // Two chains instead of sixteen: the other networks are left out of this run.
     const keep = new Set(['native-testnet', 'ethereum-sepolia']);
@@ -237,14 +252,19 @@ describe('start lines', { concurrency: true }, () => {
         assert.match(u.http, /^http:\/\/127\.0\.0\.1:\d+/);
         assert.match(u.ws, /^ws:\/\/127\.0\.0\.1:\d+/);
       }
-      const accounts = lines.find((l) => l.msg.startsWith('devnet dev accounts'))?.accounts as Array<{ address: string; privateKey: string }>;
+      // The accounts with their private keys are in a file of the data folder, never at info.
+      const file = path.join(dir, 'devnet', 'accounts.json');
+      assert.equal(lines.find((l) => l.msg.startsWith('devnet dev accounts'))?.file, file);
+      assert.doesNotMatch(gw.output(), /privateKey|0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80/);
+      const details = JSON.parse(readFileSync(file, 'utf8')) as { accounts: Array<{ address: string; privateKey: string }>; faucetWallets: Record<string, string> };
+      const accounts = details.accounts;
       assert.equal(accounts.length, 10);
       assert.deepEqual(accounts[0], {
         index: 0,
         address: '0xf39Fd6e51aad88F6F4ce6aB8827279cffFb92266',
         privateKey: '0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80',
       });
-      const wallets = lines.find((l) => l.msg.startsWith('devnet faucet wallets'))?.wallets as Record<string, string>;
+      const wallets = details.faucetWallets;
       assert.deepEqual(Object.keys(wallets).sort(), [...keep].sort());
       for (const a of Object.values(wallets)) assert.match(a, /^0x[0-9a-fA-F]{40}$/);
     } finally {

@@ -13,6 +13,8 @@ export interface ApiKey {
   key: string;
   prefix: string;
   networks: string[];
+  /** Made for every network the plan allows: `networks` is the plan's list and follows a plan change (C52). */
+  allNetworks?: boolean;
   rateLimit: number | null;
   /** The rate set on the key; null = it follows the plan's (which rateLimit then shows). */
   ownRateLimit?: number | null;
@@ -129,7 +131,8 @@ function CreateForm(props: { networks: Network[]; planRate: number | null | unde
 }
 
 function EditForm(props: { item: ApiKey; networks: Network[]; planRate: number | null | undefined; onSaved: () => void; onCancel: () => void }) {
-  const [chosen, setChosen] = useState<string[]>(props.item.networks);
+  // None checked keeps an all-networks key following the plan (C52).
+  const [chosen, setChosen] = useState<string[]>(props.item.allNetworks ? [] : props.item.networks);
   // The key's own rate (empty: it follows the plan's), not the plan's rate shown as if set here.
   const own = props.item.ownRateLimit ?? null;
   const [rate, setRate] = useState(own === null ? '' : String(own));
@@ -279,7 +282,8 @@ export default function Keys() {
                 <div>
                   <dt>Networks</dt>
                   <dd class="tags">
-                    {k.networks.length ? k.networks.map((n) => <span class="tag" key={n}>{nameOf(n)}</span>) : 'every network of the plan'}
+                    {k.allNetworks ? <span class="tag">every network of the plan</span> : null}
+                    {k.networks.map((n) => <span class="tag" key={n}>{nameOf(n)}</span>)}
                   </dd>
                 </div>
                 <div>

@@ -1,0 +1,1 @@
+ALTER TABLE "api_keys" ADD COLUMN "all_networks" boolean DEFAULT false NOT NULL;
