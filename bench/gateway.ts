@@ -63,7 +63,7 @@ interface Session {
 export async function startGateway(
   variant: GatewayVariant,
   upstreamUrl: string,
-  opts: { nodeArgs?: string[] } = {},
+  opts: { nodeArgs?: string[]; /** Another checkout whose dist/ is started (bench/run.ts --baseline). */ cwd?: string } = {},
 ): Promise<RunningGateway> {
   const port = await freePort();
   const adminToken = randomBytes(16).toString('hex');
@@ -75,6 +75,7 @@ export async function startGateway(
   // The compiled gateway, as `npm start` runs it (bench/run.ts builds dist/ first).
   const child = startChild(variant.label, process.execPath, [...(opts.nodeArgs ?? []), 'dist/main.js'], {
     role: 'target',
+    ...(opts.cwd ? { cwd: opts.cwd } : {}),
     env: {
       ...process.env,
       // The same gateway whatever the shell exports: embedded storage, in-process state, no config file.

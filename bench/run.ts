@@ -74,6 +74,7 @@ const { values: opt } = parseArgs({
     rounds: { type: 'string', default: '6' }, // interleaved rounds after the table (0: none)
     'round-seconds': { type: 'string', default: '3' }, // measured seconds of each target in a round
     pin: { type: 'string', default: 'off' }, // on: the target alone on one CPU (taskset); off: wherever the scheduler puts it
+    baseline: { type: 'string' }, // another checkout (its dist/ built): its pass-through gateway joins the interleaved rounds
   },
 });
 const CONNECTIONS = Number(opt.connections);
@@ -83,6 +84,7 @@ const DIRECT = 'direct to upstream';
 const NGINX = 'nginx proxy_pass';
 const BARE = 'node:http + undici only';
 const TWIN = 'gateway, X-API-Key, twin';
+const BASELINE = 'gateway, X-API-Key, baseline checkout';
 
 async function main(): Promise<number> {
   cleanupOnSignals();
@@ -225,11 +227,19 @@ async function pairs(upstreamUrl: string, load: ReturnType<typeof pickLoadGenera
       children.push(twin.child);
       targets.push({ label: TWIN, url: twin.rpcUrl, headers: twin.headers, body: on.body ?? BODY, pid: twin.child.pid });
     }
+    // Before and after a change: the same pass-through gateway built from another checkout.
+    const baseOf = wanted.find((v) => v.label === ANALYTICS_ON);
+    if (opt.baseline !== undefined && baseOf) {
+      const base = await startGateway({ ...baseOf, label: BASELINE }, upstreamUrl, { cwd: path.resolve(opt.baseline) });
+      children.push(base.child);
+      targets.push({ label: BASELINE, url: base.rpcUrl, headers: base.headers, body: baseOf.body ?? BODY, pid: base.child.pid });
+    }
     const has = (label: string) => targets.some((t) => t.label === label);
     const comparisons: Comparison[] = [];
     if (has(ANALYTICS_ON)) comparisons.push({ name: `${ANALYTICS_ON} vs ${BARE}`, a: ANALYTICS_ON, b: BARE, goal: { min: 0.8, text: 'pass-through, goal >= 0.8' } });
     for (const v of wanted.filter((w) => w.kind === 'cached')) comparisons.push({ name: `${v.label} vs ${BARE}`, a: v.label, b: BARE, goal: { min: 1.2, text: 'cached, goal >= 1.2' } });
     if (has(ANALYTICS_ON) && has(ANALYTICS_OFF)) comparisons.push({ name: 'analytics on vs off', a: ANALYTICS_ON, b: ANALYTICS_OFF, goal: { min: 0.97, text: 'C46, goal: within 3%' } });
+    if (has(BASELINE)) comparisons.push({ name: `${ANALYTICS_ON} vs the same built from ${opt.baseline}`, a: ANALYTICS_ON, b: BASELINE });
     if (has(TWIN)) comparisons.push({ name: 'identical twin vs analytics on (the resolution of this run)', a: TWIN, b: ANALYTICS_ON });
     return await interleaved(targets, comparisons, { load, connections: CONNECTIONS, rounds, warmupSeconds: 1, seconds: Number(opt['round-seconds']) });
   } finally {

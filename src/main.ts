@@ -188,7 +188,7 @@ async function main(): Promise<void> {
       ).catch((err: unknown) => {
         throw storageStartError(err, config);
       }),
-      redisUrl ? openRedis(redisUrl).catch((err: unknown) => {
+      redisUrl ? openRedis(redisUrl, { commandTimeoutMs: config.redis.commandTimeoutMs }).catch((err: unknown) => {
         throw redisStartError(err, redisUrl);
       }) : undefined,
       config.devnet.enabled ? startChains(config, log, devnetStateDir) : undefined,

@@ -46,6 +46,11 @@ export const ConfigSchema = T.Object(
         url: T.Union([T.String({ format: 'uri', pattern: '^rediss?://', allowed: 'a redis:// or rediss:// URL' }), T.Null()], {
           description: 'Redis for limits and key changes shared by several instances; null: in process',
         }),
+        commandTimeoutMs: T.Integer({
+          minimum: 10,
+          maximum: 60_000,
+          description: 'milliseconds a call waits for Redis before its limits are enforced in memory (C48); 250',
+        }), // C48
       },
       { additionalProperties: false, description: 'shared state' },
     ),
@@ -307,6 +312,22 @@ export const ConfigSchema = T.Object(
           minimum: 1,
           maximum: 1000,
           description: "intents one account may have waiting for their open at once (each reserves the solver's liquidity until its open deadline); one more is 409 CONFLICT",
+        }),
+        // C51: shares of a destination wallet's liquidity (its balance, reserved coins included), in percent.
+        maxReservePerIntent: T.Number({
+          minimum: 0.01,
+          maximum: 100,
+          description: "percent of the solver's liquidity on a network (its balance there) one intent may reserve; more is 409 INSUFFICIENT_LIQUIDITY",
+        }),
+        maxReservePerAccount: T.Number({
+          minimum: 0.01,
+          maximum: 100,
+          description: "percent of the solver's liquidity on a network (its balance there) one account's intents not yet filled may reserve together; more is 409 INSUFFICIENT_LIQUIDITY",
+        }),
+        maxReserveAwaitingOpen: T.Number({
+          minimum: 0.01,
+          maximum: 100,
+          description: "percent of the solver's liquidity on a network (its balance there) all intents waiting for their open may reserve together; more is 409 INSUFFICIENT_LIQUIDITY",
         }),
         fillGasLimit: T.Integer({ minimum: 21000, description: "gas units of a fill (quoted at the destination's gas price)" }),
         settleGasLimit: T.Integer({ minimum: 21000, description: 'gas units of a settle or a refund' }),

@@ -31,6 +31,31 @@ export class LiquidityError extends BaseError {
   }
 }
 
+/** Which share of the solver's liquidity a new intent would go beyond (C51), by setting. */
+export type ReserveCap = 'maxReservePerIntent' | 'maxReservePerAccount' | 'maxReserveAwaitingOpen';
+
+/**
+ * A new intent would reserve more of a destination wallet's liquidity than one of the C51 shares
+ * allows: the wallet could cover it, but one intent, one account or the intents waiting for their
+ * open may not hold that much of it.
+ */
+export class ReserveCapError extends BaseError {
+  override readonly name = 'ReserveCapError';
+  static override readonly code = 'INSUFFICIENT_LIQUIDITY';
+  constructor(
+    readonly cap: ReserveCap,
+    /** The setting's value, in percent of the wallet's liquidity. */
+    readonly percent: number,
+    /** The share in wei: `percent` of the wallet's liquidity (its balance) now. */
+    readonly limitWei: bigint,
+    /** What the intents this share counts already reserve (0 for one intent). */
+    readonly reservedWei: bigint,
+    readonly neededWei: bigint,
+  ) {
+    super(`intent over intents.${cap}`);
+  }
+}
+
 /** The account already has as many intents waiting for their open as it may (C41). */
 export class AwaitingOpenError extends BaseError {
   override readonly name = 'AwaitingOpenError';

@@ -25,11 +25,23 @@ export interface Route {
   to: NetworkConfig;
 }
 
+/**
+ * C51: the shares of a destination wallet's liquidity (its balance, what intents reserve included)
+ * that one intent, one account's intents not yet filled, and all intents waiting for their open may
+ * reserve; in percent, as the settings of the same names.
+ */
+export interface ReserveShares {
+  maxReservePerIntent: number;
+  maxReservePerAccount: number;
+  maxReserveAwaitingOpen: number;
+}
+
 /** Everything the intents need from the config, checked. */
 export interface IntentsSetup {
   feeBps: number;
   /** Intents one account may have waiting for their open at once (each reserves liquidity). */
   maxAwaitingOpen: number;
+  shares: ReserveShares;
   fillGasLimit: bigint;
   settleGasLimit: bigint;
   fillMarginSeconds: number;
@@ -125,6 +137,7 @@ export function readIntentsConfig(config: Config): IntentsSetup {
   return {
     feeBps: c.feeBps,
     maxAwaitingOpen: c.maxAwaitingOpen,
+    shares: { maxReservePerIntent: c.maxReservePerIntent, maxReservePerAccount: c.maxReservePerAccount, maxReserveAwaitingOpen: c.maxReserveAwaitingOpen },
     fillGasLimit: BigInt(c.fillGasLimit),
     settleGasLimit: BigInt(c.settleGasLimit),
     fillMarginSeconds: c.fillMarginSeconds,

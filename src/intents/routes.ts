@@ -103,7 +103,7 @@ export const intentRoutes: FastifyPluginAsyncTypebox<{ intents: IntentService }>
         tags,
         summary: 'Create an intent to move the native coin from one network to another',
         description:
-          'Quotes the fee (intents.feeBps of the amount plus the destination gas of a fill), checks the route and that the solver can fill it (else 409 INSUFFICIENT_LIQUIDITY), and answers the intent with the `open` transaction the sender signs and sends. The solver fills once the Open is confirmed and settles afterwards; an order not filled by its fill deadline is refunded.',
+          'Quotes the fee (intents.feeBps of the amount plus the destination gas of a fill), checks the route and that the solver can fill it (else 409 INSUFFICIENT_LIQUIDITY), and that the intent stays within its shares of the solver’s liquidity on the destination (C51: intents.maxReservePerIntent of it for one intent, intents.maxReservePerAccount for the account’s intents not yet filled, intents.maxReserveAwaitingOpen for all intents waiting for their open; else 409 INSUFFICIENT_LIQUIDITY with details.setting naming the share), and answers the intent with the `open` transaction the sender signs and sends. The solver fills once the Open is confirmed and settles afterwards; an order not filled by its fill deadline is refunded.',
         security,
         body: IntentBody,
         response: { 200: ok(IntentSchema), 400: ErrorResponse, 401: ErrorResponse, 409: ErrorResponse, 502: ErrorResponse, 503: ErrorResponse },

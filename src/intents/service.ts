@@ -1,9 +1,9 @@
 // C41: creating intents (route, amount, addresses, quote, liquidity) and reading them back.
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
-import { type Address, type Hex, toFunctionSelector, toHex } from 'viem';
+import { type Address, type Hex, maxUint256, toFunctionSelector, toHex } from 'viem';
 import type { Config } from '../config/schema.ts';
-import { AwaitingOpenError, LiquidityError } from '../errors/domain.ts';
+import { AwaitingOpenError, LiquidityError, ReserveCapError } from '../errors/domain.ts';
 import { badRequest, HttpError, notFound } from '../errors/http.ts';
 import { NoUpstreamError, UpstreamRpcError } from '../errors/upstream.ts';
 import { readFees } from '../faucet/sender.ts';
@@ -37,6 +37,7 @@ export interface IntentServiceOptions {
   onCreated?: () => void;
 }
 
+/** C41, C51: 10 minutes. An intent never opened holds its liquidity this long unless it asks for less. */
 const DEFAULT_OPEN_SECONDS = 600;
 const DEFAULT_FILL_SECONDS = 600;
 /** DestinationSettler's `PaymentFailed()` revert: the recipient did not take the fill's coins. */
@@ -91,7 +92,8 @@ export class IntentService {
    * C41: validates, quotes (fee bps + the destination gas of a fill), reserves the solver's
    * destination liquidity and records the intent; answers it with the `open` transaction to sign.
    *
-   * @throws HttpError VALIDATION_ERROR 400 (every problem at once), INSUFFICIENT_LIQUIDITY 409,
+   * @throws HttpError VALIDATION_ERROR 400 (every problem at once), INSUFFICIENT_LIQUIDITY 409 (the
+   *   wallet short, or a C51 share of its liquidity exceeded: `details.setting` names which),
    *   UPSTREAM_ERROR 502, SERVICE_UNAVAILABLE 503 (a settler whose oracle is not the solver).
    */
   async create(userId: string, body: IntentRequest): Promise<Intent> {
@@ -116,6 +118,8 @@ export class IntentService {
     let inputWei = 0n;
     if (typeof parsed === 'string') problems.push({ field: 'body.amount', message: parsed });
     else if (parsed <= 0n) problems.push({ field: 'body.amount', message: 'must be more than 0' });
+    // C51: the order carries it as a uint256 (and `open.value` is wei).
+    else if (parsed > maxUint256) problems.push({ field: 'body.amount', message: `must be at most ${formatWei(maxUint256, decimals)} (2^256 - 1 in the smallest unit)` });
     else inputWei = parsed;
     const sender = parseRecipient(body.sender, from?.native === true);
     if (!sender.startsWith('0x')) problems.push({ field: 'body.sender', message: sender });
@@ -191,6 +195,7 @@ export class IntentService {
         funds.balance,
         funds.block,
         this.setup.maxAwaitingOpen,
+        this.setup.shares,
       );
     } catch (err) {
       if (err instanceof AwaitingOpenError) {
@@ -198,6 +203,7 @@ export class IntentService {
           details: { awaitingOpen: err.max, max: err.max },
         });
       }
+      if (err instanceof ReserveCapError) throw this.#capRefusal(err, to.slug, decimals, to.currency.symbol);
       if (err instanceof LiquidityError) {
         const available = formatWei(err.availableWei, decimals);
         throw new HttpError(LiquidityError.code, `The solver cannot fill this on ${to.slug} now: ${available} ${to.currency.symbol} is free for new intents; try a smaller amount or later`, {
@@ -209,6 +215,21 @@ export class IntentService {
     this.#log.info({ intentId: row.id, from: from.slug, to: to.slug, inputWei: inputWei.toString(), outputWei: q.outputWei.toString() }, 'intent created');
     this.#onCreated?.();
     return toIntent(row, [], decimals);
+  }
+
+  /** C51: a share of the solver's liquidity the intent would go beyond, as a 409 naming its setting. */
+  #capRefusal(err: ReserveCapError, network: string, decimals: number, symbol: string): HttpError {
+    const share = `${err.percent}% of the solver's liquidity on ${network} (intents.${err.cap})`;
+    const left = err.limitWei > err.reservedWei ? err.limitWei - err.reservedWei : 0n;
+    const amount = (wei: bigint) => `${formatWei(wei, decimals)} ${symbol}`;
+    const message = {
+      maxReservePerIntent: `One intent may reserve at most ${share}, ${amount(err.limitWei)} now; try a smaller amount`,
+      maxReservePerAccount: `An account's intents not yet filled may reserve at most ${share} together; ${amount(left)} of it is left for this account now; wait until they are filled or expire`,
+      maxReserveAwaitingOpen: `Intents waiting for their open may reserve at most ${share} together; ${amount(left)} of it is free now; try a smaller amount or later`,
+    }[err.cap];
+    return new HttpError(ReserveCapError.code, message, {
+      details: { setting: `intents.${err.cap}`, percent: err.percent, available: formatWei(left, decimals), needed: formatWei(err.neededWei, decimals) },
+    });
   }
 
   /** The account's intents, newest first (C41). */

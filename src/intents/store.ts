@@ -5,8 +5,9 @@ import { randomUUID } from 'node:crypto';
 import { and, asc, desc, eq, gt, gte, inArray, notInArray, or, type SQL, sql } from 'drizzle-orm';
 import type { Hex } from 'viem';
 import { keccak256 } from 'viem/utils';
-import { AwaitingOpenError, LiquidityError } from '../errors/domain.ts';
+import { AwaitingOpenError, LiquidityError, type ReserveCap, ReserveCapError } from '../errors/domain.ts';
 import type { Db } from '../storage/db.ts';
+import type { ReserveShares } from './config.ts';
 import { intents as i, intentTransactions as t, type IntentStatus, type IntentTxKind, type IntentTxStatus, LIVE_STATUSES } from './schema.ts';
 
 export type IntentRow = typeof i.$inferSelect;
@@ -15,6 +16,12 @@ export type IntentTxRow = typeof t.$inferSelect;
 
 /** Statuses whose destination liquidity is spoken for: not filled yet, and may still be. */
 const RESERVING: IntentStatus[] = ['awaiting_open', 'opened'];
+
+/** `percent` of `balanceWei`, rounded down to the wei (the percent counted to 1/10,000 of a percent). */
+export function shareOf(balanceWei: bigint, percent: number): bigint {
+  if (balanceWei <= 0n) return 0n;
+  return (balanceWei * BigInt(Math.round(percent * 10_000))) / 1_000_000n;
+}
 
 /** What claims a new solver transaction: its intent, kind, network and wallet. */
 export interface TxClaim {
@@ -45,17 +52,25 @@ export class IntentStore {
    * that balance either, so it is counted as reserved too. (A fill mined by then but not recorded
    * yet is counted twice: the error is on the safe side.)
    *
+   * C51, with `shares`: under the same lock, this intent may reserve at most
+   * `maxReservePerIntent` percent of the wallet's liquidity, the account's intents reserving there
+   * (this one included) at most `maxReservePerAccount` percent, and the intents waiting for their
+   * open there (this one included) at most `maxReserveAwaitingOpen` percent. The liquidity the
+   * shares are of is the balance itself (what is reserved is still in it): reserving does not
+   * lower it, so no series of intents can shrink the shares left to others.
+   *
    * An account may have at most `maxAwaitingOpen` intents waiting for their open: counted under
    * a lock per account, taken before the liquidity lock (always in that order), so N+k creations
    * at once leave exactly N.
    *
-   * @throws AwaitingOpenError or LiquidityError when it does not fit; nothing is recorded.
+   * @throws AwaitingOpenError, ReserveCapError or LiquidityError when it does not fit; nothing is recorded.
    */
   async create(
     row: NewIntentRow & { outputWei: string; gasReserveWei: string },
     balanceWei: bigint,
     balanceBlock: number,
     maxAwaitingOpen = Number.POSITIVE_INFINITY,
+    shares?: ReserveShares,
   ): Promise<IntentRow> {
     return this.#db.transaction(async (tx) => {
       const userId = row.userId;
@@ -68,13 +83,31 @@ export class IntentStore {
         if ((waiting?.n ?? 0) >= maxAwaitingOpen) throw new AwaitingOpenError(maxAwaitingOpen);
       }
       await tx.execute(sql`select pg_advisory_xact_lock(hashtextextended(${`intents:liquidity:${row.toNetwork}:${row.solver}`}, 0))`);
+      const needed = BigInt(row.outputWei) + BigInt(row.gasReserveWei);
+      const share = (cap: ReserveCap): bigint => shareOf(balanceWei, shares?.[cap] ?? 100);
+      // C51: one intent's share needs nothing stored.
+      if (shares && needed > share('maxReservePerIntent')) throw new ReserveCapError('maxReservePerIntent', shares.maxReservePerIntent, share('maxReservePerIntent'), 0n, needed);
+      const each = sql`${i.outputWei} + ${i.gasReserveWei}`;
       const [sum] = await tx
-        .select({ reserved: sql<string | null>`sum(${i.outputWei} + ${i.gasReserveWei})` })
+        .select({
+          reserved: sql<string | null>`sum(${each})`,
+          account: sql<string | null>`sum(${each}) filter (where ${userId ? eq(i.userId, userId) : sql`false`})`,
+          awaitingOpen: sql<string | null>`sum(${each}) filter (where ${eq(i.status, 'awaiting_open')})`,
+        })
         .from(i)
         .where(and(eq(i.toNetwork, row.toNetwork), eq(i.solver, row.solver), or(inArray(i.status, RESERVING), gt(i.fillBlock, balanceBlock))));
+      if (shares && userId) {
+        const account = BigInt(sum?.account ?? '0');
+        const limit = share('maxReservePerAccount');
+        if (account + needed > limit) throw new ReserveCapError('maxReservePerAccount', shares.maxReservePerAccount, limit, account, needed);
+      }
       const available = balanceWei - BigInt(sum?.reserved ?? '0');
-      const needed = BigInt(row.outputWei) + BigInt(row.gasReserveWei);
       if (available < needed) throw new LiquidityError(available < 0n ? 0n : available, needed);
+      if (shares) {
+        const waiting = BigInt(sum?.awaitingOpen ?? '0');
+        const limit = share('maxReserveAwaitingOpen');
+        if (waiting + needed > limit) throw new ReserveCapError('maxReserveAwaitingOpen', shares.maxReserveAwaitingOpen, limit, waiting, needed);
+      }
       const [created] = await tx.insert(i).values(row).returning();
       return created as IntentRow;
     });

@@ -119,7 +119,26 @@ function scanner<T extends Text>(code: (t: T, i: number) => number, quote: (t: T
     return null;
   }
 
-  return { skipWs, skipValue, answerError };
+  /** See {@link answerIdIsNull}. */
+  function answerIdNull(t: T): boolean {
+    let i = skipWs(t, 0);
+    if (code(t, i) !== 0x7b) return false;
+    i = skipWs(t, i + 1);
+    while (code(t, i) === 0x22) {
+      const nameEnd = skipValue(t, i);
+      const colon = skipWs(t, nameEnd);
+      if (nameEnd >= t.length || code(t, colon) !== 0x3a) return false;
+      const valueAt = skipWs(t, colon + 1);
+      if (nameIs(t, i + 1, nameEnd - 1, 'result')) return false;
+      if (nameIs(t, i + 1, nameEnd - 1, 'id')) return code(t, valueAt) === 0x6e;
+      const next = skipWs(t, skipValue(t, valueAt));
+      if (code(t, next) !== 0x2c) return false;
+      i = skipWs(t, next + 1);
+    }
+    return false;
+  }
+
+  return { skipWs, skipValue, answerError, answerIdNull };
 }
 
 const chars = scanner<string>(
@@ -143,6 +162,15 @@ export const skipValue = chars.skipValue;
  */
 export function answerErrorCode(t: Text): number | null {
   return typeof t === 'string' ? chars.answerError(t) : bytes.answerError(t);
+}
+
+/**
+ * Whether a node's answer to one call has `"id": null`: what a node writes when it could not read
+ * the call at all (anvil for a lone surrogate escape, which JSON.parse accepts). Reads only up to
+ * the `id`, and never through a `result` (a node that answers one has read the call).
+ */
+export function answerIdIsNull(t: Text): boolean {
+  return typeof t === 'string' ? chars.answerIdNull(t) : bytes.answerIdNull(t);
 }
 
 /**
@@ -203,11 +231,12 @@ export function memberSpan(t: string, name: string, from = 0, to = t.length): [n
 /**
  * Visits the top-level member names of the object text `t` in order: `visit(start, end)` gets the
  * span of each name as written between its quotes (escapes not decoded, a repeated name each
- * time); returning false stops the walk. Returns false when `t` is not an object. One pass over
+ * time); returning false stops the walk. Returns false when `t` is not an object. `from`: where
+ * the object starts (its `{`, or blanks before it), for an object inside a larger text. One pass over
  * the object text, nothing allocated.
  */
-export function eachMemberName(t: string, visit: (start: number, end: number) => boolean | undefined): boolean {
-  let i = skipWs(t, 0);
+export function eachMemberName(t: string, visit: (start: number, end: number) => boolean | undefined, from = 0): boolean {
+  let i = skipWs(t, from);
   if (t.charCodeAt(i) !== 0x7b) return false;
   i = skipWs(t, i + 1);
   while (i < t.length && t.charCodeAt(i) === 0x22) {

@@ -1,5 +1,5 @@
 import { InvalidParamsError } from '../errors/rpc.ts';
-import { memberSpan, skipValue, skipWs } from '../json/lossless.ts';
+import { eachMemberName, memberSpan, skipValue } from '../json/lossless.ts';
 
 /**
  * C50: what a node cannot bound itself is refused (-32602) before any node sees it.
@@ -118,28 +118,30 @@ export function repeatedMember(t: string, from: number, to: number): string | nu
   return null;
 }
 
-/** The repeated member name of the object whose `{` is at `i`, or null. */
-function repeatedIn(t: string, i: number): string | null {
+/** The repeated member name of the object whose `{` is at `at`, or null. */
+function repeatedIn(t: string, at: number): string | null {
   let seen: Set<string> | undefined;
   let first: string | undefined;
-  i = skipWs(t, i + 1);
-  while (i < t.length && t.charCodeAt(i) === 0x22) {
-    const end = skipValue(t, i);
-    const written = t.slice(i + 1, end - 1);
-    const name = fold(written);
-    if (first === undefined) first = name;
-    else {
-      seen ??= new Set([first]);
-      if (seen.has(name)) return written.length > 64 ? written.slice(0, 64) : written;
-      seen.add(name);
-    }
-    i = skipWs(t, end);
-    if (t.charCodeAt(i) !== 0x3a) return null;
-    i = skipWs(t, skipValue(t, skipWs(t, i + 1)));
-    if (t.charCodeAt(i) !== 0x2c) return null;
-    i = skipWs(t, i + 1);
-  }
-  return null;
+  let repeated: string | null = null;
+  eachMemberName(
+    t,
+    (start, end) => {
+      const written = t.slice(start, end);
+      const name = fold(written);
+      if (first === undefined) first = name;
+      else {
+        seen ??= new Set([first]);
+        if (seen.has(name)) {
+          repeated = written.length > 64 ? written.slice(0, 64) : written;
+          return false;
+        }
+        seen.add(name);
+      }
+      return true;
+    },
+    at,
+  );
+  return repeated;
 }
 
 /** A member name as a Go node compares it: escapes decoded, then case folded (ſ is s, K is k). */

@@ -124,13 +124,19 @@ export class RpcPipeline {
       const out = await this.#planLogs(caller, msg, admitted, refused, release);
       if (out) return out;
     }
+    // Stage cost. Over a WebSocket eth_unsubscribe is not metered (it only gives back a slot).
     let cu = 0;
-    for (const item of admitted) cu += item.cu ?? this.#cu.of(item.call.method);
+    let calls = 0;
+    for (const item of admitted) {
+      if (subs && item.call.method === UNSUBSCRIBE) continue;
+      cu += item.cu ?? this.#cu.of(item.call.method);
+      calls++;
+    }
 
-    // C10, C23: the whole message is metered at once; one that does not fit is refused whole.
+    // Stage meter. C10, C23: the whole message is metered at once; one that does not fit is refused whole.
     const who = key ? { key } : { ip: input.ip };
     // In process the limits answer at once; only a shared store (Redis) is awaited.
-    const metered = this.#meter.rpcNow(who, admitted.length, cu) ?? (await this.#meter.rpc(who, admitted.length, cu));
+    const metered = this.#meter.rpcNow(who, calls, cu) ?? (await this.#meter.rpc(who, calls, cu));
     const headers = metered.headers;
     if (metered.error) {
       release();
@@ -141,7 +147,7 @@ export class RpcPipeline {
       this.#tally.refusedLine(caller, metered.error, admitted.length);
       return { status: metered.error.httpStatus, body: errorText(msg.single ? msg.id() : 'null', metered.error), headers, keyRefused: false, key };
     }
-    if (key) this.#recordUsage(key, network, admitted);
+    if (key && calls > 0) this.#recordUsage(key, network, admitted, subs !== undefined);
 
     if (msg.single) {
       const item = admitted[0];
@@ -309,10 +315,11 @@ export class RpcPipeline {
     return null;
   }
 
-  /** Stage usage: each admitted call of a key, with its compute units (C10). */
-  #recordUsage(key: ResolvedKey, network: Network, admitted: Item[]): void {
+  /** Stage usage: each metered call of a key, with its compute units (C10). */
+  #recordUsage(key: ResolvedKey, network: Network, admitted: Item[], ws: boolean): void {
     for (const item of admitted) {
       const m = item.call.method;
+      if (ws && m === UNSUBSCRIBE) continue;
       this.#usage.record({ userId: key.userId, keyId: key.keyId, network: network.slug, method: m, computeUnits: item.cu ?? this.#cu.of(m) });
     }
   }

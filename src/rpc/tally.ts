@@ -7,7 +7,7 @@ import type { ResolvedKey } from '../keys/cache.ts';
 import type { ComputeUnits } from '../metering/weights.ts';
 import type { RpcCallMetrics, RpcOutcome } from '../ops/metrics.ts';
 import { NetworkDownError } from '../upstreams/pool.ts';
-import type { Caller } from './message.ts';
+import { type Caller, UNSUBSCRIBE } from './message.ts';
 
 /**
  * What the pipeline reports about each call: the metrics' counts by network, method, outcome and
@@ -79,7 +79,8 @@ export class CallTally {
   /** C46: one admitted call answered: its latency since arrival and whether a node or no node failed it. */
   observe(caller: Caller, key: ResolvedKey, method: string, upstreamFailed: boolean, answer: boolean | string | Buffer | null): void {
     const a = this.#analytics;
-    if (!a) return;
+    // Not metered, so not a request of the key's either (eth_unsubscribe is admitted on a WebSocket only).
+    if (!a || method === UNSUBSCRIBE) return;
     // `answer` is whether the node answered an error when that is known already, else the answer to read.
     const nodeError = typeof answer === 'boolean' ? answer : answer !== null && answer.length > 0 && answerErrorCode(answer) !== null;
     const outcome = upstreamFailed ? UPSTREAM_ERROR : nodeError ? NODE_ERROR : OK;

@@ -56,7 +56,10 @@ async function gasCost(chain: 'origin' | 'destination', hash: Hex): Promise<bigi
 
 before(async () => {
   chains = await startIntentChains();
-  t = await startIntentApp(chains);
+  // The liquidity tests below are about the wallet's own balance: 3 ETH intents against 10 ETH. The
+  // C51 shares (5% of it per intent by default) would refuse them first: they are tested in
+  // shares.test.ts, and here allowed the whole balance.
+  t = await startIntentApp(chains, { intents: { maxReservePerIntent: 100, maxReservePerAccount: 100, maxReserveAwaitingOpen: 100 } });
   receiver = await startReceiver();
   alice = await registerUser(t.app);
   // intent.updated goes to webhooks of plans that have them (C37, C38).

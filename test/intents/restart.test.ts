@@ -33,8 +33,11 @@ after(async () => {
   await db?.drop();
 });
 
+/** The N+k test is about the wallet's own balance (3 ETH intents against 10 ETH): the C51 shares of it (shares.test.ts) allow all of it here. */
+const WHOLE_BALANCE = { maxReservePerIntent: 100, maxReservePerAccount: 100, maxReserveAwaitingOpen: 100 };
+
 async function start(): Promise<TestApp> {
-  const a = await startIntentApp(chains, { backend: 'postgres', databaseUrl: db?.url as string });
+  const a = await startIntentApp(chains, { backend: 'postgres', databaseUrl: db?.url as string, intents: WHOLE_BALANCE });
   apps.push(a);
   return a;
 }
@@ -152,7 +155,7 @@ describe('intents across restarts and instances (C41)', { skip }, () => {
     for (const a of apps.splice(0)) await a.close();
     const relay = await startSwallowingRelay(chains.url('destination'));
     try {
-      const first = await startIntentApp(chains, { backend: 'postgres', databaseUrl: db?.url as string, env: { UPSTREAM_ARBITRUM: relay.url } });
+      const first = await startIntentApp(chains, { backend: 'postgres', databaseUrl: db?.url as string, env: { UPSTREAM_ARBITRUM: relay.url }, intents: WHOLE_BALANCE });
       apps.push(first);
       const user = await registerUser(first.app);
       const recipient = privateKeyToAddress(generatePrivateKey());

@@ -203,14 +203,28 @@ describe('calls', () => {
     const k = await createKey(t.app);
     const c = await connect(wsAddress(t, `/ws?apiKey=${k.key}`));
     await c.call('eth_chainId');
-    await c.subscribe(['newHeads']);
+    const sub = await c.subscribe(['newHeads']);
+    // The documented metering choice: eth_unsubscribe is not metered (it only gives a slot back).
+    assert.equal((await c.call('eth_unsubscribe', [sub])).result, true);
     await c.close();
     await t.app.parts.usage.flush();
     const res = await t.app.inject({ method: 'GET', url: '/api/v1/usage/stats', headers: k.user.auth });
     const stats = res.json().data;
     assert.equal(stats.requestsByMethod.eth_chainId, 1);
     assert.equal(stats.requestsByMethod.eth_subscribe, 1);
+    assert.equal(stats.requestsByMethod.eth_unsubscribe, undefined);
     assert.equal(stats.requestsByNetwork['native-mainnet'], 2);
+  });
+
+  test('eth_unsubscribe takes nothing from the rate limit, even with none left', async () => {
+    const limited = await createKey(t.app, { rateLimit: 2 });
+    const c = await connect(wsAddress(t, `/ws?apiKey=${limited.key}`));
+    const a = await c.subscribe(['newHeads']);
+    const b = await c.subscribe(['newHeads']);
+    assert.equal((await c.call('eth_chainId')).error?.code, -32005, 'the two subscriptions used the limit');
+    assert.equal((await c.call('eth_unsubscribe', [a])).result, true);
+    assert.equal((await c.call('eth_unsubscribe', [b])).result, true);
+    await c.close();
   });
 
   test('closes the connections of a key revoked while they are open (1008), so its subscriptions stop', async () => {
