@@ -147,6 +147,17 @@ export const Network = T.Object(
     hedgeDelayMs: T.Optional(T.Integer({ minimum: 1, description: "milliseconds before a read is also sent to the next node on this network; default: rpc.hedge's" })),
     // Issue 27: how far the network's head may move between two readings (4 times this pace, plus 32 blocks).
     blockTimeMs: T.Optional(T.Integer({ minimum: 1, description: 'milliseconds between blocks (default 250, the fastest shipped chain); a head jumping further than 4 times this pace is not believed' })),
+    // C49: consensus reads, off when absent.
+    consensus: T.Optional(
+      T.Object(
+        {
+          methods: T.Array(T.Union([StandardMethod, ExtraMethod]), { minItems: 1, description: 'the methods answered only when nodes agree (single calls; batch items are forwarded as usual)' }),
+          nodes: T.Optional(T.Integer({ minimum: 2, maximum: 16, description: 'upstreams asked at once per consensus read (default 2); one more on disagreement' })),
+          penaltySeconds: T.Optional(T.Integer({ minimum: 1, description: 'seconds a node that disagreed with the majority is left out (default 300)' })),
+        },
+        { additionalProperties: false, description: 'consensus reads (C49): these methods go to several upstreams and only an answer they agree on is passed on; absent: off' },
+      ),
+    ),
     price: T.Optional(T.Union(PriceSource.anyOf, { description: "the native coin's USD price; absent: none (testnets: 0)" })), // C34
     tokens: T.Optional(T.Array(Token, { description: 'ERC-20 tokens counted in the unified balance' })), // C40
     // Issue 15: a network's own eth_getLogs limits (its nodes' caps), else those of `rpc`.

@@ -67,6 +67,17 @@ export class UpstreamError extends RpcError {
   static override code = -32000;
   static override httpStatus = 502;
 }
+/**
+ * C49: the upstreams asked for a consensus read gave no answer a majority agrees on: -32000 with
+ * HTTP 502 like other upstream failures, `data.reason` "no_consensus".
+ */
+export class NoConsensusError extends UpstreamError {
+  static override code = -32000;
+  static override httpStatus = 502;
+  constructor(network: string, method: string) {
+    super('Upstream RPC error: the nodes do not agree on the answer', { details: { reason: 'no_consensus', network, method } });
+  }
+}
 export class InternalRpcError extends RpcError {
   static override code = -32603;
   static override httpStatus = 500;

@@ -387,7 +387,7 @@ interface UpstreamsView {
   stats(): Array<{
     network: string;
     health: readonly UpstreamHealthView[];
-    calls: ReadonlyArray<{ name: string; buckets: ArrayLike<number>; sum: number; count: number; errors: ReadonlyMap<string, number> }>;
+    calls: ReadonlyArray<{ name: string; buckets: ArrayLike<number>; sum: number; count: number; errors: ReadonlyMap<string, number>; misbehaving: number }>;
   }>;
 }
 
@@ -407,6 +407,16 @@ export function observeUpstreams(metrics: Metrics, upstreams: UpstreamsView, bou
     labelNames: ['network', 'upstream', 'kind'],
     *read() {
       for (const n of upstreams.stats()) for (const c of n.calls) for (const [kind, v] of c.errors) yield [{ network: n.network, upstream: c.name, kind }, v] as const;
+    },
+  });
+  // C49: a node outside the majority of a consensus read.
+  metrics.define({
+    name: 'junction_upstream_misbehaving_total',
+    help: 'Consensus reads in which the upstream disagreed with the majority (it is then left out for consensus.penaltySeconds)',
+    type: 'counter',
+    labelNames: ['network', 'upstream'],
+    *read() {
+      for (const n of upstreams.stats()) for (const c of n.calls) if (c.misbehaving > 0) yield [{ network: n.network, upstream: c.name }, c.misbehaving] as const;
     },
   });
   const perUpstream = (name: string, help: string, value: (h: UpstreamHealthView) => number | null) =>

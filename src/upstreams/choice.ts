@@ -18,7 +18,7 @@ const LATENCY_CLASS_MS = 20; // milliseconds; see latencyClass()
  * of old state, and the first place shared by weight among equally good upstreams.
  */
 export function candidatesFor(p: PoolState, body: string | Buffer, methods: readonly string[]): Upstream[] {
-  let list = order(p);
+  let list = p.consensus === undefined ? order(p) : withoutMisbehaving(order(p));
   if (list.length < 2) return list;
   if (p.mixedArchive && mayNeedArchive(methods) && needsArchive(body, methods, p.head, p.pruneDepthBlocks)) {
     // Issue 15: archive nodes first, but a node known down stays behind every answering one.
@@ -26,6 +26,17 @@ export function candidatesFor(p: PoolState, body: string | Buffer, methods: read
     list = [...list].sort((a, b) => rank(a) - rank(b));
   }
   return p.weighted ? spread(list) : list;
+}
+
+/**
+ * C49: the upstreams that disagreed with a consensus majority are left out until their penalty
+ * ends; when that would leave none, the list stays whole (a wrong node is better than no node).
+ */
+function withoutMisbehaving(list: Upstream[]): Upstream[] {
+  const now = Date.now();
+  if (!list.some((u) => u.misbehavingUntil > now)) return list;
+  const kept = list.filter((u) => u.misbehavingUntil <= now);
+  return kept.length > 0 ? kept : list;
 }
 
 /**

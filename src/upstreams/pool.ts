@@ -1,6 +1,7 @@
 import { type FailedAttempt, NetworkDownError, NoUpstreamError, UpstreamRpcError } from '../errors/upstream.ts';
 import { looksLikeJsonRpc } from './answers.ts';
 import { attempt } from './attempt.ts';
+import { consensusForward, isConsensusCall } from './consensus.ts';
 import { request, send } from './failover.ts';
 import { agreedHead, bestHead, checkHealth, healthReport, inWords, isDown, jumpCeiling, markFailed, markOk, startProbes } from './health.ts';
 import { observe, PoolState } from './state.ts';
@@ -87,11 +88,18 @@ export class UpstreamPool {
   /**
    * Sends a serialised JSON-RPC request or batch and returns the first acceptable answer unchanged.
    * `methods` lists the method(s) in it: they pick the timeout and whether failover is allowed.
-   * A JSON-RPC error answered by a node is an answer, not a failure.
+   * A JSON-RPC error answered by a node is an answer, not a failure. A single call of a
+   * consensus method (C49) goes to several nodes instead (consensus.ts).
    *
    * @throws NoUpstreamError when no upstream answered within `totalTimeoutMs`.
+   * @throws NoConsensusError when the nodes asked for a consensus read have no majority (C49).
    */
   async forward(body: string | Buffer, methods: readonly string[], opts: CallOptions & { expectAnswer?: boolean } = {}): Promise<ForwardResult> {
+    const c = this.#p.consensus;
+    // C49: a single call of a consensus method is answered only when nodes agree (consensus.ts).
+    if (c !== undefined && opts.expectAnswer !== false && isConsensusCall(this.#p, body, methods)) {
+      return consensusForward(this.#p, c, body, methods[0] as string, opts.reqId);
+    }
     // Notifications only: nodes answer 2xx with an empty body, which is a success here.
     const quiet = opts.expectAnswer === false;
     const { value, upstream } = await send(

@@ -11,6 +11,13 @@ import { type FailureKind, type PoolLogger, type PoolOptions, UPSTREAM_BUCKETS, 
  * sees it.
  */
 
+/** C49: the consensus settings of a pool, read once. */
+export interface ConsensusSettings {
+  readonly methods: ReadonlySet<string>;
+  readonly nodes: number;
+  readonly penaltyMs: number;
+}
+
 /** One upstream node: its connection pool and what is known about it. */
 export interface Upstream {
   readonly index: number;
@@ -24,7 +31,9 @@ export interface Upstream {
   unhealthyUntil: number;
   lastError: string | undefined;
   state: UpstreamState;
-  readonly calls: { buckets: Float64Array; sum: number; count: number; errors: Map<FailureKind, number> };
+  readonly calls: { buckets: Float64Array; sum: number; count: number; errors: Map<FailureKind, number>; misbehaving: number };
+  /** C49: until when (epoch ms) it is left out of choice for disagreeing with a consensus majority; 0: not. */
+  misbehavingUntil: number;
   readonly archive: boolean;
   readonly weight: number;
   /** Smooth weighted round robin: the running score. */
@@ -61,6 +70,8 @@ export class PoolState {
   readonly hedge: HedgeOptions | undefined;
   readonly broadcastTransactions: boolean;
   readonly pruneDepthBlocks: number;
+  /** C49: consensus reads of this network, undefined when off. */
+  readonly consensus: ConsensusSettings | undefined;
   /** Some upstreams are archive nodes and some are not: old-state reads are worth routing. */
   readonly mixedArchive: boolean;
   /** Some upstream has a weight: equally good upstreams share the calls. */
@@ -98,6 +109,10 @@ export class PoolState {
     this.hedge = opts.hedge?.enabled ? opts.hedge : undefined;
     this.broadcastTransactions = opts.broadcastTransactions ?? false;
     this.pruneDepthBlocks = opts.pruneDepthBlocks ?? 128;
+    this.consensus =
+      opts.consensus === undefined
+        ? undefined
+        : { methods: new Set(opts.consensus.methods), nodes: opts.consensus.nodes ?? 2, penaltyMs: (opts.consensus.penaltySeconds ?? 300) * 1000 };
     this.mixedArchive = opts.upstreams.some((u) => u.archive === true) && opts.upstreams.some((u) => u.archive !== true);
     this.weighted = opts.upstreams.some((u) => u.weight !== undefined);
     const connections = opts.connections ?? 32;
@@ -133,7 +148,8 @@ export class PoolState {
         unhealthyUntil: 0,
         lastError: undefined,
         state: 'unknown',
-        calls: { buckets: new Float64Array(UPSTREAM_BUCKETS.length + 1), sum: 0, count: 0, errors: new Map<FailureKind, number>() },
+        calls: { buckets: new Float64Array(UPSTREAM_BUCKETS.length + 1), sum: 0, count: 0, errors: new Map<FailureKind, number>(), misbehaving: 0 },
+        misbehavingUntil: 0,
         archive: cfg.archive === true,
         weight: cfg.weight ?? 1,
         current: 0,

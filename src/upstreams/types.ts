@@ -63,6 +63,12 @@ export interface PoolOptions {
   broadcastTransactions?: boolean;
   /** Blocks of state a full node keeps; older state reads go to `archive` upstreams first. 128 by default. */
   pruneDepthBlocks?: number;
+  /**
+   * C49: these methods (single calls) are asked of `nodes` upstreams (2 by default) and answered
+   * only when they agree; on disagreement one more is asked and the majority answered, a node
+   * that disagreed left out for `penaltySeconds` (300 by default). Off when not given.
+   */
+  consensus?: { readonly methods: readonly string[]; readonly nodes?: number; readonly penaltySeconds?: number };
 }
 
 /** Options of one call through the pool. */
@@ -115,6 +121,8 @@ export interface UpstreamCallStats {
   count: number;
   /** Failed attempts by kind (`timeout`, `connect`, `http_5xx`, ...). */
   errors: ReadonlyMap<FailureKind, number>;
+  /** C49: times it disagreed with the majority of a consensus read. */
+  misbehaving: number;
 }
 
 /** What went wrong with one attempt, as a bounded label. */

@@ -74,6 +74,7 @@ export class Upstreams {
           broadcastTransactions: r.broadcastTransactions,
           ...(n.pruneDepthBlocks === undefined ? {} : { pruneDepthBlocks: n.pruneDepthBlocks }),
           ...(n.blockTimeMs === undefined ? {} : { blockTimeMs: n.blockTimeMs }), // issue 27: bounds a head's jump
+          ...(n.consensus === undefined ? {} : { consensus: n.consensus }), // C49
           logger,
           onHead: (head) => this.#emitHead(n.slug, head, null),
         }),
