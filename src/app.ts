@@ -294,6 +294,12 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   metrics.define({ name: 'junction_follower_lag_blocks', help: 'Blocks between the newest head and the cursor (confirmations included), by network', type: 'gauge', labelNames: ['network'], read: followed((f) => f.lag) });
   metrics.define({ name: 'junction_follower_blocks_total', help: 'Blocks handed on by this instance, by network', type: 'counter', labelNames: ['network'], read: followed((f) => f.blocksHandled) });
   metrics.define({ name: 'junction_follower_lease_held', help: '1 where this instance holds the network\'s follower lease', type: 'gauge', labelNames: ['network'], read: followed((f) => (f.leaseHeld ? 1 : 0)) });
+  // C48: usage and analytics held in memory while storage cannot take them.
+  metrics.define({ name: 'junction_usage_pending_rows', help: 'Usage rows in memory waiting to be stored (grows while the database is unreachable)', type: 'gauge', read: () => usage.pendingRows });
+  metrics.define({ name: 'junction_analytics_pending_rows', help: 'Analytics rows in memory waiting to be stored', type: 'gauge', read: () => usage.pendingAnalyticsRows });
+  metrics.define({ name: 'junction_usage_flush_failing', help: '1 while usage flushes fail (storage unreachable): counts are held in memory', type: 'gauge', read: () => (usage.failing ? 1 : 0) });
+  metrics.define({ name: 'junction_usage_dropped_rows_total', help: 'Rows dropped past usage.maxPendingRows while storage was unreachable, by kind', type: 'counter', labelNames: ['kind'], read: () => [[{ kind: 'usage' }, usage.dropped.usageRows], [{ kind: 'analytics' }, usage.dropped.analyticsRows]] });
+  metrics.define({ name: 'junction_usage_dropped_requests_total', help: 'Requests in the usage rows dropped past usage.maxPendingRows', type: 'counter', read: () => usage.dropped.usageRequests });
   // The webhook sender's figures on this instance (C37-C39).
   metrics.define({ name: 'junction_webhook_attempts_total', help: 'Webhook delivery attempts sent by this instance', type: 'counter', read: () => webhooks.stats.attempts });
   metrics.define({ name: 'junction_webhook_deliveries_total', help: 'Webhook deliveries ended by this instance, by outcome (delivered, failed after the last retry)', type: 'counter', labelNames: ['outcome'], read: () => [[{ outcome: 'delivered' }, webhooks.stats.delivered], [{ outcome: 'failed' }, webhooks.stats.failed]] });

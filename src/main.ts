@@ -184,10 +184,11 @@ async function main(): Promise<void> {
     const secrets = resolveSecrets(config);
     // Every module is loaded before anything starts: loading is work on this thread, and done
     // while the storage opens it would delay the chains' answers past their timeouts.
-    const [{ buildApp }, { openStorage }, { openRedis }] = await Promise.all([
+    const [{ buildApp }, { openStorage }, { openRedis }, { openWhenReachable }] = await Promise.all([
       import('./app.ts'),
       import('./storage/db.ts'),
       import('./storage/redis.ts'),
+      import('./storage/wait.ts'),
       config.devnet.enabled ? devnetModules() : undefined,
     ]);
     const dataDir = path.resolve(config.storage.dataDir);
@@ -214,7 +215,11 @@ async function main(): Promise<void> {
     // its loading goes on in the background while the chains are being spawned.
     const redisUrl = config.redis.url;
     const [opened, connected, chains] = await Promise.allSettled([
-      openStorage({ databaseUrl: config.storage.databaseUrl, dataDir: config.storage.dataDir, sharedBuffersMb: config.storage.embeddedSharedBuffersMb }).catch((err: unknown) => {
+      // C48: a PostgreSQL that is not there yet is waited for (logged at each attempt), not a failed start.
+      openWhenReachable(
+        () => openStorage({ databaseUrl: config.storage.databaseUrl, dataDir: config.storage.dataDir, sharedBuffersMb: config.storage.embeddedSharedBuffersMb }),
+        { log, where: config.storage.databaseUrl ? maskUrl(config.storage.databaseUrl) : config.storage.dataDir, stopped: () => stopping },
+      ).catch((err: unknown) => {
         throw storageStartError(err, config);
       }),
       redisUrl ? openRedis(redisUrl, { commandTimeoutMs: config.redis.commandTimeoutMs }).catch((err: unknown) => {

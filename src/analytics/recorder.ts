@@ -158,8 +158,34 @@ export class AnalyticsRecorder {
     return batch;
   }
 
-  /** Puts a batch that could not be stored back, added to what was recorded meanwhile. */
-  mergeBack(batch: AnalyticsBatch): void {
+  /**
+   * Puts a batch that could not be stored back, added to what was recorded meanwhile; past
+   * `maxRows` the oldest rows are dropped (C48: memory stays bounded while storage is away).
+   * Answers how many rows were dropped.
+   */
+  mergeBack(batch: AnalyticsBatch, maxRows = Number.POSITIVE_INFINITY): number {
+    this.#merge(batch);
+    let dropped = 0;
+    // Oldest first: the failed batch's rows went in before what is recorded meanwhile only when new, so
+    // the map is rebuilt with them ahead.
+    if (this.#rows.size > maxRows) {
+      const ordered = new Map<string, Row>();
+      for (const id of batch.keys()) ordered.set(id, this.#rows.get(id) as Row);
+      for (const [id, r] of this.#rows) ordered.set(id, r);
+      this.#rows = ordered;
+      for (const [id, r] of this.#rows) {
+        if (this.#rows.size <= maxRows) break;
+        this.#rows.delete(id);
+        // A row still counted into through the index would be lost unseen: it leaves the index too.
+        const byMethod = this.#index.get(r.keyId)?.get(r.network);
+        if (byMethod) for (const [m, row] of byMethod) if (row === r) byMethod.delete(m);
+        dropped++;
+      }
+    }
+    return dropped;
+  }
+
+  #merge(batch: AnalyticsBatch): void {
     for (const [id, r] of batch) {
       const now = this.#rows.get(id);
       if (!now) {

@@ -143,6 +143,8 @@ export const ConfigSchema = T.Object(
       {
         // C27: usage is visible within 5 s.
         flushIntervalMs: T.Integer({ minimum: 100, maximum: 2000, description: 'milliseconds between usage flushes to storage' }),
+        // C48: bounds memory while the database is unreachable (rows merge: one per key, network, method and day).
+        maxPendingRows: T.Integer({ minimum: 1, maximum: 10_000_000, description: 'usage rows (and as many analytics rows) held in memory while storage cannot take them; past it the oldest are dropped and counted' }),
       },
       { additionalProperties: false, description: 'usage counting' },
     ),

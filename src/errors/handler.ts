@@ -4,6 +4,7 @@ import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { redactUrl, serializeError } from './redact.ts';
 import { envelope, type ErrorCode, HttpError } from './http.ts';
+import { isStorageUnavailable, STORAGE_RETRY_AFTER_SECONDS } from './storage.ts';
 
 interface AjvIssue {
   instancePath: string;
@@ -61,6 +62,14 @@ export function toHttpError(err: FastifyError | Error): HttpError {
   if (e.statusCode === 413) return new HttpError('PAYLOAD_TOO_LARGE', 'Request body is too large');
   if (e.statusCode === 429) return new HttpError('RATE_LIMITED', 'Too many requests');
   if (e.statusCode && e.statusCode >= 400 && e.statusCode < 500) return new HttpError('BAD_REQUEST', e.message);
+  // C48: the database is unreachable: a state to wait out, not a fault of the request.
+  if (isStorageUnavailable(err)) {
+    return new HttpError('SERVICE_UNAVAILABLE', 'Storage is unavailable; retry later', {
+      details: { retryAfter: STORAGE_RETRY_AFTER_SECONDS },
+      headers: { 'retry-after': String(STORAGE_RETRY_AFTER_SECONDS) },
+      cause: err,
+    });
+  }
   return new HttpError('INTERNAL_ERROR', 'Internal server error', { cause: err });
 }
 
@@ -116,7 +125,7 @@ function parsesAsJson(text: string): boolean {
 }
 
 /** 5xx codes that report a known state of a service rather than a failure of the gateway. */
-const EXPECTED_STATES: ReadonlySet<string> = new Set(['FAUCET_EMPTY']);
+const EXPECTED_STATES: ReadonlySet<string> = new Set(['FAUCET_EMPTY', 'SERVICE_UNAVAILABLE']);
 
 /** One error handler and one 404 for the REST scope: every failure in the C7 envelope. */
 export function installRestErrors(app: FastifyInstance): void {

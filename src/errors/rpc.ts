@@ -82,6 +82,14 @@ export class InternalRpcError extends RpcError {
   static override code = -32603;
   static override httpStatus = 500;
 }
+/**
+ * C48: a key that only the database can tell about while the database is unreachable: -32603
+ * with HTTP 503 and `data.retryAfter`, not a 500 (keys already in memory keep being served).
+ */
+export class StorageUnavailableRpcError extends RpcError {
+  static override code = -32603;
+  static override httpStatus = 503;
+}
 /** Which of a key's lists refused a call (`data.reason`). */
 export type AccessReason = 'origin' | 'ip' | 'method' | 'contract' | 'jwt';
 

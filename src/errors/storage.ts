@@ -5,3 +5,26 @@ export class StorageError extends BaseError {
   override name = 'StorageError';
   static override readonly code = 'STORAGE_ERROR';
 }
+
+/** C48: how long a caller refused while the database is unreachable is told to wait (Retry-After, seconds). */
+export const STORAGE_RETRY_AFTER_SECONDS = 5;
+
+// Node's socket errors and pg's own words when the server is gone, refuses, or stops answering.
+const CONNECTION_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'EPIPE']);
+const CONNECTION_MESSAGES = /Connection terminated|timeout exceeded when trying to connect|Query read timeout|not queryable|Connection ended|the database system is (starting up|shutting down|in recovery)/i;
+
+/**
+ * C48: whether `err` (or one of its causes) says the database cannot be reached, rather than
+ * that a query was wrong: a refused or reset connection, a connect or read timeout, or a server
+ * shutting down (SQLSTATE class 08, 57P01-57P03).
+ */
+export function isStorageUnavailable(err: unknown): boolean {
+  let e: unknown = err;
+  for (let depth = 0; depth < 6 && e && typeof e === 'object'; depth++) {
+    const o = e as { code?: unknown; message?: unknown; cause?: unknown };
+    if (typeof o.code === 'string' && (CONNECTION_CODES.has(o.code) || o.code.startsWith('08') || /^57P0[123]$/.test(o.code))) return true;
+    if (typeof o.message === 'string' && CONNECTION_MESSAGES.test(o.message)) return true;
+    e = o.cause;
+  }
+  return false;
+}

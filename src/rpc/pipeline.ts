@@ -194,7 +194,8 @@ export class RpcPipeline {
     // C46a: a batch refused whole counts each of its calls.
     this.countRefusal(refusal, network.slug, msg.method, msg.batch?.length ?? 1);
     if (refusal.reason === 'rate') return { ...plain(err, msg.id()), headers: refusal.headers };
-    if (refusal.reason === 'key') return { ...plain(err, msg.id()), keyRefused: true };
+    // C48: a key the database could not be asked about carries its Retry-After.
+    if (refusal.reason === 'key') return { ...plain(err, msg.id()), keyRefused: true, ...(refusal.headers ? { headers: refusal.headers } : {}) };
     const caller: Caller = { key: known, network, ip: input.ip, requestId: input.requestId, at: 0 };
     if (refusal.reason === 'network') return { ...(await this.#refusal(caller, msg.id(), err)), keyRefused: true };
     // Issue 15: the key's origin, IP and JWT rules refuse the whole message.

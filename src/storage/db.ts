@@ -148,11 +148,11 @@ async function openPostgres(url: string): Promise<Storage> {
     import('drizzle-orm/node-postgres'),
     import('drizzle-orm/node-postgres/migrator'),
   ]);
-  const pool = new pg.Pool({ connectionString: url, max: 10, connectionTimeoutMillis: 5000 });
-  // A pool error (server restart) must not crash the process; the next query reports it.
-  pool.on('error', () => {});
-  const conn = await pool.connect();
+  // Migrations on a connection of their own, without the pool's query timeout: one may take long.
+  const conn = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5000 });
+  conn.on('error', () => {});
   try {
+    await conn.connect();
     await conn.query('select pg_advisory_lock($1)', [MIGRATION_LOCK]);
     try {
       await migratePg(drizzlePg(conn), { migrationsFolder: MIGRATIONS });
@@ -160,8 +160,13 @@ async function openPostgres(url: string): Promise<Storage> {
       await conn.query('select pg_advisory_unlock($1)', [MIGRATION_LOCK]);
     }
   } finally {
-    conn.release();
+    await conn.end().catch(() => {});
   }
+  // C48: a database that stops answering (hung, or gone without a reset) fails a query after
+  // 10 s instead of holding it (and the request, or the usage flush, behind it) for ever.
+  const pool = new pg.Pool({ connectionString: url, max: 10, connectionTimeoutMillis: 5000, query_timeout: 10_000, keepAlive: true });
+  // A pool error (server restart) must not crash the process; the next query reports it.
+  pool.on('error', () => {});
   const db = drizzlePg(pool);
   return {
     db: db as unknown as Db,

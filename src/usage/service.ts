@@ -91,6 +91,14 @@ export class UsageService implements UsageSink, KeyUsageReader {
   #inFlight: Promise<void> | undefined;
   /** C46: analytics rows, written in the same transaction as each usage batch (one write per flush, same loss bound). */
   readonly analytics: AnalyticsRecorder | undefined;
+  /** C48: rows kept in memory while storage fails, at most; past it the oldest are dropped. */
+  readonly #maxPendingRows: number;
+  /** When flushes began to fail (epoch ms), or null while storage takes them. */
+  #failingSince: number | null = null;
+  /** C48: what was dropped past `usage.maxPendingRows` (metrics): usage rows and their requests, analytics rows. */
+  readonly dropped = { usageRows: 0, usageRequests: 0, analyticsRows: 0 };
+  /** The most rows held at once since the start (metrics, the chaos bench). */
+  pendingRowsPeak = 0;
 
   constructor(deps: {
     db: Db;
@@ -102,6 +110,7 @@ export class UsageService implements UsageSink, KeyUsageReader {
     this.#db = deps.db;
     this.#log = deps.logger;
     this.#intervalMs = deps.config.usage.flushIntervalMs;
+    this.#maxPendingRows = deps.config.usage.maxPendingRows;
     this.#networks = new Set(deps.config.networks.map((n) => n.slug));
     this.analytics = deps.analytics;
     this.#onFlush = deps.onFlush;
@@ -198,6 +207,16 @@ export class UsageService implements UsageSink, KeyUsageReader {
     return this.#pending.counts.size;
   }
 
+  /** Analytics rows waiting for the next flush. */
+  get pendingAnalyticsRows(): number {
+    return this.analytics?.pendingRows ?? 0;
+  }
+
+  /** C48: whether the latest flush failed (storage unreachable or refusing): counts are held in memory. */
+  get failing(): boolean {
+    return this.#failingSince !== null;
+  }
+
   async #flushOnce(): Promise<void> {
     // Swap first: what is recorded while this batch is written goes to the next one.
     const batch = this.#pending;
@@ -208,11 +227,25 @@ export class UsageService implements UsageSink, KeyUsageReader {
       await this.#write(batch, analytics);
     } catch (err) {
       this.#mergeBack(batch);
-      if (analytics) this.analytics?.mergeBack(analytics);
-      // No SQL, parameters or key values in the log: the error's class and SQLSTATE are enough.
-      const code = (err as { cause?: { code?: unknown }; code?: unknown }).cause?.code ?? (err as { code?: unknown }).code;
-      this.#log.warn({ rows: batch.counts.size, keys: batch.lastUsed.size, error: (err as Error).name, code }, 'usage flush failed; retrying with the next one');
+      if (analytics) this.dropped.analyticsRows += this.analytics?.mergeBack(analytics, this.#maxPendingRows) ?? 0;
+      this.pendingRowsPeak = Math.max(this.pendingRowsPeak, this.#pending.counts.size);
+      // C48: one warning on entering the failing state, not one per flush interval while it lasts.
+      if (this.#failingSince === null) {
+        this.#failingSince = Date.now();
+        // No SQL, parameters or key values in the log: the error's class and SQLSTATE are enough.
+        const code = (err as { cause?: { code?: unknown }; code?: unknown }).cause?.code ?? (err as { code?: unknown }).code;
+        this.#log.warn(
+          { rows: this.#pending.counts.size, keys: batch.lastUsed.size, error: (err as Error).name, code, maxPendingRows: this.#maxPendingRows },
+          'usage flush failed: usage and analytics are held in memory and retried at each flush until storage takes them',
+        );
+      }
       throw err;
+    }
+    this.pendingRowsPeak = Math.max(this.pendingRowsPeak, batch.counts.size);
+    if (this.#failingSince !== null) {
+      const seconds = Math.round((Date.now() - this.#failingSince) / 1000);
+      this.#failingSince = null;
+      this.#log.info({ rows: batch.counts.size, seconds, dropped: this.dropped }, `usage flush succeeds again after ${seconds} s: the counts held in memory are stored`);
     }
     if (this.#onFlush && batch.counts.size) this.#onFlush(new Set([...batch.counts.values()].map((e) => e.userId)));
   }
@@ -248,15 +281,36 @@ export class UsageService implements UsageSink, KeyUsageReader {
     });
   }
 
+  /**
+   * Adds a batch that could not be stored to what was recorded meanwhile. Rows merge, so memory
+   * grows with distinct (account, key, network, day, method) rows, not calls; past
+   * `usage.maxPendingRows` the oldest rows are dropped and counted (C48).
+   */
   #mergeBack(batch: Pending): void {
+    const pending = this.#pending;
+    // Rebuilt with the failed batch's rows first: the map's order is then oldest first.
+    const counts = new Map<string, Entry>();
     for (const [id, e] of batch.counts) {
-      const now = this.#pending.counts.get(id);
+      const now = pending.counts.get(id);
       if (now) {
+        // The entry recorded meanwhile is the one the index points to: it takes the older counts.
         now.requests += e.requests;
         now.computeUnits += e.computeUnits;
+        counts.set(id, now);
       } else {
-        this.#pending.counts.set(id, e);
+        counts.set(id, e);
       }
+    }
+    for (const [id, e] of pending.counts) if (!counts.has(id)) counts.set(id, e);
+    pending.counts = counts;
+    for (const [id, e] of counts) {
+      if (counts.size <= this.#maxPendingRows) break;
+      counts.delete(id);
+      // A row still counted into through the index would be lost unseen: it leaves the index too.
+      const byMethod = pending.index.get(e.keyId)?.get(e.network);
+      if (byMethod) for (const [m, row] of byMethod) if (row === e) byMethod.delete(m);
+      this.dropped.usageRows++;
+      this.dropped.usageRequests += e.requests;
     }
     for (const [keyId, at] of batch.lastUsed) {
       const now = this.#pending.lastUsed.get(keyId);

@@ -1,0 +1,82 @@
+import { execFileSync } from 'node:child_process';
+import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import net from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+
+/**
+ * A PostgreSQL server of a test's own (initdb into a temporary folder, a free port), so that the
+ * test can stop and start it (C48) without touching the shared one. Its superuser is `root`,
+ * trusted on 127.0.0.1. As root the server runs as the `postgres` user (initdb refuses root).
+ */
+export interface PgCluster {
+  url: string;
+  port: number;
+  /** Starts the server and waits until it accepts connections. */
+  start(): void;
+  /** `pg_ctl stop -m immediate`: every connection cut at once, as a crash would. */
+  stopImmediate(): void;
+  /** Stops the server if running and removes its folder. */
+  destroy(): void;
+}
+
+/** The newest PostgreSQL binaries of the machine, or null when none is installed. */
+export function pgBinDir(): string | null {
+  const base = '/usr/lib/postgresql';
+  if (!existsSync(base)) return null;
+  const versions = readdirSync(base).filter((v) => existsSync(path.join(base, v, 'bin', 'initdb'))).sort((a, b) => Number(b) - Number(a));
+  return versions[0] ? path.join(base, versions[0], 'bin') : null;
+}
+
+async function freePort(): Promise<number> {
+  const s = net.createServer();
+  await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
+  const port = (s.address() as net.AddressInfo).port;
+  await new Promise<void>((r) => s.close(() => r()));
+  return port;
+}
+
+export async function createPgCluster(): Promise<PgCluster> {
+  const bin = pgBinDir();
+  if (!bin) throw new Error('no PostgreSQL binaries under /usr/lib/postgresql');
+  const dir = mkdtempSync(path.join(os.tmpdir(), 'junction-pg-'));
+  const asRoot = process.getuid?.() === 0;
+  const run = (cmd: string, args: string[]) => {
+    const [file, argv] = asRoot ? ['runuser', ['-u', 'postgres', '--', path.join(bin, cmd), ...args]] : [path.join(bin, cmd), args];
+    execFileSync(file, argv, { stdio: 'pipe', timeout: 60_000 });
+  };
+  if (asRoot) {
+    const uid = Number(execFileSync('id', ['-u', 'postgres']).toString().trim());
+    const gid = Number(execFileSync('id', ['-g', 'postgres']).toString().trim());
+    chownSync(dir, uid, gid);
+  }
+  const data = path.join(dir, 'data');
+  run('initdb', ['-D', data, '-U', 'root', '--auth=trust', '--no-sync', '-E', 'UTF8']);
+  const port = await freePort();
+  let running = false;
+  const cluster: PgCluster = {
+    url: `postgres://root@127.0.0.1:${port}/postgres`,
+    port,
+    // fsync off (the machine does not crash in a test); commits stay synchronous, so what the
+    // server acknowledged survives an immediate stop.
+    start() {
+      run('pg_ctl', ['-D', data, '-w', '-t', '60', '-l', path.join(dir, 'log'), '-o', `-p ${port} -k ${dir} -c listen_addresses=127.0.0.1 -c fsync=off`, 'start']);
+      running = true;
+    },
+    stopImmediate() {
+      run('pg_ctl', ['-D', data, '-m', 'immediate', '-w', 'stop']);
+      running = false;
+    },
+    destroy() {
+      if (running) {
+        try {
+          cluster.stopImmediate();
+        } catch {
+          // Already gone.
+        }
+      }
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+  return cluster;
+}
