@@ -96,7 +96,7 @@ describe('README and docs/: the examples, as written', () => {
   });
 
   test('the curl lines set TOKEN and KEY with jq and get a block number, the masternodes and the usage; the WebSocket example then gets new heads; the admin command (C52) then opens whale alerts and analytics to the same token', async () => {
-    const curl = shBlockAfter('Try it (with `jq`');
+    const curl = shBlockAfter('## Try it');
     const ws = shBlockAfter('A WebSocket subscription with nothing to download');
     const paid = shBlockAfter('**Paid features**');
     assert.match(curl, /^TOKEN=\$\(curl [^)]*\| jq -r/m);
