@@ -145,6 +145,8 @@ export const Network = T.Object(
     upstreams: T.Array(Upstream, { description: 'nodes, tried in order of health; env UPSTREAM_<SLUG> replaces them' }),
     pruneDepthBlocks: T.Optional(T.Integer({ minimum: 1, description: 'blocks of state a full node keeps (default 128); older state reads go to archive upstreams first' })),
     hedgeDelayMs: T.Optional(T.Integer({ minimum: 1, description: "milliseconds before a read is also sent to the next node on this network; default: rpc.hedge's" })),
+    // Issue 27: how far the network's head may move between two readings (4 times this pace, plus 32 blocks).
+    blockTimeMs: T.Optional(T.Integer({ minimum: 1, description: 'milliseconds between blocks (default 250, the fastest shipped chain); a head jumping further than 4 times this pace is not believed' })),
     price: T.Optional(T.Union(PriceSource.anyOf, { description: "the native coin's USD price; absent: none (testnets: 0)" })), // C34
     tokens: T.Optional(T.Array(Token, { description: 'ERC-20 tokens counted in the unified balance' })), // C40
     // Issue 15: a network's own eth_getLogs limits (its nodes' caps), else those of `rpc`.

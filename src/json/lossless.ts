@@ -119,7 +119,26 @@ function scanner<T extends Text>(code: (t: T, i: number) => number, quote: (t: T
     return null;
   }
 
-  return { skipWs, skipValue, answerError };
+  /** See {@link answerIdIsNull}. */
+  function answerIdNull(t: T): boolean {
+    let i = skipWs(t, 0);
+    if (code(t, i) !== 0x7b) return false;
+    i = skipWs(t, i + 1);
+    while (code(t, i) === 0x22) {
+      const nameEnd = skipValue(t, i);
+      const colon = skipWs(t, nameEnd);
+      if (nameEnd >= t.length || code(t, colon) !== 0x3a) return false;
+      const valueAt = skipWs(t, colon + 1);
+      if (nameIs(t, i + 1, nameEnd - 1, 'result')) return false;
+      if (nameIs(t, i + 1, nameEnd - 1, 'id')) return code(t, valueAt) === 0x6e;
+      const next = skipWs(t, skipValue(t, valueAt));
+      if (code(t, next) !== 0x2c) return false;
+      i = skipWs(t, next + 1);
+    }
+    return false;
+  }
+
+  return { skipWs, skipValue, answerError, answerIdNull };
 }
 
 const chars = scanner<string>(
@@ -143,6 +162,15 @@ export const skipValue = chars.skipValue;
  */
 export function answerErrorCode(t: Text): number | null {
   return typeof t === 'string' ? chars.answerError(t) : bytes.answerError(t);
+}
+
+/**
+ * Whether a node's answer to one call has `"id": null`: what a node writes when it could not read
+ * the call at all (anvil for a lone surrogate escape, which JSON.parse accepts). Reads only up to
+ * the `id`, and never through a `result` (a node that answers one has read the call).
+ */
+export function answerIdIsNull(t: Text): boolean {
+  return typeof t === 'string' ? chars.answerIdNull(t) : bytes.answerIdNull(t);
 }
 
 /**

@@ -22,9 +22,12 @@ const UpstreamReport = T.Object(
     }),
     healthy: T.Boolean({ description: 'True while its latest call or probe got an answer' }),
     head: Nullable(T.Integer({ description: 'Latest block number it reported' })),
-    lag: Nullable(T.Integer({ description: 'Blocks behind the best head of the network' })),
+    lag: Nullable(T.Integer({ description: 'Blocks behind the head the network agrees on (0 for one ahead of it)' })),
     latencyMs: Nullable(T.Integer({ description: 'Smoothed round trip of the health probe, milliseconds' })),
     lastError: T.Optional(T.String({ description: 'Why its latest call or probe failed, in words (absent once it answers)' })),
+    outlier: T.Optional(
+      T.Literal(true, { description: 'Present while its head is far above the head the network agrees on: not trusted, read after the others (issue 27)' }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -38,7 +41,7 @@ const NetworkReport = T.Object(
     summary: T.String({ description: 'In words, e.g. "1 of 2 upstreams answer"' }),
     answering: T.Integer({ description: 'Upstreams that answer now' }),
     total: T.Integer({ description: 'Upstreams configured' }),
-    head: Nullable(T.Integer({ description: 'Best head among the answering upstreams' })),
+    head: Nullable(T.Integer({ description: 'The head the answering upstreams agree on (at least half reach it; a jump the chain could not have made is not believed)' })),
     upstreams: T.Array(UpstreamReport),
   },
   { additionalProperties: false },

@@ -1,12 +1,12 @@
 import { mayNeedArchive, needsArchive } from './archive.ts';
-import { bestHead } from './health.ts';
 import type { PoolState, Upstream } from './state.ts';
 
 /**
  * Which upstream a call tries first, and which next (C26): the order, archive routing and weights.
  *
- * Order: answering and not lagging, then answering but lagging, then not heard from yet, then
- * failed (last resort, soonest to recover first); within a group the faster latency class first,
+ * Order: answering and in line with the network's head, then answering but lagging, then
+ * answering with a head far above it (an outlier, issue 27: not trusted), then not heard from
+ * yet, then failed (last resort, soonest to recover first); within a group the faster latency class first,
  * then config order, so the operator's order holds unless a node is clearly faster. Reads of old
  * state put archive nodes first; weights share the first place among equally good upstreams.
  */
@@ -20,7 +20,7 @@ const LATENCY_CLASS_MS = 20; // milliseconds; see latencyClass()
 export function candidatesFor(p: PoolState, body: string | Buffer, methods: readonly string[]): Upstream[] {
   let list = order(p);
   if (list.length < 2) return list;
-  if (p.mixedArchive && mayNeedArchive(methods) && needsArchive(body, methods, bestHead(p, Date.now()), p.pruneDepthBlocks)) {
+  if (p.mixedArchive && mayNeedArchive(methods) && needsArchive(body, methods, p.head, p.pruneDepthBlocks)) {
     // Issue 15: archive nodes first, but a node known down stays behind every answering one.
     const rank = (u: Upstream): number => (u.state === 'down' ? 2 : u.archive ? 0 : 1);
     list = [...list].sort((a, b) => rank(a) - rank(b));
@@ -61,19 +61,21 @@ function order(p: PoolState): Upstream[] {
   if (p.ordered && now < p.orderedUntil) return p.ordered;
   let until = now + 1_000;
   for (const u of p.upstreams) if (u.unhealthyUntil > now && u.unhealthyUntil < until) until = u.unhealthyUntil;
-  p.best = undefined;
-  p.ordered = sorted(p, now);
+  p.ordered = sorted(p);
   p.orderedUntil = until;
   return p.ordered;
 }
 
-function sorted(p: PoolState, now: number): Upstream[] {
-  const best = bestHead(p, now);
+function sorted(p: PoolState): Upstream[] {
+  // The head and the outliers are set when heads or states change (health.ts updateHead).
+  const best = p.head;
   const group = (u: Upstream): number => {
-    if (u.state === 'down') return 3;
-    if (u.state === 'unknown') return 2;
-    // Lagging, or an outlier far ahead of what the others agree on (issue 15): used after the rest.
-    return u.head !== null && best !== null && Math.abs(best - u.head) > p.maxLagBlocks ? 1 : 0;
+    if (u.state === 'down') return 4;
+    if (u.state === 'unknown') return 3;
+    // Issue 27: a head far above the one the network agrees on is not trusted; a lagging node is
+    // behind but honest, so it is read first.
+    if (u.ahead) return 2;
+    return u.head !== null && best !== null && best - u.head > p.maxLagBlocks ? 1 : 0;
   };
   for (const u of p.upstreams) u.tier = group(u);
   return p.upstreams
@@ -81,7 +83,7 @@ function sorted(p: PoolState, now: number): Upstream[] {
     .sort(
       (a, b) =>
         a.g - b.g ||
-        (a.g === 3 ? a.u.unhealthyUntil - b.u.unhealthyUntil : 0) ||
+        (a.g === 4 ? a.u.unhealthyUntil - b.u.unhealthyUntil : 0) ||
         latencyClass(a.u.latencyMs) - latencyClass(b.u.latencyMs) ||
         a.u.index - b.u.index,
     )

@@ -62,11 +62,7 @@ export async function checkHealth(p: PoolState): Promise<void> {
   // One line per round at most, and only when something changed (the first round always says).
   announce(p);
   p.invalidate(); // heads and latencies changed
-  const best = bestHead(p, Date.now());
-  if (best !== null && best > p.lastHead) {
-    p.lastHead = best;
-    p.onHead?.(best);
-  }
+  updateHead(p);
 }
 
 /** True while the probes run and every upstream is known to be down: calls fail at once. */
@@ -74,36 +70,90 @@ export function isDown(p: PoolState): boolean {
   return p.started && p.upstreams.length > 0 && p.downCount === p.upstreams.length;
 }
 
-/** The head the healthy upstreams agree on (among all when none is healthy); see {@link agreedHead}. */
-export function bestHead(p: PoolState, now: number): number | null {
-  // Kept with the order: both change only on a failure, a recovery, a probe round or a cool-down's end.
-  if (p.best !== undefined && p.ordered !== null && now < p.orderedUntil) return p.best;
-  const healthy: number[] = [];
-  const any: number[] = [];
+const JUMP_FACTOR = 4; // a head may move this many times faster than the network's block time
+const JUMP_SLACK_BLOCKS = 32; // and this many blocks more: probe timing, a burst of blocks
+
+/**
+ * Sets the network's head from its upstreams' heads (C26, issue 27), marks the ones far above it
+ * as outliers, and hands a new highest head to `onHead`. Runs when heads or states change (a
+ * probe round, an upstream failing or answering again), never per call.
+ *
+ * - The heads of the answering upstreams count (all known heads when none answers).
+ * - A head further above the highest head believed so far than the chain could have moved since
+ *   (`blockTimeMs`, times 4, plus 32 blocks) is set aside while another answering upstream has a
+ *   head within reach, or, when only one answers, while an upstream that fails now last reported
+ *   one: one node's word does not move the network that far. When every answering upstream made
+ *   the jump (several together, or the only one with nothing to compare it with) they count.
+ * - Of what is left the head is {@link agreedHead}: the highest one at least half of them reach.
+ */
+export function updateHead(p: PoolState, now = Date.now()): void {
+  const answering: number[] = [];
+  const known: number[] = [];
   for (const u of p.upstreams) {
     if (u.head === null) continue;
-    any.push(u.head);
-    if (u.unhealthyUntil <= now) healthy.push(u.head);
+    known.push(u.head);
+    if (u.state === 'up') answering.push(u.head);
   }
-  const best = agreedHead(healthy.length > 0 ? healthy : any, p.maxLagBlocks);
-  if (p.ordered !== null && now < p.orderedUntil) p.best = best;
-  return best;
+  let heads = answering.length > 0 ? answering : known;
+  if (p.lastHead >= 0 && heads.length > 0) {
+    const ceiling = jumpCeiling(p, now);
+    const within = (list: number[]) => list.filter((h) => h <= ceiling);
+    let believed = within(heads);
+    // The only one answering jumped, but an upstream that fails now last said otherwise.
+    if (believed.length === 0 && answering.length === 1) believed = within(known);
+    if (believed.length > 0) heads = believed;
+  }
+  const head = agreedHead(heads, p.maxLagBlocks);
+  if (head !== p.head) p.invalidate();
+  p.head = head;
+  for (const u of p.upstreams) {
+    const ahead = u.head !== null && head !== null && u.head - head > p.maxLagBlocks;
+    if (ahead === u.ahead) continue;
+    u.ahead = ahead;
+    p.invalidate();
+    if (!p.log || p.closed) continue;
+    const line = { network: p.network, upstream: u.name, head: u.head, agreed: head };
+    // Once when it goes out of line (it stays so until it comes back), once when it comes back.
+    if (ahead) p.log.warn(line, `${p.network}: upstream ${u.name} reports head ${u.head}, far above the head the others agree on (${head}); not trusted`);
+    else p.log.info(line, `${p.network}: upstream ${u.name} is back in line with the others' head`);
+  }
+  if (head !== null && head > p.lastHead) {
+    p.lastHead = head;
+    p.lastHeadAt = now;
+    p.onHead?.(head);
+  }
+}
+
+/** The highest head one reading may bring now: the highest believed so far plus what the chain could have added since. */
+export function jumpCeiling(p: PoolState, now: number): number {
+  if (p.lastHead < 0) return Number.POSITIVE_INFINITY;
+  return p.lastHead + JUMP_SLACK_BLOCKS + Math.ceil((Math.max(0, now - p.lastHeadAt) * JUMP_FACTOR) / p.blockTimeMs);
+}
+
+/** The network's head as last set by {@link updateHead} (null before any probe answered). */
+export function bestHead(p: PoolState): number | null {
+  return p.head;
 }
 
 /**
- * Issue 15: the highest head that at least two upstreams agree on within `window` blocks, so one
- * node far ahead (lying, or on another chain) is the outlier rather than every honest node
- * "lagging". A single head is taken as it is; when no two agree, nothing tells the liar from the
- * stalled, and the highest is taken (a stalled node is the commoner failure).
+ * Issue 27: the highest head that at least half of the nodes reach (have a head at or above it
+ * less `window` blocks), so one node far ahead is the outlier rather than every honest node
+ * "lagging": with three nodes it takes two. A single head is taken as it is; with two that
+ * disagree half is one, and the higher counts (a stalled node is the commoner failure; the jump
+ * rule of {@link updateHead} guards the rest).
  */
 export function agreedHead(heads: readonly number[], window: number): number | null {
   if (heads.length === 0) return null;
   const sorted = [...heads].sort((a, b) => b - a);
-  for (let i = 0; i < sorted.length - 1; i++) {
-    // Sorted high to low: the next one is the closest below.
-    if ((sorted[i] as number) - (sorted[i + 1] as number) <= window) return sorted[i] as number;
+  const need = Math.ceil(sorted.length / 2);
+  for (let i = 0; i < need - 1; i++) {
+    const floor = (sorted[i] as number) - window;
+    let reach = i + 1;
+    while (reach < sorted.length && (sorted[reach] as number) >= floor) reach++;
+    if (reach >= need) return sorted[i] as number;
   }
-  return sorted[0] as number;
+  // The need-th highest is reached by `need` nodes: itself and those above.
+  return sorted[need - 1] as number;
 }
 
 /** A call or probe on `u` failed: it cools down (doubling per failure) and goes `down`. */
@@ -117,6 +167,7 @@ export function markFailed(p: PoolState, u: Upstream, reason: string, reqId?: st
   if (u.state === 'down') return;
   const wentDown = setState(p, u, 'down');
   announce(p, u, reqId);
+  if (p.probing === 0) updateHead(p); // a probe round sets it once at its end
   // A call found the last answering upstream failing: probe at once rather than at the next
   // tick, so a passing hiccup does not keep the network down for a whole interval.
   if (wentDown && p.probing === 0 && isDown(p)) void checkHealth(p);
@@ -131,6 +182,7 @@ export function markOk(p: PoolState, u: Upstream, reqId?: string): void {
   u.lastError = undefined;
   setState(p, u, 'up');
   announce(p, u, reqId);
+  if (p.probing === 0) updateHead(p); // a probe round sets it once at its end
 }
 
 /** Sets an upstream's state; true when the network went down with it. */
@@ -171,7 +223,7 @@ function announce(p: PoolState, changed?: Upstream, reqId?: string): void {
 
 /** Each upstream's state, by config index (C3 reports it; names, never URLs). */
 export function healthReport(p: PoolState): UpstreamHealth[] {
-  const best = bestHead(p, Date.now());
+  const best = p.head;
   return p.upstreams.map((u) => ({
     index: u.index,
     name: u.name,
@@ -181,7 +233,7 @@ export function healthReport(p: PoolState): UpstreamHealth[] {
     lag: u.head === null || best === null ? null : Math.max(0, best - u.head),
     latencyMs: u.latencyMs === null ? null : Math.round(u.latencyMs),
     ...(u.lastError === undefined ? {} : { lastError: inWords(u.lastError) }),
-    ...(u.head !== null && best !== null && u.head - best > p.maxLagBlocks ? { outlier: true as const } : {}),
+    ...(u.ahead ? { outlier: true as const } : {}),
   }));
 }
 

@@ -2,7 +2,7 @@ import { type FailedAttempt, NetworkDownError, NoUpstreamError, UpstreamRpcError
 import { looksLikeJsonRpc } from './answers.ts';
 import { attempt } from './attempt.ts';
 import { request, send } from './failover.ts';
-import { agreedHead, bestHead, checkHealth, healthReport, inWords, isDown, markFailed, markOk, startProbes } from './health.ts';
+import { agreedHead, bestHead, checkHealth, healthReport, inWords, isDown, jumpCeiling, markFailed, markOk, startProbes } from './health.ts';
 import { observe, PoolState } from './state.ts';
 import type { CallOptions, ForwardResult, PoolOptions, UpstreamCallStats, UpstreamHealth } from './types.ts';
 
@@ -64,12 +64,24 @@ export class UpstreamPool {
   }
 
   /**
-   * The best known head: the highest head that at least two healthy upstreams agree on within
-   * `maxLagBlocks` (one node far ahead is an outlier, not proof that the others lag), or null
-   * before any probe answered. See {@link agreedHead}.
+   * The network's head: the highest that at least half of the answering upstreams reach within
+   * `maxLagBlocks`, never a jump further than the chain could have moved (one node far ahead is
+   * an outlier, not proof that the others lag), or null before any probe answered. Set when
+   * heads or states change, read here as it is. See {@link agreedHead}.
    */
   head(): number | null {
-    return bestHead(this.#p, Date.now());
+    return bestHead(this.#p);
+  }
+
+  /**
+   * Whether a head one upstream announces (a `newHeads` block) may be passed on as the network's
+   * (issue 27): with two upstreams or more, only once the probes set a head and not further above
+   * it than the chain could have moved; one upstream alone is its own head.
+   */
+  believes(head: number): boolean {
+    const p = this.#p;
+    if (p.upstreams.length < 2) return true;
+    return p.lastHead >= 0 && head <= jumpCeiling(p, Date.now());
   }
 
   /**

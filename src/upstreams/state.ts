@@ -29,8 +29,10 @@ export interface Upstream {
   readonly weight: number;
   /** Smooth weighted round robin: the running score. */
   current: number;
-  /** Group from the last sort (answering, lagging, unknown, down): weights share the calls within one. */
+  /** Group from the last sort (in line, lagging, ahead, unknown, down): weights share the calls within one. */
   tier: number;
+  /** Its head is far above the head the network agrees on (issue 27): not trusted, read after the others. */
+  ahead: boolean;
   /** Durations of its recent calls (the hedge delay is their p90). */
   readonly window: LatencyWindow;
 }
@@ -50,6 +52,8 @@ export class PoolState {
   readonly totalTimeoutMs: number;
   readonly maxLagBlocks: number;
   readonly healthIntervalMs: number;
+  /** Milliseconds between the network's blocks, or the fastest shipped chain's when not configured: bounds a head's jump. */
+  readonly blockTimeMs: number;
   readonly maxResponseBytes: number;
   readonly log: PoolLogger | undefined;
   readonly onHead: ((head: number) => void) | undefined;
@@ -61,11 +65,13 @@ export class PoolState {
   readonly mixedArchive: boolean;
   /** Some upstream has a weight: equally good upstreams share the calls. */
   readonly weighted: boolean;
+  /** The network's head (health.ts `updateHead`), null before any probe answered; read per call, set only when heads or states change. */
+  head: number | null = null;
+  /** The highest head believed so far and when it was first seen (-1: none yet): a reading cannot jump far past it. */
   lastHead = -1;
+  lastHeadAt = 0;
   ordered: Upstream[] | null = null;
   orderedUntil = 0;
-  /** The best head, kept as long as `ordered` is. */
-  best: number | null | undefined;
   timer: NodeJS.Timeout | undefined;
   started = false;
   closed = false;
@@ -84,6 +90,7 @@ export class PoolState {
     this.totalTimeoutMs = opts.totalTimeoutMs ?? 15_000;
     this.maxLagBlocks = opts.maxLagBlocks ?? 5;
     this.healthIntervalMs = opts.healthIntervalMs ?? 5_000;
+    this.blockTimeMs = opts.blockTimeMs ?? 250;
     this.maxResponseBytes = opts.maxResponseBytes ?? 64 * 1024 * 1024;
     this.log = opts.logger;
     this.onHead = opts.onHead;
@@ -131,6 +138,7 @@ export class PoolState {
         weight: cfg.weight ?? 1,
         current: 0,
         tier: 0,
+        ahead: false,
         window: new LatencyWindow(),
       } satisfies Upstream;
     });
@@ -140,7 +148,6 @@ export class PoolState {
   /** Something that decides the order changed (a failure, a recovery, a probe round). */
   invalidate(): void {
     this.ordered = null;
-    this.best = undefined;
   }
 }
 

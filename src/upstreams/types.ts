@@ -43,6 +43,11 @@ export interface PoolOptions {
   maxLagBlocks?: number;
   /** Milliseconds between `eth_blockNumber` probes; 5_000 by default. */
   healthIntervalMs?: number;
+  /**
+   * Milliseconds between the network's blocks; 250 (the fastest shipped chain) by default. Bounds
+   * how far the network's head may move between two readings (issue 27).
+   */
+  blockTimeMs?: number;
   /** Kept-alive connections per upstream; 32 by default. */
   connections?: number;
   /** Bytes an answer may have; a larger one is not read further and fails the call (-32000). 64 MiB by default. */
@@ -89,13 +94,13 @@ export interface UpstreamHealth {
   /** True while its latest call or probe got an answer (`state` is `up`). */
   healthy: boolean;
   head: number | null;
-  /** Blocks behind the best head among healthy upstreams. */
+  /** Blocks behind the head the network agrees on (0 for one ahead of it). */
   lag: number | null;
   /** Smoothed `eth_blockNumber` round trip. */
   latencyMs: number | null;
   /** Why the last call or probe failed, in words, while it is the most recent outcome ("connection refused (ECONNREFUSED)"). */
   lastError?: string;
-  /** Present when its head is far ahead of what the other upstreams agree on: not trusted, used last but one. */
+  /** Present when its head is far above the head the network agrees on (issue 27): not trusted, read after every answering upstream in line or lagging. */
   outlier?: true;
 }
 

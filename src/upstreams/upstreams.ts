@@ -73,6 +73,7 @@ export class Upstreams {
           hedge: n.hedgeDelayMs === undefined ? r.hedge : { ...r.hedge, delayMs: n.hedgeDelayMs },
           broadcastTransactions: r.broadcastTransactions,
           ...(n.pruneDepthBlocks === undefined ? {} : { pruneDepthBlocks: n.pruneDepthBlocks }),
+          ...(n.blockTimeMs === undefined ? {} : { blockTimeMs: n.blockTimeMs }), // issue 27: bounds a head's jump
           logger,
           onHead: (head) => this.#emitHead(n.slug, head, null),
         }),
@@ -174,7 +175,10 @@ export class Upstreams {
       deliver: (resultText: string) => {
         const m = /"number"\s*:\s*"(0x[0-9a-fA-F]+)"/.exec(resultText);
         const h = /"hash"\s*:\s*"(0x[0-9a-fA-F]{64})"/.exec(resultText);
-        if (m?.[1]) this.#emitHead(slug, Number.parseInt(m[1], 16), h?.[1] ?? null);
+        if (!m?.[1]) return;
+        const n = Number.parseInt(m[1], 16);
+        // Issue 27: one node's word that the chain jumped far ahead would silence every later head; the probes decide.
+        if (this.pool(slug).believes(n)) this.#emitHead(slug, n, h?.[1] ?? null);
       },
     };
     hub.subscribe({ key: 'newHeads', params: ['newHeads'] }, subscriber).catch((err: unknown) => {

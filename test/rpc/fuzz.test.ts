@@ -2,29 +2,21 @@
 // mutated bodies, batches and WebSocket frames against the gateway in front of a fake node that
 // records every body it receives. The gateway never answers 5xx but -32000/502, never crashes,
 // and never forwards a call the policy refuses or whose members are not exactly as allowed (C22-C24).
+// Then inside params (test/support/fuzz-gen.ts), against anvil chains: sane answers with the ids
+// sent, open WebSockets, chains that still answer, and no error in the gateway's log (C50).
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { createKey, setTier, startTestApp, type TestApp } from '../support/app.ts';
+import { createKey, registerUser, setTier, startTestApp, type TestApp } from '../support/app.ts';
 import { type FakeNode, startFakeNode, topLevel } from '../support/fake-node.ts';
 import { connect, wsAddress } from '../ws/helpers.ts';
+import { judge, paramFuzzer, prng, WsFuzzChannel } from '../support/fuzz-gen.ts';
+import { MAX_NESTING } from '../../src/rpc/message.ts';
 
 const SEED = Number(process.env.FUZZ_SEED ?? 20261123);
 const HTTP_CASES = 400;
 const WS_CASES = 150;
 const ADMIN = 'fuzz-admin-token-0123456789';
 const MEMBERS = new Set(['jsonrpc', 'method', 'params', 'id']);
-
-/** mulberry32: a small seeded PRNG, so a failure can be replayed with FUZZ_SEED. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const ALLOWED = ['eth_chainId', 'eth_blockNumber', 'eth_getBalance', 'eth_call', 'net_version', 'eth_getBlockByNumber', 'web3_clientVersion'];
 const REFUSED = [
@@ -206,5 +198,116 @@ describe('fuzzing the JSON-RPC addresses (seeded)', () => {
       await client.close();
     }
     assertNodeSawOnlyAllowedCalls();
+  });
+});
+
+const PARAM_HTTP_CASES = 1500;
+const PARAM_WS_CASES = 600;
+const BODY_LIMIT = 1_048_576;
+
+describe('fuzzing inside params against devnet chains (seeded)', () => {
+  let d: TestApp;
+  let dkey: string;
+  const NETWORKS = ['native-mainnet', 'ethereum'];
+  before(async () => {
+    d = await startTestApp({
+      devnet: true,
+      devnetNetworks: NETWORKS,
+      listen: true,
+      env: { ADMIN_TOKEN: ADMIN },
+      overrides: { limits: { publicRpcPerMinute: 1_000_000 } },
+    });
+    // The key is made once the account is enterprise: it then holds every network.
+    const user = await registerUser(d.app);
+    await setTier(d.app, user.id, 'enterprise', ADMIN);
+    dkey = (await createKey(d.app, {}, user)).key;
+  });
+  after(() => d?.close());
+
+  const options = (native: boolean, overLimit: boolean) => ({ maxNesting: MAX_NESTING, maxBatch: d.config.rpc.maxBatchSize, maxBytes: BODY_LIMIT, overLimit, native });
+  const where = (input: string) => `for input ${JSON.stringify(input.slice(0, 300))}`;
+  const blockNumber = async (slug: string) => {
+    const res = await fetch(`${d.url}/v1/${slug}/${dkey}`, { method: 'POST', body: '{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber","params":[]}' });
+    return ((await res.json()) as { result?: string }).result;
+  };
+  const errorLines = () => d.logs.filter((l) => /"level":(50|60)/.test(l));
+
+  test('a call the node cannot read at all (a lone surrogate, which JSON.parse accepts) is answered under the caller\'s id, not the node\'s null (C23)', async () => {
+    // anvil refuses the whole request text and answers {"id":null,"error":{"code":-32600}}.
+    const lone = (method: string, id: string) => `{"jsonrpc":"2.0","method":"${method}","params":["0x8ba1f109551bd432803012645ac136ddd64dba72","\\ud800"],"id":${id}}`;
+    const filter = (id: string) => `{"jsonrpc":"2.0","method":"eth_newFilter","params":[{"topics":["\\ud800"]}],"id":${id}}`;
+    for (const [path, headers] of [['/public/main', {}], ['/rpc/main/evm/1', { 'x-api-key': dkey }]] as const) {
+      for (const [input, id] of [[lone('eth_getBalance', '7'), 7], [lone('eth_getCode', '"abc"'), 'abc'], [filter('12345678901234567890'), '12345678901234567890']] as const) {
+        const res = await fetch(`${d.url}${path}`, { method: 'POST', headers, body: input });
+        const text = await res.text();
+        assert.equal(res.status, 200, text);
+        if (typeof id === 'string' && /^\d+$/.test(id)) assert.match(text, new RegExp(`"id":${id}[,}]`), `${path}: ${text}`);
+        else assert.equal((JSON.parse(text) as { id: unknown }).id, id, `${path}: ${text}`);
+        assert.equal((JSON.parse(text) as { error?: { code: number } }).error?.code, -32600, text);
+      }
+    }
+    // The same over a WebSocket, and a call with id null keeps it.
+    const ws = await WsFuzzChannel.open(`${d.url.replace(/^http/, 'ws')}/ws/native-mainnet?apiKey=${dkey}`);
+    try {
+      const out = await ws.send(lone('eth_getBalance', '"ws-1"'));
+      assert.ok('answer' in out && out.answer !== null);
+      assert.equal((JSON.parse(out.answer) as { id: unknown }).id, 'ws-1', out.answer);
+      const nullId = await ws.send(lone('eth_getBalance', 'null'));
+      assert.ok('answer' in nullId && nullId.answer !== null);
+      assert.equal((JSON.parse(nullId.answer) as { id: unknown }).id, null, nullId.answer);
+    } finally {
+      await ws.close();
+    }
+  });
+
+  test(`${PARAM_HTTP_CASES} HTTP messages with mutated params, keyless and with a key, single and batch: sane answers with the ids sent (C22, C23)`, async (ctx) => {
+    const fuzz = { native: paramFuzzer(prng(SEED + 2), options(true, true)), other: paramFuzzer(prng(SEED + 3), options(false, true)) };
+    const paths = ['/public/main', `/v1/native-mainnet/${dkey}`, `/v1/ethereum/${dkey}`, '/rpc/main/evm/1'];
+    const codes = new Map<number, number>();
+    const statuses = new Map<number, number>();
+    for (let i = 0; i < PARAM_HTTP_CASES; i++) {
+      const path = paths[i % paths.length] as string;
+      const input = (path.includes('ethereum') || path.endsWith('/1') ? fuzz.other : fuzz.native).message();
+      const res = await fetch(`${d.url}${path}`, { method: 'POST', body: input, headers: path.startsWith('/rpc/') ? { 'x-api-key': dkey } : {} });
+      statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
+      const verdict = judge(input, res.status, await res.text(), { maxNesting: MAX_NESTING, maxBytes: BODY_LIMIT });
+      assert.deepEqual(verdict.problems, [], where(input));
+      for (const c of verdict.codes) codes.set(c, (codes.get(c) ?? 0) + 1);
+    }
+    ctx.diagnostic(`HTTP statuses ${JSON.stringify([...statuses].sort())}; error codes ${JSON.stringify([...codes].sort((a, b) => b[1] - a[1]))}`);
+    assert.ok(codes.has(-32602) && codes.has(-32600), `the gateway's own refusals were met: ${JSON.stringify([...codes])}`);
+    for (const slug of NETWORKS) assert.match(String(await blockNumber(slug)), /^0x[0-9a-f]+$/, `${slug} still answers eth_blockNumber`);
+    assert.deepEqual(errorLines(), [], 'no error in the gateway log');
+  });
+
+  test(`${PARAM_WS_CASES} WebSocket frames with mutated params: each answered with its ids, the connections stay open; only a frame over ws.maxPayloadBytes closes one (1009)`, async () => {
+    for (const [n, slug] of NETWORKS.entries()) {
+      const fuzz = paramFuzzer(prng(SEED + 4 + n), options(slug === 'native-mainnet', false));
+      const ws = await WsFuzzChannel.open(`${d.url.replace(/^http/, 'ws')}/ws/${slug}?apiKey=${dkey}`);
+      try {
+        for (let i = 0; i < PARAM_WS_CASES / NETWORKS.length; i++) {
+          const input = fuzz.message();
+          const out = await ws.send(input);
+          assert.ok('answer' in out, `the connection ${'failed' in out ? out.failed : ''} (${JSON.stringify(ws.closed)}) ${where(input)}`);
+          assert.deepEqual(judge(input, undefined, out.answer, { maxNesting: MAX_NESTING, maxBytes: BODY_LIMIT }).problems, [], where(input));
+        }
+      } finally {
+        await ws.close();
+      }
+    }
+    // The one documented close: a frame over ws.maxPayloadBytes ends the connection with 1009
+    // (Message Too Big); a new connection is served as before.
+    const address = `${d.url.replace(/^http/, 'ws')}/ws/native-mainnet?apiKey=${dkey}`;
+    const big = await WsFuzzChannel.open(address);
+    const tooBig = `{"jsonrpc":"2.0","id":1,"method":"eth_call","params":[{"data":"0x${'00'.repeat(d.config.ws.maxPayloadBytes / 2)}"},"latest"]}`;
+    const cut = await big.send(tooBig);
+    assert.ok('failed' in cut && cut.failed === 'closed', JSON.stringify(cut).slice(0, 200));
+    assert.equal(big.closed?.code, 1009);
+    const again = await WsFuzzChannel.open(address);
+    const answer = await again.send('{"jsonrpc":"2.0","id":2,"method":"eth_blockNumber","params":[]}');
+    await again.close();
+    assert.ok('answer' in answer && answer.answer !== null && /"result":"0x[0-9a-f]+"/.test(answer.answer), JSON.stringify(answer));
+    for (const slug of NETWORKS) assert.match(String(await blockNumber(slug)), /^0x[0-9a-f]+$/, `${slug} still answers eth_blockNumber`);
+    assert.deepEqual(errorLines(), [], 'no error in the gateway log');
   });
 });

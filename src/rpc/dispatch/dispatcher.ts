@@ -1,7 +1,7 @@
 import type { Network } from '../../chains/registry.ts';
 import type { Config } from '../../config/schema.ts';
 import { RpcError, toRpcError, UpstreamError } from '../../errors/rpc.ts';
-import { arrayElements, idSpan, idText, withId } from '../../json/lossless.ts';
+import { answerIdIsNull, arrayElements, idSpan, idText, withId } from '../../json/lossless.ts';
 import type { ResolvedKey } from '../../keys/cache.ts';
 import type { ComputeUnits } from '../../metering/weights.ts';
 import type { Upstreams } from '../../upstreams/upstreams.ts';
@@ -73,7 +73,7 @@ export class Dispatcher {
           this.#tally.ok(slug, call.method);
           return out(200, answerText(id, stored), HIT);
         }
-        const body = await cache.shared(plan, id, async () => (await pool.forward(item.text, [call.method], { expectAnswer: true, reqId: caller.requestId })).body);
+        const body = underCallerId(await cache.shared(plan, id, async () => (await pool.forward(item.text, [call.method], { expectAnswer: true, reqId: caller.requestId })).body), item);
         const code = this.#tally.answer(slug, call.method, body);
         const o = out(200, body, MISS);
         if (code !== undefined) o.nodeError = code !== null;
@@ -81,8 +81,9 @@ export class Dispatcher {
       }
       // The client's bytes go to the node and the node's bytes come back (C22: 200, unchanged).
       const res = await pool.forward(item.text, [call.method], { expectAnswer: !notification, reqId: caller.requestId });
-      const code = this.#tally.answer(slug, call.method, res.body);
-      const o = out(200, res.body);
+      const body = underCallerId(res.body, item);
+      const code = this.#tally.answer(slug, call.method, body);
+      const o = out(200, body);
       if (code !== undefined) o.nodeError = code !== null;
       return o;
     } catch (err) {
@@ -278,6 +279,18 @@ export class Dispatcher {
       ...(after ? { after } : {}),
     };
   }
+}
+
+/**
+ * C23: the answer under the caller's id. A node that could not read a call at all answers it with
+ * id null (anvil for a lone surrogate escape such as "\ud800", which JSON.parse accepts, or a call
+ * nested close to the gateway's limit); passed on as it is, that answer would never reach the
+ * client's pending call. Only an answer whose id is null to a call with another id is rewritten:
+ * the common answer is only read up to its id.
+ */
+function underCallerId<T extends Buffer | string>(body: T, item: Item): T | string {
+  if (item.call.id === null || item.call.id === undefined || !answerIdIsNull(body)) return body;
+  return withId(body.toString(), idText(item.text));
 }
 
 /** Puts the node's answers (ids = positions) back under the client's ids, bytes otherwise untouched. */

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { InvalidParamsError, NodeAnsweredError, type RpcError, toRpcError } from '../../errors/rpc.ts';
+import { answerIdIsNull, withId } from '../../json/lossless.ts';
 import type { UpstreamPool } from '../../upstreams/pool.ts';
 import { errorText, resultText } from '../jsonrpc.ts';
 
@@ -108,7 +109,11 @@ export class FilterPins {
       nodeId = undefined;
     }
     // A node's error (bad filter params) goes back as the node wrote it (C22).
-    if (typeof nodeId !== 'string') return { status: 200, text: res.body.toString('utf8') };
+    if (typeof nodeId !== 'string') {
+      // C23: a node that could not read the call answers id null; the answer goes back under the caller's.
+      const text = res.body.toString('utf8');
+      return { status: 200, text: call.idText !== 'null' && answerIdIsNull(text) ? withId(text, call.idText) : text };
+    }
     const id = `0x${randomBytes(16).toString('hex')}`;
     this.#add(id, { network: pool.network, owner, upstream: res.upstream, nodeId, usedAt: Date.now() });
     return { status: 200, text: resultText(call.idText, id) };
