@@ -46,6 +46,7 @@ import { balanceRoutes } from './balance/routes.ts';
 import { BalanceService } from './balance/service.ts';
 import type { Storage } from './storage/db.ts';
 import type { Redis } from 'ioredis';
+import { RedisLink } from './storage/redis.ts';
 import { type Limiter, MemoryLimiter } from './metering/limiter.ts';
 import { Meter } from './metering/meter.ts';
 import { RestLimits } from './metering/rest-limits.ts';
@@ -177,9 +178,16 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   const keys = new KeyService({ db, config, registry, encryptionSecret: deps.secrets.keyEncryptionSecret, usage });
   const keyCache = new KeyCache(keys, config, { ttlMs: config.rpc.keyCacheTtlMs });
   const policy = new MethodPolicy({ config, wsHint: 'the WebSocket address /ws/{network}?apiKey=...' });
-  const bus = deps.redis ? new KeyChangeBus(deps.redis, keys, keyCache, logger) : undefined;
-  const limiter: Limiter = deps.redis ? new RedisLimiter(deps.redis) : new MemoryLimiter();
+  // C48: whether Redis answers, as the limiter, the key-change bus and the readiness check find out.
+  const link = deps.redis ? new RedisLink(deps.redis, { log: logger }) : undefined;
+  const bus = deps.redis ? new KeyChangeBus(deps.redis, keys, keyCache, logger, link) : undefined;
+  const redisLimiter = deps.redis ? new RedisLimiter(deps.redis, { ...(link ? { link } : {}) }) : undefined;
+  const limiter: Limiter = redisLimiter ?? new MemoryLimiter();
   const meter = new Meter(config, limiter);
+  // C48: the quotas of accounts this instance has not seen yet start in memory from stored usage too.
+  link?.onChange((up) => {
+    if (!up) meter.seedFromUsage(usage).catch((err: unknown) => logger.warn({ error: (err as Error).message }, 'could not read stored usage for the in-memory quotas'));
+  });
   const cache = config.cache.enabled ? new ResponseCache(config.cache) : undefined;
   const rpcMetrics = observeRpc(metrics, { methods: config.methods, upstreams, upstreamBuckets: UPSTREAM_BUCKETS, cache });
   const analyticsStore = new AnalyticsStore({ db, logger });
@@ -226,8 +234,26 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   await app.register(swaggerUi, { routePrefix: '/docs', staticCSP: contentSecurityPolicy({ styleHashes: SWAGGER_UI_STYLE_HASHES }) });
 
   const checks: ReadinessCheck[] = [{ name: 'storage', check: () => deps.storage.ping() }];
-  const redis = deps.redis;
-  if (redis) checks.push({ name: 'redis', check: async () => void (await redis.ping()) });
+  if (link) {
+    // C48: Redis away leaves the instance ready (it serves, limits in memory) and says so.
+    checks.push({
+      name: 'redis',
+      check: async () => {
+        if (link.up) {
+          try {
+            await link.redis.ping();
+            return;
+          } catch (err) {
+            link.failed(err);
+          }
+        }
+        return { degraded: `${link.report().error ?? 'no answer'}; limits enforced by this instance in memory` };
+      },
+    });
+    metrics.define({ name: 'junction_redis_up', help: '1 while Redis answers; 0 while limits are enforced by this instance in memory (C48)', type: 'gauge', read: () => (link.up ? 1 : 0) });
+    metrics.define({ name: 'junction_redis_outages_total', help: 'Times this instance found Redis not answering (C48)', type: 'counter', read: () => link.outages });
+    if (redisLimiter) metrics.define({ name: 'junction_limiter_memory_calls_total', help: 'Limiter calls answered in memory because Redis did not (C48)', type: 'counter', read: () => redisLimiter.memoryCalls });
+  }
   healthRoutes(app, checks, () => upstreams.report());
   // The server hands RPC requests to the fast path before Fastify sees them; requests that
   // reach Fastify another way (app.inject in tests) take the same path from here.
@@ -280,6 +306,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
     ...(bus ? [{ name: 'key-change bus', start: () => bus.start(), close: () => bus.close() }] : []),
     { name: 'key cache', close: () => keyCache.close() },
     { name: 'limiter', start: () => limiter.start(), close: () => limiter.close() },
+    ...(link ? [{ name: 'redis link', close: () => link.close() }] : []),
     { name: 'upstreams', start: () => deps.probeUpstreams && upstreams.startAll(), close: () => upstreams.close() },
     {
       name: 'usage',

@@ -183,7 +183,7 @@ async function main(): Promise<void> {
       openStorage({ databaseUrl: config.storage.databaseUrl, dataDir: config.storage.dataDir, sharedBuffersMb: config.storage.embeddedSharedBuffersMb }).catch((err: unknown) => {
         throw storageStartError(err, config);
       }),
-      redisUrl ? openRedis(redisUrl).catch((err: unknown) => {
+      redisUrl ? openRedis(redisUrl, { commandTimeoutMs: config.redis.commandTimeoutMs }).catch((err: unknown) => {
         throw redisStartError(err, redisUrl);
       }) : undefined,
       config.devnet.enabled ? startChains(config, log, devnetStateDir) : undefined,

@@ -46,6 +46,11 @@ export const ConfigSchema = T.Object(
         url: T.Union([T.String({ format: 'uri', pattern: '^rediss?://', allowed: 'a redis:// or rediss:// URL' }), T.Null()], {
           description: 'Redis for limits and key changes shared by several instances; null: in process',
         }),
+        commandTimeoutMs: T.Integer({
+          minimum: 10,
+          maximum: 60_000,
+          description: 'milliseconds a call waits for Redis before its limits are enforced in memory (C48); 250',
+        }), // C48
       },
       { additionalProperties: false, description: 'shared state' },
     ),

@@ -1,16 +1,24 @@
 import { randomUUID } from 'node:crypto';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
+import type { RedisLink } from '../storage/redis.ts';
 import type { KeyCache } from './cache.ts';
 import type { KeyChange, KeyService } from './service.ts';
 
 const CHANNEL = 'junction:key-changes';
+/** Changes kept while Redis is away; past this, one message that clears every instance's cache. */
+const MAX_PENDING = 1_000;
 
 /**
  * Carries key changes between instances over Redis pub/sub (C20: honoured by every instance
  * within 1 s). Local changes are published; changes from other instances are replayed locally,
  * which evicts them from this instance's key cache. After a lost connection the whole cache is
  * dropped, since changes may have been missed meanwhile.
+ *
+ * C48: a change that could not be published (Redis away) is kept and published when Redis answers
+ * again, so other instances are not left with a stale key until their cache entry expires; and
+ * when Redis answers again after an outage this instance drops its own cache too (an outage that
+ * left the subscription's connection open, a hung Redis, misses messages all the same).
  */
 export class KeyChangeBus {
   readonly #sub: Redis;
@@ -18,11 +26,18 @@ export class KeyChangeBus {
   readonly #keys: KeyService;
   readonly #log: Logger;
   readonly #origin = randomUUID();
+  readonly #link: RedisLink | undefined;
+  readonly #cache: KeyCache;
+  /** Changes not published yet; `all`: more than MAX_PENDING were missed. */
+  #pending: KeyChange[] = [];
+  #pendingAll = false;
   #off: (() => void) | undefined;
 
   /** Opens nothing: the subscription is made by `start` (C20 holds from the app's start on). */
-  constructor(redis: Redis, keys: KeyService, cache: KeyCache, log: Logger) {
+  constructor(redis: Redis, keys: KeyService, cache: KeyCache, log: Logger, link?: RedisLink) {
     this.#pub = redis;
+    this.#cache = cache;
+    this.#link = link;
     this.#keys = keys;
     this.#log = log;
     // A subscribed connection can do nothing else: a dedicated one (with its offline queue, so the
@@ -32,8 +47,10 @@ export class KeyChangeBus {
     sub.on('error', () => {});
     sub.on('message', (_channel: string, message: string) => {
       try {
-        const { origin, change } = JSON.parse(message) as { origin: string; change: KeyChange };
-        if (origin !== this.#origin) keys.emit(change, true);
+        const { origin, change, all } = JSON.parse(message) as { origin: string; change?: KeyChange; all?: boolean };
+        if (origin === this.#origin) return;
+        if (all) cache.clear();
+        else if (change) keys.emit(change, true);
       } catch {
         log.warn('ignored a malformed key-change message');
       }
@@ -50,12 +67,47 @@ export class KeyChangeBus {
     if (this.#off) return;
     await this.#sub.connect();
     await this.#sub.subscribe(CHANNEL);
+    this.#link?.onChange((up) => {
+      if (!up) return;
+      this.#cache.clear();
+      this.#flushPending();
+    });
     this.#off = this.#keys.onChange((change, remote) => {
       if (remote) return;
-      this.#pub.publish(CHANNEL, JSON.stringify({ origin: this.#origin, change })).catch((err: Error) => {
-        this.#log.warn({ error: err.message }, 'could not publish a key change; other instances see it when their cache entry expires');
-      });
+      if (this.#link && !this.#link.up) return this.#keep(change);
+      this.#publish({ origin: this.#origin, change }, change);
     });
+  }
+
+  #publish(message: { origin: string; change?: KeyChange; all?: boolean }, change: KeyChange | undefined): void {
+    this.#pub.publish(CHANNEL, JSON.stringify(message)).catch((err: Error) => {
+      if (this.#link) {
+        this.#link.failed(err);
+        if (change) this.#keep(change);
+        else this.#pendingAll = true;
+        return;
+      }
+      this.#log.warn({ error: err.message }, 'could not publish a key change; other instances see it when their cache entry expires');
+    });
+  }
+
+  #keep(change: KeyChange): void {
+    if (this.#pendingAll) return;
+    if (this.#pending.length >= MAX_PENDING) {
+      this.#pending = [];
+      this.#pendingAll = true;
+    } else this.#pending.push(change);
+  }
+
+  /** C48: what was changed while Redis was away reaches the other instances now. */
+  #flushPending(): void {
+    const pending = this.#pending;
+    const all = this.#pendingAll;
+    this.#pending = [];
+    this.#pendingAll = false;
+    if (all) this.#publish({ origin: this.#origin, all: true }, undefined);
+    else for (const change of pending) this.#publish({ origin: this.#origin, change }, change);
+    if (all || pending.length) this.#log.info({ changes: all ? 'all' : pending.length }, 'published the key changes made while Redis was away');
   }
 
   async close(): Promise<void> {

@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
-import type { Check, CheckState, ConsumeResult, CounterSeed, Limiter } from './limiter.ts';
+import type { RedisLink } from '../storage/redis.ts';
+import { type Check, type CheckState, type ConsumeResult, type CounterSeed, type Limiter, MemoryLimiter } from './limiter.ts';
 
 // All checks of one request in one script: atomic under concurrency, one round trip (C12).
 // Time comes from Redis (TIME), so instances with skewed clocks share one notion of "now".
@@ -88,66 +89,230 @@ end
 return 1
 `;
 
+// C48: writes back, when Redis answers again, the counters counted meanwhile. Each key becomes
+// max(its value + what this instance counted in memory, the floor this instance knows): Redis that
+// kept its data gets the outage's requests added; Redis that lost them gets the last count known
+// plus those requests. Never lowered, so instances writing back one after the other add up.
+const RESTORE = `
+for i = 1, #KEYS do
+  local b = (i - 1) * 3
+  local owed, floor, expireAt = tonumber(ARGV[b + 1]), tonumber(ARGV[b + 2]), tonumber(ARGV[b + 3])
+  local v = tonumber(redis.call('GET', KEYS[i]) or '0') + owed
+  if v < floor then v = floor end
+  redis.call('SET', KEYS[i], v)
+  redis.call('PEXPIREAT', KEYS[i], expireAt)
+end
+return 1
+`;
+
+/** A counter's value, epoch ms when its period ends. */
+interface Count {
+  value: number;
+  resetAt: number;
+}
+
+const RESTORE_CHUNK = 200;
+
 /**
  * Limits shared by every instance through Redis (REDIS_URL). Counter keys carry their period in
  * the name (e.g. the UTC day), so `resetAt` only sets when Redis may forget them.
+ *
+ * With a `link` (C48), a call that fails or times out marks Redis as away, and from then on every
+ * limit is enforced in this process (a `MemoryLimiter`: a key gets at most its limit per instance,
+ * never unlimited) until the link's probe finds Redis again. The daily and monthly counters do not
+ * start from zero in memory: they start from the last count Redis gave for each (noted on every
+ * answer, in place) or from stored usage, whichever is higher, and what was counted in memory is
+ * written back before shared limits resume. Per-minute windows start empty in memory.
  */
 export class RedisLimiter implements Limiter {
   readonly #redis: Redis;
   readonly #prefix: string;
+  readonly #link: RedisLink | undefined;
+  #local = new MemoryLimiter();
+  /** The last value Redis (or stored usage) gave for each counter: where memory starts from. */
+  readonly #known = new Map<string, Count>();
+  /** What memory admitted on counters while Redis was away: written back when it answers. */
+  #owed = new Map<string, Count>();
+  #sweep: NodeJS.Timeout | undefined;
+  /** Calls whose limits were enforced in memory because Redis did not answer (metrics). */
+  memoryCalls = 0;
 
-  constructor(redis: Redis, opts: { prefix?: string } = {}) {
+  constructor(redis: Redis, opts: { prefix?: string; link?: RedisLink } = {}) {
     this.#redis = redis;
     this.#prefix = opts.prefix ?? 'junction:rl:';
+    this.#link = opts.link;
     if (!('junctionLimit' in redis)) {
       redis.defineCommand('junctionLimit', { lua: SCRIPT });
     }
     if (!('junctionRefund' in redis)) {
       redis.defineCommand('junctionRefund', { lua: REFUND });
     }
+    if (!('junctionRestore' in redis)) {
+      redis.defineCommand('junctionRestore', { lua: RESTORE });
+    }
+    opts.link?.onChange((up) => (up ? this.#resumed() : this.#degraded()));
+    opts.link?.onRecover(() => this.#writeBack());
   }
 
   async refund(checks: readonly Check[]): Promise<void> {
     if (checks.length === 0) return;
+    if (this.#link && !this.#link.up) return this.#refundLocal(checks);
     const argv = checks.flatMap((c) => [c.kind === 'window' ? 'w' : 'c', c.cost]);
-    await (this.#redis as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>).junctionRefund?.(
-      checks.length,
-      ...checks.map((c) => this.#prefix + c.key),
-      ...argv,
-    );
+    try {
+      await (this.#redis as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>).junctionRefund?.(
+        checks.length,
+        ...checks.map((c) => this.#prefix + c.key),
+        ...argv,
+      );
+    } catch (err) {
+      if (!this.#link) throw err;
+      // The reservation was made in Redis: nothing to give back in memory.
+      this.#link.failed(err);
+    }
   }
 
   async consume(checks: readonly Check[]): Promise<ConsumeResult> {
     if (checks.length === 0) return { allowed: true, states: [] };
+    // C48: while Redis is away no call waits for it.
+    if (this.#link && !this.#link.up) return this.#consumeLocal(checks);
     const keys = checks.map((c) => this.#prefix + c.key);
     const argv: Array<string | number> = [];
     for (const c of checks) {
       argv.push(c.kind === 'window' ? 'w' : 'c', c.limit, c.kind === 'window' ? c.windowMs : c.resetAt, c.cost);
     }
-    const raw = (await (this.#redis as unknown as Record<string, (...a: unknown[]) => Promise<number[]>>).junctionLimit?.(
-      keys.length,
-      ...keys,
-      ...argv,
-    )) as number[];
-    const states: CheckState[] = checks.map((_, i) => ({
-      allowed: raw[2 + i * 4] === 1,
-      remaining: Number(raw[3 + i * 4]),
-      resetAt: Number(raw[4 + i * 4]),
-      retryAfterMs: Number(raw[5 + i * 4]),
-    }));
+    let raw: number[];
+    try {
+      raw = (await (this.#redis as unknown as Record<string, (...a: unknown[]) => Promise<number[]>>).junctionLimit?.(
+        keys.length,
+        ...keys,
+        ...argv,
+      )) as number[];
+    } catch (err) {
+      // No answer within redis.commandTimeoutMs, or none at all: this call and the next ones in memory.
+      if (!this.#link) throw err;
+      this.#link.failed(err);
+      return this.#consumeLocal(checks);
+    }
+    const states: CheckState[] = checks.map((c, i) => {
+      const remaining = Number(raw[3 + i * 4]);
+      // Where memory would start this counter from (C48): updated in place, no allocation once known.
+      if (c.kind === 'counter') this.#note(c.key, c.limit - remaining, c.resetAt);
+      return { allowed: raw[2 + i * 4] === 1, remaining, resetAt: Number(raw[4 + i * 4]), retryAfterMs: Number(raw[5 + i * 4]) };
+    });
     return { allowed: raw[0] === 1, states };
   }
 
   /**
-   * Nothing to do: these counters live in Redis and survive a restart of the gateway; adding
-   * stored usage to them would count it twice.
+   * Redis counters survive a restart of the gateway, so adding stored usage to them would count it
+   * twice: stored usage only raises where memory would start from while Redis is away (C48).
    */
-  async seed(_counters: readonly CounterSeed[]): Promise<void> {}
+  async seed(counters: readonly CounterSeed[]): Promise<void> {
+    for (const s of counters) if (s.value > 0) this.#note(s.key, s.value, s.resetAt);
+    if (this.#link && !this.#link.up) await this.#local.seed(counters);
+  }
 
-  /** Nothing runs in the background: Redis forgets idle keys itself (their expiry). */
-  start(): void {}
+  /** Forgets counters whose period is over (Redis forgets its keys itself, by their expiry). */
+  start(): void {
+    if (!this.#link || this.#sweep) return;
+    this.#sweep = setInterval(() => {
+      const now = Date.now();
+      for (const [k, c] of this.#known) if (c.resetAt <= now) this.#known.delete(k);
+    }, 60_000);
+    this.#sweep.unref();
+  }
 
   async close(): Promise<void> {
     // The connection belongs to the caller.
+    clearInterval(this.#sweep);
+    this.#sweep = undefined;
+    await this.#local.close();
+  }
+
+  #note(key: string, value: number, resetAt: number): void {
+    const k = this.#known.get(key);
+    if (!k) this.#known.set(key, { value, resetAt });
+    else if (k.resetAt !== resetAt) {
+      k.value = value;
+      k.resetAt = resetAt;
+    } else if (value > k.value) k.value = value;
+  }
+
+  #consumeLocal(checks: readonly Check[]): ConsumeResult {
+    this.memoryCalls++;
+    const result = this.#local.consumeSync(checks);
+    if (result.allowed) {
+      for (const c of checks) {
+        if (c.kind !== 'counter' || c.cost <= 0) continue;
+        const o = this.#owed.get(c.key);
+        if (o && o.resetAt === c.resetAt) o.value += c.cost;
+        else this.#owed.set(c.key, { value: c.cost, resetAt: c.resetAt });
+      }
+    }
+    return result;
+  }
+
+  async #refundLocal(checks: readonly Check[]): Promise<void> {
+    await this.#local.refund(checks);
+    for (const c of checks) {
+      const o = c.kind === 'counter' ? this.#owed.get(c.key) : undefined;
+      if (o) o.value = Math.max(0, o.value - c.cost);
+    }
+  }
+
+  /** Redis went away: memory starts each counter from the last count known (C48). */
+  #degraded(): void {
+    const now = Date.now();
+    const seeds: CounterSeed[] = [];
+    for (const [key, c] of this.#known) if (c.resetAt > now) seeds.push({ key, value: c.value, resetAt: c.resetAt });
+    void this.#local.seed(seeds);
+  }
+
+  /** Shared limits again: memory starts afresh for the next outage; anything counted since the write-back goes to Redis too. */
+  #resumed(): void {
+    void this.#local.close();
+    this.#local = new MemoryLimiter();
+    if (this.#owed.size > 0) this.#writeBack().catch((err: unknown) => this.#link?.failed(err));
+  }
+
+  /**
+   * Raises every counter in Redis to what this instance knows: the last count known plus what
+   * memory admitted meanwhile. Counted requests taken out first and put back if Redis fails, so
+   * that requests admitted during the write-back are written by the next round.
+   */
+  async #writeBack(): Promise<void> {
+    const now = Date.now();
+    const owed = this.#owed;
+    this.#owed = new Map();
+    const rows: Array<{ key: string; owed: number; floor: number; resetAt: number }> = [];
+    for (const [key, o] of owed) {
+      if (o.resetAt <= now) continue;
+      const k = this.#known.get(key);
+      const base = k && k.resetAt === o.resetAt ? k.value : 0;
+      rows.push({ key, owed: o.value, floor: base + o.value, resetAt: o.resetAt });
+    }
+    for (const [key, k] of this.#known) {
+      if (k.resetAt > now && !owed.has(key)) rows.push({ key, owed: 0, floor: k.value, resetAt: k.resetAt });
+    }
+    try {
+      for (let i = 0; i < rows.length; i += RESTORE_CHUNK) {
+        const chunk = rows.slice(i, i + RESTORE_CHUNK);
+        await (this.#redis as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>).junctionRestore?.(
+          chunk.length,
+          ...chunk.map((r) => this.#prefix + r.key),
+          // Kept an hour past the period's end, as the limit script does.
+          ...chunk.flatMap((r) => [r.owed, r.floor, r.resetAt + 3_600_000]),
+        );
+        // Written: those requests are part of the last count known now.
+        for (const r of chunk) this.#note(r.key, r.floor, r.resetAt);
+        for (const r of chunk) owed.delete(r.key);
+      }
+    } catch (err) {
+      for (const [key, o] of owed) {
+        const now2 = this.#owed.get(key);
+        if (now2 && now2.resetAt === o.resetAt) now2.value += o.value;
+        else this.#owed.set(key, o);
+      }
+      throw err;
+    }
   }
 }

@@ -5,7 +5,11 @@ import type { NetworkHealth } from '../upstreams/upstreams.ts';
 
 export interface ReadinessCheck {
   name: string;
-  check(): Promise<void>;
+  /**
+   * Resolves when the part answers, rejects when it does not (the instance is unready). Resolves
+   * with `{ degraded }` when it does not answer but the instance serves without it (C48: Redis).
+   */
+  check(): Promise<void | { degraded: string }>;
 }
 
 /** Per-network upstream health, reported but never a reason to be unready (C3). */
@@ -50,9 +54,22 @@ const NetworkReport = T.Object(
 const ReadyBody = T.Object(
   {
     status: T.Union([T.Literal('ready'), T.Literal('unready')]),
-    checks: T.Record(T.String(), T.Object({ ok: T.Boolean(), error: T.Optional(T.String()) }, { additionalProperties: false }), {
-      description: 'What readiness depends on: the config, storage and (when configured) Redis',
-    }),
+    checks: T.Record(
+      T.String(),
+      T.Object(
+        {
+          ok: T.Boolean({ description: 'False: this part makes the instance unready' }),
+          state: T.Union([T.Literal('up'), T.Literal('degraded'), T.Literal('down')], {
+            description: '`degraded`: the part does not answer but the instance serves without it (C48: Redis away, limits enforced per instance in memory)',
+          }),
+          error: T.Optional(T.String()),
+        },
+        { additionalProperties: false },
+      ),
+      {
+        description: 'What readiness depends on: the config, storage and (when configured) Redis',
+      },
+    ),
     networks: T.Record(T.String(), NetworkReport, { description: 'Upstreams of each network, by slug: reported, never a reason to be unready' }),
   },
   { additionalProperties: false },
@@ -86,21 +103,21 @@ export function healthRoutes(app: FastifyInstance, checks: ReadinessCheck[], ups
       schema: {
         tags: ['health'],
         operationId: 'getReadiness',
-        summary: 'Storage and Redis reachable; how many upstreams of each network answer',
+        summary: 'Storage reachable, Redis up or degraded; how many upstreams of each network answer',
         description:
-          '200 when the config is loaded and storage (and Redis, when configured) answer, else 503. Upstreams that do not answer never make the gateway unready: each network says how many answer, their head, lag and last error.',
+          '200 when the config is loaded and storage answers, else 503. Redis (when configured) that does not answer leaves the instance ready with `checks.redis.state: "degraded"` (C48: limits are enforced per instance in memory meanwhile). Upstreams that do not answer never make the gateway unready: each network says how many answer, their head, lag and last error.',
         response: { 200: ReadyBody, 503: ReadyBody },
       },
     },
     async (_req, reply) => {
-      const results: Record<string, { ok: boolean; error?: string }> = { config: { ok: true } };
+      const results: Record<string, { ok: boolean; state: 'up' | 'degraded' | 'down'; error?: string }> = { config: { ok: true, state: 'up' } };
       await Promise.all(
         checks.map(async (c) => {
           try {
-            await withTimeout(c.check(), 2000);
-            results[c.name] = { ok: true };
+            const outcome = await withTimeout(c.check(), 2000);
+            results[c.name] = outcome ? { ok: true, state: 'degraded', error: outcome.degraded.slice(0, 200) } : { ok: true, state: 'up' };
           } catch (err) {
-            results[c.name] = { ok: false, error: (err as Error).message.slice(0, 200) };
+            results[c.name] = { ok: false, state: 'down', error: (err as Error).message.slice(0, 200) };
           }
         }),
       );

@@ -1,10 +1,17 @@
 import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+
+export interface RedisOptions {
+  /** C48: a command without an answer after this many ms fails (`redis.commandTimeoutMs`). */
+  commandTimeoutMs?: number;
+}
 
 /**
  * The Redis connection for shared state (limits, key-change events) when REDIS_URL is set.
- * Commands fail fast while Redis is away instead of queueing without bound.
+ * Commands fail fast while Redis is away instead of queueing without bound, and never wait for an
+ * answer longer than `commandTimeoutMs` (C48: a hung Redis is an absent one).
  */
-export async function openRedis(url: string): Promise<Redis> {
+export async function openRedis(url: string, opts: RedisOptions = {}): Promise<Redis> {
   // Loaded only when configured: an embedded start does not pay for the client.
   const { Redis } = await import('ioredis');
   const redis = new Redis(url, {
@@ -12,6 +19,9 @@ export async function openRedis(url: string): Promise<Redis> {
     maxRetriesPerRequest: 1,
     enableOfflineQueue: false,
     connectTimeout: 5_000,
+    ...(opts.commandTimeoutMs ? { commandTimeout: opts.commandTimeoutMs } : {}),
+    // C48: back within a second of Redis, not the client's default of up to 2 s between attempts.
+    retryStrategy: (times: number) => Math.min(times * 100, 1_000),
   });
   // Reconnects are automatic; the error is reported by the commands that fail meanwhile.
   let firstError: unknown;
@@ -26,4 +36,120 @@ export async function openRedis(url: string): Promise<Redis> {
     throw firstError ?? err;
   }
   return redis;
+}
+
+/** What `/health/ready` and the metrics say of Redis. */
+export interface RedisLinkReport {
+  state: 'up' | 'degraded';
+  /** Epoch ms of the latest change of state. */
+  since: number;
+  /** Why the latest command or probe failed, while degraded. */
+  error?: string;
+}
+
+/**
+ * Whether Redis answers, as its users find out (C48). A user whose command failed or timed out
+ * says so (`failed`); from then on the link is degraded: users keep their state in memory, and a
+ * PING every `probeMs` looks for Redis. When it answers, the recovery steps run (the limiter
+ * writes back what it counted meanwhile) and only then is the link up again. Each change is
+ * logged once: warn on the way down, info on the way back.
+ */
+export class RedisLink {
+  readonly redis: Redis;
+  readonly #log: Logger;
+  readonly #probeMs: number;
+  readonly #recoveries: Array<() => Promise<void>> = [];
+  readonly #listeners: Array<(up: boolean) => void> = [];
+  #up = true;
+  #since = Date.now();
+  #error: string | undefined;
+  #timer: NodeJS.Timeout | undefined;
+  #probing = false;
+  #closed = false;
+  /** Times the link went down (metrics). */
+  outages = 0;
+
+  constructor(redis: Redis, opts: { log: Logger; probeMs?: number }) {
+    this.redis = redis;
+    this.#log = opts.log;
+    this.#probeMs = opts.probeMs ?? 1_000;
+  }
+
+  /** True while Redis answers; a plain field read, for the hot path. */
+  get up(): boolean {
+    return this.#up;
+  }
+
+  /** A step run when Redis answers again, before the link is up; a step that throws keeps it degraded until the next probe. */
+  onRecover(step: () => Promise<void>): void {
+    this.#recoveries.push(step);
+  }
+
+  /** Called on each change of state, after it is made. */
+  onChange(listener: (up: boolean) => void): void {
+    this.#listeners.push(listener);
+  }
+
+  /** A command failed or timed out: degraded from now until a probe succeeds. */
+  failed(err: unknown): void {
+    this.#error = errorText(err);
+    if (!this.#up || this.#closed) return;
+    this.#up = false;
+    this.#since = Date.now();
+    this.outages++;
+    this.#log.warn({ error: this.#error }, 'Redis does not answer: limits are enforced by each instance in memory until it does (C48)');
+    this.#emit(false);
+    this.#timer = setInterval(() => void this.probe(), this.#probeMs);
+    this.#timer.unref();
+  }
+
+  /** One PING, and when it answers, the recovery steps; true when the link is up afterwards. */
+  async probe(): Promise<boolean> {
+    if (this.#up) return true;
+    if (this.#probing || this.#closed) return false;
+    this.#probing = true;
+    try {
+      await this.redis.ping();
+      for (const step of this.#recoveries) await step();
+    } catch (err) {
+      this.#error = errorText(err);
+      return false;
+    } finally {
+      this.#probing = false;
+    }
+    if (this.#closed) return false;
+    const downMs = Date.now() - this.#since;
+    clearInterval(this.#timer);
+    this.#timer = undefined;
+    this.#up = true;
+    this.#since = Date.now();
+    this.#error = undefined;
+    this.#log.info({ downMs }, `Redis answers again: shared limits resume after ${(downMs / 1000).toFixed(1)} s in memory (C48)`);
+    this.#emit(true);
+    return true;
+  }
+
+  report(): RedisLinkReport {
+    return { state: this.#up ? 'up' : 'degraded', since: this.#since, ...(this.#error && !this.#up ? { error: this.#error } : {}) };
+  }
+
+  close(): void {
+    this.#closed = true;
+    clearInterval(this.#timer);
+    this.#timer = undefined;
+  }
+
+  #emit(up: boolean): void {
+    for (const l of this.#listeners) {
+      try {
+        l(up);
+      } catch (err) {
+        this.#log.error({ err }, 'a Redis state listener failed');
+      }
+    }
+  }
+}
+
+function errorText(err: unknown): string {
+  return (err instanceof Error ? err.message : String(err)).slice(0, 200);
 }

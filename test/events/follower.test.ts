@@ -262,10 +262,10 @@ describe('block follower on a devnet chain (C33)', () => {
     let front: FakeNode;
     let back: FakeNode;
     before(async () => {
-      // Both answer from the chain, so neither is faster: the first listed is used until the
-      // test breaks it.
+      // Both answer from the chain; the back one 25 ms later, so that the pool prefers the front
+      // one until the test breaks it, however busy the machine (latency decides among equals).
       front = await startFakeNode({ forwardTo: chainUrl });
-      back = await startFakeNode({ forwardTo: chainUrl });
+      back = await startFakeNode({ forwardTo: chainUrl, delayMs: 25 });
     });
     after(async () => {
       await front?.close();

@@ -64,6 +64,8 @@ export interface TestAppOptions {
   listen?: boolean;
   /** Share state through the local Redis (TEST_REDIS_URL), as REDIS_URL does. */
   redis?: boolean;
+  /** Share state through this Redis instead (a test's own redis-server). */
+  redisUrl?: string;
 }
 
 const GENEROUS_REST_LIMITS = { restPerMinute: 100_000, failedLoginsPerMinute: 1_000, failedAuthPerMinute: 100_000, registrationsPerHour: 100_000 };
@@ -130,7 +132,8 @@ export async function startTestApp(opts: TestAppOptions = {}): Promise<TestApp> 
       cb();
     },
   });
-  const redis = opts.redis ? await openRedis(REDIS_URL) : undefined;
+  const redisUrl = opts.redisUrl ?? (opts.redis ? REDIS_URL : undefined);
+  const redis = redisUrl ? await openRedis(redisUrl, { commandTimeoutMs: config.redis.commandTimeoutMs }) : undefined;
   const app = await buildApp(config, { storage, secrets: opts.secrets ?? TEST_SECRETS, logStream, ...(redis ? { redis } : {}) });
   await app.ready();
   const url = opts.listen ? await app.listen({ host: '127.0.0.1', port: 0 }) : '';
