@@ -9,6 +9,7 @@ import { accountRoutes } from './auth/account-routes.ts';
 import { AccountService } from './auth/accounts.ts';
 import { configureHashSlots } from './auth/passwords.ts';
 import { requireBearer } from './auth/bearer.ts';
+import { planRoutes } from './auth/plan-routes.ts';
 import { authRoutes } from './auth/routes.ts';
 import { TokenService } from './auth/tokens.ts';
 import { NetworkRegistry } from './chains/registry.ts';
@@ -336,6 +337,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
         open.addHook('onRequest', (req, reply) => restLimits.request(req, reply));
         await open.register(authRoutes, { accounts, tokens, limits: restLimits, publicHttps: publicUrlIsHttps(config) });
         await open.register(networkRoutes, { registry });
+        await open.register(planRoutes, { config });
         if (config.admin.token) await open.register(adminRoutes, { token: config.admin.token, accounts, keys, config });
       });
       // ...and signed-in traffic per account.

@@ -40,8 +40,8 @@ const errors = { 400: ErrorResponse, 401: ErrorResponse, 429: ErrorResponse, 503
 const security = [{ bearerAuth: [] }];
 
 /**
- * The signed-in account: `/me`, logout and password change. Registered behind the bearer hook
- * (C6). 
+ * The signed-in account: `/me`, logout (this login or every login) and password change.
+ * Registered behind the bearer hook (C6).
  */
 export const accountRoutes: FastifyPluginAsyncTypebox<{
   accounts: AccountService;
@@ -105,6 +105,24 @@ export const accountRoutes: FastifyPluginAsyncTypebox<{
       await tokens.revokeFamily(req.tokenFamily);
       clearRefreshCookie(req, reply, publicUrlIsHttps(config)); // C43: the dashboard's cookie goes too
       return { success: true as const, message: 'Signed out' };
+    },
+  );
+
+  app.post(
+    '/auth/logout-all',
+    {
+      schema: {
+        tags: ['auth'],
+        operationId: 'logoutAll',
+        summary: 'Sign out everywhere: every refresh token of the account stops working, this login included (access tokens live out their 15 minutes)',
+        security,
+        response: { 200: OkMessage, ...errors },
+      },
+    },
+    async (req, reply) => {
+      await tokens.revokeAll(req.userId);
+      clearRefreshCookie(req, reply, publicUrlIsHttps(config));
+      return { success: true as const, message: 'Signed out everywhere' };
     },
   );
 

@@ -22,6 +22,8 @@ export interface ApiKeyView extends KeyAccessSettings {
   prefix: string;
   networks: string[];
   rateLimit: number | null;
+  /** The rate set on the key itself; null when it follows the plan's (C14), which `rateLimit` then shows. */
+  ownRateLimit: number | null;
   status: KeyStatus;
   expiresAt: string | null;
   createdAt: string;
@@ -121,6 +123,7 @@ export class KeyService {
       prefix: row.prefix,
       networks: row.networks,
       rateLimit: row.rateLimit ?? planRate,
+      ownRateLimit: row.rateLimit,
       status,
       expiresAt: row.expiresAt?.toISOString() ?? null,
       createdAt: row.createdAt.toISOString(),

@@ -94,6 +94,30 @@ for (const setup of [
       assert.equal((await t.app.inject({ method: 'POST', url: '/api/v1/auth/logout' })).statusCode, 401);
     });
 
+    test('logout-all signs every login of the account out, this one included; other accounts and access tokens are untouched', async () => {
+      const u = await registerUser(t.app);
+      const second = (await login(u.email, u.password)).json().data.tokens;
+      const rotated = (await refresh(second.refreshToken)).json().data;
+      const stranger = await registerUser(t.app);
+      const res = await t.app.inject({ method: 'POST', url: '/api/v1/auth/logout-all', headers: u.auth });
+      assert.equal(res.statusCode, 200);
+      assert.deepEqual(Object.keys(res.json()).sort(), ['message', 'success']);
+      for (const [name, token] of [
+        ['the caller', u.refreshToken],
+        ['another login', rotated.refreshToken],
+      ]) {
+        const r = await refresh(token);
+        assert.equal(r.statusCode, 401, `${name}: its refresh token stops working`);
+        assert.equal(r.json().success, false, 'C7 envelope');
+      }
+      assert.equal((await refresh(stranger.refreshToken)).statusCode, 200, "another account's login is untouched");
+      assert.equal((await get(u.auth)).statusCode, 200, 'stateless access token until it expires');
+      assert.equal((await login(u.email, u.password)).statusCode, 200, 'signing in again works');
+      const none = await t.app.inject({ method: 'POST', url: '/api/v1/auth/logout-all' });
+      assert.equal(none.statusCode, 401, 'C6: a bearer token is needed');
+      assert.equal(none.json().success, false);
+    });
+
     test('password change: checks the current one, signs every other login out and answers fresh tokens for this one', async () => {
       const u = await registerUser(t.app);
       const second = (await login(u.email, u.password)).json().data.tokens;
@@ -144,14 +168,15 @@ for (const setup of [
 }
 
 describe('the account routes in the OpenAPI document', () => {
-  test('/me, /auth/logout and /auth/password are listed with their schemas and bearer security', async () => {
+  test('/me, /auth/logout, /auth/logout-all and /auth/password are listed with their schemas and bearer security', async () => {
     const t = await startTestApp();
     try {
       const doc = (await t.app.inject({ method: 'GET', url: '/docs/json' })).json();
       const me = doc.paths['/api/v1/me']?.get;
       const logout = doc.paths['/api/v1/auth/logout']?.post;
       const password = doc.paths['/api/v1/auth/password']?.post;
-      for (const [name, op] of Object.entries({ me, logout, password })) {
+      const logoutAll = doc.paths['/api/v1/auth/logout-all']?.post;
+      for (const [name, op] of Object.entries({ me, logout, logoutAll, password })) {
         assert.ok(op, `${name} is documented`);
         assert.deepEqual(op.security, [{ bearerAuth: [] }], `${name} needs a bearer token`);
       }

@@ -146,6 +146,35 @@ for (const backend of backends) {
       assert.equal(patched.statusCode, 400);
     });
 
+    test("ownRateLimit tells a key's own rate from the plan's that rateLimit shows; PATCH rateLimit: null clears it", async () => {
+      const u = await registerUser(t.app);
+      const own = (await create(u.auth, { name: 'own', rateLimit: 40 })).json().data;
+      const plan = (await create(u.auth, { name: 'plan' })).json().data;
+      assert.deepEqual([own.rateLimit, own.ownRateLimit], [40, 40]);
+      assert.deepEqual([plan.rateLimit, plan.ownRateLimit], [100, null], "the plan's rate applies; none is set on the key");
+      const listed = await list(u.auth);
+      assert.deepEqual(
+        listed.map((k) => [k.name, k.rateLimit, k.ownRateLimit]),
+        [
+          ['own', 40, 40],
+          ['plan', 100, null],
+        ],
+      );
+      const cleared = await t.app.inject({ method: 'PATCH', url: `/api/v1/api-keys/${own.id}`, headers: u.auth, payload: { rateLimit: null } });
+      assert.equal(cleared.statusCode, 200);
+      assert.deepEqual([cleared.json().data.rateLimit, cleared.json().data.ownRateLimit], [100, null]);
+      await setTier(u.id, 'pro');
+      const after = await list(u.auth);
+      assert.deepEqual(
+        after.map((k) => [k.rateLimit, k.ownRateLimit]),
+        [
+          [1000, null],
+          [1000, null],
+        ],
+        "keys without a rate of their own follow the new plan's",
+      );
+    });
+
     test('PATCH changes name, networks, rateLimit, status and expiresAt; expired and inactive show in the list', async () => {
       const u = await registerUser(t.app);
       const k = (await create(u.auth, { name: 'before' })).json().data;

@@ -105,12 +105,12 @@ describe('dashboard: a newcomer in chromium (C43)', { skip: await browserSkip() 
     await page.waitForFunction(() => document.activeElement?.tagName === 'H1' && document.activeElement.textContent === 'API keys');
     await page.getByRole('heading', { level: 3, name: 'my first app' }).waitFor();
     await page.getByRole('button', { name: 'Edit my first app' }).click();
-    await page.getByLabel(/Rate limit \(requests per minute; empty/).fill('99999999');
+    await page.getByLabel(/Rate limit of this key/).fill('99999999');
     await page.getByRole('button', { name: 'Save' }).click();
     const refusal = page.locator('form.edit [role="alert"]');
     await refusal.waitFor();
     assert.doesNotMatch((await refusal.textContent()) ?? '', /[{}"]/, 'the C7 message, not JSON');
-    await page.getByLabel(/Rate limit \(requests per minute; empty/).fill('30');
+    await page.getByLabel(/Rate limit of this key/).fill('30');
     await page.getByRole('button', { name: 'Save' }).click();
     await page.getByText('30 / min').waitFor();
 

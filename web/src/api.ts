@@ -209,6 +209,30 @@ export async function signOut(): Promise<void> {
   forget();
 }
 
+/**
+ * Changes the password (C5). The gateway signs every login out and answers fresh tokens in the
+ * body; the page keeps no refresh token, so that fresh login is closed at once and this browser
+ * signs in again with the new password, which puts a new refresh token in the HttpOnly cookie.
+ */
+export async function changePassword(currentPassword: string, newPassword: string): Promise<void> {
+  if (state.status !== 'signed-in') throw new ApiError(401, 'UNAUTHORIZED', 'Not signed in.');
+  const email = state.user.email;
+  const fresh = await api.post<{ accessToken: string }>('/auth/password', { currentPassword, newPassword });
+  keepAccess(fresh.accessToken);
+  try {
+    await api.post('/auth/logout');
+  } catch {
+    // That login's refresh token was never kept here; it expires on its own.
+  }
+  await signIn(email, newPassword);
+}
+
+/** Signs every login of the account out, this browser's included (POST /auth/logout-all). */
+export async function signOutEverywhere(): Promise<void> {
+  await api.post('/auth/logout-all');
+  forget('You are signed out everywhere: every browser and app that was signed in must sign in again.');
+}
+
 /** At load: back in with the refresh cookie when this browser signed in before, else signed out. */
 export async function restoreSession(): Promise<void> {
   let hinted = false;

@@ -45,8 +45,10 @@ function Nav(props: { path: string; email: string }) {
       </ul>
       <ul class="wide-only">{links.map(item)}</ul>
       <ul>
-        <li class="wide-only muted account" title={props.email}>
-          {props.email}
+        <li class="wide-only account">
+          <Link href="/account" aria-current={props.path === '/account' ? 'page' : undefined} title={`Account: ${props.email}`}>
+            {props.email}
+          </Link>
         </li>
         <li>
           <button type="button" class="secondary outline small" onClick={() => void signOut().then(() => navigate(HOME_SIGNED_OUT))}>
@@ -56,7 +58,14 @@ function Nav(props: { path: string; email: string }) {
       </ul>
       <details class="narrow-only menu">
         <summary>Menu</summary>
-        <ul>{links.map(item)}</ul>
+        <ul>
+          {links.map(item)}
+          <li>
+            <Link href="/account" aria-current={props.path === '/account' ? 'page' : undefined}>
+              Account
+            </Link>
+          </li>
+        </ul>
       </details>
     </nav>
   );

@@ -26,5 +26,8 @@ export const pages: PageDef[] = [
   { path: '/whale-alerts', title: 'Whale alerts', nav: true, access: 'signed-in', load: () => import('./pages/whale-alerts.tsx') },
   { path: '/webhooks', title: 'Webhooks', nav: true, access: 'signed-in', load: () => import('./pages/webhooks.tsx') },
   { path: '/intents', title: 'Intents', nav: true, access: 'signed-in', load: () => import('./pages/intents.tsx') },
+  { path: '/balance', title: 'Balance', nav: true, access: 'signed-in', load: () => import('./pages/balance.tsx') },
+  // Not in the list of the top navigation: the signed-in e-mail beside "Sign out" links to it.
+  { path: '/account', title: 'Account', nav: false, access: 'signed-in', load: () => import('./pages/account.tsx') },
   // More pages: one line each, in the order of the navigation.
 ];

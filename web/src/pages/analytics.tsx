@@ -138,7 +138,8 @@ function Charts(props: { a: Analytics; networkName: (slug: string) => string }) 
     () => ({
       type: 'bar',
       data: { labels: a.topMethods.map((m) => m.method), datasets: [{ label: 'requests', data: a.topMethods.map((m) => m.requests), backgroundColor: BLUE }] },
-      options: { indexAxis: 'y', plugins: { legend: { display: false } }, scales: { x: { beginAtZero: true, ticks: { precision: 0 } } } },
+      // Every method named: Chart.js skips labels that it thinks crowd the axis unless told not to.
+      options: { indexAxis: 'y', plugins: { legend: { display: false } }, scales: { x: { beginAtZero: true, ticks: { precision: 0 } }, y: { ticks: { autoSkip: false } } } },
     }),
     [a],
   );
@@ -222,7 +223,7 @@ function Charts(props: { a: Analytics; networkName: (slug: string) => string }) 
         <EmptyState title="No calls in this period" />
       ) : (
         <>
-          <Chart config={methods} label="Requests per method, the ten most used" height="small" />
+          <Chart config={methods} label="Requests per method, the ten most used" height={a.topMethods.length > 5 ? 'medium' : 'small'} />
           <ScrollTable label="Top methods">
             <table class="striped top-methods">
               <thead>

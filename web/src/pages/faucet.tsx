@@ -29,6 +29,11 @@ interface UnifiedBalance {
 
 /** How often balances are read again while the page is open (a grant is mined after its answer; C40 caches 5 s). */
 const BALANCE_POLL_MS = 6_000;
+/**
+ * After a grant, both balances are read again at these delays: the answer comes when the node
+ * accepts the transaction, before it is mined (a block or two), and C40 keeps a read for 5 s.
+ */
+const AFTER_GRANT_MS = [1_500, 3_500, 6_000, 10_000];
 
 /** C29's cooldown in words: when the next grant is possible, not a count of seconds. */
 function grantErrorText(err: unknown): unknown {
@@ -84,6 +89,17 @@ export default function FaucetPage() {
   const [grant, setGrant] = useState<{ grant: Grant; explorerUrl: string | null; symbol: string; name: string } | undefined>(undefined);
   const [refresh, setRefresh] = useState(0);
   usePolling(balances.reload, BALANCE_POLL_MS * 2);
+  // A grant changes the wallet's and the recipient's balances once mined: read them again then.
+  useEffect(() => {
+    if (!grant) return;
+    const timers = AFTER_GRANT_MS.map((ms) =>
+      setTimeout(() => {
+        balances.reload();
+        setRefresh((n) => n + 1);
+      }, ms),
+    );
+    return () => timers.forEach(clearTimeout);
+  }, [grant]);
 
   const faucetSlugs = Object.keys(balances.data ?? {});
   const testnets = (nets.data ?? []).filter((n) => n.type === 'testnet' && faucetSlugs.includes(n.slug));

@@ -4,6 +4,7 @@
 import { useState } from 'preact/hooks';
 import { api, fieldErrors, useApi } from '../api.ts';
 import { ConfirmDialog, Copyable, EmptyState, ErrorBanner, formatNumber, formatTime, Link, Loading, Notice, Page } from '../components.tsx';
+import { loadMe } from '../components/chain.tsx';
 import { useLocation } from '../router.ts';
 
 export interface ApiKey {
@@ -13,6 +14,8 @@ export interface ApiKey {
   prefix: string;
   networks: string[];
   rateLimit: number | null;
+  /** The rate set on the key; null = it follows the plan's (which rateLimit then shows). */
+  ownRateLimit?: number | null;
   status: 'active' | 'inactive' | 'revoked' | 'expired';
   expiresAt: string | null;
   createdAt: string;
@@ -29,13 +32,14 @@ export interface Network {
   wsUrl: string;
 }
 
-/** The key once, right after create or rotate: the list shows only its prefix. */
+/** The key right after create or rotate; the list shows its prefix, the Endpoints page the whole key. */
 function NewKey(props: { created: ApiKey; rotated: boolean; onDone: () => void }) {
   return (
     <article class="new-key" aria-labelledby="new-key-title">
       <h2 id="new-key-title">{props.rotated ? `New value of "${props.created.name}"` : `Your key "${props.created.name}"`}</h2>
       <p>
-        Copy it now and keep it somewhere safe: it is shown in full only here.
+        Copy it and keep it somewhere safe: anyone holding it can call with it. The list below shows only its start; the Endpoints page shows
+        it in full, inside its addresses, whenever you need it again.
         {props.rotated ? ' The old value has stopped working.' : ''}
       </p>
       <Copyable text={props.created.key} label="API key" />
@@ -74,7 +78,7 @@ function NetworkChoice(props: { idPrefix: string; networks: Network[]; chosen: s
   );
 }
 
-function CreateForm(props: { networks: Network[]; onCreated: (k: ApiKey) => void }) {
+function CreateForm(props: { networks: Network[]; planRate: number | null | undefined; onCreated: (k: ApiKey) => void }) {
   const [name, setName] = useState('');
   const [chosen, setChosen] = useState<string[]>([]);
   const [rate, setRate] = useState('');
@@ -112,7 +116,7 @@ function CreateForm(props: { networks: Network[]; onCreated: (k: ApiKey) => void
           </label>
           <label for="key-rate">
             Rate limit (requests per minute, optional)
-            <input id="key-rate" type="number" min={1} inputMode="numeric" value={rate} placeholder="the plan's rate" onInput={(e) => setRate(e.currentTarget.value)} aria-invalid={fields.rateLimit ? true : undefined} />
+            <input id="key-rate" type="number" min={1} inputMode="numeric" value={rate} placeholder={props.planRate === undefined ? "the plan's rate" : props.planRate === null ? "the plan's: unlimited" : `the plan's: ${formatNumber(props.planRate)} / min`} onInput={(e) => setRate(e.currentTarget.value)} aria-invalid={fields.rateLimit ? true : undefined} />
           </label>
         </div>
         <NetworkChoice idPrefix="new-net" networks={props.networks} chosen={chosen} onChange={setChosen} error={fields.networks} />
@@ -124,9 +128,12 @@ function CreateForm(props: { networks: Network[]; onCreated: (k: ApiKey) => void
   );
 }
 
-function EditForm(props: { item: ApiKey; networks: Network[]; onSaved: () => void; onCancel: () => void }) {
+function EditForm(props: { item: ApiKey; networks: Network[]; planRate: number | null | undefined; onSaved: () => void; onCancel: () => void }) {
   const [chosen, setChosen] = useState<string[]>(props.item.networks);
-  const [rate, setRate] = useState(props.item.rateLimit === null ? '' : String(props.item.rateLimit));
+  // The key's own rate (empty: it follows the plan's), not the plan's rate shown as if set here.
+  const own = props.item.ownRateLimit ?? null;
+  const [rate, setRate] = useState(own === null ? '' : String(own));
+  const planRate = props.planRate === undefined ? undefined : props.planRate === null ? 'unlimited' : `${formatNumber(props.planRate)} / min`;
   const [name, setName] = useState(props.item.name);
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<unknown>(undefined);
@@ -153,8 +160,19 @@ function EditForm(props: { item: ApiKey; networks: Network[]; onSaved: () => voi
           <input id={`edit-name-${id}`} required maxLength={100} value={name} onInput={(e) => setName(e.currentTarget.value)} aria-invalid={fields.name ? true : undefined} />
         </label>
         <label for={`edit-rate-${id}`}>
-          Rate limit (requests per minute; empty: the plan's)
-          <input id={`edit-rate-${id}`} type="number" min={1} inputMode="numeric" value={rate} onInput={(e) => setRate(e.currentTarget.value)} aria-invalid={fields.rateLimit ? true : undefined} />
+          Rate limit of this key (requests per minute)
+          <input
+            id={`edit-rate-${id}`}
+            type="number"
+            min={1}
+            inputMode="numeric"
+            value={rate}
+            placeholder={planRate ? `the plan's: ${planRate}` : "the plan's rate"}
+            onInput={(e) => setRate(e.currentTarget.value)}
+            aria-invalid={fields.rateLimit ? true : undefined}
+            aria-describedby={`edit-rate-help-${id}`}
+          />
+          <small id={`edit-rate-help-${id}`}>{fields.rateLimit ?? `Empty: the key follows your plan's rate${planRate ? ` (${planRate})` : ''}.`}</small>
         </label>
       </div>
       <NetworkChoice idPrefix={`edit-net-${id}`} networks={props.networks} chosen={chosen} onChange={setChosen} error={fields.networks} />
@@ -176,6 +194,7 @@ export default function Keys() {
   const { query } = useLocation();
   const keys = useApi(() => api.get<ApiKey[]>('/api-keys'));
   const networks = useApi(() => api.get<Network[]>('/networks'));
+  const me = useApi(loadMe);
   const [shown, setShown] = useState<{ key: ApiKey; rotated: boolean } | undefined>(undefined);
   const [editing, setEditing] = useState<string | undefined>(undefined);
   const [pending, setPending] = useState<Pending | undefined>(undefined);
@@ -228,6 +247,7 @@ export default function Keys() {
       <ErrorBanner error={error ?? keys.error ?? networks.error} onDismiss={error ? () => setError(undefined) : undefined} />
       <CreateForm
         networks={nets}
+        planRate={me.data?.limits.requestsPerMinute}
         onCreated={(k) => {
           setShown({ key: k, rotated: false });
           setNote(undefined);
@@ -264,7 +284,10 @@ export default function Keys() {
                 </div>
                 <div>
                   <dt>Rate limit</dt>
-                  <dd>{k.rateLimit === null ? 'unlimited' : `${formatNumber(k.rateLimit)} / min`}</dd>
+                  <dd>
+                    {k.rateLimit === null ? 'unlimited' : `${formatNumber(k.rateLimit)} / min`}
+                    {k.ownRateLimit === null ? <small class="muted"> (the plan's)</small> : null}
+                  </dd>
                 </div>
                 <div>
                   <dt>Requests today / this month</dt>
@@ -284,6 +307,7 @@ export default function Keys() {
               {editing === k.id ? (
                 <EditForm
                   item={k}
+                  planRate={me.data?.limits.requestsPerMinute}
                   networks={nets}
                   onCancel={() => setEditing(undefined)}
                   onSaved={() => {

@@ -1,6 +1,7 @@
 import { useState } from 'preact/hooks';
-import { fieldErrors, signUp } from '../api.ts';
+import { fieldErrors, signUp, useApi } from '../api.ts';
 import { ErrorBanner, Link, Page } from '../components.tsx';
+import { loadPlans, planSummary } from '../components/plans.ts';
 import { navigate } from '../router.ts';
 
 export default function SignUp() {
@@ -10,6 +11,9 @@ export default function SignUp() {
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<unknown>(undefined);
   const fields = fieldErrors(error);
+  // The free plan as configured (GET /plans), never figures written here.
+  const plans = useApi(loadPlans);
+  const free = plans.data?.find((p) => p.tier === 'free');
 
   const submit = async (e: Event) => {
     e.preventDefault();
@@ -26,7 +30,10 @@ export default function SignUp() {
   };
 
   return (
-    <Page title="Create an account" intro="Free plan: one key, the native networks, no card.">
+    <Page
+      title="Create an account"
+      intro={free ? <span data-testid="free-plan">Free plan: {planSummary(free.limits)}; no card.</span> : 'A free account, no card.'}
+    >
       <article class="auth-card">
         <form onSubmit={(e) => void submit(e)} noValidate>
           <ErrorBanner error={error} />

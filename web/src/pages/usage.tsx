@@ -1,11 +1,18 @@
 // Usage (C43, C27, C9–C12): requests per day, by network and by method over a date range (one key
 // or all), compute units used this month against the plan's quota, and the plan's limits.
 import type { ChartConfiguration } from 'chart.js';
-import { useMemo } from 'preact/hooks';
+import { useEffect, useMemo, useState } from 'preact/hooks';
 import { api, useApi, useSession } from '../api.ts';
 import { Chart, EmptyState, ErrorBanner, formatNumber, Loading, Page } from '../components.tsx';
 import { setQuery, useLocation } from '../router.ts';
+import { PLAN_NAMES, type Tier, usePolling } from '../components/chain.tsx';
 import type { ApiKey, Network } from './keys.tsx';
+
+/**
+ * How often the page reads the counts again while it is visible. The gateway writes usage in
+ * batches (every 2 s by default, `usage.flushIntervalMs`), so a call shows within about 5 s.
+ */
+const POLL_MS = 3_000;
 
 interface Stats {
   period: { start: string; end: string };
@@ -35,7 +42,9 @@ function barConfig(labels: string[], values: number[], label: string, horizontal
     options: {
       indexAxis: horizontal ? 'y' : 'x',
       plugins: { legend: { display: false } },
-      scales: { [horizontal ? 'x' : 'y']: { beginAtZero: true, ticks: { precision: 0 } } },
+      // Every label shown: a horizontal chart names each bar (Chart.js would skip some when crowded);
+      // the days of a long period may be skipped, the table and the dates around them say which.
+      scales: { [horizontal ? 'x' : 'y']: { beginAtZero: true, ticks: { precision: 0 } }, ...(horizontal ? { y: { ticks: { autoSkip: false } } } : {}) },
     },
   };
 }
@@ -100,11 +109,23 @@ export default function Usage() {
     stats.reload();
     me.reload();
   };
+  usePolling(reload, POLL_MS);
+  // When the figures on screen were read.
+  const [readAt, setReadAt] = useState<Date | undefined>(undefined);
+  useEffect(() => {
+    if (s) setReadAt(new Date());
+  }, [s]);
 
   return (
     <Page
       title="Usage"
-      intro="Every admitted call of your keys, HTTP and WebSocket; new calls show within a few seconds."
+      intro={
+        <>
+          Every admitted call of your keys, HTTP and WebSocket. This page reads the counts again every {POLL_MS / 1000} s while it is open; a call shows
+          within about 5 s of being made.{' '}
+          {readAt ? <span data-testid="usage-read-at">Last read {readAt.toLocaleTimeString('en-GB')}.</span> : null}
+        </>
+      }
       actions={
         <button type="button" class="secondary outline small" onClick={reload} aria-busy={stats.loading}>
           Refresh
@@ -171,7 +192,7 @@ export default function Usage() {
       {!s && stats.loading ? <Loading what="usage" /> : null}
       {s && s.totalRequests === 0 ? (
         <EmptyState title="No requests in this period">
-          <p>Calls made with your keys show here within a few seconds. Try the curl line on the Endpoints page.</p>
+          <p>Calls made with your keys show here within about 5 s, without reloading. Try the curl line on the Endpoints page.</p>
         </EmptyState>
       ) : null}
       {s && s.totalRequests > 0 && daily ? <Chart config={daily} label={`Requests per day from ${s.period.start} to ${s.period.end}: ${formatNumber(s.totalRequests)} in all`} /> : null}
@@ -191,7 +212,7 @@ export default function Usage() {
         </div>
       ) : null}
 
-      <h2>Your plan: {session.status === 'signed-in' ? session.user.tier : m?.tier ?? ''}</h2>
+      <h2>Your plan: {PLAN_NAMES[(m?.tier ?? (session.status === 'signed-in' ? session.user.tier : 'free')) as Tier]}</h2>
       {m ? (
         <div class="table-wrap">
           <table class="limits">
@@ -216,7 +237,7 @@ export default function Usage() {
                 <td class="num">{m.limits.maxKeys === null ? 'unlimited' : formatNumber(m.limits.maxKeys)}</td>
               </tr>
               <tr>
-                <th scope="row">Networks per key</th>
+                <th scope="row">Networks (all keys together)</th>
                 <td class="num">{m.limits.maxNetworks === null ? 'all' : formatNumber(m.limits.maxNetworks)}</td>
               </tr>
             </tbody>
