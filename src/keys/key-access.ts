@@ -50,7 +50,7 @@ const RAW_TX_REFUSED = new KeyAccessDeniedError(
  * C50: how a key with a contract allowlist judges each method. A method not here runs or reads
  * what the gateway cannot judge and is refused (-32003): the list fails closed, so a method an
  * operator adds to `methods.standard` or a plan's extras is refused to such keys until it is
- * placed here. README "How the contract list judges each method" is the same table.
+ * placed here. docs/rest-api.md "How the contract list judges each method" is the same table.
  * - `none`: names no contract (chain data, an account's balance and nonce, fees, filters by id).
  * - `call`: param 0 is a transaction whose `to` must be listed; no override in later params.
  * - `logs`: param 0 is a log filter whose `address` (one or a list) must all be listed.

@@ -24,7 +24,7 @@ const AccessInput = {
   requireOrigin: T.Optional(T.Boolean({ description: 'with allowedOrigins: refuse requests without an Origin header too (default true)' })),
   allowedIps: T.Optional(List('client IP addresses and CIDR ranges allowed, IPv4 or IPv6')),
   allowedMethods: T.Optional(List('exact JSON-RPC method names allowed')),
-  allowedContracts: T.Optional(List('contract addresses where calls may run or read code; each method is judged by its rule and one the list cannot judge is refused (README "How the contract list judges each method")')),
+  allowedContracts: T.Optional(List('contract addresses where calls may run or read code; each method is judged by its rule and one the list cannot judge is refused (docs/rest-api.md "How the contract list judges each method")')),
   requireJwt: T.Optional(T.Boolean({ description: 'every request must carry Authorization: Bearer <jwt> signed by one of jwtPublicKeys' })),
   jwtPublicKeys: T.Optional(
     T.Array(

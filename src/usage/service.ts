@@ -9,7 +9,7 @@ import { usageDaily } from './schema.ts';
 import type { UsageEvent, UsageSink } from './sink.ts';
 
 /*
- * What a hard crash can lose (README):
+ * What a hard crash can lose (docs/plans.md, "Usage"):
  * Usage is counted in memory and written to storage in batches every `usage.flushIntervalMs`
  * (2 s by default) and once more on a graceful stop (SIGTERM). A hard crash (kill -9, power
  * loss, out of memory) loses the counts recorded since the last successful flush: at most one

@@ -47,12 +47,13 @@ describe('the configuration reference', () => {
     }
   });
 
-  test('every environment variable is listed beside its setting, and the README links the reference', () => {
+  test('every environment variable is listed beside its setting, and the README and docs/configuration.md link the reference', () => {
     for (const e of ENV_SETTINGS) {
       const row = rows.find((r) => (r[1] as string).replace(/`/g, '').replace('&nbsp;(optional)', '') === e.path);
       assert.ok(row && (row[3] as string).includes(`\`${e.name}\``), `${e.name} beside ${e.path}`);
     }
     for (const name of ['UPSTREAM_<SLUG>', 'UPSTREAM_WS_<SLUG>', 'FAUCET_PRIVATE_KEY_<SLUG>']) assert.ok(doc.includes(`\`${name}\``), name);
     assert.match(readFileSync(`${ROOT}/README.md`, 'utf8'), /\(docs\/config-reference\.md\)/);
+    assert.match(readFileSync(`${ROOT}/docs/configuration.md`, 'utf8'), /\(config-reference\.md\)/);
   });
 });

@@ -1,5 +1,5 @@
-// The README's table of what viem and ethers show for each gateway error is what they really do:
-// each error is provoked through the gateway and caught in both clients, and the README's row for
+// The table of what viem and ethers show for each gateway error (docs/rpc.md) is what they really do:
+// each error is provoked through the gateway and caught in both clients, and the table's row for
 // that code names the same viem class and code and the same ethers error code.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -12,13 +12,13 @@ import { type FakeNode, startFakeNode } from '../support/fake-node.ts';
 import { ROOT } from '../support/process.ts';
 
 const ADMIN_TOKEN = 'admin-token-for-client-error-tests';
-const readme = readFileSync(path.join(ROOT, 'README.md'), 'utf8');
+const doc = readFileSync(path.join(ROOT, 'docs/rpc.md'), 'utf8');
 
-/** The README row of the table whose first cell starts with the code. */
+/** The row of the table whose first cell starts with the code. */
 function row(code: number): { viem: string; ethers: string } {
   // The first cell is the code and what it means ("| -32005 rate limit, 429 | ..."), unlike the code table above it.
-  const line = readme.split('\n').find((l) => new RegExp(`^\\| ${code} [^|]+\\|`).test(l) && l.split('|').length === 5);
-  assert.ok(line, `a row for ${code} in the README's client table`);
+  const line = doc.split('\n').find((l) => new RegExp(`^\\| ${code} [^|]+\\|`).test(l) && l.split('|').length === 5);
+  assert.ok(line, `a row for ${code} in the client table of docs/rpc.md`);
   const cells = line.split('|').map((c) => c.trim());
   return { viem: cells[2] as string, ethers: cells[3] as string };
 }
@@ -39,7 +39,7 @@ async function ethersError(url: string, method: string): Promise<{ code: unknown
   req.setThrottleParams({ maxAttempts: 2, slotInterval: 10 });
   // ethers waits `Retry-After` as milliseconds before its retry: a quota refusal's (the seconds to
   // midnight UTC, up to 86,400) would hold this test up to 86 s. Not retried, a 429 ends the same
-  // way as one whose retries are used up (README: "as -32005").
+  // way as one whose retries are used up (docs/rpc.md: "as -32005").
   req.retryFunc = async (_req, res) => Number(res.headers['retry-after'] ?? 0) <= 60;
   const provider = new JsonRpcProvider(req, 50, { staticNetwork: true, batchMaxCount: 1 });
   try {
@@ -52,7 +52,7 @@ async function ethersError(url: string, method: string): Promise<{ code: unknown
   assert.fail(`ethers: ${method} at ${url} did not fail`);
 }
 
-describe("README: what viem and ethers show for the gateway's errors", () => {
+describe("docs/rpc.md: what viem and ethers show for the gateway's errors", () => {
   let t: TestApp;
   let ok: FakeNode;
   let down: FakeNode;
@@ -111,12 +111,12 @@ describe("README: what viem and ethers show for the gateway's errors", () => {
       const r = row(c.code);
       // viem: a fresh key for each client where the error spends something (rate, quota).
       const v = await viemError(await c.url(), method);
-      assert.ok(r.viem.includes(`\`${v.name}\``), `${c.code}: viem throws ${v.name}; the README says ${r.viem}`);
+      assert.ok(r.viem.includes(`\`${v.name}\``), `${c.code}: viem throws ${v.name}; docs/rpc.md says ${r.viem}`);
       assert.equal(v.code, c.code, `${c.code}: viem's err.code`);
-      assert.ok(r.viem.includes(`(${c.code}`), `${c.code}: the README gives viem's code`);
+      assert.ok(r.viem.includes(`(${c.code}`), `${c.code}: docs/rpc.md gives viem's code`);
       const e = await ethersError(await c.url(), method);
       const said = r.ethers.startsWith('as ') ? row(Number(/as (-\d+)/.exec(r.ethers)?.[1])).ethers : r.ethers;
-      assert.ok(said.includes(`\`${String(e.code)}\``), `${c.code}: ethers throws ${String(e.code)} (${e.message.slice(0, 120)}); the README says ${r.ethers}`);
+      assert.ok(said.includes(`\`${String(e.code)}\``), `${c.code}: ethers throws ${String(e.code)} (${e.message.slice(0, 120)}); docs/rpc.md says ${r.ethers}`);
     }
   });
 });

@@ -1,5 +1,6 @@
-// The repository must explain itself: every contract id the code or the README cites has its
-// section in docs/decisions.md, and the README only links to things that exist in the repository.
+// The repository must explain itself: every contract id the code or the docs cite has its section
+// in docs/decisions.md, the README is a short front door whose table of contents reaches every
+// file of docs/, and the README and docs/ only link to files and headings that exist.
 import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
@@ -92,6 +93,15 @@ function brokenLinks(rel: string): string[] {
 
 const decisions = read('docs/decisions.md');
 
+/** Every Markdown file of docs/, repository-relative. */
+const docFiles = readdirSync(path.join(root, 'docs'))
+  .filter((n) => n.endsWith('.md'))
+  .sort()
+  .map((n) => `docs/${n}`);
+/** The topic files moved out of the README: they cite contract ids as links, as the README does. */
+const GENERATED_OR_OWN_STYLE = new Set(['docs/decisions.md', 'docs/config-reference.md', 'docs/deploy.md', 'docs/architecture.md']);
+const topicFiles = docFiles.filter((f) => !GENERATED_OR_OWN_STYLE.has(f));
+
 /** Ids with both an anchor `<a id="cN">` and a heading `### CN.` in docs/decisions.md. */
 function documentedIds(): Set<number> {
   const anchors = anchorsOf(decisions);
@@ -109,9 +119,9 @@ describe('docs/decisions.md', () => {
     assert.deepEqual(missing, [], `no section for ${missing.map((id) => `C${id}`).join(', ')}`);
   });
 
-  test('every contract id cited in src/ or README.md has a section', () => {
+  test('every contract id cited in src/, README.md or docs/ has a section', () => {
     const documented = documentedIds();
-    const sources = [...filesUnder(path.join(root, 'src')), path.join(root, 'README.md')];
+    const sources = [...filesUnder(path.join(root, 'src')), path.join(root, 'README.md'), ...docFiles.map((f) => path.join(root, f))];
     const undocumented: string[] = [];
     for (const file of sources) {
       for (const { id, line } of citedIds(readFileSync(file, 'utf8'))) {
@@ -129,25 +139,37 @@ describe('docs/decisions.md', () => {
 describe('README.md', () => {
   const readme = read('README.md');
 
-  test('every relative link points at a file, folder or anchor that exists in the repository', () => {
-    assert.deepEqual(brokenLinks('README.md'), []);
+  test('is a front door of at most 200 lines', () => {
+    const lines = readme.split('\n').length - (readme.endsWith('\n') ? 1 : 0);
+    assert.ok(lines <= 200, `README.md has ${lines} lines`);
+  });
+
+  test('its table of contents links every file of docs/, and every docs/ link names a file that exists', () => {
+    const linked = linkTargets(readme)
+      .filter((t) => t.startsWith('docs/'))
+      .map((t) => t.split('#')[0] as string);
+    for (const f of linked) assert.ok(existsSync(path.join(root, f)), `${f} exists`);
+    assert.deepEqual(docFiles.filter((f) => !linked.includes(f)), [], 'files of docs/ the README does not link');
   });
 
   test('it names no file outside the repository', () => {
-    const outside = ['../shared', 'contract.md', 'gateway-spec', 'STYLE.md'].filter((s) => readme.includes(s));
-    assert.deepEqual(outside, []);
+    for (const file of ['README.md', ...topicFiles]) {
+      const outside = ['../shared', 'contract.md', 'gateway-spec', 'STYLE.md'].filter((s) => read(file).includes(s));
+      assert.deepEqual(outside, [], file);
+    }
   });
 
-  test('every contract id it mentions is a link to its section in docs/decisions.md', () => {
-    // Ids inside code (`// C12: ...`) are examples and cannot be links; keep line numbers intact.
-    const prose = readme
-      .replace(/```[\s\S]*?```/g, (block) => block.replace(/[^\n]/g, ''))
-      .replace(/`[^`\n]*`/g, '')
-      .replace(/\[C(\d+)\]\(docs\/decisions\.md#c\1\)/g, '');
-    const unlinked = citedIds(prose).map(
-      ({ id, line }) => `C${id} at README.md:${line}`,
-    );
-    assert.deepEqual(unlinked, []);
+  test('every contract id it or a topic file of docs/ mentions is a link to its section in docs/decisions.md', () => {
+    for (const file of ['README.md', ...topicFiles]) {
+      const prefix = file === 'README.md' ? 'docs\\/decisions\\.md' : 'decisions\\.md';
+      // Ids inside code (`// C12: ...`) are examples and cannot be links; keep line numbers intact.
+      const prose = read(file)
+        .replace(/```[\s\S]*?```/g, (block) => block.replace(/[^\n]/g, ''))
+        .replace(/`[^`\n]*`/g, '')
+        .replace(new RegExp(`\\[C(\\d+)\\]\\(${prefix}#c\\1\\)`, 'g'), '');
+      const unlinked = citedIds(prose).map(({ id, line }) => `C${id} at ${file}:${line}`);
+      assert.deepEqual(unlinked, []);
+    }
   });
 
   test('it says where the ids in code comments are explained', () => {
@@ -155,10 +177,18 @@ describe('README.md', () => {
   });
 });
 
-describe('README layout', () => {
+describe('links in README.md and docs/', () => {
+  for (const file of ['README.md', ...docFiles]) {
+    test(`every relative link of ${file} points at a file, folder or heading that exists`, () => {
+      assert.deepEqual(brokenLinks(file), []);
+    });
+  }
+});
+
+describe('the Layout section of docs/development.md', () => {
   test('names every folder of src/, and no folder that is not there', () => {
-    const readme = read('README.md');
-    const layout = readme.slice(readme.indexOf('## Layout'));
+    const doc = read('docs/development.md');
+    const layout = doc.slice(doc.indexOf('## Layout'));
     const named = new Set([...layout.matchAll(/^src\/([a-z-]+)\/ /gm)].map((m) => m[1] as string));
     const folders = readdirSync(path.join(root, 'src')).filter((n) => statSync(path.join(root, 'src', n)).isDirectory());
     assert.deepEqual([...named].sort(), folders.sort());

@@ -1,4 +1,4 @@
-// The migration workflow (README, "Changing the schema"): the features' Drizzle schemas are the
+// The migration workflow (docs/development.md, "Changing the schema"): the features' Drizzle schemas are the
 // truth, `npm run db:generate` writes a migration for a change and nothing without one, and the
 // migration files, as deployed databases have applied them, make exactly what the schema says.
 import assert from 'node:assert/strict';

@@ -26,7 +26,7 @@ export interface MethodDoc {
   description: string;
 }
 
-/** What each method takes and answers, for the README and the OpenAPI description. */
+/** What each method takes and answers, for docs/rpc.md ("Native-chain methods") and the OpenAPI description. */
 export const NATIVE_METHOD_DOCS: Record<string, MethodDoc> = {
   nat_getBlockByNumber: {
     params:
