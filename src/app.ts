@@ -262,7 +262,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
     metrics.define({ name: 'junction_redis_outages_total', help: 'Times this instance found Redis not answering (C48)', type: 'counter', read: () => link.outages });
     if (redisLimiter) metrics.define({ name: 'junction_limiter_memory_calls_total', help: 'Limiter calls answered in memory because Redis did not (C48)', type: 'counter', read: () => redisLimiter.memoryCalls });
   }
-  healthRoutes(app, checks, () => upstreams.report());
+  healthRoutes(app, checks, () => upstreams.report(), config.health.readyWhen);
   // The server hands RPC requests to the fast path before Fastify sees them; requests that
   // reach Fastify another way (app.inject in tests) take the same path from here.
   const viaFastPath = async (req: FastifyRequest, reply: FastifyReply) => {

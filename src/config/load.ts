@@ -107,6 +107,7 @@ export const ENV_SETTINGS: readonly EnvSetting[] = [
   { name: 'LOG_FORMAT', path: 'logFormat', kind: 'string' },
   { name: 'METRICS_TOKEN', path: 'metrics.token', kind: 'string', secret: true },
   { name: 'METRICS_PORT', path: 'metrics.port', kind: 'int' },
+  { name: 'READY_WHEN', path: 'health.readyWhen', kind: 'string' },
   { name: 'BODY_LIMIT_BYTES', path: 'server.bodyLimitBytes', kind: 'int' },
   { name: 'TRUSTED_PROXIES', path: 'server.trustedProxies', kind: 'list' },
   { name: 'HEADERS_TIMEOUT_MS', path: 'server.headersTimeoutMs', kind: 'int' },

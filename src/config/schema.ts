@@ -113,6 +113,15 @@ export const ConfigSchema = T.Object(
       },
       { additionalProperties: false, description: 'the Prometheus endpoint' },
     ),
+    health: T.Object(
+      {
+        readyWhen: T.Union([T.Literal('storage'), T.Literal('any-network'), T.Literal('every-network')], {
+          description:
+            '/health/ready is 200 when storage answers and: storage = nothing more; any-network = not every network known down (a network not used or not probed yet counts as able to answer); every-network = no network known down',
+        }),
+      },
+      { additionalProperties: false, description: 'what readiness waits for (C3)' },
+    ),
     plans: Tiers(() => Plan, 'limits by plan'),
     methods: T.Object(
       {

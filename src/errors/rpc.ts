@@ -1,5 +1,5 @@
 import { BaseError } from './base.ts';
-import { NoUpstreamError, UpstreamRpcError } from './upstream.ts';
+import { inWords, NoUpstreamError, UpstreamRpcError } from './upstream.ts';
 
 /**
  * JSON-RPC errors with pinned codes (spec section 7) and the HTTP status each answers with (C22).
@@ -131,7 +131,10 @@ export function toRpcError(err: unknown): RpcError {
     const message = err.maybeSent
       ? 'Upstream RPC error: the transaction may have been sent; check it by hash'
       : 'Upstream RPC error: no node could answer';
-    return new UpstreamError(message, { details: { network: err.network, maybeSent: err.maybeSent }, cause: err });
+    // Why no node answered, node by node (its position in the network's list and the failure in
+    // words: refused, DNS, timeout, HTTP status), never a URL.
+    const reasons = err.attempts.slice(0, 16).map((a) => ({ upstream: a.upstream, reason: inWords(a.reason).slice(0, 160) }));
+    return new UpstreamError(message, { details: { network: err.network, maybeSent: err.maybeSent, reasons }, cause: err });
   }
   if (err instanceof UpstreamRpcError) return new NodeAnsweredError(err.code, err.message, { details: err.details });
   return new InternalRpcError('Internal error', { cause: err });

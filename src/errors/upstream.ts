@@ -77,3 +77,36 @@ export class UpstreamWsNoAnswerError extends BaseError {
   override name = 'UpstreamWsNoAnswerError';
   static override code = 'UPSTREAM_WS_NO_ANSWER';
 }
+
+/** Failure codes of a node attempt, in words. */
+const CODE_WORDS: Readonly<Record<string, string>> = {
+  ECONNREFUSED: 'connection refused',
+  ECONNRESET: 'connection reset by the node',
+  EPIPE: 'connection closed by the node',
+  UND_ERR_SOCKET: 'connection closed by the node',
+  UND_ERR_CLOSED: 'connection closed',
+  ENOTFOUND: 'host name not found',
+  EAI_AGAIN: 'host name lookup failed for now',
+  EHOSTUNREACH: 'host unreachable',
+  ENETUNREACH: 'network unreachable',
+  EADDRNOTAVAIL: 'address not available',
+  UND_ERR_CONNECT_TIMEOUT: 'connection timed out',
+  CERT_HAS_EXPIRED: 'TLS certificate expired',
+  DEPTH_ZERO_SELF_SIGNED_CERT: 'TLS certificate is self-signed',
+  ERR_TLS_CERT_ALTNAME_INVALID: 'TLS certificate does not match the host',
+  UNABLE_TO_VERIFY_LEAF_SIGNATURE: 'TLS certificate cannot be verified',
+};
+
+/** A failure reason as an operator reads it: "connection refused (ECONNREFUSED)", "no answer within 5000 ms". */
+export function inWords(reason: string): string {
+  const words = CODE_WORDS[reason];
+  if (words) return `${words} (${reason})`;
+  let m = /^timeout after (\d+) ms$/.exec(reason);
+  if (m) return `no answer within ${m[1]} ms`;
+  m = /^HTTP (\d+)$/.exec(reason);
+  if (m) return `the node answered HTTP ${m[1]}${m[1] === '429' ? ' (too many requests)' : ''}`;
+  m = /^invalid body \(HTTP (\d+)\)( to eth_blockNumber)?$/.exec(reason);
+  if (m) return m[2] ? `the answer to eth_blockNumber is not a block number (HTTP ${m[1]})` : `the answer is not JSON-RPC (HTTP ${m[1]})`;
+  if (reason === 'request failed') return 'the request failed';
+  return /^[A-Z][A-Z0-9_]+$/.test(reason) ? `request failed (${reason})` : reason;
+}

@@ -12,7 +12,7 @@ export interface ReadinessCheck {
   check(): Promise<void | { degraded: string }>;
 }
 
-/** Per-network upstream health, reported but never a reason to be unready (C3). */
+/** Per-network upstream health, reported, and a reason to be unready as `health.readyWhen` says (C3). */
 export type UpstreamHealthReport = () => Record<string, NetworkHealth>;
 
 const Nullable = <S extends ReturnType<typeof T.Integer> | ReturnType<typeof T.Number>>(s: S) => T.Union([s, T.Null()]);
@@ -67,10 +67,10 @@ const ReadyBody = T.Object(
         { additionalProperties: false },
       ),
       {
-        description: 'What readiness depends on: the config, storage and (when configured) Redis',
+        description: 'What readiness depends on: the config, storage, (when configured) Redis, and `networks` when health.readyWhen makes them unready',
       },
     ),
-    networks: T.Record(T.String(), NetworkReport, { description: 'Upstreams of each network, by slug: reported, never a reason to be unready' }),
+    networks: T.Record(T.String(), NetworkReport, { description: 'Upstreams of each network, by slug; a reason to be unready only as health.readyWhen says' }),
   },
   { additionalProperties: false },
 );
@@ -79,7 +79,7 @@ const ReadyBody = T.Object(
  * `GET /health/live` and `GET /health/ready` (C3). Probes call them every few seconds, so they are
  * not logged at info (a failure still is).
  */
-export function healthRoutes(app: FastifyInstance, checks: ReadinessCheck[], upstreams: UpstreamHealthReport): void {
+export function healthRoutes(app: FastifyInstance, checks: ReadinessCheck[], upstreams: UpstreamHealthReport, readyWhen: ReadyWhen = 'storage'): void {
   // Readiness changes are logged once each, not at every probe.
   let wasReady = true;
   app.get(
@@ -103,9 +103,9 @@ export function healthRoutes(app: FastifyInstance, checks: ReadinessCheck[], ups
       schema: {
         tags: ['health'],
         operationId: 'getReadiness',
-        summary: 'Storage reachable, Redis up or degraded; how many upstreams of each network answer',
+        summary: 'Storage reachable, Redis up or degraded, networks as health.readyWhen says; how many upstreams of each network answer',
         description:
-          '200 when the config is loaded and storage answers, else 503. Redis (when configured) that does not answer leaves the instance ready with `checks.redis.state: "degraded"` (C48: limits are enforced per instance in memory meanwhile). Upstreams that do not answer never make the gateway unready: each network says how many answer, their head, lag and last error.',
+          '200 when the config is loaded and storage answers, else 503. Redis (when configured) that does not answer leaves the instance ready with `checks.redis.state: "degraded"` (C48: limits are enforced per instance in memory meanwhile). Networks, by `health.readyWhen` (`READY_WHEN`): `any-network` (default) is unready (`checks.networks`) only when every network is known down, `every-network` when any is, `storage` never; a network not used or not probed yet never counts as down. Each network says how many upstreams answer, their head, lag and last error.',
         response: { 200: ReadyBody, 503: ReadyBody },
       },
     },
@@ -121,6 +121,9 @@ export function healthRoutes(app: FastifyInstance, checks: ReadinessCheck[], ups
           }
         }),
       );
+      const networks = upstreams();
+      const down = networksDown(networks, readyWhen);
+      if (down !== null) results.networks = { ok: false, state: 'down', error: down };
       const ready = Object.values(results).every((r) => r.ok);
       if (ready !== wasReady) {
         wasReady = ready;
@@ -128,9 +131,27 @@ export function healthRoutes(app: FastifyInstance, checks: ReadinessCheck[], ups
         if (ready) app.log.info('ready again: every readiness check passes');
         else app.log.warn({ checks: results }, `not ready: ${failed.join('; ')}`);
       }
-      return reply.status(ready ? 200 : 503).send({ status: ready ? 'ready' : 'unready', checks: results, networks: upstreams() });
+      return reply.status(ready ? 200 : 503).send({ status: ready ? 'ready' : 'unready', checks: results, networks });
     },
   );
+}
+
+/** What `/health/ready` waits for besides storage (`health.readyWhen`, C3). */
+export type ReadyWhen = 'storage' | 'any-network' | 'every-network';
+
+/**
+ * Why the networks make the instance unready, or null. Only a network known down counts against
+ * it: one not used yet (idle) or not probed yet (unknown) may still answer, so a gateway whose
+ * networks start lazily is not held unready by them.
+ */
+export function networksDown(networks: Record<string, NetworkHealth>, readyWhen: ReadyWhen): string | null {
+  if (readyWhen === 'storage') return null;
+  const entries = Object.entries(networks);
+  const down = entries.filter(([, n]) => n.status === 'down').map(([slug]) => slug);
+  if (down.length === 0) return null;
+  if (readyWhen === 'every-network') return `${down.length} of ${entries.length} networks have no upstream answering: ${down.slice(0, 8).join(', ')}${down.length > 8 ? ', ...' : ''}`;
+  const mayAnswer = entries.some(([, n]) => n.status !== 'down');
+  return mayAnswer ? null : `no node answers on any network (${down.length} down): offline? try --devnet`;
 }
 
 function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {

@@ -1,9 +1,9 @@
-import { type FailedAttempt, NetworkDownError, NoUpstreamError, UpstreamRpcError } from '../errors/upstream.ts';
+import { type FailedAttempt, inWords, NetworkDownError, NoUpstreamError, UpstreamRpcError } from '../errors/upstream.ts';
 import { looksLikeJsonRpc } from './answers.ts';
 import { attempt } from './attempt.ts';
 import { consensusForward, isConsensusCall } from './consensus.ts';
 import { request, send } from './failover.ts';
-import { agreedHead, bestHead, checkHealth, healthReport, inWords, isDown, jumpCeiling, markFailed, markOk, startProbes } from './health.ts';
+import { agreedHead, bestHead, checkHealth, healthReport, isDown, jumpCeiling, markFailed, markOk, startProbes } from './health.ts';
 import { observe, PoolState } from './state.ts';
 import type { CallOptions, ForwardResult, PoolOptions, UpstreamCallStats, UpstreamHealth } from './types.ts';
 

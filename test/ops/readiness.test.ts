@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { networksDown } from '../../src/ops/health.ts';
+import type { NetworkHealth } from '../../src/upstreams/upstreams.ts';
 import { createKey, startTestApp, type TestApp } from '../support/app.ts';
 import { type FakeNode, startFakeNode } from '../support/fake-node.ts';
 import { waitFor } from '../support/wait.ts';
@@ -66,6 +68,8 @@ describe('readiness that tells the truth (C3)', () => {
     const res = await post(rpcUrl, call('eth_getBalance', ['0x0000000000000000000000000000000000000000', 'latest']));
     assert.equal(res.status, 502);
     assert.equal(res.json.error?.code, -32000);
+    // Issue 31: the error says why no node answered, node by node, never with its URL.
+    assert.deepEqual((res.json.error as { data?: { reasons?: unknown } }).data?.reasons, [{ upstream: 0, reason: 'the node answered HTTP 500' }]);
     assert.equal(node.callCount('eth_getBalance'), 1, 'the call reached the node');
     const report = await waitFor(async () => {
       const r = await ready(t);
@@ -98,6 +102,9 @@ describe('readiness that tells the truth (C3)', () => {
     if (res === 'held') return;
     assert.equal(res.status, 502);
     assert.equal(res.json.error?.code, -32000);
+    const reasons = (res.json.error as { data?: { reasons?: Array<{ upstream: number; reason: string }> } }).data?.reasons;
+    assert.equal(reasons?.length, 1);
+    assert.match(reasons?.[0]?.reason ?? '', /HTTP 500|no answer within/, 'a known-down network names the last failure of each node');
     assert.equal(node.callCount('eth_getBalance'), 1, 'the second call never reached the node');
     // The aim is under 50 ms; the bound leaves room for a busy test machine, far below any timeout.
     assert.ok(ms < 1000, `answered in ${Math.round(ms)} ms`);
@@ -151,5 +158,50 @@ describe('readiness that tells the truth (C3)', () => {
     assert.equal(degraded.upstreams[1]?.lastError, 'connection refused (ECONNREFUSED)');
     // The one that answers still serves.
     assert.equal((await post(`${t.url}/public/main`, call('eth_chainId'))).status, 200);
+  });
+});
+
+describe('what readiness waits for: health.readyWhen (issue 31)', () => {
+  const net = (status: NetworkHealth['status']) => ({ status }) as NetworkHealth;
+  test('any-network (the default): unready only when every network is known down; idle and unknown ones may still answer', () => {
+    assert.match(networksDown({ a: net('down'), b: net('down') }, 'any-network') ?? '', /no node answers on any network \(2 down\): offline\? try --devnet/);
+    assert.equal(networksDown({ a: net('down'), b: net('up') }, 'any-network'), null);
+    assert.equal(networksDown({ a: net('down'), b: net('degraded') }, 'any-network'), null);
+    assert.equal(networksDown({ a: net('down'), b: net('idle') }, 'any-network'), null);
+    assert.equal(networksDown({ a: net('unknown') }, 'any-network'), null);
+  });
+  test('every-network: one known down names it; storage: networks never count', () => {
+    assert.match(networksDown({ a: net('down'), b: net('up') }, 'every-network') ?? '', /1 of 2 networks have no upstream answering: a/);
+    assert.equal(networksDown({ a: net('up'), b: net('idle') }, 'every-network'), null);
+    assert.equal(networksDown({ a: net('down') }, 'storage'), null);
+  });
+
+  test('through the route: every-network turns 503 once a used network is down, naming it, and 200 when it answers again', async () => {
+    const [node, native] = await Promise.all([startFakeNode({ mode: 'status500' }), startFakeNode()]);
+    const t = await startTestApp({
+      listen: true,
+      // The native networks, which background features use, answer; avalanche-fuji does not.
+      env: { UPSTREAM_AVALANCHE_FUJI: node.url, UPSTREAM_NATIVE_MAINNET: native.url, UPSTREAM_NATIVE_TESTNET: native.url, READY_WHEN: 'every-network' },
+      overrides: { rpc: { healthIntervalMs: 200 }, cache: { enabled: false } },
+    });
+    try {
+      assert.equal(t.config.health.readyWhen, 'every-network', 'READY_WHEN sets it');
+      const url = `${t.url}/v1/avalanche-fuji/${(await createKey(t.app, { networks: ['avalanche-fuji'] })).key}`;
+      assert.equal((await post(url, call('eth_getBalance', ['0x0000000000000000000000000000000000000000', 'latest']))).status, 502);
+      const res = await waitFor(async () => {
+        const r = await t.app.inject({ method: 'GET', url: '/health/ready' });
+        return r.statusCode === 503 ? r : undefined;
+      }, { what: 'unready with a network down' });
+      const body = res.json<{ status: string; checks: Record<string, { ok: boolean; error?: string }> }>();
+      assert.equal(body.status, 'unready');
+      assert.equal(body.checks.networks?.ok, false);
+      assert.match(body.checks.networks?.error ?? '', /^1 of 16 networks have no upstream answering: avalanche-fuji$/);
+      assert.equal(body.checks.storage?.ok, true);
+      await node.setMode('ok');
+      await waitFor(async () => (await t.app.inject({ method: 'GET', url: '/health/ready' })).statusCode === 200, { what: 'ready again once it answers' });
+    } finally {
+      await t.close();
+      await Promise.all([node.close(), native.close()]);
+    }
   });
 });

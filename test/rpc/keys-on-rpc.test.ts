@@ -100,14 +100,16 @@ describe('addresses (C1)', () => {
   });
 
   test('/rpc/main/evm/{chainId} serves every other network the key may use (pro key)', async () => {
-    const { key, user } = await createKey(t.app);
+    const { user } = await createKey(t.app);
+    // A key given its own list on the free plan keeps it after the upgrade (C16).
+    const nativeOnly = await createKey(t.app, { networks: ['native-mainnet'] }, user);
     await setTier(t.app, user.id, 'pro', ADMIN);
-    // networks omitted at creation as a free account: native only; a pro key made now gets them all.
+    // networks omitted: every network the plan allows, which on pro is all of them (C52).
     const pro = await createKey(t.app, {}, user);
     assertServed(await rpc('/rpc/main/evm/1', { key: pro.key }), 1, 'ethereum');
     assertServed(await rpc('/rpc/main/evm/137', { key: pro.key }), 1, 'polygon');
     assertServed(await rpc('/v1/ethereum/' + pro.key), 1, 'ethereum by slug');
-    assertError(await rpc('/rpc/main/evm/1', { key }), -32003, 403);
+    assertError(await rpc('/rpc/main/evm/1', { key: nativeOnly.key }), -32003, 403);
   });
 
   test('/v1/{slug}/{key} takes the key as the last path segment', async () => {
@@ -251,10 +253,10 @@ describe('key failures (C20, C22)', () => {
 
 describe('plan changes take effect at once (C20)', () => {
   test('a free key limited to the native networks can use ethereum right after the tier change and a PATCH', async () => {
-    const k = await usedKey();
+    const k = await usedKey({ networks: ['native-mainnet', 'native-testnet'] });
     assertError(await rpc('/rpc/main/evm/1', { key: k.key }), -32003, 403);
     await setTier(t.app, k.user.id, 'pro', ADMIN);
-    // The key's own list still holds only the native networks.
+    // The key's own list (given at creation) still holds only the native networks (C16).
     assertError(await rpc('/rpc/main/evm/1', { key: k.key }), -32003, 403);
     await patchKey(k.user, k.id, { networks: ['native-mainnet', 'ethereum', 'polygon', 'bsc', 'base', 'arbitrum'] });
     assertServed(await rpc('/rpc/main/evm/1', { key: k.key }), 1, 'ethereum after the change');
