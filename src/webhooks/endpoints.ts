@@ -304,7 +304,9 @@ export class EndpointStore {
       await checkTargetHost(url.hostname);
     } catch (err) {
       if (err instanceof ForbiddenTargetError) {
-        throw new HttpError(ForbiddenTargetError.code, `url is not allowed: ${err.message}`, { details: [{ field, message: err.message }] });
+        // Issue 31: a refusal names the setting that would allow it (for a private or loopback target).
+        const hint = /does not resolve/.test(err.message) ? '' : ' (the setting webhooks.allowPrivateTargets, on under --devnet, allows such targets)';
+        throw new HttpError(ForbiddenTargetError.code, `url is not allowed: ${err.message}${hint}`, { details: [{ field, message: `${err.message}${hint}` }] });
       }
       throw err;
     }
