@@ -60,7 +60,8 @@ describe('the gateway process (npm start)', () => {
     const dir = tmp();
     try {
       for (let run = 0; run < 2; run++) {
-        const gw = await start({ env: { DATA_DIR: dir }, via: 'npm' });
+        // No devnet and no internet here: readiness waits for storage only (health.readyWhen).
+        const gw = await start({ env: { DATA_DIR: dir, READY_WHEN: 'storage' }, via: 'npm' });
         const command = gatewayCommand(gw);
         assert.match(command, /scripts\/start\.mjs/);
         assert.doesNotMatch(command, /tsx/, 'no TypeScript loader');
@@ -88,7 +89,7 @@ describe('the gateway process (npm start)', () => {
       cpSync(ROOT, project, { recursive: true, filter: (from) => !skip.has(path.relative(ROOT, from).split(path.sep)[0] as string) });
       symlinkSync(path.join(ROOT, 'node_modules'), path.join(project, 'node_modules'));
       const run = async (what: string) => {
-        const gw = await start({ env: { DATA_DIR: data }, via: 'npm', cwd: project, seeded: true });
+        const gw = await start({ env: { DATA_DIR: data, READY_WHEN: 'storage' }, via: 'npm', cwd: project, seeded: true });
         assert.equal((await fetch(`${gw.url}/health/ready`)).status, 200, `${what}: ready`);
         const nets = await fetch(`${gw.url}/api/v1/networks`);
         assert.equal(((await nets.json()) as { data: unknown[] }).data.length, 16, `${what}: the shipped networks`);
