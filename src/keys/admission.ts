@@ -89,7 +89,10 @@ function usable(key: ResolvedKey | null, now: number): ResolvedKey | Refusal {
 /** The network, then the key's origin, IP and JWT rules (a key without any costs one null check). */
 function judge(key: ResolvedKey, network: string, from: RequestOrigin): Admission | Promise<Admission> {
   if (!key.networks.has(network)) {
-    const err = new NetworkNotAllowedError(`API key not authorized for network ${network}`, { details: { network, allowed: [...key.networks] } });
+    // Issue 31: the refusal says what would allow it (the key's networks, within the plan's).
+    const err = new NetworkNotAllowedError(`API key not authorized for network ${network}: add it to the key's networks (PATCH /api/v1/api-keys/{id}), within the plan's`, {
+      details: { network, allowed: [...key.networks] },
+    });
     return new Refusal(err, 'network', key);
   }
   if (key.access === null) return key;

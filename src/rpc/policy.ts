@@ -92,7 +92,11 @@ export class MethodPolicy {
       return 'is not a supported native method';
     }
     for (const [re, why] of NEVER) if (re.test(method)) return why;
-    if (GATED.test(method)) return 'is not enabled for this plan';
+    if (GATED.test(method)) {
+      // Issue 31: the refusal names what would allow the call (the plans whose methods.planExtras list it).
+      const plans = (Object.entries(this.#extras) as Array<[Tier, ReadonlySet<string>]>).filter(([, set]) => set.has(method)).map(([tier]) => tier);
+      return plans.length > 0 ? `is not enabled for this plan; the ${plans.join(', ')} plan${plans.length > 1 ? 's' : ''} allow${plans.length > 1 ? '' : 's'} it` : 'is not enabled for this plan, nor for any other (methods.planExtras)';
+    }
     const cased = this.#byLowerCase.get(method.toLowerCase());
     if (cased) return `is not supported: method names are case-sensitive (did you mean ${cased}?)`;
     return 'is not supported';

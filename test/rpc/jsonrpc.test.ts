@@ -425,7 +425,7 @@ describe('method policy (C24)', () => {
     ['admin_peers', /controls the node/],
     ['miner_start', /controls the node/],
     ['txpool_content', /not enabled/],
-    ['debug_traceTransaction', /not enabled for this plan/],
+    ['debug_traceTransaction', /not enabled for this plan; the [a-z, ]+ plans? allows? it/],
     ['trace_block', /not enabled for this plan/],
     ['anvil_mine', /devnet control/],
     ['hardhat_mine', /devnet control/],
