@@ -306,7 +306,11 @@ export const ConfigSchema = T.Object(
         timeoutMs: T.Integer({ minimum: 1, description: 'milliseconds one delivery attempt may take' }),
         concurrency: T.Integer({ minimum: 1, description: 'attempts in flight at once per instance' }),
         pollIntervalMs: T.Integer({ minimum: 10, description: 'milliseconds between looks at the outbox when nothing woke the sender' }),
-        retryDelaysSeconds: T.Array(T.Integer({ minimum: 0 }), { minItems: 1, description: 'seconds before each retry; past the last: failed' }),
+        leaseSeconds: T.Number({
+          exclusiveMinimum: 0,
+          description: 'seconds a claimed delivery stays with the instance that claimed it (at least timeoutMs + 1 s); past it, as after a crash, another instance sends it again with the same webhook-id',
+        }),
+        retryDelaysSeconds: T.Array(T.Number({ minimum: 0 }), { minItems: 1, description: 'seconds before each retry (fractions allowed: tests compress time); past the last: failed' }),
         disableAfterFailingDays: T.Integer({ minimum: 1, description: 'an endpoint failing this many days in a row is disabled' }),
         rotationOverlapSeconds: T.Integer({ minimum: 0, description: 'seconds the old secret still signs after a rotation' }),
         deliveryRetentionDays: T.Integer({ minimum: 1, description: 'days delivered and failed events are kept' }),

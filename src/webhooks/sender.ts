@@ -108,8 +108,9 @@ export class Sender {
     this.#store = deps.store;
     this.#perEndpoint = Math.max(1, Math.floor(this.#cfg.concurrency * PER_ENDPOINT_SHARE));
     this.#claimBatch = Math.max(1, Math.floor(this.#cfg.concurrency / 4));
-    // Long enough for the attempt's timeout and recording its outcome; then the row may be claimed again.
-    this.#leaseSeconds = Math.ceil(this.#cfg.timeoutMs / 1000) + 30;
+    // Long enough for the attempt's timeout and recording its outcome; then the row may be claimed
+    // again (a SIGKILLed claimer's rows come back after it, C39).
+    this.#leaseSeconds = Math.max(this.#cfg.leaseSeconds, this.#cfg.timeoutMs / 1000 + 1);
     this.#agent = new Agent({
       connect: { timeout: this.#cfg.timeoutMs, ...(this.#cfg.allowPrivateTargets ? {} : { lookup: guardedLookup }) },
       headersTimeout: this.#cfg.timeoutMs,
@@ -192,7 +193,13 @@ export class Sender {
           and (d.claimed_until is null or d.claimed_until < now())
           and e.status = 'enabled'
           and not (d.endpoint_id = any(string_to_array(${busy.join(',')}::text, ',')))
-        order by d.next_attempt_at
+          -- An endpoint that is failing gets its oldest pending event only: newer ones wait behind it,
+          -- so a receiver back from an outage gets its queue in creation order, none lost (C39).
+          and (e.failing_since is null or not exists (
+            select 1 from webhook_deliveries o
+            where o.endpoint_id = d.endpoint_id and o.status = 'pending'
+              and (o.created_at, o.id) < (d.created_at, d.id)))
+        order by d.created_at, d.id
         limit ${n}
         for update of d skip locked
       )

@@ -88,11 +88,12 @@ export class Webhooks {
   /** Stores one event for exactly these endpoints (the producer chose them). Returns how many deliveries. */
   async enqueue(tx: Db, event: PublishedEvent, endpointIds: readonly string[]): Promise<number> {
     if (endpointIds.length === 0) return 0;
-    // One statement: the event and a delivery row per endpoint (the outbox, C39).
+    // One statement: the event and a delivery row per endpoint (the outbox, C39). clock_timestamp(),
+    // not now(): events of one transaction get distinct creation times, the order of an endpoint's queue.
     await tx.execute(sql`
       with ev as (insert into webhook_events (id, type, body) values (${newEventId()}, ${event.type}, ${eventBody(event)}) returning id)
-      insert into webhook_deliveries (id, event_id, endpoint_id)
-      select gen_random_uuid()::text, ev.id, e from ev, unnest(string_to_array(${endpointIds.join(',')}::text, ',')) as e`);
+      insert into webhook_deliveries (id, event_id, endpoint_id, created_at)
+      select gen_random_uuid()::text, ev.id, e, clock_timestamp() from ev, unnest(string_to_array(${endpointIds.join(',')}::text, ',')) as e`);
     return endpointIds.length;
   }
 
@@ -138,7 +139,7 @@ export class Webhooks {
     };
     await this.#db.transaction(async (tx) => {
       await tx.insert(webhookEvents).values({ id: eventId, type: event.type, body: eventBody(event) });
-      await tx.insert(webhookDeliveries).values({ id: deliveryId, eventId, endpointId: id });
+      await tx.insert(webhookDeliveries).values({ id: deliveryId, eventId, endpointId: id, createdAt: sql`clock_timestamp()` });
     });
     this.wake();
     return { eventId, deliveryId };
