@@ -3,11 +3,11 @@ import WebSocket from 'ws';
 import { NodeAnsweredError, type RpcError, UpstreamError } from '../errors/rpc.ts';
 import { UpstreamWsNoAnswerError, UpstreamWsRpcError } from '../errors/upstream.ts';
 import { type FillHost, fillGap } from './gap-fill.ts';
-import { alreadyPassedOn, newTopicState, type Subscriber, type TopicState } from './hub-topic.ts';
+import { alreadyPassedOn, newTopicState, Notification, type Subscriber, type TopicState } from './hub-topic.ts';
 import { readNotification } from './messages.ts';
 import type { Topic } from './topics.ts';
 
-export type { Subscriber };
+export { Notification, type Subscriber };
 
 export interface HubOptions {
   network: string;
@@ -100,12 +100,13 @@ export class SubscriptionHub {
 
   /**
    * Adds a subscriber to a topic; resolves once the node confirmed the topic's upstream
-   * subscription (at once when it already runs).
+   * subscription (at once when it already runs), with the topic's key as the hub keeps it (one
+   * string for every subscriber of the topic: theirs can be let go).
    *
    * @throws RpcError: -32000 when no node could take the subscription in time, or the node's
    *   own error when it refused it.
    */
-  async subscribe(topic: Topic, subscriber: Subscriber): Promise<void> {
+  async subscribe(topic: Topic, subscriber: Subscriber): Promise<string> {
     if (this.#closed) throw new UpstreamError('Upstream RPC error: the gateway is shutting down');
     if (this.#o.urls.length === 0) {
       throw new UpstreamError(`Upstream RPC error: network ${this.network} has no WebSocket upstream for subscriptions`, {
@@ -126,9 +127,10 @@ export class SubscriptionHub {
       else if (!this.#socket && !this.#reconnectTimer) this.#connect();
     }
     st.subscribers.add(subscriber);
-    if (st.active) return;
+    if (st.active) return st.topic.key;
     const waiting = st;
     await new Promise<void>((resolve, reject) => waiting.waiters.set(subscriber, { resolve, reject }));
+    return waiting.topic.key;
   }
 
   /** Removes a subscriber; the topic's upstream subscription is dropped with its last subscriber. */
@@ -307,7 +309,8 @@ export class SubscriptionHub {
       return;
     }
     if (!live) this.#counters.gapFilled++;
-    for (const s of st.subscribers) s.deliver(text);
+    const note = new Notification(text);
+    for (const s of st.subscribers) s.deliver(note);
   }
 
   /** After a reconnect, fetches and passes on what a topic missed (gap-fill.ts), over this connection. */
