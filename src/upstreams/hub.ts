@@ -47,6 +47,8 @@ export interface HubStats {
   gapFilled: number;
   /** Notifications not passed on because subscribers already had them (a block or log seen twice). */
   duplicatesDropped: number;
+  /** Seconds spent handing notifications to their subscribers (the fan-out: framing and writing to every client). */
+  deliverSeconds: number;
 }
 
 interface Pending {
@@ -85,7 +87,7 @@ export class SubscriptionHub {
   #pingTimer: NodeJS.Timeout | undefined;
   #reconnectTimer: NodeJS.Timeout | undefined;
   #lingerTimer: NodeJS.Timeout | undefined;
-  readonly #counters = { upstreamSubscribes: 0, upstreamUnsubscribes: 0, reconnects: 0, notifications: 0, gapFilled: 0, duplicatesDropped: 0 };
+  readonly #counters = { upstreamSubscribes: 0, upstreamUnsubscribes: 0, reconnects: 0, notifications: 0, gapFilled: 0, duplicatesDropped: 0, deliverSeconds: 0 };
 
   constructor(opts: HubOptions) {
     this.network = opts.network;
@@ -309,8 +311,10 @@ export class SubscriptionHub {
       return;
     }
     if (!live) this.#counters.gapFilled++;
+    const started = performance.now();
     const note = new Notification(text);
     for (const s of st.subscribers) s.deliver(note);
+    this.#counters.deliverSeconds += (performance.now() - started) / 1000;
   }
 
   /** After a reconnect, fetches and passes on what a topic missed (gap-fill.ts), over this connection. */

@@ -37,6 +37,8 @@ export interface WsDeps {
 }
 
 const ignore = (): void => {};
+/** Connections pinged and checked per turn of the event loop (see WsGateway.start). */
+const SWEEP_SLICE = 500;
 
 /** `/ws` and `/ws/` (native mainnet), `/ws/{network}` (C1); a trailing slash is accepted. */
 const WS_PATH = /^\/ws(?:\/([^/]*))?\/?$/;
@@ -266,15 +268,27 @@ export class WsGateway {
     serveAsHttp(this.#app.server, req, socket as Socket, head);
   }
 
-  /** Starts the one timer for every connection: pings, idle clients, keys that expired meanwhile. */
+  /**
+   * Starts the one timer for every connection: pings, idle clients, keys that expired meanwhile.
+   * Each round goes over the connections in slices, yielding between them, so that with many
+   * thousands of clients a round does not hold the event loop (and the notifications) for long.
+   */
   start(): void {
     if (this.#sweep || this.#closing) return;
     this.#sweep = setInterval(() => {
       const now = Date.now();
-      for (const c of this.connections) {
-        c.heartbeat(now);
-        void c.recheckKey().catch(() => {});
-      }
+      const open = [...this.connections];
+      let i = 0;
+      const slice = () => {
+        for (const end = Math.min(open.length, i + SWEEP_SLICE); i < end; i++) {
+          const c = open[i] as WsConnection;
+          if (c.closed) continue;
+          c.heartbeat(now);
+          void c.recheckKey().catch(() => {});
+        }
+        if (i < open.length && !this.#closing) setImmediate(slice);
+      };
+      slice();
     }, this.#d.config.ws.pingIntervalMs);
     this.#sweep.unref();
   }
