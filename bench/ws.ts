@@ -7,7 +7,7 @@
 // the gateway's RSS per connection after a full GC (BENCH_GC=1 + --expose-gc: SIGUSR2, see
 // src/ops/bench-gc.ts), and the gateway's CPU.
 //
-//   npm run bench:ws -- --connections 18000 --processes 5 --notifications 40 --interval 500
+//   npm run bench:ws -- --connections 18000 --processes 5 --notifications 30 --interval 1000
 import { type ChildProcess, fork, spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
@@ -16,21 +16,22 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import WebSocket, { WebSocketServer } from 'ws';
+import { type WebSocket, WebSocketServer } from 'ws';
 import { cpuSeconds } from './cpu.ts';
-import { type Child, cleanup, cleanupOnSignals, removeStaleTempDirs, ROOT } from './children.ts';
+import { type Child, cleanup, cleanupOnSignals, pinCpus, removeStaleTempDirs, ROOT } from './children.ts';
 import { startGateway } from './gateway.ts';
 
 const { values: opt } = parseArgs({
   options: {
     connections: { type: 'string', default: '18000' },
     processes: { type: 'string', default: '5' },
-    notifications: { type: 'string', default: '40' },
-    interval: { type: 'string', default: '500' }, // milliseconds between blocks
+    notifications: { type: 'string', default: '30' },
+    interval: { type: 'string', default: '1000' }, // milliseconds between blocks
     'logs-every': { type: 'string', default: '3' }, // every n-th client also subscribes to logs
     concurrency: { type: 'string', default: '50' }, // connections being opened at once, per client process
     'source-addresses': { type: 'string', default: '4' }, // 127.0.0.1 .. 127.0.0.n
     'no-build': { type: 'boolean', default: false },
+    pin: { type: 'boolean', default: false }, // the gateway alone on the last CPU, the clients and the node on the others (taskset)
     perf: { type: 'string' }, // a file: the gateway is sampled with `perf record -g` while it notifies (root, or perf_event_paranoid <= 1)
   },
 });
@@ -178,8 +179,10 @@ async function main(): Promise<void> {
   const nofile = Number(spawnSync('sh', ['-c', 'ulimit -n'], { encoding: 'utf8' }).stdout.trim());
   if (connections + 200 > nofile) console.warn(`warning: ${connections} connections against an open-file limit of ${nofile} per process: the gateway will refuse some`);
 
+  const pinned = pinCpus(opt.pin);
+  if (pinned) spawnSync('taskset', ['-pc', os.availableParallelism() === 2 ? '0' : `0-${os.availableParallelism() - 2}`, String(process.pid)], { stdio: 'ignore' });
   const node = await startFakeNode();
-  const clientProcs = startClients(processes);
+  const clientProcs = startClients(processes); // forked after the pinning: they inherit it
   try {
     const gw = await startGateway({ label: 'gateway', env: { UPSTREAM_WS_NATIVE_MAINNET: node.wsUrl, BENCH_GC: '1' } }, node.httpUrl, { nodeArgs: ['--expose-gc'] });
     const url = `${gw.url.replace('http', 'ws')}/ws/${NETWORK}?apiKey=${gw.headers['x-api-key']}`;
@@ -269,9 +272,12 @@ async function main(): Promise<void> {
     const f = (x: number) => `${x.toFixed(1)} ms`;
     const subscribers = connections + logsClients;
     const frames = final.framesBuilt - after.framesBuilt;
+    const hubOf = (m: typeof after) => m.hubs.find((h) => h.network === NETWORK) ?? {};
+    const fanoutMs = ((Number(hubOf(final).deliverSeconds) - Number(hubOf(after).deliverSeconds)) * 1000) / (2 * notifications);
     const rssPerConn = perConn(before.rss, after.rss);
 
     console.log(`WebSocket fan-out: ${connections} clients in ${processes} processes on ${NETWORK} (every one on newHeads, ${logsClients} on logs too), ${notifications} blocks ${intervalMs} ms apart`);
+    if (pinned) console.log(`  pinned                                ${pinned}`);
     console.log(`  machine                               ${os.cpus().length} CPUs, load average ${load0.map((x) => x.toFixed(2)).join(' ')} (1/5/15 min, before the notifications), open files per process ${nofile}`);
     console.log(`  connections open and subscribed       ${after.connections} of ${connections} (${failures} failed) in ${(setupMs / 1000).toFixed(1)} s: ${(connections / (setupMs / 1000)).toFixed(0)}/s, gateway CPU ${setupCpu.toFixed(1)} s (${((setupCpu * 1e6) / connections).toFixed(0)} µs per connection)`);
     console.log(`  upstream eth_subscribe calls          ${node.subscribes()} (newHeads, logs) for ${subscribers} client subscriptions`);
@@ -280,6 +286,7 @@ async function main(): Promise<void> {
     console.log(`  RSS per connection                    ${rssPerConn.toFixed(2)} KiB`);
     console.log(`  JS heap per connection                ${perConn(before.heapUsed, after.heapUsed).toFixed(2)} KiB; external + array buffers ${perConn(before.external + before.arrayBuffers, after.external + after.arrayBuffers).toFixed(2)} KiB`);
     console.log(`  gateway CPU while notifying           ${((notifyCpu / (notifyMs / 1000)) * 100).toFixed(0)}% of one core: ${((notifyCpu * 1000) / notifications).toFixed(1)} ms per block (${subscribers} frames), ${((notifyCpu * 1e9) / notifications / subscribers).toFixed(0)} ns per frame; ${(kernelShare * 100).toFixed(0)}% of it in the kernel`);
+    console.log(`  gateway fan-out per notification      ${f(fanoutMs)} on average (the hub's loop over the topic's subscribers: ${((fanoutMs * 2e6) / subscribers).toFixed(0)} ns per frame)`);
     console.log(`  newHeads node -> last client          p50 ${f(pct(heads.last, 50))}, p99 ${f(pct(heads.last, 99))}, max ${f(Math.max(...heads.last))}`);
     console.log(`  logs node -> last client              p50 ${f(pct(logs.last, 50))}, p99 ${f(pct(logs.last, 99))}, max ${f(Math.max(...logs.last))}`);
     console.log(`  node -> client, all deliveries        p50 ${medianAll.toFixed(1)} ms`);
@@ -297,7 +304,7 @@ async function main(): Promise<void> {
     if (verdicts.some(([, ok]) => !ok)) process.exitCode = 1;
   } finally {
     for (const c of clientProcs) if (c.connected) c.send({ type: 'close' });
-    await Promise.all(clientProcs.map((c) => (c.exitCode === null ? Promise.race([once(c, 'exit'), new Promise((r) => setTimeout(r, 3_000))]) : null)));
+    await Promise.all(clientProcs.map((c) => (c.exitCode === null ? Promise.race([once(c, 'exit'), new Promise((r) => setTimeout(r, 3_000))]) : Promise.resolve())));
     for (const c of clientProcs) if (c.exitCode === null) c.kill('SIGKILL');
     await cleanup();
     node.close();
