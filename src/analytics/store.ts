@@ -1,6 +1,7 @@
 import { type SQL, sql } from 'drizzle-orm';
 import type { Logger } from 'pino';
 import { PeriodicJob } from '../jobs/periodic.ts';
+import { deleteInBatches } from '../storage/batched-delete.ts';
 import type { Db } from '../storage/db.ts';
 import { fromArrayText, mergeInto, percentile } from './histogram.ts';
 import { REFUSAL_REASONS } from './recorder.ts';
@@ -193,10 +194,10 @@ export class AnalyticsStore {
     const today = new Date(now).toISOString().slice(0, 10);
     const hourCut = AnalyticsStore.oldestDay('hour', today);
     const dayCut = AnalyticsStore.oldestDay('day', today);
-    const h: unknown = await this.#db.execute(sql`delete from analytics_hourly where hour < ${`${hourCut}T00:00:00Z`}::timestamptz`);
-    const d: unknown = await this.#db.execute(sql`delete from analytics_daily where day < ${dayCut}::date`);
-    const count = (r: unknown) => Number((r as { rowCount?: number; affectedRows?: number }).rowCount ?? (r as { affectedRows?: number }).affectedRows ?? 0);
-    const out = { hourly: count(h), daily: count(d) };
+    // Issue 28: in bounded batches, through the (hour) and (day) indexes.
+    const hourly = await deleteInBatches(this.#db, 'analytics_hourly', sql`hour < ${`${hourCut}T00:00:00Z`}::timestamptz`);
+    const daily = await deleteInBatches(this.#db, 'analytics_daily', sql`day < ${dayCut}::date`);
+    const out = { hourly, daily };
     if (out.hourly || out.daily) this.#log.info(out, 'analytics rows past retention deleted');
     return out;
   }
