@@ -1,4 +1,4 @@
-import { type ChildProcess, execFile, spawn } from 'node:child_process';
+import { type ChildProcess, execFile, execFileSync, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { mkdtempSync, rmSync } from 'node:fs';
 import net from 'node:net';
@@ -29,6 +29,17 @@ export interface OwnRedisCluster {
   /** Waits until every node says `cluster_state:ok`. */
   waitOk(timeoutMs?: number): Promise<void>;
   close(): Promise<void>;
+}
+
+/** Why a Redis Cluster cannot be started here, or undefined. */
+export function redisClusterSkip(): string | undefined {
+  try {
+    execFileSync('redis-server', ['--version'], { stdio: 'ignore' });
+    execFileSync('redis-cli', ['--version'], { stdio: 'ignore' });
+    return undefined;
+  } catch {
+    return 'no redis-server / redis-cli on PATH (apt-get install -y redis-server)';
+  }
 }
 
 async function freePort(): Promise<number> {
