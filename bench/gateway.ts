@@ -92,11 +92,14 @@ export async function startGateway(
       LOG_LEVEL: 'warn',
       ADMIN_TOKEN: adminToken,
       UPSTREAM_NATIVE_MAINNET: upstreamUrl,
+      // Ready once storage is open: the other 15 networks' public nodes are out of reach here.
+      READY_WHEN: 'storage',
       ...variant.env,
     },
   });
   const url = `http://127.0.0.1:${port}`;
-  await waitUntil(child, 'health', async () => (await fetch(`${url}/health/live`)).ok);
+  // Not /health/live: the port is bound before storage opens, and answers 503 until the start is over.
+  await waitUntil(child, 'readiness', async () => (await fetch(`${url}/health/ready`)).ok);
 
   const email = `bench-${Date.now()}@example.com`;
   const session = await call<Session>(`${url}/api/v1/auth/register`, 'POST', { email, password: 'bench password 123', name: 'Bench' });
