@@ -8,6 +8,35 @@ import { type Child, freePort, startChild, tempDir, waitUntil } from './children
 export const NO_CACHE = { cache: { enabled: false } };
 // The bench registers one account per row from one address; Redis keeps that count between runs.
 export const LIMITS = { limits: { registrationsPerHour: 1_000_000 } };
+// Issue 28: usage and analytics are flushed to storage every 500 ms (2 s by default), so that
+// several flushes fall in every measured run and show in its tail and event-loop delay.
+const FLUSH = { usage: { flushIntervalMs: 500 } };
+
+/**
+ * A PostgreSQL database of the bench's own (made when missing) for the rows on PostgreSQL:
+ * BENCH_DATABASE_URL, else `junction_bench` on the local server. Resolves to why it cannot be
+ * used, or undefined.
+ */
+export const BENCH_DATABASE_URL = process.env.BENCH_DATABASE_URL ?? 'postgres://root@127.0.0.1:5432/junction_bench';
+export async function benchDatabaseMissing(): Promise<string | undefined> {
+  const { default: pg } = await import('pg');
+  const target = new URL(BENCH_DATABASE_URL);
+  const name = decodeURIComponent(target.pathname.slice(1));
+  const server = new URL(BENCH_DATABASE_URL);
+  server.pathname = '/postgres';
+  const client = new pg.Client({ connectionString: server.href, connectionTimeoutMillis: 3000 });
+  client.on('error', () => {});
+  try {
+    await client.connect();
+    const found = await client.query('select 1 from pg_database where datname = $1', [name]);
+    if (found.rowCount === 0) await client.query(`create database "${name.replaceAll('"', '""')}"`);
+    return undefined;
+  } catch (err) {
+    return `PostgreSQL does not answer at ${target.host} (${(err as Error).message}); BENCH_DATABASE_URL names another`;
+  } finally {
+    await client.end().catch(() => {});
+  }
+}
 
 /** One gateway row of the table: how its process is started and how the bench account is set up. */
 export interface GatewayVariant {
@@ -37,6 +66,8 @@ export interface GatewayVariant {
 export interface RunningGateway {
   child: Child;
   url: string;
+  /** GET /metrics, open (no METRICS_TOKEN): the bench reads the event-loop delay there. */
+  metricsUrl: string;
   /** The RPC address under test and the headers that carry the key. */
   rpcUrl: string;
   headers: Record<string, string>;
@@ -69,11 +100,8 @@ export async function startGateway(
 ): Promise<RunningGateway> {
   const port = await freePort();
   const adminToken = randomBytes(16).toString('hex');
-  let configFile: string | undefined;
-  if (variant.config) {
-    configFile = path.join(tempDir('gateway-config'), 'config.json');
-    writeFileSync(configFile, JSON.stringify(variant.config));
-  }
+  const configFile = path.join(tempDir('gateway-config'), 'config.json');
+  writeFileSync(configFile, JSON.stringify({ ...FLUSH, ...variant.config }));
   // The compiled gateway, as `npm start` runs it (bench/run.ts builds dist/ first).
   const child = startChild(variant.label, process.execPath, [...(opts.nodeArgs ?? []), 'dist/main.js'], {
     role: 'target',
@@ -91,6 +119,8 @@ export async function startGateway(
       DATA_DIR: tempDir('gateway-data'),
       LOG_LEVEL: 'warn',
       ADMIN_TOKEN: adminToken,
+      METRICS_TOKEN: undefined,
+      METRICS_PORT: undefined,
       UPSTREAM_NATIVE_MAINNET: upstreamUrl,
       // Ready once storage is open: the other 15 networks' public nodes are out of reach here.
       READY_WHEN: 'storage',
@@ -119,5 +149,5 @@ export async function startGateway(
   }, 15_000).catch((err: Error) => {
     throw new Error(`${err.message}\nlast answer: ${JSON.stringify(last)}`);
   });
-  return { child, url, rpcUrl, headers };
+  return { child, url, metricsUrl: `${url}/metrics`, rpcUrl, headers };
 }

@@ -50,5 +50,5 @@ const until = started + spec.seconds * 1000;
 await Promise.all(Array.from({ length: spec.connections }, () => connection(until)));
 const seconds = (performance.now() - started) / 1000;
 console.log(
-  JSON.stringify({ requests, seconds, rps: requests / seconds, p50Ms: percentile(50), p99Ms: percentile(99), errors, non2xx }),
+  JSON.stringify({ requests, seconds, rps: requests / seconds, p50Ms: percentile(50), p99Ms: percentile(99), p999Ms: percentile(99.9), errors, non2xx }),
 );

@@ -19,6 +19,8 @@ export interface LoadResult {
   rps: number;
   p50Ms: number;
   p99Ms: number;
+  /** The 99.9th percentile (issue 28: the tail, where a held event loop shows). */
+  p999Ms: number;
   /** Connect, read, write errors and timeouts. */
   errors: number;
   /** Answers with a status other than 2xx/3xx. */
@@ -50,8 +52,8 @@ function wrk(bin: string): LoadGenerator {
           ...Object.entries(spec.headers).map(([k, v]) => `wrk.headers[ ${lua(k)} ] = ${lua(v)}`),
           'function done(s, latency, requests)',
           '  local e = s.errors',
-          '  io.write(string.format("WRK_RESULT %d %d %d %d %d %d %d %.1f %.1f\\n", s.requests, s.duration,',
-          '    e.connect, e.read, e.write, e.status, e.timeout, latency:percentile(50), latency:percentile(99)))',
+          '  io.write(string.format("WRK_RESULT %d %d %d %d %d %d %d %.1f %.1f %.1f\\n", s.requests, s.duration,',
+          '    e.connect, e.read, e.write, e.status, e.timeout, latency:percentile(50), latency:percentile(99), latency:percentile(99.9)))',
           'end',
         ].join('\n'),
       );
@@ -60,9 +62,9 @@ function wrk(bin: string): LoadGenerator {
       const timer = setTimeout(() => void stopChild(child), (spec.seconds + TIMEOUT_S + 10) * 1000);
       const code = await child.exited;
       clearTimeout(timer);
-      const m = /WRK_RESULT (\d+) (\d+) (\d+) (\d+) (\d+) (\d+) (\d+) ([\d.]+) ([\d.]+)/.exec(child.output());
+      const m = /WRK_RESULT (\d+) (\d+) (\d+) (\d+) (\d+) (\d+) (\d+) ([\d.]+) ([\d.]+) ([\d.]+)/.exec(child.output());
       if (code !== 0 || !m) throw new Error(`wrk failed (exit ${code}):\n${child.output()}`);
-      const [requests = 0, durationUs = 0, connect = 0, read = 0, write = 0, status = 0, timeout = 0, p50Us = 0, p99Us = 0] = m
+      const [requests = 0, durationUs = 0, connect = 0, read = 0, write = 0, status = 0, timeout = 0, p50Us = 0, p99Us = 0, p999Us = 0] = m
         .slice(1)
         .map(Number);
       const seconds = durationUs / 1e6;
@@ -72,6 +74,7 @@ function wrk(bin: string): LoadGenerator {
         rps: requests / seconds,
         p50Ms: p50Us / 1000,
         p99Ms: p99Us / 1000,
+        p999Ms: p999Us / 1000,
         errors: connect + read + write + timeout,
         non2xx: status,
       };

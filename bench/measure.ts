@@ -1,4 +1,5 @@
 import { cpuSeconds, machineBusySeconds, otherLoad } from './cpu.ts';
+import { scrapeLoopDelay } from './event-loop.ts';
 import type { LoadGenerator } from './load.ts';
 import type { Row } from './report.ts';
 
@@ -9,6 +10,8 @@ export interface Target {
   headers: Record<string, string>;
   /** The proxy process (with its children, e.g. nginx's worker), or null when the target is the upstream itself. */
   proxyPid: number | null;
+  /** The gateway's GET /metrics: its event-loop delay during the run is read there (bench/event-loop.ts). */
+  metricsUrl?: string;
 }
 
 export interface MeasureOptions {
@@ -48,14 +51,17 @@ async function once(target: Target, o: MeasureOptions, connections: number): Pro
     bench: cpuSeconds(process.pid, { reaped: true }), // everything the bench started, finished load runs included
     machine: machineBusySeconds(),
   });
+  if (target.metricsUrl) await scrapeLoopDelay(target.metricsUrl); // starts the delays again
   const before = sample();
   const result = await o.load.run({ ...spec, seconds: o.seconds });
   const after = sample();
+  const loop = target.metricsUrl ? await scrapeLoopDelay(target.metricsUrl) : null;
   const pct = (k: keyof typeof before) => ((after[k] - before[k]) / result.seconds) * 100;
   return {
     ...result,
     target: target.label,
     connections,
+    loop,
     cpu: {
       proxy: target.proxyPid === null ? null : pct('proxy'),
       upstream: pct('upstream'),
@@ -79,7 +85,7 @@ export async function measure(target: Target, o: MeasureOptions): Promise<Row[]>
       if (again.cpu.other < row.cpu.other) row = again;
     }
     rows.push(row);
-    console.log(`  ${target.label}, ${connections} conns: ${row.rps.toFixed(0)} req/s, p50 ${row.p50Ms.toFixed(3)} ms, p99 ${row.p99Ms.toFixed(3)} ms`);
+    console.log(`  ${target.label}, ${connections} conns: ${row.rps.toFixed(0)} req/s, p50 ${row.p50Ms.toFixed(3)} ms, p99 ${row.p99Ms.toFixed(3)} ms, p99.9 ${row.p999Ms.toFixed(3)} ms${row.loop ? `, event loop delay p99 ${row.loop.p99Ms.toFixed(1)} ms, max ${row.loop.maxMs.toFixed(1)} ms` : ''}`);
   }
   return rows;
 }

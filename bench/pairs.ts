@@ -1,4 +1,5 @@
 import { cpuSeconds } from './cpu.ts';
+import { type LoopDelay, scrapeLoopDelay } from './event-loop.ts';
 import type { LoadGenerator } from './load.ts';
 
 // Interleaved comparisons: the targets of a comparison run side by side (an idle one costs
@@ -13,6 +14,8 @@ export interface PairTarget {
   headers: Record<string, string>;
   body: string;
   pid: number;
+  /** A gateway's GET /metrics: its event-loop delay in each round (bench/event-loop.ts). */
+  metricsUrl?: string;
 }
 
 export interface Comparison {
@@ -22,12 +25,17 @@ export interface Comparison {
   b: string;
   /** Goal for the median of a/b in throughput, e.g. { min: 0.97 }. */
   goal?: { min: number; text: string };
+  /** Issue 28: also compare the tail, a's p99 at most this multiple of b's (median of the rounds). */
+  p99Max?: number;
 }
 
 interface Sample {
   rps: number;
   /** The target's CPU per request, in microseconds. */
   cpuUs: number;
+  p99Ms: number;
+  p999Ms: number;
+  loop: LoopDelay | null;
 }
 
 export interface PairOptions {
@@ -47,11 +55,13 @@ const median = (xs: number[]): number => {
 async function sample(t: PairTarget, o: PairOptions): Promise<Sample> {
   const spec = { url: t.url, headers: t.headers, body: t.body, connections: o.connections };
   if (o.warmupSeconds > 0) await o.load.run({ ...spec, seconds: o.warmupSeconds });
+  if (t.metricsUrl) await scrapeLoopDelay(t.metricsUrl); // starts the delays again
   const before = cpuSeconds(t.pid);
   const r = await o.load.run({ ...spec, seconds: o.seconds });
   const used = cpuSeconds(t.pid) - before;
+  const loop = t.metricsUrl ? await scrapeLoopDelay(t.metricsUrl) : null;
   if (r.errors > 0 || r.non2xx > 0) throw new Error(`${t.label}: ${r.errors} errors and ${r.non2xx} non-2xx answers during an interleaved round`);
-  return { rps: r.rps, cpuUs: (used * 1e6) / Math.max(1, r.requests) };
+  return { rps: r.rps, cpuUs: (used * 1e6) / Math.max(1, r.requests), p99Ms: r.p99Ms, p999Ms: r.p999Ms, loop };
 }
 
 /**
@@ -69,7 +79,12 @@ export async function interleaved(targets: PairTarget[], comparisons: Comparison
   const lines = [`interleaved, ${o.rounds} rounds of ${o.seconds} s at ${o.connections} connections (medians; the spread is the lowest and highest round):`];
   for (const t of targets) {
     const s = samples.get(t.label) ?? [];
-    lines.push(`  ${t.label}: ${Math.round(median(s.map((x) => x.rps)))} req/s, ${median(s.map((x) => x.cpuUs)).toFixed(1)} µs CPU per request`);
+    const loops = s.flatMap((x) => (x.loop ? [x.loop] : []));
+    const loop = loops.length ? `, event loop delay p99 ${median(loops.map((l) => l.p99Ms)).toFixed(1)} ms (median), max ${Math.max(...loops.map((l) => l.maxMs)).toFixed(1)} ms (all rounds)` : '';
+    lines.push(
+      `  ${t.label}: ${Math.round(median(s.map((x) => x.rps)))} req/s, ${median(s.map((x) => x.cpuUs)).toFixed(1)} µs CPU per request, ` +
+        `p99 ${median(s.map((x) => x.p99Ms)).toFixed(2)} ms, p99.9 ${median(s.map((x) => x.p999Ms)).toFixed(2)} ms${loop}`,
+    );
   }
   for (const c of comparisons) {
     const a = samples.get(c.a) ?? [];
@@ -81,6 +96,15 @@ export async function interleaved(targets: PairTarget[], comparisons: Comparison
     const spread = `${Math.min(...rps).toFixed(2)}-${Math.max(...rps).toFixed(2)}`;
     const verdict = c.goal ? ` (${c.goal.text}): ${m >= c.goal.min ? 'OK' : 'BELOW'}` : '';
     lines.push(`  ${c.name}: ${m.toFixed(3)}x the throughput [rounds ${spread}], ${median(cpu).toFixed(3)}x the CPU per request${verdict}`);
+    if (c.p99Max !== undefined) {
+      const p99 = a.map((x, i) => x.p99Ms / (b[i] as Sample).p99Ms);
+      const p999 = a.map((x, i) => x.p999Ms / (b[i] as Sample).p999Ms);
+      const t = median(p99);
+      lines.push(
+        `    tail: p99 ${t.toFixed(2)}x [rounds ${Math.min(...p99).toFixed(2)}-${Math.max(...p99).toFixed(2)}], p99.9 ${median(p999).toFixed(2)}x ` +
+          `(goal: p99 <= ${c.p99Max}x): ${t <= c.p99Max ? 'OK' : 'ABOVE'}`,
+      );
+    }
   }
   return lines;
 }

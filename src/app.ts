@@ -52,6 +52,7 @@ import { type Limiter, MemoryLimiter } from './metering/limiter.ts';
 import { Meter } from './metering/meter.ts';
 import { RestLimits } from './metering/rest-limits.ts';
 import { RedisLimiter } from './metering/redis-limiter.ts';
+import { UsageRetention } from './usage/retention.ts';
 import { usageRoutes } from './usage/routes.ts';
 import { AnalyticsRecorder } from './analytics/recorder.ts';
 import { analyticsRoutes } from './analytics/routes.ts';
@@ -177,7 +178,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   // C38 usage.quota: checked after usage counts are stored, never on the RPC path.
   const usage = new UsageService({ db, config, logger, analytics, onFlush: (userIds) => webhooks.quota.afterFlush(userIds) });
   const keys = new KeyService({ db, config, registry, encryptionSecret: deps.secrets.keyEncryptionSecret, usage });
-  const keyCache = new KeyCache(keys, config, { ttlMs: config.rpc.keyCacheTtlMs });
+  const keyCache = new KeyCache(keys, config, { ttlMs: config.rpc.keyCacheTtlMs, maxEntries: config.rpc.keyCacheMaxEntries });
   const policy = new MethodPolicy({ config, wsHint: 'the WebSocket address /ws/{network}?apiKey=...' });
   // C48: whether Redis answers, as the limiter, the key-change bus and the readiness check find out.
   const link = deps.redis ? new RedisLink(deps.redis, { log: logger }) : undefined;
@@ -192,6 +193,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   const cache = config.cache.enabled ? new ResponseCache(config.cache) : undefined;
   const rpcMetrics = observeRpc(metrics, { methods: config.methods, upstreams, upstreamBuckets: UPSTREAM_BUCKETS, cache });
   const analyticsStore = new AnalyticsStore({ db, logger });
+  const usageRetention = new UsageRetention({ db, logger, retentionDays: config.usage.retentionDays });
   const pipeline = new RpcPipeline({ config, keys: keyCache, policy, upstreams, logger, meter, usage, metrics: rpcMetrics, ...(cache ? { cache } : {}), ...(analytics ? { analytics } : {}) });
   const rpcHttp = rpcFastPath({ config, registry, pipeline, logger, metrics: new RpcHttpMetrics(metrics.registry) });
 
@@ -332,6 +334,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
       close: () => usage.close(),
     },
     { name: 'analytics', start: () => analyticsStore.start(), close: () => analyticsStore.close() },
+    { name: 'usage retention', start: () => usageRetention.start(), close: () => usageRetention.close() },
     // Closed already before the server waits for its connections (installWebSocket's preClose); a no-op here.
     { name: 'websocket', start: () => ws.start(), close: () => ws.close() },
     { name: 'faucet', start: () => faucet.start(), close: () => faucet.close() },

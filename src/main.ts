@@ -18,6 +18,7 @@ import type { Devnet } from './devnet/devnet.ts';
 import { bindEarly, type EarlyListener } from './ops/early-listener.ts';
 import { createLogger, prettyLogs } from './ops/logging.ts';
 import { devnetAdminToken } from './devnet/admin-token.ts';
+import { installBenchGc } from './ops/bench-gc.ts';
 import type { Storage } from './storage/db.ts';
 
 /** The config with every network's upstream pointed at its local devnet chain (C31) and the devnet's prices (C45). */
@@ -245,6 +246,8 @@ async function main(): Promise<void> {
     // The background work starts here (the key-change subscription, probes, flushes), before the
     // listener opens: a failure of it is not reported as a port that cannot be listened on.
     await app.ready();
+    const parts = app.parts;
+    installBenchGc(process.env, () => parts.ws.stats());
     // The early listener lets go of the port and the app takes it in the same turn.
     await early.handOver();
     const address = await app.listen({ port: early.port, host: config.server.host }).catch((err: unknown) => {

@@ -1,8 +1,9 @@
 import { type SQL, sql } from 'drizzle-orm';
 import type { Logger } from 'pino';
 import { PeriodicJob } from '../jobs/periodic.ts';
+import { deleteInBatches } from '../storage/batched-delete.ts';
 import type { Db } from '../storage/db.ts';
-import { fromArrayText, mergeInto, percentile } from './histogram.ts';
+import { percentile } from './histogram.ts';
 import { REFUSAL_REASONS } from './recorder.ts';
 
 const HOUR_MS = 3_600_000;
@@ -55,11 +56,14 @@ interface Sum {
 }
 const emptySum = (): Sum => ({ requests: 0, computeUnits: 0, errorsNode: 0, errorsUpstream: 0, refused: [0, 0, 0, 0, 0, 0], latency: [] });
 
-interface StoredRow {
-  bucket: number;
-  key_id: string;
-  network: string;
-  method: string;
+/** A row of a grouping set: the columns not grouped are null. */
+interface GroupedRow {
+  bucket: number | null;
+  key_id: string | null;
+  network: string | null;
+  method: string | null;
+}
+interface StoredSums {
   requests: number;
   compute_units: number;
   errors_node: number;
@@ -70,7 +74,6 @@ interface StoredRow {
   refused_network: number;
   refused_method: number;
   refused_access: number;
-  latency: string;
 }
 
 const errorRate = (s: Sum) => (s.requests === 0 ? 0 : Math.round(((s.errorsNode + s.errorsUpstream) / s.requests) * 10_000) / 10_000);
@@ -118,44 +121,52 @@ export class AnalyticsStore {
     if (q.keyId !== undefined) where.push(sql`key_id = ${q.keyId}`);
     if (q.network !== undefined) where.push(sql`network = ${q.network}`);
     if (q.method !== undefined) where.push(sql`method = ${q.method}`);
-    // Numbers as float8 and the histogram as text: the same on PGlite and node-postgres.
+    // Issue 28: summed in SQL, one row per bucket, method, key and network (grouping sets), the
+    // histograms element by element (C46: percentiles from merged counts), so the gateway handles
+    // a few hundred rows whatever the account's stored rows. Numbers as float8: the same on PGlite and node-postgres.
     const bucket = hourly ? sql`extract(epoch from hour)::float8 * 1000` : sql`extract(epoch from day::timestamp)::float8 * 1000`;
-    const [result, names] = await Promise.all([
+    const rows = sql`select ${bucket} as bucket, * from ${sql.raw(hourly ? 'analytics_hourly' : 'analytics_daily')} where ${sql.join(where, sql` and `)}`;
+    const sets = sql.raw('grouping sets ((bucket), (method), (key_id), (network))');
+    const [sums, hists, names] = await Promise.all([
       this.#db.execute(sql`
-        select ${bucket} as bucket, key_id, network, method,
-          requests::float8 as requests, compute_units::float8 as compute_units,
-          errors_node::float8 as errors_node, errors_upstream::float8 as errors_upstream,
-          refused_rate::float8 as refused_rate, refused_quota::float8 as refused_quota, refused_key::float8 as refused_key,
-          refused_network::float8 as refused_network, refused_method::float8 as refused_method, refused_access::float8 as refused_access,
-          latency::text as latency
-        from ${sql.raw(hourly ? 'analytics_hourly' : 'analytics_daily')}
-        where ${sql.join(where, sql` and `)}`),
+        select bucket, key_id, network, method,
+          sum(requests)::float8 as requests, sum(compute_units)::float8 as compute_units,
+          sum(errors_node)::float8 as errors_node, sum(errors_upstream)::float8 as errors_upstream,
+          sum(refused_rate)::float8 as refused_rate, sum(refused_quota)::float8 as refused_quota, sum(refused_key)::float8 as refused_key,
+          sum(refused_network)::float8 as refused_network, sum(refused_method)::float8 as refused_method, sum(refused_access)::float8 as refused_access
+        from (${rows}) r group by ${sets}`),
+      this.#db.execute(sql`
+        select bucket, key_id, network, method, (i - 1)::int as i, sum(v)::float8 as n
+        from (${rows}) r, unnest(r.latency) with ordinality as u(v, i)
+        where v <> 0 group by grouping sets ((bucket, i), (method, i), (key_id, i), (network, i))`),
       this.#db.execute(sql`select id, name from api_keys where user_id = ${q.userId}`),
     ]);
-    const rows = (result as { rows: StoredRow[] }).rows;
     const keyNames = new Map((names as { rows: Array<{ id: string; name: string }> }).rows.map((r) => [r.id, r.name]));
 
     const perBucket = new Map<number, Sum>();
     const perMethod = new Map<string, Sum>();
     const perKey = new Map<string, Sum>();
     const perNetwork = new Map<string, Sum>();
-    const add = <K>(map: Map<K, Sum>, k: K, r: StoredRow, hist: number[]) => {
-      let s = map.get(k);
-      if (!s) map.set(k, (s = emptySum()));
-      s.requests += Number(r.requests);
-      s.computeUnits += Number(r.compute_units);
-      s.errorsNode += Number(r.errors_node);
-      s.errorsUpstream += Number(r.errors_upstream);
-      mergeInto(s.refused, [r.refused_rate, r.refused_quota, r.refused_key, r.refused_network, r.refused_method, r.refused_access].map(Number));
-      // C46: percentiles come from the merged counts, never from averaged percentiles.
-      mergeInto(s.latency, hist);
+    /** The Sum of a grouped row: by the one column of its grouping set that is not null. */
+    const sumOf = (r: GroupedRow): Sum => {
+      const [map, k] =
+        r.method !== null ? [perMethod, r.method] : r.key_id !== null ? [perKey, r.key_id] : r.network !== null ? [perNetwork, r.network] : [perBucket, Number(r.bucket)];
+      let s = (map as Map<string | number, Sum>).get(k);
+      if (!s) (map as Map<string | number, Sum>).set(k, (s = emptySum()));
+      return s;
     };
-    for (const r of rows) {
-      const hist = fromArrayText(r.latency);
-      add(perBucket, Number(r.bucket), r, hist);
-      add(perMethod, r.method, r, hist);
-      add(perKey, r.key_id, r, hist);
-      add(perNetwork, r.network, r, hist);
+    for (const r of (sums as { rows: Array<GroupedRow & StoredSums> }).rows) {
+      const s = sumOf(r);
+      s.requests = r.requests;
+      s.computeUnits = r.compute_units;
+      s.errorsNode = r.errors_node;
+      s.errorsUpstream = r.errors_upstream;
+      s.refused = [r.refused_rate, r.refused_quota, r.refused_key, r.refused_network, r.refused_method, r.refused_access];
+    }
+    for (const r of (hists as { rows: Array<GroupedRow & { i: number; n: number }> }).rows) {
+      const s = sumOf(r);
+      for (let j = s.latency.length; j < r.i; j++) s.latency.push(0);
+      s.latency[r.i] = r.n;
     }
 
     const step = hourly ? HOUR_MS : DAY_MS;
@@ -193,10 +204,10 @@ export class AnalyticsStore {
     const today = new Date(now).toISOString().slice(0, 10);
     const hourCut = AnalyticsStore.oldestDay('hour', today);
     const dayCut = AnalyticsStore.oldestDay('day', today);
-    const h: unknown = await this.#db.execute(sql`delete from analytics_hourly where hour < ${`${hourCut}T00:00:00Z`}::timestamptz`);
-    const d: unknown = await this.#db.execute(sql`delete from analytics_daily where day < ${dayCut}::date`);
-    const count = (r: unknown) => Number((r as { rowCount?: number; affectedRows?: number }).rowCount ?? (r as { affectedRows?: number }).affectedRows ?? 0);
-    const out = { hourly: count(h), daily: count(d) };
+    // Issue 28: in bounded batches, through the (hour) and (day) indexes.
+    const hourly = await deleteInBatches(this.#db, 'analytics_hourly', sql`hour < ${`${hourCut}T00:00:00Z`}::timestamptz`);
+    const daily = await deleteInBatches(this.#db, 'analytics_daily', sql`day < ${dayCut}::date`);
+    const out = { hourly, daily };
     if (out.hourly || out.daily) this.#log.info(out, 'analytics rows past retention deleted');
     return out;
   }

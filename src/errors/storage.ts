@@ -6,6 +6,17 @@ export class StorageError extends BaseError {
   static override readonly code = 'STORAGE_ERROR';
 }
 
+/**
+ * An error PostgreSQL answered to a query of embedded storage, as it comes back from storage's
+ * worker thread (storage/pglite-remote.ts): the class name and fields of the driver's own error
+ * (SQLSTATE `code`, `constraint`, `detail`...), so that checks such as a unique violation (23505)
+ * and the error log read it as before; the stack is the gateway thread's, where the query was made.
+ */
+export class DatabaseError extends BaseError {
+  override name = 'DatabaseError';
+  static override readonly code = 'DATABASE_ERROR';
+}
+
 /** C48: how long a caller refused while the database is unreachable is told to wait (Retry-After, seconds). */
 export const STORAGE_RETRY_AFTER_SECONDS = 5;
 

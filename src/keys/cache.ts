@@ -102,7 +102,15 @@ export class KeyCache {
     if (!apiKey || apiKey.length > 256) return null;
     const now = Date.now();
     const hit = this.#byRaw.get(apiKey);
-    if (hit && hit.until > now) return hit.value;
+    if (hit && hit.until > now) {
+      // Least recently used goes first (issue 28): a hit moves to the end of the Map's order, only
+      // once the cache is half full (before that nothing is evicted, and the hot path skips it).
+      if (this.#byRaw.size > this.#maxEntries >> 1) {
+        this.#byRaw.delete(apiKey);
+        this.#byRaw.set(apiKey, hit);
+      }
+      return hit.value;
+    }
     const unknownUntil = this.#unknown.get(apiKey);
     if (unknownUntil !== undefined && unknownUntil > now) return null;
     return undefined;
@@ -131,7 +139,13 @@ export class KeyCache {
   async get(keyHash: string): Promise<ResolvedKey | null> {
     const now = Date.now();
     const hit = this.#entries.get(keyHash);
-    if (hit && hit.until > now) return hit.value;
+    if (hit && hit.until > now) {
+      if (this.#entries.size > this.#maxEntries >> 1) {
+        this.#entries.delete(keyHash);
+        this.#entries.set(keyHash, hit);
+      }
+      return hit.value;
+    }
     // Concurrent misses for one key share one storage lookup.
     let pending = this.#inflight.get(keyHash);
     if (!pending) {
@@ -163,7 +177,7 @@ export class KeyCache {
     // Unknown keys are remembered by the key as sent (authenticate), never here among good ones.
     if (generation !== this.#generation || value === null) return value;
     if (this.#entries.size >= this.#maxEntries) {
-      // Oldest first: Map keeps insertion order.
+      // Least recently used first: Map keeps insertion order, and a hit re-inserts.
       const oldest = this.#entries.keys().next().value;
       if (oldest !== undefined) this.#entries.delete(oldest);
     }

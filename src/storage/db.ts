@@ -8,6 +8,7 @@ import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
 import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
 import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator';
 import { StorageError } from '../errors/storage.ts';
+import { RemotePglite } from './pglite-remote.ts';
 
 /**
  * One type over both drivers: features write their queries once, each against its own
@@ -42,6 +43,12 @@ export interface StorageOptions {
    * "Choices beyond the contract", Configuration).
    */
   sharedBuffersMb?: number;
+  /**
+   * PGlite only: where the database runs. `worker` (the default): in a worker thread, so that no
+   * storage work holds the event loop that answers RPC calls (issue 28, pglite-remote.ts).
+   * `main`: on the calling thread, as before (a choice for short-lived tools).
+   */
+  embeddedThread?: 'worker' | 'main';
 }
 
 const MIGRATIONS = path.resolve(path.dirname(fileURLToPath(import.meta.url)), 'migrations');
@@ -53,7 +60,7 @@ const DEFAULT_SHARED_BUFFERS_MB = 32;
 /** Opens storage and brings its schema up to date (idempotent: applied migrations are skipped). */
 export async function openStorage(opts: StorageOptions): Promise<Storage> {
   if (opts.databaseUrl) return openPostgres(opts.databaseUrl);
-  return openPglite(opts.dataDir ?? './data', opts.pgliteImage, opts.sharedBuffersMb ?? DEFAULT_SHARED_BUFFERS_MB);
+  return openPglite(opts.dataDir ?? './data', opts.pgliteImage, opts.sharedBuffersMb ?? DEFAULT_SHARED_BUFFERS_MB, opts.embeddedThread ?? 'worker');
 }
 
 /**
@@ -78,22 +85,27 @@ export async function migratedPgliteImage(): Promise<Blob> {
   }
 }
 
-async function openPglite(dataDir: string, image: Blob | undefined, sharedBuffersMb: number): Promise<Storage> {
-  let client: PGlite;
+async function openPglite(dataDir: string, image: Blob | undefined, sharedBuffersMb: number, thread: 'worker' | 'main'): Promise<Storage> {
   const params = startParams(sharedBuffersMb);
-  if (dataDir === 'memory') client = new PGlite(image ? { loadDataDir: image, startParams: params } : { startParams: params });
-  else {
-    const dir = path.resolve(dataDir, 'pglite');
+  let dir: string | undefined;
+  if (dataDir !== 'memory') {
+    dir = path.resolve(dataDir, 'pglite');
     // DATA_DIR, when created here, and its pglite directory are the owner's only (0700).
     mkdirSync(dir, { recursive: true, mode: 0o700 });
     chmodSync(dir, 0o700);
     if (!existsSync(path.join(dir, 'PG_VERSION'))) await initInWorker(dir, params);
-    client = new PGlite(dir, { startParams: params });
-    await client.waitReady;
-    ownerOnly(dir);
   }
-  await client.waitReady;
-  const db = drizzlePglite(client);
+  let client: PGlite | RemotePglite;
+  if (thread === 'worker') {
+    const copy = image && dir === undefined ? await image.arrayBuffer() : undefined;
+    client = await RemotePglite.open({ ...(dir ? { dir } : {}), ...(copy ? { image: copy } : {}), startParams: params });
+  } else {
+    client = dir ? new PGlite(dir, { startParams: params }) : new PGlite(image ? { loadDataDir: image, startParams: params } : { startParams: params });
+    await client.waitReady;
+  }
+  if (dir) ownerOnly(dir);
+  // The stand-in has the part of PGlite's interface that drizzle's pglite driver calls.
+  const db = drizzlePglite({ client: client as PGlite });
   await migratePglite(db, { migrationsFolder: MIGRATIONS });
   return {
     db: db as unknown as Db,

@@ -7,10 +7,36 @@ import type { Topic } from './topics.ts';
  * point 8).
  */
 
+/**
+ * One notification of a topic, handed to every subscriber of it. What a subscriber makes of it
+ * (the WebSocket frame every client gets, but for its subscription id) is made once, by the
+ * first subscriber that asks, and shared by the rest: a notification is serialised once per
+ * topic, not once per client (issue 28).
+ */
+export class Notification {
+  /** The node's `result`, as the node wrote it. */
+  readonly resultText: string;
+  #make: ((resultText: string) => unknown) | undefined;
+  #made: unknown;
+
+  constructor(resultText: string) {
+    this.resultText = resultText;
+  }
+
+  /** `make(resultText)`, made once per notification (for one `make`; another one replaces it). */
+  shared<T>(make: (resultText: string) => T): T {
+    if (this.#make !== make) {
+      this.#made = make(this.resultText);
+      this.#make = make;
+    }
+    return this.#made as T;
+  }
+}
+
 /** One client subscription as the hub sees it: where the node's notifications go. */
 export interface Subscriber {
-  /** Called with the node's `result` text of each notification; must not throw. */
-  deliver(resultText: string): void;
+  /** Called with each notification of the topic; must not throw. */
+  deliver(note: Notification): void;
 }
 
 /** One topic of a hub: its subscribers, its upstream subscription, and what was passed on. */

@@ -3,11 +3,11 @@ import WebSocket from 'ws';
 import { NodeAnsweredError, type RpcError, UpstreamError } from '../errors/rpc.ts';
 import { UpstreamWsNoAnswerError, UpstreamWsRpcError } from '../errors/upstream.ts';
 import { type FillHost, fillGap } from './gap-fill.ts';
-import { alreadyPassedOn, newTopicState, type Subscriber, type TopicState } from './hub-topic.ts';
+import { alreadyPassedOn, newTopicState, Notification, type Subscriber, type TopicState } from './hub-topic.ts';
 import { readNotification } from './messages.ts';
 import type { Topic } from './topics.ts';
 
-export type { Subscriber };
+export { Notification, type Subscriber };
 
 export interface HubOptions {
   network: string;
@@ -47,6 +47,8 @@ export interface HubStats {
   gapFilled: number;
   /** Notifications not passed on because subscribers already had them (a block or log seen twice). */
   duplicatesDropped: number;
+  /** Seconds spent handing notifications to their subscribers (the fan-out: framing and writing to every client). */
+  deliverSeconds: number;
 }
 
 interface Pending {
@@ -85,7 +87,7 @@ export class SubscriptionHub {
   #pingTimer: NodeJS.Timeout | undefined;
   #reconnectTimer: NodeJS.Timeout | undefined;
   #lingerTimer: NodeJS.Timeout | undefined;
-  readonly #counters = { upstreamSubscribes: 0, upstreamUnsubscribes: 0, reconnects: 0, notifications: 0, gapFilled: 0, duplicatesDropped: 0 };
+  readonly #counters = { upstreamSubscribes: 0, upstreamUnsubscribes: 0, reconnects: 0, notifications: 0, gapFilled: 0, duplicatesDropped: 0, deliverSeconds: 0 };
 
   constructor(opts: HubOptions) {
     this.network = opts.network;
@@ -100,12 +102,13 @@ export class SubscriptionHub {
 
   /**
    * Adds a subscriber to a topic; resolves once the node confirmed the topic's upstream
-   * subscription (at once when it already runs).
+   * subscription (at once when it already runs), with the topic's key as the hub keeps it (one
+   * string for every subscriber of the topic: theirs can be let go).
    *
    * @throws RpcError: -32000 when no node could take the subscription in time, or the node's
    *   own error when it refused it.
    */
-  async subscribe(topic: Topic, subscriber: Subscriber): Promise<void> {
+  async subscribe(topic: Topic, subscriber: Subscriber): Promise<string> {
     if (this.#closed) throw new UpstreamError('Upstream RPC error: the gateway is shutting down');
     if (this.#o.urls.length === 0) {
       throw new UpstreamError(`Upstream RPC error: network ${this.network} has no WebSocket upstream for subscriptions`, {
@@ -126,9 +129,10 @@ export class SubscriptionHub {
       else if (!this.#socket && !this.#reconnectTimer) this.#connect();
     }
     st.subscribers.add(subscriber);
-    if (st.active) return;
+    if (st.active) return st.topic.key;
     const waiting = st;
     await new Promise<void>((resolve, reject) => waiting.waiters.set(subscriber, { resolve, reject }));
+    return waiting.topic.key;
   }
 
   /** Removes a subscriber; the topic's upstream subscription is dropped with its last subscriber. */
@@ -307,7 +311,10 @@ export class SubscriptionHub {
       return;
     }
     if (!live) this.#counters.gapFilled++;
-    for (const s of st.subscribers) s.deliver(text);
+    const started = performance.now();
+    const note = new Notification(text);
+    for (const s of st.subscribers) s.deliver(note);
+    this.#counters.deliverSeconds += (performance.now() - started) / 1000;
   }
 
   /** After a reconnect, fetches and passes on what a topic missed (gap-fill.ts), over this connection. */

@@ -3,7 +3,12 @@ import { memberSpan } from '../json/lossless.ts';
 
 /** A subscription id as clients see it: 16 random bytes in 0x hex, never the upstream node's id. */
 export function newSubscriptionId(): string {
-  return `0x${randomBytes(16).toString('hex')}`;
+  // Written whole into one buffer, so the string is one flat piece (a template would keep '0x' and
+  // the digits as two parts, for as long as the subscription lives).
+  const b = Buffer.allocUnsafe(34);
+  b.write('0x', 0, 'latin1');
+  b.write(randomBytes(16).toString('hex'), 2, 'latin1');
+  return b.toString('latin1');
 }
 
 /**

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { Config } from '../config/schema.ts';
-import type { SubscriptionHub } from './hub.ts';
+import type { Notification, SubscriptionHub } from './hub.ts';
 import { SubscriptionHubs } from './hubs.ts';
 import { type UpstreamCallStats, type UpstreamHealth, UpstreamPool } from './pool.ts';
 
@@ -175,7 +175,7 @@ export class Upstreams {
     if (!network?.upstreams.some((u) => u.ws)) return undefined;
     const hub = this.#hubs.get(network);
     const subscriber = {
-      deliver: (resultText: string) => {
+      deliver: ({ resultText }: Notification) => {
         const m = /"number"\s*:\s*"(0x[0-9a-fA-F]+)"/.exec(resultText);
         const h = /"hash"\s*:\s*"(0x[0-9a-fA-F]{64})"/.exec(resultText);
         if (!m?.[1]) return;

@@ -24,5 +24,8 @@ export const usageDaily = pgTable(
     primaryKey({ name: 'usage_daily_pkey', columns: [t.userId, t.keyId, t.day, t.network, t.method] }),
     // Account-wide statistics over a date range.
     index('usage_daily_user_day_idx').on(t.userId, t.day),
+    // Issue 28: the quota seeding at start (UsageService.quotaUsage) and the retention sweep read a
+    // range of days through it, so what a start reads does not grow with the stored history.
+    index('usage_daily_day_idx').on(t.day),
   ],
 );

@@ -176,6 +176,32 @@ test('answers -32000 when no upstream takes the subscription: no WebSocket upstr
   await down.close();
 });
 
+test('a notification is serialised once per topic, whatever the number of clients: each gets the same bytes but its own subscription id (issue 28)', async () => {
+  const keys = [await newKey(), await newKey()];
+  const clients = await Promise.all([0, 1, 2, 3].map((i) => connect(url(keys[i % 2] as string))));
+  const ids = await Promise.all(clients.map((c) => c.subscribe(['newHeads'])));
+  assert.equal(new Set(ids).size, 4);
+  const built = () => t.app.parts.ws.stats().framesBuilt;
+  const hex = (n: number) => `0x${n.toString(16)}`;
+  // Frame lengths of each size class of RFC 6455 (7-bit, 16-bit and 64-bit lengths), and text that is not ASCII.
+  for (const extra of ['', 'é'.repeat(200), 'x'.repeat(70_000)]) {
+    const n = 0x7000_0000 + Math.floor(Math.random() * 1e6);
+    const header = { number: hex(n), hash: `0x${n.toString(16).padStart(64, 'a')}`, ...(extra ? { extraData: extra } : {}) };
+    const before = built();
+    assert.equal(node.emit('newHeads', header), 1, 'one upstream subscription');
+    const body = JSON.stringify(header);
+    for (const [i, c] of clients.entries()) {
+      const note = await c.next((m) => m.params?.subscription === ids[i] && (m.params.result as { number?: string }).number === hex(n));
+      assert.deepEqual(note.params?.result, header);
+      // The bytes on the wire: the node's result as it wrote it, under this client's id.
+      const raw = c.raw[c.messages.indexOf(note)];
+      assert.equal(raw, `{"jsonrpc":"2.0","method":"eth_subscription","params":{"subscription":"${ids[i]}","result":${body}}}`);
+    }
+    assert.equal(built() - before, 1, 'one frame for four clients');
+  }
+  await Promise.all(clients.map((c) => c.close()));
+});
+
 test('on a graceful stop every client gets a 1001 close and the hubs close their upstream connections', async () => {
   const key = await newKey();
   const a = await connect(url(key));

@@ -1,3 +1,4 @@
+import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import WebSocket from 'ws';
 import type { Network } from '../../chains/registry.ts';
@@ -5,13 +6,14 @@ import type { Config } from '../../config/schema.ts';
 import { InternalRpcError, InvalidParamsError, ParseError, RateLimitedError, RpcError, toRpcError } from '../../errors/rpc.ts';
 import { admit, Refusal } from '../../keys/admission.ts';
 import type { KeyCache, ResolvedKey } from '../../keys/cache.ts';
-import type { Subscriber } from '../../upstreams/hub.ts';
+import type { Notification, Subscriber } from '../../upstreams/hub.ts';
 import { newSubscriptionId, notificationText } from '../../upstreams/messages.ts';
 import { parseTopic } from '../../upstreams/topics.ts';
 import type { Upstreams } from '../../upstreams/upstreams.ts';
 import { errorText, resultText } from '../jsonrpc.ts';
 import type { DispatchAnswer, SubscriptionDispatcher } from '../message.ts';
 import type { RpcPipeline } from '../pipeline.ts';
+import { type NotificationFrame, SUBSCRIPTION_ID_BYTES } from './frame.ts';
 
 /** What every connection shares. */
 export interface ConnectionContext {
@@ -20,13 +22,36 @@ export interface ConnectionContext {
   keys: KeyCache;
   upstreams: Upstreams;
   logger: Logger;
+  /** A notification's frame, made once for all its clients (frame.ts). */
+  frameOf(note: Notification): NotificationFrame;
+  /** The connection closed (its subscriptions have left their hubs). */
+  closed(conn: WsConnection): void;
 }
 
-interface ClientSubscription extends Subscriber {
+/**
+ * One subscription of a client. Per connection and subscription only small objects, no closures:
+ * with thousands of connections per instance each costs its bytes many times over (issue 28).
+ */
+class ClientSubscription implements Subscriber {
+  readonly conn: WsConnection;
+  readonly id: string;
   topicKey: string;
   /** False until the client has its subscription id: notifications before that are dropped. */
-  armed: boolean;
+  armed = false;
+
+  constructor(conn: WsConnection, id: string, topicKey: string) {
+    this.conn = conn;
+    this.id = id;
+    this.topicKey = topicKey;
+  }
+
+  deliver(note: Notification): void {
+    if (this.armed) this.conn.notify(note, this.id);
+  }
 }
+
+/** The connection of each client WebSocket, for the listeners every connection shares. */
+const owners = new WeakMap<WebSocket, WsConnection>();
 
 /**
  * One client's WebSocket: it only frames. Every message goes through the same RPC pipeline as an
@@ -42,6 +67,8 @@ export class WsConnection implements SubscriptionDispatcher {
   readonly reqId: string | undefined;
   /** The key as of the last check; `handle` checks it again on every message. */
   key: ResolvedKey;
+  /** The key whose connection slot this connection holds (the key as it was at the upgrade). */
+  readonly slotKeyId: string;
   /** Largest send queue seen (bytes); tests read it to show memory stays bounded. */
   peakBufferedBytes = 0;
   lastPongAt = Date.now();
@@ -56,29 +83,56 @@ export class WsConnection implements SubscriptionDispatcher {
   #reserved = 0;
   #inFlight = 0;
 
+  /** The connection's TCP socket, which notification frames are written to (ws writes its own frames there too). */
+  readonly #socket: Duplex;
+
   constructor(
     ws: WebSocket,
+    socket: Duplex,
     init: { network: Network; apiKey: string; key: ResolvedKey; ip: string; origin?: string | undefined; authorization?: string | undefined; reqId?: string },
     ctx: ConnectionContext,
   ) {
     this.ws = ws;
+    this.#socket = socket;
     this.reqId = init.reqId;
     this.network = init.network;
     this.#apiKey = init.apiKey;
     this.key = init.key;
+    this.slotKeyId = init.key.keyId;
     this.ip = init.ip;
     this.#origin = init.origin;
     this.#authorization = init.authorization;
     this.#ctx = ctx;
-    ws.on('message', (data: Buffer, isBinary: boolean) => void this.#onMessage(data, isBinary));
-    ws.on('pong', () => {
-      this.lastPongAt = Date.now();
-    });
-    ws.on('error', (err) => {
-      // ws closes the connection itself (e.g. 1009 for a message over maxPayload).
-      ctx.logger.debug({ reqId: this.reqId, network: this.network.slug, keyId: this.key.keyId, error: err.message }, 'websocket client error');
-    });
+    // Listeners shared by every connection (`this` is the WebSocket): none made per connection.
+    owners.set(ws, this);
+    ws.on('message', WsConnection.#onMessageOf);
+    ws.on('pong', WsConnection.#onPongOf);
+    ws.on('error', WsConnection.#onErrorOf);
+    ws.on('close', WsConnection.#onCloseOf);
   }
+
+  static readonly #onMessageOf = function (this: WebSocket, data: Buffer, isBinary: boolean): void {
+    const c = owners.get(this);
+    if (c) void c.#onMessage(data, isBinary);
+  };
+
+  static readonly #onPongOf = function (this: WebSocket): void {
+    const c = owners.get(this);
+    if (c) c.lastPongAt = Date.now();
+  };
+
+  static readonly #onErrorOf = function (this: WebSocket, err: Error): void {
+    // ws closes the connection itself (e.g. 1009 for a message over maxPayload).
+    const c = owners.get(this);
+    if (c) c.#ctx.logger.debug({ reqId: c.reqId, network: c.network.slug, keyId: c.key.keyId, error: err.message }, 'websocket client error');
+  };
+
+  static readonly #onCloseOf = function (this: WebSocket): void {
+    const c = owners.get(this);
+    if (!c) return;
+    c.cleanup();
+    c.#ctx.closed(c);
+  };
 
   /**
    * Sends one text frame. A client that does not read lets its queue grow; past
@@ -88,6 +142,34 @@ export class WsConnection implements SubscriptionDispatcher {
   send(data: string | Buffer): void {
     if (this.ws.readyState !== WebSocket.OPEN) return;
     this.ws.send(data, { binary: false });
+    this.#checkQueue();
+  }
+
+  /**
+   * Sends a subscription's notification: the frame shared by every client of the topic, with this
+   * subscription's id spliced in (issue 28: nothing of it is serialised per client). Written to the
+   * socket as ws writes its own frames, whole and in order; the same queue limit as {@link send}.
+   */
+  notify(note: Notification, subscriptionId: string): void {
+    if (this.ws.readyState !== WebSocket.OPEN) return;
+    if (subscriptionId.length !== SUBSCRIPTION_ID_BYTES) {
+      this.send(notificationText(subscriptionId, note.resultText));
+      return;
+    }
+    const frame = this.#ctx.frameOf(note);
+    // The shared parts are written together, never copied per client: a client that does not read
+    // holds references to them in its queue, not copies.
+    const socket = this.#socket;
+    socket.cork();
+    socket.write(frame.head);
+    socket.write(subscriptionId, 'latin1');
+    socket.write(frame.tail);
+    socket.uncork();
+    this.#checkQueue();
+  }
+
+  /** Past `ws.maxBufferedBytes` queued for this client, it is cut off. */
+  #checkQueue(): void {
     const queued = this.ws.bufferedAmount;
     if (queued > this.peakBufferedBytes) this.peakBufferedBytes = queued;
     if (queued > this.#ctx.config.ws.maxBufferedBytes) {
@@ -194,16 +276,10 @@ export class WsConnection implements SubscriptionDispatcher {
       return refuse(topic);
     }
     const subscriptionId = newSubscriptionId();
-    const sub: ClientSubscription = {
-      topicKey: topic.key,
-      armed: false,
-      deliver: (resultText) => {
-        if (sub.armed) this.send(notificationText(subscriptionId, resultText));
-      },
-    };
+    const sub = new ClientSubscription(this, subscriptionId, topic.key);
     const hub = this.#ctx.upstreams.hub(this.network.slug);
     try {
-      await hub.subscribe(topic, sub);
+      sub.topicKey = await hub.subscribe(topic, sub);
     } catch (err) {
       return refuse(toRpcError(err));
     } finally {

@@ -18,6 +18,7 @@ import { errorText } from '../jsonrpc.ts';
 import type { RpcPipeline } from '../pipeline.ts';
 import { clientIpResolver } from '../client-ip.ts';
 import { type ConnectionContext, WsConnection } from './connection.ts';
+import { flat, notificationFrame } from './frame.ts';
 import { refuse, serveAsHttp } from './http-fallback.ts';
 import { OTHER_METHOD } from '../../ops/metrics.ts';
 
@@ -34,6 +35,10 @@ export interface WsDeps {
   /** Where the connection gauges are registered. */
   metricsRegistry?: Registry;
 }
+
+const ignore = (): void => {};
+/** Connections pinged and checked per turn of the event loop (see WsGateway.start). */
+const SWEEP_SLICE = 500;
 
 /** `/ws` and `/ws/` (native mainnet), `/ws/{network}` (C1); a trailing slash is accepted. */
 const WS_PATH = /^\/ws(?:\/([^/]*))?\/?$/;
@@ -96,6 +101,8 @@ export class WsGateway {
   readonly #offKeyChanges: () => void;
   readonly #origins: ReadonlySet<string>;
   #closing: Promise<void> | undefined;
+  /** Notification frames made (one per notification and topic, whatever the number of clients). */
+  #framesBuilt = 0;
 
   constructor(app: FastifyInstance, deps: WsDeps) {
     this.#app = app;
@@ -105,7 +112,22 @@ export class WsGateway {
     this.#wss.on('headers', (headers: string[], req: IncomingMessage) => {
       for (const [k, v] of Object.entries(this.#upgradeHeaders.get(req) ?? {})) headers.push(`${k}: ${v}`);
     });
-    this.#ctx = { config: deps.config, pipeline: deps.pipeline, keys: deps.keys, upstreams: deps.upstreams, logger: deps.logger };
+    const counted = (resultText: string) => {
+      this.#framesBuilt++;
+      return notificationFrame(resultText);
+    };
+    this.#ctx = {
+      config: deps.config,
+      pipeline: deps.pipeline,
+      keys: deps.keys,
+      upstreams: deps.upstreams,
+      logger: deps.logger,
+      frameOf: (note) => note.shared(counted),
+      closed: (conn) => {
+        this.connections.delete(conn);
+        this.#slots.release(conn.slotKeyId);
+      },
+    };
     this.#clientIp = clientIpResolver(deps.config.server.trustedProxies);
     this.#origins = new Set(deps.config.rpc.corsOrigins);
 
@@ -146,8 +168,8 @@ export class WsGateway {
   }
 
   /** Counters of each network's subscription hub. */
-  stats(): { connections: number; hubs: ReturnType<Upstreams['hubStats']> } {
-    return { connections: this.connections.size, hubs: this.#d.upstreams.hubStats() };
+  stats(): { connections: number; framesBuilt: number; hubs: ReturnType<Upstreams['hubStats']> } {
+    return { connections: this.connections.size, framesBuilt: this.#framesBuilt, hubs: this.#d.upstreams.hubStats() };
   }
 
   /** Open connections of one key on this instance. */
@@ -163,7 +185,7 @@ export class WsGateway {
       this.#notOurs(req, socket, head, Boolean(match));
       return;
     }
-    socket.on('error', () => {}); // a client gone mid-handshake is not an error of ours
+    socket.on('error', ignore); // a client gone mid-handshake is not an error of ours
     const slug = match[1] || DEFAULT_NETWORK;
     this.#accept(req, socket, head, slug).catch((err: unknown) => {
       this.#d.logger.error({ err }, 'websocket upgrade failed');
@@ -173,7 +195,8 @@ export class WsGateway {
 
   async #accept(req: IncomingMessage, socket: Duplex, head: Buffer, slug: string): Promise<void> {
     // One request id for the connection: its refusal, its 101 and the log lines of its messages.
-    const reqId = genReqId(req);
+    // Flat copies of what the connection keeps (frame.ts: a UUID is built by concatenation, the key is a slice of the whole URL).
+    const reqId = flat(genReqId(req));
     const deny = (s: Duplex, status: number, err: RpcError, headers: Record<string, string> = {}): void => {
       if ((status === 401 || status === 403 || status === 429) && this.#d.logger.isLevelEnabled('debug')) {
         this.#d.logger.debug({ reqId, network: slug, status, code: err.code, reason: err.message }, 'websocket refused');
@@ -191,7 +214,8 @@ export class WsGateway {
     }
     const url = new URL(req.url ?? '/', 'http://gateway');
     const header = req.headers['x-api-key'];
-    const apiKey = url.searchParams.get('apiKey') ?? (typeof header === 'string' ? header : undefined);
+    const given = url.searchParams.get('apiKey') ?? (typeof header === 'string' ? header : undefined);
+    const apiKey = given === undefined ? undefined : flat(given);
     const ip = this.#clientIp(req);
     const jwt = url.searchParams.get('jwt');
     const authorization = req.headers.authorization ?? (jwt ? `Bearer ${jwt}` : undefined);
@@ -219,21 +243,14 @@ export class WsGateway {
       this.#slots.release(key.keyId);
       return deny(socket, 503, new InternalRpcError('The gateway is shutting down; reconnect shortly'));
     }
-    let upgraded = false;
     // A handshake ws refuses (bad Sec-WebSocket-Key, version) ends the socket without a callback.
-    socket.once('close', () => {
-      if (!upgraded) this.#slots.release(key.keyId);
-    });
+    const notUpgraded = () => this.#slots.release(key.keyId);
+    socket.once('close', notUpgraded);
     this.#upgradeHeaders.set(req, { ...headers, 'x-request-id': reqId });
     this.#wss.handleUpgrade(req, socket, head, (ws) => {
-      upgraded = true;
-      const conn = new WsConnection(ws, { network, apiKey: apiKey as string, key, ip, origin, authorization, reqId }, this.#ctx);
+      socket.off('close', notUpgraded); // from now on the connection's close gives the slot back
+      const conn = new WsConnection(ws, socket, { network, apiKey: apiKey as string, key, ip, origin, authorization, reqId }, this.#ctx);
       this.connections.add(conn);
-      ws.once('close', () => {
-        conn.cleanup();
-        this.connections.delete(conn);
-        this.#slots.release(key.keyId);
-      });
       if (this.#closing) ws.close(1001, 'server shutting down');
     });
   }
@@ -251,15 +268,27 @@ export class WsGateway {
     serveAsHttp(this.#app.server, req, socket as Socket, head);
   }
 
-  /** Starts the one timer for every connection: pings, idle clients, keys that expired meanwhile. */
+  /**
+   * Starts the one timer for every connection: pings, idle clients, keys that expired meanwhile.
+   * Each round goes over the connections in slices, yielding between them, so that with many
+   * thousands of clients a round does not hold the event loop (and the notifications) for long.
+   */
   start(): void {
     if (this.#sweep || this.#closing) return;
     this.#sweep = setInterval(() => {
       const now = Date.now();
-      for (const c of this.connections) {
-        c.heartbeat(now);
-        void c.recheckKey().catch(() => {});
-      }
+      const open = [...this.connections];
+      let i = 0;
+      const slice = () => {
+        for (const end = Math.min(open.length, i + SWEEP_SLICE); i < end; i++) {
+          const c = open[i] as WsConnection;
+          if (c.closed) continue;
+          c.heartbeat(now);
+          void c.recheckKey().catch(() => {});
+        }
+        if (i < open.length && !this.#closing) setImmediate(slice);
+      };
+      slice();
     }, this.#d.config.ws.pingIntervalMs);
     this.#sweep.unref();
   }

@@ -1,0 +1,29 @@
+// Issue 28: the gateway's event-loop delay during a measured run, as the gateway measures it
+// itself: prom-client's `perf_hooks.monitorEventLoopDelay` behind GET /metrics
+// (`junction_nodejs_eventloop_lag_{p99,max}_seconds`), whose histogram starts again at each
+// scrape. The bench scrapes once just before a run (which starts it again) and once after it.
+
+/** prom-client's sampling interval (its default): every sample is this plus the delay, so it is taken off. */
+const RESOLUTION_MS = 10;
+
+export interface LoopDelay {
+  /** The 99th percentile of the delays of a timer that should fire every 10 ms, in ms. */
+  p99Ms: number;
+  maxMs: number;
+}
+
+/** Reads the delays since the last scrape (and starts them again); null when /metrics does not answer. */
+export async function scrapeLoopDelay(metricsUrl: string): Promise<LoopDelay | null> {
+  try {
+    const res = await fetch(metricsUrl);
+    if (!res.ok) return null;
+    const text = await res.text();
+    const read = (name: string) => {
+      const m = new RegExp(`^junction_nodejs_eventloop_lag_${name}_seconds(?:\\{[^}]*\\})? (\\S+)$`, 'm').exec(text);
+      return m ? Math.max(0, Number(m[1]) * 1000 - RESOLUTION_MS) : Number.NaN;
+    };
+    return { p99Ms: read('p99'), maxMs: read('max') };
+  } catch {
+    return null;
+  }
+}

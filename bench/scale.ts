@@ -1,0 +1,312 @@
+// Issue 28: many accounts, keys and a long history. Seeds a PostgreSQL database of its own in SQL
+// (generate_series, never through the API), then starts the compiled gateway (dist/main.js) on it
+// and measures: start to ready at a history H and at 2H, the plan of what a start reads, a key not
+// in memory, /usage/stats and /usage/analytics at 8 in parallel, the bytes per stored row of each
+// table, the retention sweeps' cost and the gateway's RSS.
+//
+//   npm run build && npm run bench:scale -- [--accounts 10000] [--keys 100000] [--usage-rows 1200000]
+//     [--hourly-rows 1200000] [--days 400] [--keep] [--base postgres://root@127.0.0.1:5432]
+import { createHash, randomBytes } from 'node:crypto';
+import { readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import pg from 'pg';
+import { type Child, cleanup, cleanupOnSignals, freePort, startChild, startScript, stopChild, tempDir } from './children.ts';
+
+const { values: args } = parseArgs({
+  options: {
+    accounts: { type: 'string', default: '10000' },
+    keys: { type: 'string', default: '100000' },
+    'usage-rows': { type: 'string', default: '1200000' },
+    'hourly-rows': { type: 'string', default: '1200000' },
+    days: { type: 'string', default: '400' },
+    requests: { type: 'string', default: '400' },
+    keep: { type: 'boolean', default: false },
+    base: { type: 'string', default: process.env.BENCH_PG ?? 'postgres://root@127.0.0.1:5432' },
+  },
+});
+const ACCOUNTS = Number(args.accounts);
+const KEYS = Number(args.keys);
+const USAGE_ROWS = Number(args['usage-rows']);
+const HOURLY_ROWS = Number(args['hourly-rows']);
+const DAYS = Number(args.days);
+const REQUESTS = Number(args.requests);
+const DB = `bench_scale_${process.pid}`;
+const DB_URL = `${args.base}/${DB}`;
+const SECRET = randomBytes(32).toString('hex');
+const NETWORKS = ['main/evm/50', 'main/evm/1', 'main/evm/137'];
+const METHODS = ['eth_call', 'eth_blockNumber', 'eth_getLogs', 'eth_getBalance'];
+
+const out = (s: string) => process.stdout.write(`${s}\n`);
+const ms = (n: number) => `${n.toFixed(n < 10 ? 2 : 0)} ms`;
+const p = (xs: number[], q: number) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor(q * s.length))] ?? Number.NaN;
+};
+
+async function sqlAt(url: string, text: string, values: unknown[] = []): Promise<pg.QueryResult> {
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  try {
+    return await c.query(text, values);
+  } finally {
+    await c.end();
+  }
+}
+
+/**
+ * The bench's config: REST limits out of the way, and the usage retention far away, so the run at
+ * 2H starts on the whole history (the sweeps are measured on their own at the end).
+ */
+function configFile(): string {
+  const file = path.join(tempDir('scale-config'), 'config.json');
+  writeFileSync(file, JSON.stringify({ limits: { restPerMinute: 1_000_000 }, usage: { retentionDays: 36_500 } }));
+  return file;
+}
+
+interface Gateway {
+  child: Child;
+  url: string;
+  readyMs: number;
+}
+
+async function startGateway(upstream: string, adminToken: string): Promise<Gateway> {
+  const port = await freePort();
+  const t0 = performance.now();
+  const child = startChild('gateway', process.execPath, ['dist/main.js'], {
+    role: 'target',
+    env: {
+      ...process.env,
+      DATABASE_URL: DB_URL,
+      REDIS_URL: undefined,
+      GATEWAY_CONFIG: configFile(),
+      DEVNET: undefined,
+      PORT: String(port),
+      HOST: '127.0.0.1',
+      DATA_DIR: tempDir('scale-data'),
+      LOG_LEVEL: 'warn',
+      ADMIN_TOKEN: adminToken,
+      UPSTREAM_NATIVE_MAINNET: upstream,
+      READY_WHEN: 'storage',
+      JWT_SECRET: SECRET,
+      KEY_ENCRYPTION_SECRET: SECRET,
+    },
+  });
+  const url = `http://127.0.0.1:${port}`;
+  let exited = false;
+  void child.exited.then(() => (exited = true));
+  for (;;) {
+    if (exited) throw new Error(`gateway exited before ready:\n${child.output()}`);
+    if (performance.now() - t0 > 120_000) throw new Error(`gateway not ready after 120 s:\n${child.output()}`);
+    const ok = await fetch(`${url}/health/ready`).then((r) => r.ok, () => false);
+    if (ok) break;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  return { child, url, readyMs: performance.now() - t0 };
+}
+
+function rssMb(child: Child): number {
+  try {
+    const status = readFileSync(`/proc/${child.pid}/status`, 'utf8');
+    return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024;
+  } catch {
+    return Number.NaN;
+  }
+}
+
+/** `n` requests, `parallel` at a time; the latency of each (ms). */
+async function run(n: number, parallel: number, one: (i: number) => Promise<void>): Promise<{ lat: number[]; perSecond: number }> {
+  const lat: number[] = [];
+  let next = 0;
+  const t0 = performance.now();
+  await Promise.all(
+    Array.from({ length: parallel }, async () => {
+      for (let i = next++; i < n; i = next++) {
+        const t = performance.now();
+        await one(i);
+        lat.push(performance.now() - t);
+      }
+    }),
+  );
+  return { lat, perSecond: (n / (performance.now() - t0)) * 1000 };
+}
+
+async function seed(db: string, fromDay: number): Promise<void> {
+  // Usage: each key has rows on `perKey` days spread over the history, starting `fromDay` days back.
+  const perKey = Math.max(1, Math.ceil(USAGE_ROWS / KEYS));
+  const stride = Math.max(1, Math.floor(DAYS / perKey));
+  const rows = `select g, (g % ${KEYS}) + 1 as k, (g / ${KEYS}) as j from generate_series(0, ${USAGE_ROWS - 1}) g`;
+  const cols = `'u' || (((k - 1) % ${ACCOUNTS}) + 1), 'k' || k, (array['${NETWORKS.join("','")}'])[(k % 3) + 1], (array['${METHODS.join("','")}'])[(k % 4) + 1]`;
+  const day = `current_date - (${fromDay} + j * ${stride} + (k % ${stride}))::int`;
+  await sqlAt(db, `insert into usage_daily (user_id, key_id, network, method, day, requests, compute_units)
+    select ${cols}, ${day}, 1 + (g % 500), 10 * (1 + (g % 500)) from (${rows}) s on conflict do nothing`);
+  await sqlAt(db, `insert into analytics_daily (user_id, key_id, network, method, day, requests, compute_units, errors_node, latency)
+    select ${cols}, ${day}, 1 + (g % 500), 10 * (1 + (g % 500)), g % 3, array[0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,(g % 7),(g % 50),(g % 400),(g % 90),(g % 8)]::bigint[]
+    from (${rows}) s on conflict do nothing`);
+}
+
+async function seedHourly(db: string): Promise<void> {
+  const perKey = Math.max(1, Math.ceil(HOURLY_ROWS / KEYS));
+  const stride = Math.max(1, Math.floor((35 * 24) / perKey));
+  await sqlAt(db, `insert into analytics_hourly (user_id, key_id, network, method, hour, requests, compute_units, errors_node, latency)
+    select 'u' || (((k - 1) % ${ACCOUNTS}) + 1), 'k' || k, (array['${NETWORKS.join("','")}'])[(k % 3) + 1], (array['${METHODS.join("','")}'])[(k % 4) + 1],
+      date_trunc('hour', now()) - make_interval(hours => (j * ${stride} + (k % ${stride}))::int), 1 + (g % 50), 10 * (1 + (g % 50)), g % 3,
+      array[0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,(g % 7),(g % 50),(g % 40),(g % 9),(g % 8)]::bigint[]
+    from (select g, (g % ${KEYS}) + 1 as k, (g / ${KEYS}) as j from generate_series(0, ${HOURLY_ROWS - 1}) g) s on conflict do nothing`);
+}
+
+/** The bench account's own history (made in SQL too): 10 keys, 3 networks, 4 methods, every day and hour. */
+async function seedAccount(db: string, userId: string): Promise<void> {
+  const combos = `from generate_series(1, 10) k, unnest(array['${NETWORKS.join("','")}']) n, unnest(array['${METHODS.join("','")}']) m`;
+  await sqlAt(db, `insert into usage_daily (user_id, key_id, network, method, day, requests, compute_units)
+    select $1, 'bk' || k, n, m, current_date - d, 100 + d, 1000 + d ${combos}, generate_series(0, 399) d on conflict do nothing`, [userId]);
+  await sqlAt(db, `insert into analytics_daily (user_id, key_id, network, method, day, requests, compute_units, latency)
+    select $1, 'bk' || k, n, m, current_date - d, 100 + d, 1000 + d, array[0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,1,5,40,9,2]::bigint[] ${combos}, generate_series(0, 399) d on conflict do nothing`, [userId]);
+  await sqlAt(db, `insert into analytics_hourly (user_id, key_id, network, method, hour, requests, compute_units, latency)
+    select $1, 'bk' || k, n, m, date_trunc('hour', now()) - make_interval(hours => h), 10, 100, array[0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,1,5,4,0,2]::bigint[] ${combos}, generate_series(0, 34 * 24) h on conflict do nothing`, [userId]);
+}
+
+async function explainStart(db: string): Promise<void> {
+  // What a start reads from stored usage (UsageService.quotaUsage, the same SQL).
+  const r = await sqlAt(db, `explain (analyze, buffers, costs off, timing off)
+    select user_id, coalesce(sum(requests) filter (where day = current_date), 0), sum(compute_units)
+    from usage_daily where day >= date_trunc('month', current_date)::date and day <= current_date group by user_id`);
+  for (const row of r.rows as Array<Record<string, string>>) out(`    ${Object.values(row)[0]}`);
+}
+
+async function tableSizes(db: string): Promise<void> {
+  for (const t of ['usage_daily', 'analytics_daily', 'analytics_hourly', 'api_keys']) {
+    const r = await sqlAt(db, `select pg_total_relation_size('${t}')::float8 as bytes, (select count(*) from ${t})::float8 as n`);
+    const { bytes, n } = r.rows[0] as { bytes: number; n: number };
+    out(`  ${t.padEnd(18)} ${String(n).padStart(10)} rows  ${(bytes / 2 ** 20).toFixed(0).padStart(6)} MiB  ${(bytes / Math.max(1, n)).toFixed(0)} bytes/row`);
+  }
+}
+
+async function main(): Promise<void> {
+  cleanupOnSignals();
+  const t0 = performance.now();
+  await sqlAt(`${args.base}/postgres`, `create database ${DB}`);
+  const adminToken = randomBytes(16).toString('hex');
+  const upstream = await startScript('static upstream', 'static-upstream.ts', [], 'driver');
+  try {
+    // The first start migrates the empty database; then the seed goes in behind it.
+    const first = await startGateway(upstream.url, adminToken);
+    await stopChild(first.child);
+    out(`scale: ${ACCOUNTS} accounts, ${KEYS} keys, ${USAGE_ROWS} usage rows over ${DAYS} days, ${HOURLY_ROWS} hourly analytics rows (db ${DB})`);
+    await sqlAt(DB_URL, `insert into users (id, email, name, password_hash, tier) select 'u' || g, 'u' || g || '@scale.test', 'u', 'x', 'enterprise' from generate_series(1, ${ACCOUNTS}) g`);
+    await sqlAt(DB_URL, `insert into api_keys (id, user_id, name, prefix, key_hash, key_ciphertext, networks, all_networks)
+      select 'k' || g, 'u' || (((g - 1) % ${ACCOUNTS}) + 1), 'k', 'jk_live_' || lpad(to_hex(g), 8, '0'),
+        encode(sha256(convert_to('jk_live_' || lpad(to_hex(g), 8, '0') || md5(g::text), 'UTF8')), 'hex'), 'x', '[]'::jsonb, true
+      from generate_series(1, ${KEYS}) g`);
+    await seed(DB_URL, 0);
+    await seedHourly(DB_URL);
+    await sqlAt(DB_URL, 'vacuum analyze');
+    out(`  seeded in ${((performance.now() - t0) / 1000).toFixed(0)} s`);
+
+    // Start at history H (the median of three starts: the machine is shared).
+    const starts = async () => {
+      const times: number[] = [];
+      for (let i = 0; i < 3; i++) {
+        const g = await startGateway(upstream.url, adminToken);
+        times.push(g.readyMs);
+        if (i === 2) return { g, median: p(times, 0.5), times };
+        await stopChild(g.child);
+      }
+      throw new Error('unreachable');
+    };
+    const h1 = await starts();
+    const g1 = { readyMs: h1.median };
+    out(`start to ready, history H:  median ${ms(h1.median)} of ${h1.times.map((t) => t.toFixed(0)).join(', ')} ms`);
+    await stopChild(h1.g.child);
+    out('  what a start reads (quota seeding):');
+    await explainStart(DB_URL);
+    // Twice the history: as many rows again, older than the first.
+    await seed(DB_URL, DAYS);
+    await sqlAt(DB_URL, 'vacuum analyze usage_daily');
+    const h2 = await starts();
+    const g2 = h2.g;
+    out(`start to ready, history 2H: median ${ms(h2.median)} of ${h2.times.map((t) => t.toFixed(0)).join(', ')} ms   (ratio 2H/H ${(h2.median / g1.readyMs).toFixed(2)})`);
+    out('  what a start reads at 2H:');
+    await explainStart(DB_URL);
+    await tableSizes(DB_URL);
+
+    // A key not in memory: each request a key never used since the start.
+    const rpc = `${g2.url}/rpc/main/evm/50`;
+    const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_blockNumber', params: [] });
+    const rawKey = (g: number) => `jk_live_${g.toString(16).padStart(8, '0')}${md5(String(g))}`;
+    const post = async (key: string) => {
+      const r = await fetch(rpc, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': key }, body });
+      if (r.status !== 200) throw new Error(`RPC answered ${r.status}: ${(await r.text()).slice(0, 200)}`);
+      await r.arrayBuffer();
+    };
+    await post(rawKey(1));
+    const miss = await run(REQUESTS, 8, (i) => post(rawKey(2 + i * Math.max(1, Math.floor((KEYS - 2) / REQUESTS)))));
+    const hit = await run(REQUESTS, 8, () => post(rawKey(1)));
+    out(`key not in memory (8 in parallel): p50 ${ms(p(miss.lat, 0.5))} p99 ${ms(p(miss.lat, 0.99))}   key cached: p50 ${ms(p(hit.lat, 0.5))} p99 ${ms(p(hit.lat, 0.99))}`);
+
+    // The bench account and its history.
+    const reg = await fetch(`${g2.url}/api/v1/auth/register`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ email: `scale-${Date.now()}@example.com`, password: 'bench password 123', name: 'Scale' }),
+    });
+    const session = (await reg.json()) as { data: { user: { id: string }; tokens: { accessToken: string } } };
+    const plan = await fetch(`${g2.url}/api/v1/admin/users/${session.data.user.id}`, {
+      method: 'PATCH',
+      headers: { 'content-type': 'application/json', 'x-admin-token': adminToken },
+      body: JSON.stringify({ tier: 'enterprise' }),
+    });
+    if (!plan.ok) throw new Error(`admin PATCH answered ${plan.status}`);
+    await seedAccount(DB_URL, session.data.user.id);
+    out('bench account: 10 keys x 3 networks x 4 methods: 120 rows a day (usage, daily analytics), 120 an hour (hourly analytics: 20,160 rows in 7 days)');
+    const auth = { authorization: `Bearer ${session.data.tokens.accessToken}` };
+    const get = async (path: string) => {
+      const r = await fetch(`${g2.url}/api/v1${path}`, { headers: auth });
+      if (r.status !== 200) throw new Error(`${path} answered ${r.status}: ${(await r.text()).slice(0, 200)}`);
+      await r.arrayBuffer();
+    };
+    const today = new Date().toISOString().slice(0, 10);
+    const daysAgo = (n: number) => new Date(Date.now() - n * 86_400_000).toISOString().slice(0, 10);
+    for (const [label, path] of [
+      ['/usage/stats 90 days', `/usage/stats?startDate=${daysAgo(89)}&endDate=${today}`],
+      ['/usage/analytics 30 days daily', `/usage/analytics?startDate=${daysAgo(29)}&endDate=${today}&granularity=day`],
+      ['/usage/analytics 7 days hourly', `/usage/analytics?startDate=${daysAgo(6)}&endDate=${today}&granularity=hour`],
+    ] as const) {
+      await get(path);
+      const r = await run(Math.min(REQUESTS, 200), 8, () => get(path));
+      out(`${label.padEnd(32)} 8 in parallel: p50 ${ms(p(r.lat, 0.5))} p99 ${ms(p(r.lat, 0.99))}  ${r.perSecond.toFixed(0)} req/s`);
+    }
+    out(`gateway RSS after the run: ${rssMb(g2.child).toFixed(0)} MiB`);
+    await stopChild(g2.child);
+
+    // The sweeps: usage and analytics past retention (the 2H history is past it), as the gateway runs them.
+    const { UsageRetention } = await import('../src/usage/retention.ts');
+    const { AnalyticsStore } = await import('../src/analytics/store.ts');
+    const { openStorage } = await import('../src/storage/db.ts');
+    const { default: pino } = await import('pino');
+    const storage = await openStorage({ databaseUrl: DB_URL });
+    const logger = pino({ level: 'silent' });
+    let t = performance.now();
+    const swept = await new UsageRetention({ db: storage.db, logger, retentionDays: 400 }).sweep();
+    out(`usage sweep: ${swept.usage} rows deleted in ${ms(performance.now() - t)}`);
+    t = performance.now();
+    const a = await new AnalyticsStore({ db: storage.db, logger }).sweep();
+    out(`analytics sweep: ${a.hourly} hourly + ${a.daily} daily rows deleted in ${ms(performance.now() - t)}`);
+    t = performance.now();
+    await new UsageRetention({ db: storage.db, logger, retentionDays: 400 }).sweep();
+    out(`usage sweep with nothing to delete: ${ms(performance.now() - t)}`);
+    await storage.close();
+  } finally {
+    await stopChild(upstream.child);
+    await cleanup();
+    if (!args.keep) await sqlAt(`${args.base}/postgres`, `drop database if exists ${DB} with (force)`);
+    else out(`kept database ${DB_URL}`);
+  }
+}
+
+function md5(s: string): string {
+  // The seed's key text, as SQL's md5() makes it.
+  return createHash('md5').update(s).digest('hex');
+}
+
+await main();

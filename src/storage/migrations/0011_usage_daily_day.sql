@@ -1,0 +1,1 @@
+CREATE INDEX "usage_daily_day_idx" ON "usage_daily" USING btree ("day");
