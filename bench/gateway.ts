@@ -53,6 +53,8 @@ export interface GatewayVariant {
   };
   /** Resolves to why the row cannot run on this machine (e.g. Redis does not answer), or undefined. */
   skip?: () => Promise<string | undefined>;
+  /** Starts what the row needs before its gateway (e.g. its own Redis Cluster): more environment, and how to stop it. */
+  setUp?: () => Promise<{ env: Record<string, string>; close(): Promise<void> }>;
   /** Config file content for this row (GATEWAY_CONFIG), e.g. `{ cache: { enabled: false } }`. */
   config?: Record<string, unknown>;
   /** The JSON-RPC body of this row, when not the bench's default call. */
@@ -109,6 +111,7 @@ export async function startGateway(
       // The same gateway whatever the shell exports: embedded storage, in-process state, no config file.
       DATABASE_URL: undefined,
       REDIS_URL: undefined,
+      REDIS_CLUSTER_NODES: undefined,
       GATEWAY_CONFIG: configFile,
       DEVNET: undefined,
       PORT: String(port),

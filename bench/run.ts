@@ -13,6 +13,7 @@ import { findNginx, startNginx } from './nginx.ts';
 import { type Comparison, interleaved, type PairTarget } from './pairs.ts';
 import { hotFunctions } from './profile.ts';
 import { recordingCost } from './analytics-record.ts';
+import { redisClusterSkip, startRedisCluster } from './redis-cluster.ts';
 import { machineLine, type Row, table, verdicts } from './report.ts';
 // @ts-expect-error: a plain .mjs build script without type declarations
 import { build } from '../scripts/build.mjs';
@@ -63,6 +64,18 @@ const GATEWAY_VARIANTS: GatewayVariant[] = [
         s.on('error', () => resolve(false));
       });
       return up ? undefined : `Redis does not answer at ${u.host}`;
+    },
+  },
+  {
+    // Its own 3-primary Redis Cluster (bench/redis-cluster.ts), started for this row and stopped after it.
+    label: 'gateway, limits on Redis Cluster',
+    account: { tier: 'free', limits: UNREACHABLE },
+    config: { ...NO_CACHE, ...LIMITS },
+    kind: 'pass-through',
+    skip: async () => redisClusterSkip(),
+    setUp: async () => {
+      const cluster = await startRedisCluster();
+      return { env: { REDIS_CLUSTER_NODES: cluster.nodes.join(',') }, close: () => cluster.close() };
     },
   },
 ];
@@ -154,11 +167,24 @@ async function main(): Promise<number> {
     const nodeArgs = dir ? ['--cpu-prof', `--cpu-prof-dir=${dir}`] : [];
     let fromUs = 0;
     let toUs = 0;
-    const ok = await run(variant.label, variant.body ? { ...o, body: variant.body } : o, async () => {
-      const gw = await startGateway(variant, upstream.url, { nodeArgs });
-      fromUs = nowUs();
-      return { child: gw.child, url: gw.rpcUrl, headers: gw.headers, metricsUrl: gw.metricsUrl };
-    });
+    let extra: { env: Record<string, string>; close(): Promise<void> } | undefined;
+    try {
+      extra = await variant.setUp?.();
+    } catch (err) {
+      failures.push(`${variant.label}: ${(err as Error).message}`);
+      continue;
+    }
+    const started = extra ? { ...variant, env: { ...variant.env, ...extra.env } } : variant;
+    let ok = false;
+    try {
+      ok = await run(variant.label, variant.body ? { ...o, body: variant.body } : o, async () => {
+        const gw = await startGateway(started, upstream.url, { nodeArgs });
+        fromUs = nowUs();
+        return { child: gw.child, url: gw.rpcUrl, headers: gw.headers, metricsUrl: gw.metricsUrl };
+      });
+    } finally {
+      await extra?.close();
+    }
     toUs = nowUs();
     if (ok) gateways.push(variant.label);
     if (ok && variant.kind) kinds[variant.label] = variant.kind;

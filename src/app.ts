@@ -47,8 +47,7 @@ import { FaucetService } from './faucet/service.ts';
 import { balanceRoutes } from './balance/routes.ts';
 import { BalanceService } from './balance/service.ts';
 import type { Storage } from './storage/db.ts';
-import type { Redis } from 'ioredis';
-import { RedisLink } from './storage/redis.ts';
+import { RedisLink, type RedisClient } from './storage/redis.ts';
 import { type Limiter, MemoryLimiter } from './metering/limiter.ts';
 import { Meter } from './metering/meter.ts';
 import { RestLimits } from './metering/rest-limits.ts';
@@ -73,7 +72,7 @@ export interface AppDeps {
   /** Probe every network's upstreams from the start (the server); tests probe a network on first use. */
   probeUpstreams?: boolean;
   /** Shared state across instances (REDIS_URL): limits and key-change events. */
-  redis?: Redis;
+  redis?: RedisClient;
   /** Where log lines go (tests read them); default stdout. */
   logStream?: DestinationStream;
   logger?: Logger;
@@ -252,7 +251,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
       check: async () => {
         if (link.up) {
           try {
-            await link.redis.ping();
+            await link.ping();
             return;
           } catch (err) {
             link.failed(err);

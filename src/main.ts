@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import type http from 'node:http';
 import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from './storage/redis.ts';
 import type { Logger } from 'pino';
 import type { Address } from 'viem';
 import { helpText, parseCommandLine, UsageError } from './config/cli.ts';
@@ -133,7 +133,7 @@ async function main(): Promise<void> {
 
   let devnet: Devnet | undefined;
   let storage: Storage | undefined;
-  let redis: Redis | undefined;
+  let redis: RedisClient | undefined;
   let app: FastifyInstance | undefined;
   let stopping = false;
 
@@ -185,7 +185,7 @@ async function main(): Promise<void> {
     const secrets = resolveSecrets(config);
     // Every module is loaded before anything starts: loading is work on this thread, and done
     // while the storage opens it would delay the chains' answers past their timeouts.
-    const [{ buildApp }, { openStorage }, { openRedis }, { openWhenReachable }] = await Promise.all([
+    const [{ buildApp }, { openStorage }, { openRedis, openRedisCluster }, { openWhenReachable }] = await Promise.all([
       import('./app.ts'),
       import('./storage/db.ts'),
       import('./storage/redis.ts'),
@@ -215,6 +215,7 @@ async function main(): Promise<void> {
     // The storage, Redis and the chains (their own processes) start side by side; storage first, as
     // its loading goes on in the background while the chains are being spawned.
     const redisUrl = config.redis.url;
+    const clusterNodes = config.redis.clusterNodes;
     const [opened, connected, chains] = await Promise.allSettled([
       // C48: a PostgreSQL that is not there yet is waited for (logged at each attempt), not a failed start.
       openWhenReachable(
@@ -223,9 +224,15 @@ async function main(): Promise<void> {
       ).catch((err: unknown) => {
         throw storageStartError(err, config);
       }),
-      redisUrl ? openRedis(redisUrl, { commandTimeoutMs: config.redis.commandTimeoutMs }).catch((err: unknown) => {
-        throw redisStartError(err, redisUrl);
-      }) : undefined,
+      clusterNodes
+        ? openRedisCluster(clusterNodes, { commandTimeoutMs: config.redis.commandTimeoutMs }).catch((err: unknown) => {
+            throw redisStartError(err, clusterNodes[0] ?? '', 'REDIS_CLUSTER_NODES');
+          })
+        : redisUrl
+          ? openRedis(redisUrl, { commandTimeoutMs: config.redis.commandTimeoutMs }).catch((err: unknown) => {
+              throw redisStartError(err, redisUrl);
+            })
+          : undefined,
       config.devnet.enabled ? startChains(config, log, devnetStateDir, detailsFile, terse) : undefined,
     ]);
     if (chains.status === 'fulfilled' && chains.value) ({ config, devnet } = chains.value);

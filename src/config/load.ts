@@ -99,6 +99,7 @@ export const ENV_SETTINGS: readonly EnvSetting[] = [
   { name: 'DATABASE_URL', path: 'storage.databaseUrl', kind: 'string' },
   { name: 'DATA_DIR', path: 'storage.dataDir', kind: 'string' },
   { name: 'REDIS_URL', path: 'redis.url', kind: 'string' },
+  { name: 'REDIS_CLUSTER_NODES', path: 'redis.clusterNodes', kind: 'list', secret: true },
   { name: 'REDIS_COMMAND_TIMEOUT_MS', path: 'redis.commandTimeoutMs', kind: 'int' },
   { name: 'JWT_SECRET', path: 'auth.jwtSecret', kind: 'string', secret: true },
   { name: 'KEY_ENCRYPTION_SECRET', path: 'keys.encryptionSecret', kind: 'string', secret: true },

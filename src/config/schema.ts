@@ -46,6 +46,9 @@ export const ConfigSchema = T.Object(
         url: T.Union([T.String({ format: 'uri', pattern: '^rediss?://', allowed: 'a redis:// or rediss:// URL' }), T.Null()], {
           description: 'Redis for limits and key changes shared by several instances; null: in process',
         }),
+        clusterNodes: T.Union([T.Array(T.String({ pattern: '^rediss?://', allowed: 'redis:// or rediss:// URLs' }), { minItems: 1 }), T.Null()], {
+          description: 'a Redis Cluster instead of url: some of its nodes as redis:// URLs (the first one gives user, password and TLS); null: none',
+        }),
         commandTimeoutMs: T.Integer({
           minimum: 10,
           maximum: 60_000,

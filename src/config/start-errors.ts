@@ -65,10 +65,10 @@ export function storageStartError(err: unknown, cfg: Config): unknown {
   return new StartError(`DATA_DIR: cannot open the embedded database in ${cfg.storage.dataDir}: ${reason(err)}`);
 }
 
-/** Redis (REDIS_URL) did not answer. */
-export function redisStartError(err: unknown, url: string): unknown {
+/** Redis (REDIS_URL, or the Redis Cluster of REDIS_CLUSTER_NODES) did not answer. */
+export function redisStartError(err: unknown, url: string, setting = 'REDIS_URL'): unknown {
   if (!outsideProblem(err)) return err;
-  return new StartError(`REDIS_URL: cannot reach Redis at ${maskUrl(url)}: ${reason(err)}`);
+  return new StartError(`${setting}: cannot reach Redis at ${maskUrl(url)}: ${reason(err)}`);
 }
 
 /** The listener could not open (a port in use, an address not of this machine, a privileged port). */

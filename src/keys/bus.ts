@@ -1,7 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import type { RedisLink } from '../storage/redis.ts';
+import { isCluster, type RedisClient, type RedisLink } from '../storage/redis.ts';
 import type { KeyCache } from './cache.ts';
 import type { KeyChange, KeyService } from './service.ts';
 
@@ -21,8 +20,8 @@ const MAX_PENDING = 1_000;
  * left the subscription's connection open, a hung Redis, misses messages all the same).
  */
 export class KeyChangeBus {
-  readonly #sub: Redis;
-  readonly #pub: Redis;
+  readonly #sub: RedisClient;
+  readonly #pub: RedisClient;
   readonly #keys: KeyService;
   readonly #log: Logger;
   readonly #origin = randomUUID();
@@ -34,7 +33,7 @@ export class KeyChangeBus {
   #off: (() => void) | undefined;
 
   /** Opens nothing: the subscription is made by `start` (C20 holds from the app's start on). */
-  constructor(redis: Redis, keys: KeyService, cache: KeyCache, log: Logger, link?: RedisLink) {
+  constructor(redis: RedisClient, keys: KeyService, cache: KeyCache, log: Logger, link?: RedisLink) {
     this.#pub = redis;
     this.#cache = cache;
     this.#link = link;
@@ -42,7 +41,13 @@ export class KeyChangeBus {
     this.#log = log;
     // A subscribed connection can do nothing else: a dedicated one (with its offline queue, so the
     // subscription is restored after a reconnect), made lazily: it connects in `start`.
-    const sub = redis.duplicate({ enableOfflineQueue: true, lazyConnect: true });
+    // On a Redis Cluster, classic pub/sub (not sharded SSUBSCRIBE): a message published on any
+    // node reaches every node, so the subscription lives on whichever node answers, and the client
+    // moves it to another when that one fails; sharded channels live on one primary and would be
+    // lost with it.
+    const sub: RedisClient = isCluster(redis)
+      ? redis.duplicate([], { enableOfflineQueue: true, lazyConnect: true })
+      : redis.duplicate({ enableOfflineQueue: true, lazyConnect: true });
     this.#sub = sub;
     sub.on('error', () => {});
     sub.on('message', (_channel: string, message: string) => {

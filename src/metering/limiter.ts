@@ -8,6 +8,12 @@
 export interface WindowCheck {
   kind: 'window';
   key: string;
+  /**
+   * What the key belongs to (an account's id): checks of one call with the same shard are kept
+   * together on a Redis Cluster (one hash slot). Checks of one call must share it when given;
+   * absent, the key is its own shard.
+   */
+  shard?: string;
   limit: number;
   windowMs: number;
   cost: number;
@@ -17,6 +23,12 @@ export interface WindowCheck {
 export interface CounterCheck {
   kind: 'counter';
   key: string;
+  /**
+   * What the key belongs to (an account's id): checks of one call with the same shard are kept
+   * together on a Redis Cluster (one hash slot). Checks of one call must share it when given;
+   * absent, the key is its own shard.
+   */
+  shard?: string;
   limit: number;
   resetAt: number;
   cost: number;
@@ -27,6 +39,8 @@ export type Check = WindowCheck | CounterCheck;
 /** A counter's value carried over from storage (after a restart): see `Limiter.seed`. */
 export interface CounterSeed {
   key: string;
+  /** As `Check.shard`: must be the one the counter's checks give. */
+  shard?: string;
   value: number;
   /** Epoch ms when the counter's period ends. */
   resetAt: number;

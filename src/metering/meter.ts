@@ -124,23 +124,24 @@ export class Meter {
       const p = currentPeriods();
       const names = this.#names(key, p.day, p.month);
       if (key.rateLimit !== null && (plan.requestsPerMinute === null || key.rateLimit < plan.requestsPerMinute)) {
-        checks.push({ kind: 'window', key: names.keyRate, limit: key.rateLimit, windowMs: MINUTE_MS, cost: requests });
+        checks.push({ kind: 'window', key: names.keyRate, shard: key.userId, limit: key.rateLimit, windowMs: MINUTE_MS, cost: requests });
         roles.push('keyRate');
       }
       if (plan.requestsPerMinute !== null) {
-        checks.push({ kind: 'window', key: names.accountRate, limit: plan.requestsPerMinute, windowMs: MINUTE_MS, cost: requests });
+        checks.push({ kind: 'window', key: names.accountRate, shard: key.userId, limit: plan.requestsPerMinute, windowMs: MINUTE_MS, cost: requests });
         roles.push('accountRate');
       }
       perMinute = Math.min(key.rateLimit ?? Number.POSITIVE_INFINITY, plan.requestsPerMinute ?? Number.POSITIVE_INFINITY);
       if (perMinute === Number.POSITIVE_INFINITY) perMinute = -1;
       if (plan.dailyLimit !== null) {
-        checks.push({ kind: 'counter', key: names.daily, limit: plan.dailyLimit, resetAt: p.dayEndsAt, cost: requests });
+        checks.push({ kind: 'counter', key: names.daily, shard: key.userId, limit: plan.dailyLimit, resetAt: p.dayEndsAt, cost: requests });
         roles.push('daily');
       }
       if (plan.monthlyComputeUnits !== null) {
         checks.push({
           kind: 'counter',
           key: names.monthly,
+          shard: key.userId,
           limit: plan.monthlyComputeUnits,
           resetAt: p.monthEndsAt,
           cost: computeUnits,
@@ -160,15 +161,15 @@ export class Meter {
     const checks: Check[] = [];
     const roles: Array<keyof AccountRemaining> = [];
     if (limits.requestsPerMinute !== null) {
-      checks.push({ kind: 'window', key: `a:${userId}`, limit: limits.requestsPerMinute, windowMs: MINUTE_MS, cost: 0 });
+      checks.push({ kind: 'window', key: `a:${userId}`, shard: userId, limit: limits.requestsPerMinute, windowMs: MINUTE_MS, cost: 0 });
       roles.push('requestsThisMinute');
     }
     if (limits.dailyLimit !== null) {
-      checks.push({ kind: 'counter', key: `d:${userId}:${p.day}`, limit: limits.dailyLimit, resetAt: p.dayEndsAt, cost: 0 });
+      checks.push({ kind: 'counter', key: `d:${userId}:${p.day}`, shard: userId, limit: limits.dailyLimit, resetAt: p.dayEndsAt, cost: 0 });
       roles.push('requestsToday');
     }
     if (limits.monthlyComputeUnits !== null) {
-      checks.push({ kind: 'counter', key: `cu:${userId}:${p.month}`, limit: limits.monthlyComputeUnits, resetAt: p.monthEndsAt, cost: 0 });
+      checks.push({ kind: 'counter', key: `cu:${userId}:${p.month}`, shard: userId, limit: limits.monthlyComputeUnits, resetAt: p.monthEndsAt, cost: 0 });
       roles.push('computeUnitsThisMonth');
     }
     const out: AccountRemaining = { requestsThisMinute: null, requestsToday: null, computeUnitsThisMonth: null };
@@ -188,8 +189,8 @@ export class Meter {
     const p = currentPeriods();
     const seeds: CounterSeed[] = [];
     for (const u of await usage.quotaUsage()) {
-      seeds.push({ key: `d:${u.userId}:${p.day}`, value: u.requestsToday, resetAt: p.dayEndsAt });
-      seeds.push({ key: `cu:${u.userId}:${p.month}`, value: u.computeUnitsThisMonth, resetAt: p.monthEndsAt });
+      seeds.push({ key: `d:${u.userId}:${p.day}`, shard: u.userId, value: u.requestsToday, resetAt: p.dayEndsAt });
+      seeds.push({ key: `cu:${u.userId}:${p.month}`, shard: u.userId, value: u.computeUnitsThisMonth, resetAt: p.monthEndsAt });
     }
     await this.#limiter.seed(seeds);
   }

@@ -1,5 +1,4 @@
-import type { Redis } from 'ioredis';
-import type { RedisLink } from '../storage/redis.ts';
+import { isCluster, type RedisClient, type RedisLink } from '../storage/redis.ts';
 import { type Check, type CheckState, type ConsumeResult, type CounterSeed, type Limiter, MemoryLimiter } from './limiter.ts';
 
 // All checks of one request in one script: atomic under concurrency, one round trip (C12).
@@ -109,9 +108,37 @@ return 1
 interface Count {
   value: number;
   resetAt: number;
+  shard?: string | undefined;
 }
 
 const RESTORE_CHUNK = 200;
+/** Scripts of a write-back in flight at once (a Redis Cluster: one per shard). */
+const RESTORE_PARALLEL = 16;
+
+interface Row {
+  key: string;
+  shard: string | undefined;
+  owed: number;
+  floor: number;
+  resetAt: number;
+}
+
+function chunks<T>(rows: readonly T[], size: number): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < rows.length; i += size) out.push(rows.slice(i, i + size));
+  return out;
+}
+
+function groupBy<T>(rows: readonly T[], by: (row: T) => string): Map<string, T[]> {
+  const out = new Map<string, T[]>();
+  for (const r of rows) {
+    const k = by(r);
+    const g = out.get(k);
+    if (g) g.push(r);
+    else out.set(k, [r]);
+  }
+  return out;
+}
 
 /**
  * Limits shared by every instance through Redis (REDIS_URL). Counter keys carry their period in
@@ -125,8 +152,10 @@ const RESTORE_CHUNK = 200;
  * written back before shared limits resume. Per-minute windows start empty in memory.
  */
 export class RedisLimiter implements Limiter {
-  readonly #redis: Redis;
+  readonly #redis: RedisClient;
   readonly #prefix: string;
+  /** A Redis Cluster: each key carries its shard as a hash tag, so one call's keys share a slot. */
+  readonly #tagged: boolean;
   readonly #link: RedisLink | undefined;
   #local = new MemoryLimiter();
   /** The last value Redis (or stored usage) gave for each counter: where memory starts from. */
@@ -137,9 +166,10 @@ export class RedisLimiter implements Limiter {
   /** Calls whose limits were enforced in memory because Redis did not answer (metrics). */
   memoryCalls = 0;
 
-  constructor(redis: Redis, opts: { prefix?: string; link?: RedisLink } = {}) {
+  constructor(redis: RedisClient, opts: { prefix?: string; link?: RedisLink } = {}) {
     this.#redis = redis;
     this.#prefix = opts.prefix ?? 'junction:rl:';
+    this.#tagged = isCluster(redis);
     this.#link = opts.link;
     if (!('junctionLimit' in redis)) {
       redis.defineCommand('junctionLimit', { lua: SCRIPT });
@@ -161,7 +191,7 @@ export class RedisLimiter implements Limiter {
     try {
       await (this.#redis as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>).junctionRefund?.(
         checks.length,
-        ...checks.map((c) => this.#prefix + c.key),
+        ...checks.map((c) => this.#name(c.key, c.shard)),
         ...argv,
       );
     } catch (err) {
@@ -175,7 +205,7 @@ export class RedisLimiter implements Limiter {
     if (checks.length === 0) return { allowed: true, states: [] };
     // C48: while Redis is away no call waits for it.
     if (this.#link && !this.#link.up) return this.#consumeLocal(checks);
-    const keys = checks.map((c) => this.#prefix + c.key);
+    const keys = checks.map((c) => this.#name(c.key, c.shard));
     const argv: Array<string | number> = [];
     for (const c of checks) {
       argv.push(c.kind === 'window' ? 'w' : 'c', c.limit, c.kind === 'window' ? c.windowMs : c.resetAt, c.cost);
@@ -196,7 +226,7 @@ export class RedisLimiter implements Limiter {
     const states: CheckState[] = checks.map((c, i) => {
       const remaining = Number(raw[3 + i * 4]);
       // Where memory would start this counter from (C48): updated in place, no allocation once known.
-      if (c.kind === 'counter') this.#note(c.key, c.limit - remaining, c.resetAt);
+      if (c.kind === 'counter') this.#note(c.key, c.limit - remaining, c.resetAt, c.shard);
       return { allowed: raw[2 + i * 4] === 1, remaining, resetAt: Number(raw[4 + i * 4]), retryAfterMs: Number(raw[5 + i * 4]) };
     });
     return { allowed: raw[0] === 1, states };
@@ -207,7 +237,7 @@ export class RedisLimiter implements Limiter {
    * twice: stored usage only raises where memory would start from while Redis is away (C48).
    */
   async seed(counters: readonly CounterSeed[]): Promise<void> {
-    for (const s of counters) if (s.value > 0) this.#note(s.key, s.value, s.resetAt);
+    for (const s of counters) if (s.value > 0) this.#note(s.key, s.value, s.resetAt, s.shard);
     if (this.#link && !this.#link.up) await this.#local.seed(counters);
   }
 
@@ -228,9 +258,19 @@ export class RedisLimiter implements Limiter {
     await this.#local.close();
   }
 
-  #note(key: string, value: number, resetAt: number): void {
+  /**
+   * The Redis key of a limiter key. On a Redis Cluster the shard comes first as a hash tag
+   * (`junction:rl:{<account>}:d:<account>:<day>`): the checks of one call, and the `:seq` key of a
+   * window, hash to one slot, so each script runs on one node (no CROSSSLOT). On a single Redis
+   * the names stay as they were, so counters survive an upgrade.
+   */
+  #name(key: string, shard: string | undefined): string {
+    return this.#tagged ? `${this.#prefix}{${shard ?? key}}:${key}` : this.#prefix + key;
+  }
+
+  #note(key: string, value: number, resetAt: number, shard?: string): void {
     const k = this.#known.get(key);
-    if (!k) this.#known.set(key, { value, resetAt });
+    if (!k) this.#known.set(key, { value, resetAt, shard });
     else if (k.resetAt !== resetAt) {
       k.value = value;
       k.resetAt = resetAt;
@@ -245,7 +285,7 @@ export class RedisLimiter implements Limiter {
         if (c.kind !== 'counter' || c.cost <= 0) continue;
         const o = this.#owed.get(c.key);
         if (o && o.resetAt === c.resetAt) o.value += c.cost;
-        else this.#owed.set(c.key, { value: c.cost, resetAt: c.resetAt });
+        else this.#owed.set(c.key, { value: c.cost, resetAt: c.resetAt, shard: c.shard });
       }
     }
     return result;
@@ -263,7 +303,7 @@ export class RedisLimiter implements Limiter {
   #degraded(): void {
     const now = Date.now();
     const seeds: CounterSeed[] = [];
-    for (const [key, c] of this.#known) if (c.resetAt > now) seeds.push({ key, value: c.value, resetAt: c.resetAt });
+    for (const [key, c] of this.#known) if (c.resetAt > now) seeds.push({ key, value: c.value, resetAt: c.resetAt, shard: c.shard });
     void this.#local.seed(seeds);
   }
 
@@ -283,29 +323,39 @@ export class RedisLimiter implements Limiter {
     const now = Date.now();
     const owed = this.#owed;
     this.#owed = new Map();
-    const rows: Array<{ key: string; owed: number; floor: number; resetAt: number }> = [];
+    const rows: Row[] = [];
     for (const [key, o] of owed) {
       if (o.resetAt <= now) continue;
       const k = this.#known.get(key);
       const base = k && k.resetAt === o.resetAt ? k.value : 0;
-      rows.push({ key, owed: o.value, floor: base + o.value, resetAt: o.resetAt });
+      rows.push({ key, shard: o.shard ?? k?.shard, owed: o.value, floor: base + o.value, resetAt: o.resetAt });
     }
     for (const [key, k] of this.#known) {
-      if (k.resetAt > now && !owed.has(key)) rows.push({ key, owed: 0, floor: k.value, resetAt: k.resetAt });
+      if (k.resetAt > now && !owed.has(key)) rows.push({ key, shard: k.shard, owed: 0, floor: k.value, resetAt: k.resetAt });
     }
     try {
-      for (let i = 0; i < rows.length; i += RESTORE_CHUNK) {
-        const chunk = rows.slice(i, i + RESTORE_CHUNK);
-        await (this.#redis as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>).junctionRestore?.(
-          chunk.length,
-          ...chunk.map((r) => this.#prefix + r.key),
-          // Kept an hour past the period's end, as the limit script does.
-          ...chunk.flatMap((r) => [r.owed, r.floor, r.resetAt + 3_600_000]),
+      // On a Redis Cluster one script per shard (its keys share a slot), a few at a time; a
+      // failed one (its primary away) keeps its rows owed for the next round.
+      const batches = this.#tagged ? [...groupBy(rows, (r) => r.shard ?? r.key).values()] : chunks(rows, RESTORE_CHUNK);
+      let failure: Error | undefined;
+      for (let i = 0; i < batches.length; i += RESTORE_PARALLEL) {
+        await Promise.all(
+          batches.slice(i, i + RESTORE_PARALLEL).map(async (batch) => {
+            for (const chunk of chunks(batch, RESTORE_CHUNK)) {
+              try {
+                await this.#restore(chunk);
+              } catch (err) {
+                failure ??= err instanceof Error ? err : new Error(String(err));
+                return;
+              }
+              // Written: those requests are part of the last count known now.
+              for (const r of chunk) this.#note(r.key, r.floor, r.resetAt, r.shard);
+              for (const r of chunk) owed.delete(r.key);
+            }
+          }),
         );
-        // Written: those requests are part of the last count known now.
-        for (const r of chunk) this.#note(r.key, r.floor, r.resetAt);
-        for (const r of chunk) owed.delete(r.key);
       }
+      if (failure !== undefined) throw failure;
     } catch (err) {
       for (const [key, o] of owed) {
         const now2 = this.#owed.get(key);
@@ -314,5 +364,14 @@ export class RedisLimiter implements Limiter {
       }
       throw err;
     }
+  }
+
+  async #restore(chunk: readonly Row[]): Promise<void> {
+    await (this.#redis as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>).junctionRestore?.(
+      chunk.length,
+      ...chunk.map((r) => this.#name(r.key, r.shard)),
+      // Kept an hour past the period's end, as the limit script does.
+      ...chunk.flatMap((r) => [r.owed, r.floor, r.resetAt + 3_600_000]),
+    );
   }
 }

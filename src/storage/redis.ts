@@ -1,9 +1,17 @@
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import type { Logger } from 'pino';
+
+/** A single Redis or a Redis Cluster (`redis.clusterNodes`): the commands the gateway uses are the same. */
+export type RedisClient = Redis | Cluster;
 
 export interface RedisOptions {
   /** C48: a command without an answer after this many ms fails (`redis.commandTimeoutMs`). */
   commandTimeoutMs?: number;
+}
+
+/** Whether a client is a Redis Cluster's: its keys of one script must share a hash slot. */
+export function isCluster(redis: RedisClient): redis is Cluster {
+  return (redis as { isCluster?: boolean }).isCluster === true;
 }
 
 /**
@@ -14,15 +22,56 @@ export interface RedisOptions {
 export async function openRedis(url: string, opts: RedisOptions = {}): Promise<Redis> {
   // Loaded only when configured: an embedded start does not pay for the client.
   const { Redis } = await import('ioredis');
-  const redis = new Redis(url, {
-    lazyConnect: true,
+  const redis = new Redis(url, { lazyConnect: true, ...clientOptions(opts) });
+  await connectOrThrow(redis);
+  return redis;
+}
+
+/**
+ * A Redis Cluster (`redis.clusterNodes`, REDIS_CLUSTER_NODES): the nodes given are where the
+ * client learns the cluster's layout; the first one's user, password and TLS hold for every node.
+ * The same C48 rules as a single Redis: no offline queue, a bounded wait per command.
+ */
+export async function openRedisCluster(nodes: readonly string[], opts: RedisOptions = {}): Promise<Cluster> {
+  const { Cluster } = await import('ioredis');
+  const first = new URL(nodes[0] ?? 'redis://127.0.0.1:6379');
+  const cluster = new Cluster(
+    nodes.map((n) => {
+      const u = new URL(n);
+      return { host: u.hostname, port: Number(u.port || 6379) };
+    }),
+    {
+      lazyConnect: true,
+      enableOfflineQueue: false,
+      // Slots move when a primary fails over: the client asks again within a second.
+      retryDelayOnFailover: 100,
+      retryDelayOnClusterDown: 100,
+      slotsRefreshTimeout: 2_000,
+      clusterRetryStrategy: (times: number) => Math.min(times * 100, 1_000),
+      redisOptions: {
+        ...clientOptions(opts),
+        ...(first.username ? { username: decodeURIComponent(first.username) } : {}),
+        ...(first.password ? { password: decodeURIComponent(first.password) } : {}),
+        ...(first.protocol === 'rediss:' ? { tls: {} } : {}),
+      },
+    },
+  );
+  await connectOrThrow(cluster);
+  return cluster;
+}
+
+function clientOptions(opts: RedisOptions) {
+  return {
     maxRetriesPerRequest: 1,
     enableOfflineQueue: false,
     connectTimeout: 5_000,
     ...(opts.commandTimeoutMs ? { commandTimeout: opts.commandTimeoutMs } : {}),
     // C48: back within a second of Redis, not the client's default of up to 2 s between attempts.
     retryStrategy: (times: number) => Math.min(times * 100, 1_000),
-  });
+  };
+}
+
+async function connectOrThrow(redis: RedisClient): Promise<void> {
   // Reconnects are automatic; the error is reported by the commands that fail meanwhile.
   let firstError: unknown;
   redis.on('error', (err) => {
@@ -35,7 +84,6 @@ export async function openRedis(url: string, opts: RedisOptions = {}): Promise<R
     redis.disconnect();
     throw firstError ?? err;
   }
-  return redis;
 }
 
 /** What `/health/ready` and the metrics say of Redis. */
@@ -55,7 +103,7 @@ export interface RedisLinkReport {
  * logged once: warn on the way down, info on the way back.
  */
 export class RedisLink {
-  readonly redis: Redis;
+  readonly redis: RedisClient;
   readonly #log: Logger;
   readonly #probeMs: number;
   readonly #recoveries: Array<() => Promise<void>> = [];
@@ -69,7 +117,7 @@ export class RedisLink {
   /** Times the link went down (metrics). */
   outages = 0;
 
-  constructor(redis: Redis, opts: { log: Logger; probeMs?: number }) {
+  constructor(redis: RedisClient, opts: { log: Logger; probeMs?: number }) {
     this.redis = redis;
     this.#log = opts.log;
     this.#probeMs = opts.probeMs ?? 1_000;
@@ -109,7 +157,7 @@ export class RedisLink {
     if (this.#probing || this.#closed) return false;
     this.#probing = true;
     try {
-      await this.redis.ping();
+      await this.ping();
       for (const step of this.#recoveries) await step();
     } catch (err) {
       this.#error = errorText(err);
@@ -127,6 +175,20 @@ export class RedisLink {
     this.#log.info({ downMs }, `Redis answers again: shared limits resume after ${(downMs / 1000).toFixed(1)} s in memory (C48)`);
     this.#emit(true);
     return true;
+  }
+
+  /**
+   * PING. On a Redis Cluster every primary is asked: with one primary away the keys of its slots
+   * cannot be shared, and the link stays degraded (every limit in memory, C48) until all answer.
+   */
+  async ping(): Promise<void> {
+    if (!isCluster(this.redis)) {
+      await this.redis.ping();
+      return;
+    }
+    const primaries = this.redis.nodes('master');
+    if (primaries.length === 0) throw new Error('no Redis Cluster primary is known');
+    await Promise.all(primaries.map((n) => n.ping()));
   }
 
   report(): RedisLinkReport {

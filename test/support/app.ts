@@ -9,7 +9,7 @@ import { type Devnet, startDevnet } from '../../src/devnet/devnet.ts';
 import { applyDevnetPrices } from '../../src/devnet/prices.ts';
 import { withDevnetFaucetKeys } from '../../src/faucet/wallets.ts';
 import { openStorage, type Storage } from '../../src/storage/db.ts';
-import { openRedis } from '../../src/storage/redis.ts';
+import { openRedis, openRedisCluster } from '../../src/storage/redis.ts';
 import { pgliteTemplate } from './pglite-template.ts';
 import { PG_ADMIN_URL, REDIS_URL } from './services.ts';
 
@@ -66,6 +66,8 @@ export interface TestAppOptions {
   redis?: boolean;
   /** Share state through this Redis instead (a test's own redis-server). */
   redisUrl?: string;
+  /** Share state through this Redis Cluster instead (a test's own, see redis-cluster.ts). */
+  redisClusterNodes?: string[];
 }
 
 const GENEROUS_REST_LIMITS = { restPerMinute: 100_000, failedLoginsPerMinute: 1_000, failedAuthPerMinute: 100_000, registrationsPerHour: 100_000 };
@@ -136,7 +138,11 @@ export async function startTestApp(opts: TestAppOptions = {}): Promise<TestApp> 
     },
   });
   const redisUrl = opts.redisUrl ?? (opts.redis ? REDIS_URL : undefined);
-  const redis = redisUrl ? await openRedis(redisUrl, { commandTimeoutMs: config.redis.commandTimeoutMs }) : undefined;
+  const redis = opts.redisClusterNodes
+    ? await openRedisCluster(opts.redisClusterNodes, { commandTimeoutMs: config.redis.commandTimeoutMs })
+    : redisUrl
+      ? await openRedis(redisUrl, { commandTimeoutMs: config.redis.commandTimeoutMs })
+      : undefined;
   const app = await buildApp(config, { storage, secrets: opts.secrets ?? TEST_SECRETS, logStream, ...(redis ? { redis } : {}) });
   await app.ready();
   const url = opts.listen ? await app.listen({ host: '127.0.0.1', port: 0 }) : '';
