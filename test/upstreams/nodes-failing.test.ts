@@ -74,21 +74,26 @@ describe('three upstreams, some failing (issue 29, point 4)', () => {
     assert.deepEqual(states, ['down', 'down', 'up']);
   });
 
-  test('2 of 3 stalled with hedged reads: every read is answered within its deadline', async () => {
+  test('2 of 3 stalled with hedged reads: the read goes on to the third after a hedge delay each, not after an attempt timeout', async () => {
     const [a, b, live] = await fakes(3);
     await a!.setMode('stall');
     await b!.setMode('stall');
+    // Attempts time out after 10 s: a read that waited on one of the stalled nodes would show.
     const p = pool([a!, b!, live!], {
-      requestTimeoutMs: 1_000,
-      totalTimeoutMs: 3_000,
+      requestTimeoutMs: 10_000,
+      totalTimeoutMs: 15_000,
       healthIntervalMs: 60_000,
       hedge: { enabled: true, delayMs: 50, minDelayMs: 50, maxDelayMs: 300 },
     });
     for (let i = 0; i < 20; i++) {
+      const started = Date.now();
       const r = await p.forward(call('eth_getBalance', ['0x01', 'latest'], i), ['eth_getBalance']);
       assert.equal(r.upstream, 2);
       assert.ok(answeredByNode(r.body));
+      // Two hedge delays (100 ms) are expected; 5 s is half an attempt timeout, a margin for a busy machine.
+      assert.ok(Date.now() - started < 5_000, `read ${i} took ${Date.now() - started} ms`);
     }
+    assert.ok(a!.callCount('eth_getBalance') >= 1 && b!.callCount('eth_getBalance') >= 1, 'both stalled nodes were asked');
   });
 
   test('1 of 3 flapping (up, then refusing, in turn): every read is answered', async () => {
