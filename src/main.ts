@@ -219,7 +219,7 @@ async function main(): Promise<void> {
     const [opened, connected, chains] = await Promise.allSettled([
       // C48: a PostgreSQL that is not there yet is waited for (logged at each attempt), not a failed start.
       openWhenReachable(
-        () => openStorage({ databaseUrl: config.storage.databaseUrl, dataDir: config.storage.dataDir, sharedBuffersMb: config.storage.embeddedSharedBuffersMb }),
+        () => openStorage({ databaseUrl: config.storage.databaseUrl, dataDir: config.storage.dataDir, queryTimeoutMs: config.storage.queryTimeoutMs, sharedBuffersMb: config.storage.embeddedSharedBuffersMb }),
         { log, where: config.storage.databaseUrl ? maskUrl(config.storage.databaseUrl) : config.storage.dataDir, stopped: () => stopping },
       ).catch((err: unknown) => {
         throw storageStartError(err, config);

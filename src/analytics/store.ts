@@ -1,6 +1,7 @@
 import { type SQL, sql } from 'drizzle-orm';
 import type { Logger } from 'pino';
 import { PeriodicJob } from '../jobs/periodic.ts';
+import { StorageOutageLog } from '../jobs/storage-outage.ts';
 import { deleteInBatches } from '../storage/batched-delete.ts';
 import type { Db } from '../storage/db.ts';
 import { percentile } from './histogram.ts';
@@ -85,15 +86,17 @@ export class AnalyticsStore {
   readonly #db: Db;
   readonly #log: Logger;
   /** The retention sweep: once at start, then every hour. */
-  readonly #sweeps = new PeriodicJob({
-    run: () => this.sweep(),
-    everyMs: SWEEP_INTERVAL_MS,
-    onError: (err) => this.#log.warn({ error: (err as Error).name }, 'analytics retention sweep failed'),
-  });
+  readonly #sweeps: PeriodicJob;
 
   constructor(deps: { db: Db; logger: Logger }) {
     this.#db = deps.db;
     this.#log = deps.logger;
+    this.#sweeps = new PeriodicJob({
+      run: () => this.sweep(),
+      everyMs: SWEEP_INTERVAL_MS,
+      onError: (err) => this.#log.warn({ error: (err as Error).name }, 'analytics retention sweep failed'),
+      outage: new StorageOutageLog(deps.logger, 'analytics retention sweep'),
+    });
   }
 
   /** The first day a granularity still has rows for, given today (UTC). */

@@ -33,6 +33,10 @@ export const ConfigSchema = T.Object(
           description: 'PostgreSQL; null: embedded PGlite under dataDir',
         }),
         dataDir: T.String({ minLength: 1, description: 'folder of the embedded database and generated secrets; "memory": nothing on disk' }),
+        queryTimeoutMs: T.Integer({
+          minimum: 100,
+          description: 'PostgreSQL: milliseconds before a query the server does not answer (hung, cut off) fails, so no request waits on it longer',
+        }),
         embeddedSharedBuffersMb: T.Integer({
           minimum: 1,
           maximum: 4096,

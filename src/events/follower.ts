@@ -14,6 +14,7 @@ import type { Upstreams } from '../upstreams/upstreams.ts';
 import { NetworkFollower, type FollowerSettings, type NetworkFollowerStats } from './network-follower.ts';
 import { FollowerStore } from './store.ts';
 import type { BlockConsumer } from './types.ts';
+import { StorageOutageLog } from '../jobs/storage-outage.ts';
 
 export type { NetworkFollowerStats } from './network-follower.ts';
 
@@ -56,6 +57,8 @@ export class BlockFollower {
   #timer: NodeJS.Timeout | undefined;
   /** Asking the consumers: now, or right after the asking in progress. */
   readonly #refreshing = new SerialJob(() => this.#refreshOnce());
+  /** Issue 29: consumers that read their networks from the database say an outage once. */
+  readonly #outage: StorageOutageLog;
   #started = false;
   #closed = false;
 
@@ -64,6 +67,7 @@ export class BlockFollower {
     this.#store = new FollowerStore(opts.db);
     this.#upstreams = opts.upstreams;
     this.#log = opts.logger.child({ component: 'follower' });
+    this.#outage = new StorageOutageLog(this.#log, 'follower: asking the consumers for their networks');
     this.#networks = new Map(opts.config.networks.map((n) => [n.slug, n.chainId]));
     this.#settings = { ...opts.config.events };
     this.#refreshMs = opts.refreshIntervalMs ?? REFRESH_INTERVAL_MS;
@@ -102,15 +106,18 @@ export class BlockFollower {
   }
 
   async #refreshOnce(): Promise<void> {
+    let storageFailed = false;
     await Promise.all(
       this.#consumers.map(async (c) => {
         try {
           this.#wanted.set(c, new Set(await withTimeout(Promise.resolve(c.networks()), NETWORKS_TIMEOUT_MS, `${c.name}: networks() took more than ${NETWORKS_TIMEOUT_MS} ms`)));
         } catch (err) {
-          this.#log.warn({ consumer: c.name, err }, 'follower: a consumer could not say its networks; its last answer is kept');
+          if (this.#outage.failed(err)) storageFailed = true;
+          else this.#log.warn({ consumer: c.name, err }, 'follower: a consumer could not say its networks; its last answer is kept');
         }
       }),
     );
+    if (!storageFailed) this.#outage.ok();
     if (this.#closed) return;
     const wanted = new Set<string>();
     for (const c of this.#consumers) {

@@ -8,6 +8,7 @@ import type { Head } from '../upstreams/upstreams.ts';
 import { type BlockSource, readBlocks, readHead } from './blocks.ts';
 import type { BlockConsumer, FollowedBlock } from './types.ts';
 import type { FollowerStore } from './store.ts';
+import { StorageOutageLog } from '../jobs/storage-outage.ts';
 
 export interface FollowerSettings {
   /** A block is read once it has this many confirmations, its own included (the head block has one). */
@@ -61,6 +62,8 @@ export class NetworkFollower {
   readonly network: string;
   readonly #o: NetworkFollowerOptions;
   readonly #log: Logger;
+  /** Issue 29: the lease is renewed every few seconds; an outage is said once, not at each renewal. */
+  readonly #leaseOutage: StorageOutageLog;
   readonly #leaseMs: number;
   #stopping = false;
   #stopped!: Promise<never>;
@@ -90,6 +93,7 @@ export class NetworkFollower {
     this.network = opts.network;
     this.#o = opts;
     this.#log = opts.logger;
+    this.#leaseOutage = new StorageOutageLog(opts.logger, 'follower: renewing the lease', { network: this.network });
     this.#leaseMs = opts.settings.leaseSeconds * 1000;
     this.#batch = opts.settings.batchBlocks;
     this.#stopped = new Promise<never>((_resolve, reject) => {
@@ -150,6 +154,7 @@ export class NetworkFollower {
       .acquire(this.network, this.#o.holder, this.#o.settings.leaseSeconds)
       .then(
         (ok) => {
+          this.#leaseOutage.ok();
           if (this.#stopping) {
             // Taken while stopping: stop() releases it when asked to.
             this.#held ||= ok;
@@ -163,6 +168,7 @@ export class NetworkFollower {
         },
         (err: unknown) => {
           // Storage unreachable: the lease lapses on its own if this goes on.
+          if (this.#leaseOutage.failed(err)) return;
           this.#log.warn({ network: this.network, reason: message(err) }, 'follower: could not renew the lease');
         },
       )

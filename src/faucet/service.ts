@@ -7,6 +7,7 @@ import { badRequest, HttpError } from '../errors/http.ts';
 import type { Upstreams } from '../upstreams/upstreams.ts';
 import { NoUpstreamError, UpstreamRpcError } from '../errors/upstream.ts';
 import { PeriodicJob } from '../jobs/periodic.ts';
+import { StorageOutageLog } from '../jobs/storage-outage.ts';
 import type { Db } from '../storage/db.ts';
 import { type Grant, GrantStore } from './grants.ts';
 import { broadcast, lookup, readWallet, signGrant, transferGas } from './sender.ts';
@@ -90,6 +91,7 @@ export class FaucetService {
       run: (first) => this.#reconcile(first ? 0 : this.#recheckAfterMs),
       everyMs: deps.config.faucet.recheckIntervalSeconds * 1000,
       onError: (err) => this.#log.error({ err }, 'faucet: checking unsettled grants failed'),
+      outage: new StorageOutageLog(deps.logger.child({ component: 'faucet' }), 'faucet: checking unsettled grants'),
     });
     this.#grants = new GrantStore(deps.db, this.#cooldownSeconds);
     this.#registry = deps.registry;

@@ -17,6 +17,7 @@ import { intents as i, type IntentStatus, type IntentTxKind } from './schema.ts'
 import type { IntentService } from './service.ts';
 import { SolverTransactions } from './solver-txs.ts';
 import { IntentStore, type IntentRow } from './store.ts';
+import { StorageOutageLog } from '../jobs/storage-outage.ts';
 
 export interface SolverOptions {
   db: Db;
@@ -63,6 +64,8 @@ export class Solver implements BlockConsumer {
   #timer: NodeJS.Timeout | undefined;
   /** C33: a round now, or right after the one running. */
   readonly #rounds = new SerialJob(() => this.#round());
+  /** Issue 29: a database outage is said once, not by each step of each round. */
+  readonly #outage: StorageOutageLog;
   #first = true;
   #closed = false;
 
@@ -74,6 +77,7 @@ export class Solver implements BlockConsumer {
     this.#upstreams = opts.upstreams;
     this.#webhooks = opts.webhooks;
     this.#log = opts.logger.child({ component: 'solver' });
+    this.#outage = new StorageOutageLog(this.#log, 'solver');
     this.#confirmations = Math.max(1, opts.config.events.confirmations);
     this.#txs = new SolverTransactions({ setup: this.#setup, store: this.#store, upstreams: this.#upstreams, logger: this.#log, stats: this.stats, closed: () => this.#closed });
   }
@@ -173,14 +177,17 @@ export class Solver implements BlockConsumer {
       ['settling', () => this.#settles()],
       ['refunding', () => this.#refunds()],
     ];
+    let storageFailed = false;
     for (const [what, step] of steps) {
       if (this.#closed) return;
       try {
         await step();
       } catch (err) {
-        this.#log.warn({ err: errText(err) }, `solver: ${what} failed; retried next round`);
+        if (this.#outage.failed(err)) storageFailed = true;
+        else this.#log.warn({ err: errText(err) }, `solver: ${what} failed; retried next round`);
       }
     }
+    if (!storageFailed) this.#outage.ok();
     this.#first = false;
     this.stats.rounds += 1;
   }

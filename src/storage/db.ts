@@ -29,6 +29,8 @@ export interface Storage {
 export interface StorageOptions {
   /** PostgreSQL URL; null/undefined means embedded PGlite. */
   databaseUrl?: string | null;
+  /** PostgreSQL only: milliseconds before a query the server does not answer fails (C48); 10,000 by default. */
+  queryTimeoutMs?: number;
   /** PGlite files go to `<dataDir>/pglite`; `memory` keeps them in memory (tests). */
   dataDir?: string;
   /**
@@ -59,7 +61,7 @@ const DEFAULT_SHARED_BUFFERS_MB = 32;
 
 /** Opens storage and brings its schema up to date (idempotent: applied migrations are skipped). */
 export async function openStorage(opts: StorageOptions): Promise<Storage> {
-  if (opts.databaseUrl) return openPostgres(opts.databaseUrl);
+  if (opts.databaseUrl) return openPostgres(opts.databaseUrl, opts.queryTimeoutMs ?? 10_000);
   return openPglite(opts.dataDir ?? './data', opts.pgliteImage, opts.sharedBuffersMb ?? DEFAULT_SHARED_BUFFERS_MB, opts.embeddedThread ?? 'worker');
 }
 
@@ -153,7 +155,7 @@ function ownerOnly(dir: string): void {
   }
 }
 
-async function openPostgres(url: string): Promise<Storage> {
+async function openPostgres(url: string, queryTimeoutMs: number): Promise<Storage> {
   // Loaded only when configured: an embedded start does not pay for the driver.
   const [{ default: pg }, { drizzle: drizzlePg }, { migrate: migratePg }] = await Promise.all([
     import('pg'),
@@ -175,8 +177,15 @@ async function openPostgres(url: string): Promise<Storage> {
     await conn.end().catch(() => {});
   }
   // C48: a database that stops answering (hung, or gone without a reset) fails a query after
-  // 10 s instead of holding it (and the request, or the usage flush, behind it) for ever.
-  const pool = new pg.Pool({ connectionString: url, max: 10, connectionTimeoutMillis: 5000, query_timeout: 10_000, keepAlive: true });
+  // storage.queryTimeoutMs (10 s) instead of holding it (and the request, or the usage flush,
+  // behind it) for ever; a connection is given as long, at most 5 s.
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: 10,
+    connectionTimeoutMillis: Math.min(5000, queryTimeoutMs),
+    query_timeout: queryTimeoutMs,
+    keepAlive: true,
+  });
   // A pool error (server restart) must not crash the process; the next query reports it.
   pool.on('error', () => {});
   const db = drizzlePg(pool);

@@ -72,31 +72,35 @@ export async function send<T>(
   } else {
     const running: Array<Run<Judged<T>>> = [];
     let next = 0;
-    const launch = (): void => {
+    const launch = (): boolean => {
       const remaining = deadline - Date.now();
       const u = candidates[next];
-      if (u === undefined || remaining <= 0) return;
+      if (u === undefined || remaining <= 0) return false;
       next++;
       const ctrl = new Cancel();
       const run: Run<Judged<T>> = { u, ctrl, startedAt: performance.now(), done: undefined as never };
       run.done = attempt(p, u, body, Math.min(attemptMs, remaining), judged, ctrl).then((outcome) => ({ run, outcome }));
       running.push(run);
+      return true;
     };
     launch();
     try {
       while (running.length > 0) {
         let settled: Settled<Judged<T>> | null;
-        const only = running.length === 1 ? running[0] : undefined;
-        if (only && next < candidates.length && deadline > Date.now()) {
+        const latest = running[running.length - 1] as Run<Judged<T>>;
+        const race = running.length === 1 ? latest.done : Promise.race(running.map((r) => r.done));
+        if (next < candidates.length && deadline > Date.now()) {
           // Issue 15: not answered within the hedge delay, the read also goes to the next node.
-          settled = await withinMs(only.done, hedgeDelay(hedge, only.u.window) - (performance.now() - only.startedAt));
+          // Issue 29: and to the one after while none of those asked answers (two stalled nodes
+          // first in line cost two hedge delays, not an attempt's whole timeout).
+          settled = await withinMs(race, hedgeDelay(hedge, latest.u.window) - (performance.now() - latest.startedAt));
           if (settled === null) {
-            p.log?.debug({ reqId, network: p.network, upstream: only.u.index, name: only.u.name, methods }, 'read hedged to the next upstream');
-            launch();
-            continue;
+            p.log?.debug({ reqId, network: p.network, upstream: latest.u.index, name: latest.u.name, methods }, 'read hedged to the next upstream');
+            if (launch()) continue;
+            settled = await race;
           }
         } else {
-          settled = only ? await only.done : await Promise.race(running.map((r) => r.done));
+          settled = await race;
         }
         const { run, outcome } = settled;
         running.splice(running.indexOf(run), 1);
@@ -186,7 +190,7 @@ export async function request<T = unknown>(p: PoolState, method: string, params:
   return value.result as T;
 }
 
-/** One attempt of a call under way (two at most while a read is hedged). */
+/** One attempt of a call under way (several while a read is hedged and none answered yet). */
 interface Run<V> {
   u: Upstream;
   ctrl: Cancel | undefined;

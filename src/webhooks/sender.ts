@@ -15,6 +15,7 @@ import { SerialJob } from '../jobs/serial.ts';
 import type { Db } from '../storage/db.ts';
 import { type EndpointStore, failPending } from './endpoints.ts';
 import { guardedLookup, isForbiddenAddress } from './ssrf.ts';
+import { StorageOutageLog } from '../jobs/storage-outage.ts';
 
 /** One claimed delivery with what its attempt needs. */
 interface Claimed {
@@ -94,6 +95,8 @@ export class Sender {
   #inFlight = 0;
   /** Claims due rows: now, or right after the claim in progress (C39). */
   readonly #pump = new SerialJob(() => this.#pumpOnce(), { onError: (err) => this.#warn(err, 'webhook outbox claim failed') });
+  /** Issue 29: the outbox is looked at every poll interval; an outage is said once, not at each look. */
+  readonly #outage: StorageOutageLog;
   #wakeQueued = false;
   #timer: NodeJS.Timeout | undefined;
   #sweepTimer: NodeJS.Timeout | undefined;
@@ -105,6 +108,7 @@ export class Sender {
     this.#db = deps.db;
     this.#cfg = deps.config.webhooks;
     this.#log = deps.logger;
+    this.#outage = new StorageOutageLog(deps.logger, 'webhook outbox');
     this.#store = deps.store;
     this.#perEndpoint = Math.max(1, Math.floor(this.#cfg.concurrency * PER_ENDPOINT_SHARE));
     this.#claimBatch = Math.max(1, Math.floor(this.#cfg.concurrency / 4));
@@ -176,6 +180,7 @@ export class Sender {
     // While attempts are in flight, claim in batches: one query for several freed slots.
     if (this.#inFlight > 0 && free < this.#claimBatch) return;
     const claimed = await this.#claim(free);
+    this.#outage.ok();
     for (const c of claimed) this.#launch(c);
     // A full batch: there may be more due rows.
     if (claimed.length > 0 && claimed.length === free) void this.#pump.request();
@@ -399,6 +404,7 @@ export class Sender {
   }
 
   #warn(err: unknown, msg: string): void {
+    if (this.#outage.failed(err)) return;
     const e = err as { name?: string; code?: string; cause?: { code?: string } };
     this.#log.warn({ error: e.name, code: e.cause?.code ?? e.code }, msg);
   }

@@ -9,6 +9,7 @@ import type { BlockConsumer, FollowedBlock, FollowedTransaction } from '../event
 import { usdCents } from '../prices/money.ts';
 import type { Prices } from '../prices/prices.ts';
 import { PeriodicJob } from '../jobs/periodic.ts';
+import { StorageOutageLog } from '../jobs/storage-outage.ts';
 import type { Db } from '../storage/db.ts';
 import type { Upstreams } from '../upstreams/upstreams.ts';
 import type { Webhooks } from '../webhooks/service.ts';
@@ -98,11 +99,7 @@ export class WhaleAlerts implements BlockConsumer {
   /** Per whale-alert network: its currency's decimals and the recording threshold in wei. */
   readonly #networks = new Map<string, { decimals: number; minWei: bigint }>();
   /** The retention sweep: once at start, then every hour. */
-  readonly #sweeps = new PeriodicJob({
-    run: () => this.sweep(),
-    everyMs: SWEEP_INTERVAL_MS,
-    onError: (err) => this.#logger.warn({ err: (err as Error).message }, 'whale alert retention sweep failed'),
-  });
+  readonly #sweeps: PeriodicJob;
 
   constructor(opts: WhaleAlertsOptions) {
     this.#db = opts.db;
@@ -111,6 +108,12 @@ export class WhaleAlerts implements BlockConsumer {
     this.#webhooks = opts.webhooks;
     this.#upstreams = opts.upstreams;
     this.#logger = opts.logger.child({ component: 'whale-alerts' });
+    this.#sweeps = new PeriodicJob({
+      run: () => this.sweep(),
+      everyMs: SWEEP_INTERVAL_MS,
+      onError: (err) => this.#logger.warn({ err: (err as Error).message }, 'whale alert retention sweep failed'),
+      outage: new StorageOutageLog(this.#logger, 'whale alert retention sweep'),
+    });
     for (const slug of opts.config.whaleAlerts.networks) {
       const net = opts.config.networks.find((n) => n.slug === slug);
       // A whale-alert network without a definition is left out (config validation names it).

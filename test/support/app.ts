@@ -127,6 +127,7 @@ export async function startTestApp(opts: TestAppOptions = {}): Promise<TestApp> 
   const inMemory = !databaseUrl && !opts.dataDir;
   const storage = await openStorage({
     databaseUrl: databaseUrl ?? null,
+    queryTimeoutMs: config.storage.queryTimeoutMs,
     dataDir: opts.dataDir ?? 'memory',
     ...(inMemory ? { pgliteImage: await pgliteTemplate(), embeddedThread: process.env.TEST_EMBEDDED_THREAD === 'worker' ? 'worker' : 'main' } : {}),
   });

@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { chownSync, existsSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
@@ -16,6 +16,13 @@ export interface PgCluster {
   start(): void;
   /** `pg_ctl stop -m immediate`: every connection cut at once, as a crash would. */
   stopImmediate(): void;
+  /**
+   * SIGSTOP to the postmaster and every process of this cluster (its backends, checkpointer, ...):
+   * the server hangs with its connections open, as a frozen VM or a full disk would look.
+   */
+  freeze(): void;
+  /** SIGCONT to what {@link freeze} stopped. */
+  thaw(): void;
   /** Stops the server if running and removes its folder. */
   destroy(): void;
 }
@@ -54,6 +61,13 @@ export async function createPgCluster(): Promise<PgCluster> {
   run('initdb', ['-D', data, '-U', 'root', '--auth=trust', '--no-sync', '-E', 'UTF8']);
   const port = await freePort();
   let running = false;
+  let frozen: number[] = [];
+  /** The postmaster's pid (first line of postmaster.pid) and its children's. */
+  const pids = (): number[] => {
+    const main = Number(readFileSync(path.join(data, 'postmaster.pid'), 'utf8').split('\n')[0]);
+    const children = execFileSync('ps', ['-o', 'pid=', '--ppid', String(main)]).toString().split('\n').map((l) => Number(l.trim())).filter((n) => n > 0);
+    return [main, ...children];
+  };
   const cluster: PgCluster = {
     url: `postgres://root@127.0.0.1:${port}/postgres`,
     port,
@@ -67,7 +81,25 @@ export async function createPgCluster(): Promise<PgCluster> {
       run('pg_ctl', ['-D', data, '-m', 'immediate', '-w', 'stop']);
       running = false;
     },
+    freeze() {
+      // The postmaster first, so that it starts no process the list below would miss.
+      const [main] = pids();
+      process.kill(main as number, 'SIGSTOP');
+      frozen = pids();
+      for (const pid of frozen) if (pid !== main) process.kill(pid, 'SIGSTOP');
+    },
+    thaw() {
+      for (const pid of [...frozen].reverse()) {
+        try {
+          process.kill(pid, 'SIGCONT');
+        } catch {
+          // Gone meanwhile.
+        }
+      }
+      frozen = [];
+    },
     destroy() {
+      if (frozen.length > 0) cluster.thaw();
       if (running) {
         try {
           cluster.stopImmediate();
