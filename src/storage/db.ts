@@ -195,6 +195,32 @@ async function openPostgres(url: string, queryTimeoutMs: number): Promise<Storag
     ping: async () => {
       await db.execute(sql`select 1`);
     },
-    close: () => pool.end(),
+    close: () => endPool(pool, queryTimeoutMs),
   };
+}
+
+/**
+ * `pool.end()`, bounded: it waits for every client to be given back, and a client whose query
+ * timed out on a hung database (C48) may never be. Past the query timeout the remaining
+ * connections are cut, so a stop (SIGTERM) never hangs on the database.
+ */
+async function endPool(pool: import('pg').Pool, queryTimeoutMs: number): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const ended = pool.end();
+  const late = new Promise<'late'>((resolve) => {
+    timer = setTimeout(() => resolve('late'), Math.min(queryTimeoutMs, 5000));
+  });
+  try {
+    if ((await Promise.race([ended, late])) !== 'late') return;
+    // node-postgres keeps its clients in `_clients`; each has its socket in `connection.stream`.
+    const clients = (pool as unknown as { _clients?: { on(e: 'error', f: () => void): void; connection?: { stream?: { destroy(): void } } }[] })._clients ?? [];
+    for (const c of clients) {
+      // A client in use has no error listener of the pool's: the cut must not be an uncaught error.
+      c.on('error', () => {});
+      c.connection?.stream?.destroy();
+    }
+    await Promise.race([ended, new Promise((r) => setTimeout(r, 1000))]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
