@@ -1,5 +1,6 @@
 import type { Cluster, Redis } from 'ioredis';
 import type { Logger } from 'pino';
+import { StorageError } from '../errors/storage.ts';
 
 /** A single Redis or a Redis Cluster (`redis.clusterNodes`): the commands the gateway uses are the same. */
 export type RedisClient = Redis | Cluster;
@@ -187,7 +188,7 @@ export class RedisLink {
       return;
     }
     const primaries = this.redis.nodes('master');
-    if (primaries.length === 0) throw new Error('no Redis Cluster primary is known');
+    if (primaries.length === 0) throw new StorageError('no Redis Cluster primary is known');
     await Promise.all(primaries.map((n) => n.ping()));
   }
 
