@@ -27,6 +27,9 @@ interface Entry {
 const NEGATIVE_TTL_MS = 5_000;
 const MAX_UNKNOWN = 10_000;
 
+/** How soon an expired key whose lookup failed (storage away, C48) is looked up again. */
+const STALE_RETRY_MS = 5_000;
+
 interface RawEntry {
   value: ResolvedKey;
   until: number;
@@ -49,6 +52,8 @@ export class KeyCache {
   /** Keys as sent that storage does not know, until when. */
   readonly #unknown = new Map<string, number>();
   readonly #inflight = new Map<string, Promise<ResolvedKey | null>>();
+  /** Keys as sent whose expired entry is being looked up again in the background. */
+  readonly #refreshing = new Set<string>();
   readonly #off: () => void;
   /** Bumped by every change, so a lookup that raced a change is not cached. */
   #generation = 0;
@@ -102,13 +107,18 @@ export class KeyCache {
     if (!apiKey || apiKey.length > 256) return null;
     const now = Date.now();
     const hit = this.#byRaw.get(apiKey);
-    if (hit && hit.until > now) {
+    if (hit) {
       // Least recently used goes first (issue 28): a hit moves to the end of the Map's order, only
       // once the cache is half full (before that nothing is evicted, and the hot path skips it).
       if (this.#byRaw.size > this.#maxEntries >> 1) {
         this.#byRaw.delete(apiKey);
         this.#byRaw.set(apiKey, hit);
       }
+      // Expired: served as it is while storage is asked again in the background (C48: a known key
+      // keeps being served while the database is away or hung, and no call waits on it). Changes
+      // made here or published by another instance evict at once (C20); the TTL only bounds what
+      // a missed change can cost, now by one lookup's time more.
+      if (hit.until <= now) this.#refresh(apiKey, hit);
       return hit.value;
     }
     const unknownUntil = this.#unknown.get(apiKey);
@@ -134,6 +144,28 @@ export class KeyCache {
       }
     }
     return key;
+  }
+
+  /** Looks an expired key up again; until it is answered, and while storage cannot answer, the entry is served as it was. */
+  #refresh(raw: string, hit: RawEntry): void {
+    if (this.#refreshing.has(raw)) return;
+    this.#refreshing.add(raw);
+    const generation = this.#generation;
+    this.#entries.delete(hit.value.keyHash);
+    this.get(hit.value.keyHash)
+      .then(
+        (key) => {
+          // A change in the meantime evicted the entry already; its next call looks it up anew.
+          if (generation !== this.#generation || this.#byRaw.get(raw) !== hit) return;
+          if (key) this.#byRaw.set(raw, { value: key, until: Date.now() + this.#ttlMs });
+          else this.#byRaw.delete(raw);
+        },
+        () => {
+          // Storage unreachable or failing: asked again after a short while, the key served meanwhile.
+          if (this.#byRaw.get(raw) === hit) hit.until = Date.now() + Math.min(this.#ttlMs, STALE_RETRY_MS);
+        },
+      )
+      .finally(() => this.#refreshing.delete(raw));
   }
 
   async get(keyHash: string): Promise<ResolvedKey | null> {

@@ -62,7 +62,8 @@ describe('the database unreachable under a running gateway (C48)', { skip }, () 
       databaseUrl: cluster.url,
       listen: true,
       env: { UPSTREAM_ETHEREUM: node.url },
-      overrides: { usage: { flushIntervalMs: 200, maxPendingRows: 1000 }, cache: { enabled: false } },
+      // A key cache TTL far shorter than the outage: a known key whose entry expires meanwhile is still served (C48).
+      overrides: { usage: { flushIntervalMs: 200, maxPendingRows: 1000 }, cache: { enabled: false }, rpc: { keyCacheTtlMs: 300 } },
     });
     const k = await createKey(t.app, { networks: ['ethereum'] });
     keyId = k.id;

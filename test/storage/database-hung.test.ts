@@ -59,7 +59,8 @@ describe('the database hung (SIGSTOP) under a running gateway (C48, issue 29)', 
       databaseUrl: cluster.url,
       listen: true,
       env: { UPSTREAM_ETHEREUM: node.url, ADMIN_TOKEN: ADMIN },
-      overrides: { storage: { queryTimeoutMs: QUERY_TIMEOUT_MS }, usage: { flushIntervalMs: 200, maxPendingRows: 1000 }, cache: { enabled: false } },
+      // A key cache TTL far shorter than the hang: an expired entry is served while storage is asked again (C48).
+      overrides: { storage: { queryTimeoutMs: QUERY_TIMEOUT_MS }, usage: { flushIntervalMs: 200, maxPendingRows: 1000 }, cache: { enabled: false }, rpc: { keyCacheTtlMs: 300 } },
     });
     const u = await registerUser(t.app);
     // Limits out of the way: the load is what is measured, not the plan.
