@@ -7,6 +7,7 @@ import { sql } from 'drizzle-orm';
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
 import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
 import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator';
+import type { Pool as PgPool } from 'pg';
 import { StorageError } from '../errors/storage.ts';
 import { RemotePglite } from './pglite-remote.ts';
 
@@ -204,7 +205,7 @@ async function openPostgres(url: string, queryTimeoutMs: number): Promise<Storag
  * timed out on a hung database (C48) may never be. Past the query timeout the remaining
  * connections are cut, so a stop (SIGTERM) never hangs on the database.
  */
-async function endPool(pool: import('pg').Pool, queryTimeoutMs: number): Promise<void> {
+async function endPool(pool: PgPool, queryTimeoutMs: number): Promise<void> {
   let timer: NodeJS.Timeout | undefined;
   const ended = pool.end();
   const late = new Promise<'late'>((resolve) => {
