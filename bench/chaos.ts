@@ -198,7 +198,8 @@ async function run(s: Scenario): Promise<Row> {
   try {
     const u = await registerUser(t.app);
     // Limits high enough that the load is served, low enough to be real checks.
-    await t.app.inject({ method: 'PATCH', url: `/api/v1/admin/users/${u.id}`, headers: { 'x-admin-token': ADMIN }, payload: { limits: { requestsPerMinute: 10_000_000, dailyLimit: 100_000_000, monthlyLimit: 100_000_000_000 } } });
+    const set = await t.app.inject({ method: 'PATCH', url: `/api/v1/admin/users/${u.id}`, headers: { 'x-admin-token': ADMIN }, payload: { limits: { requestsPerMinute: 10_000_000, dailyLimit: 100_000_000, monthlyLimit: 1_000_000_000 } } });
+    if (set.statusCode !== 200) throw new Error(`setting the account's limits answered ${set.statusCode}: ${set.body}`);
     const created = await createKey(t.app, {}, u);
     const url = `${t.url}/v1/native-mainnet/${created.key}`;
     // A read the nodes answer (the fake node echoes the method): eth_chainId for Redis and database faults.
