@@ -204,10 +204,16 @@ async function wsWorker(url: string, key: string, net: Network, lifeMs: number):
   }
 }
 
-async function restWorker(url: string, bearer: Record<string, string>, webhookId: string): Promise<void> {
+async function restWorker(url: string, bearer: Record<string, string>, webhookId: string, login: () => Promise<string>): Promise<void> {
+  let loggedInAt = Date.now();
   const paths = ['/api/v1/usage/stats', '/api/v1/api-keys', '/api/v1/networks', '/api/v1/whale-alerts?limit=5', `/api/v1/webhooks/${webhookId}/deliveries?limit=5`, '/api/v1/auth/me'];
   for (let i = 0; !stopping; i++) {
     try {
+      // Access tokens live 15 minutes (auth.accessTokenTtlSeconds): a new one every 10, as a dashboard does.
+      if (Date.now() - loggedInAt > 600_000) {
+        bearer.authorization = `Bearer ${await login()}`;
+        loggedInAt = Date.now();
+      }
       const res = await request(`${url}${paths[i % paths.length]}`, { headers: bearer });
       await res.arrayBuffer();
       // A webhook.test event every 30 requests (about one a minute).
@@ -230,14 +236,12 @@ async function main(): Promise<void> {
   const receiver = await startReceiver();
   const gw = await startGateway();
   const { url } = gw;
-  const session = await postJson<{ data: { user: { id: string }; tokens: { accessToken: string } } }>(`${url}/api/v1/auth/register`, {
-    email: `soak-${Date.now()}@example.com`,
-    password: 'soak password 123',
-    name: 'Soak',
-  });
+  const credentials = { email: `soak-${Date.now()}@example.com`, password: 'soak password 123' };
+  const session = await postJson<{ data: { user: { id: string }; tokens: { accessToken: string } } }>(`${url}/api/v1/auth/register`, { ...credentials, name: 'Soak' });
+  const login = async () => (await postJson<{ data: { tokens: { accessToken: string } } }>(`${url}/api/v1/auth/login`, credentials)).data.tokens.accessToken;
   // The enterprise plan: webhooks, every network, no limits (the soak is about memory, not limits).
   await postJson(`${url}/api/v1/admin/users/${session.data.user.id}`, { tier: 'enterprise' }, { 'x-admin-token': gw.adminToken }, 'PATCH');
-  const bearer = { authorization: `Bearer ${session.data.tokens.accessToken}` };
+  const bearer: Record<string, string> = { authorization: `Bearer ${session.data.tokens.accessToken}` };
   const key = (await postJson<{ data: { key: string } }>(`${url}/api/v1/api-keys`, { name: 'soak' }, bearer)).data.key;
   const networks = ((await (await request(`${url}/api/v1/networks`)).json()) as { data: Network[] }).data;
   const hook = (await postJson<{ data: { id: string } }>(`${url}/api/v1/webhooks`, { url: receiver.url, events: ['whale.alert', 'webhook.test'] }, bearer)).data;
@@ -250,7 +254,7 @@ async function main(): Promise<void> {
   const workers: Promise<void>[] = [];
   for (let i = 0; i < Number(opt['http-workers']); i++) workers.push(httpWorker(url, key, networks, i * 1000));
   for (let i = 0; i < wsCount; i++) workers.push(wsWorker(url, key, networks[i % networks.length] as Network, 60_000 + ((i * 2_500) % 60_000)));
-  workers.push(restWorker(url, bearer, hook.id));
+  workers.push(restWorker(url, bearer, hook.id, login));
 
   const samples: Sample[] = [];
   const started = Date.now();
@@ -278,6 +282,7 @@ async function main(): Promise<void> {
   await Promise.race([Promise.all(workers), sleep(15_000)]);
   // Deliveries still in flight: a few seconds for the last ones.
   await sleep(5_000);
+  bearer.authorization = `Bearer ${await login()}`;
   const deliveries = (await postJson<{ data: { eventId: string; status: string }[] }>(`${url}/api/v1/webhooks/${hook.id}/deliveries?limit=100`, undefined, bearer, 'GET')).data;
   const pendingOrFailed = deliveries.filter((d) => d.status !== 'delivered');
 
