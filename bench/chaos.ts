@@ -17,9 +17,8 @@ import os from 'node:os';
 import { parseArgs } from 'node:util';
 import { createKey, registerUser, startTestApp, type TestApp } from '../test/support/app.ts';
 import { type FakeNode, startFakeNode } from '../test/support/fake-node.ts';
-import { createPgCluster, type PgCluster, pgBinDir } from '../test/support/pg-cluster.ts';
+import { createPgCluster, type PgCluster, pgBinDir, storedRequests } from '../test/support/pg-cluster.ts';
 import { hasRedisServer, type OwnRedis, startOwnRedis } from '../test/support/redis-server.ts';
-import pg from 'pg';
 
 interface Env {
   redis?: OwnRedis;
@@ -153,17 +152,6 @@ async function storageUp(t: TestApp): Promise<boolean> {
   return body.checks.storage?.ok === true && !t.app.parts.usage.failing;
 }
 
-async function storedRequests(url: string, keyId: string): Promise<number> {
-  const c = new pg.Client({ connectionString: url });
-  await c.connect();
-  try {
-    const u = await c.query<{ n: string | null }>('select sum(requests)::text as n from usage_daily where key_id = $1', [keyId]);
-    return Number(u.rows[0]?.n ?? 0);
-  } finally {
-    await c.end();
-  }
-}
-
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const pct = (xs: number[], p: number) => {
   if (xs.length === 0) return Number.NaN;
@@ -254,7 +242,7 @@ async function run(s: Scenario): Promise<Row> {
     await Promise.all(workers);
     if (env.db) {
       await t.app.parts.usage.flush();
-      row.missing = row.served - (await storedRequests(env.db.url, created.id));
+      row.missing = row.served - (await storedRequests(env.db.url, created.id)).usage;
     }
   } finally {
     await t.close();

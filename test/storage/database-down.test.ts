@@ -1,9 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import pg from 'pg';
 import { createKey, startTestApp, type TestApp } from '../support/app.ts';
 import { type FakeNode, startFakeNode } from '../support/fake-node.ts';
-import { createPgCluster, type PgCluster, pgBinDir } from '../support/pg-cluster.ts';
+import { createPgCluster, type PgCluster, pgBinDir, storedRequests } from '../support/pg-cluster.ts';
 import { launchGateway } from '../support/process.ts';
 import { waitFor } from '../support/wait.ts';
 
@@ -31,18 +30,6 @@ async function load(url: string, n: number, concurrency = 5): Promise<number[]> 
     }),
   );
   return statuses;
-}
-
-async function storedRequests(url: string, keyId: string): Promise<{ usage: number; analytics: number }> {
-  const c = new pg.Client({ connectionString: url });
-  await c.connect();
-  try {
-    const u = await c.query<{ n: string | null }>('select sum(requests)::text as n from usage_daily where key_id = $1', [keyId]);
-    const a = await c.query<{ n: string | null }>('select sum(requests)::text as n from analytics_hourly where key_id = $1', [keyId]);
-    return { usage: Number(u.rows[0]?.n ?? 0), analytics: Number(a.rows[0]?.n ?? 0) };
-  } finally {
-    await c.end();
-  }
 }
 
 describe('the database unreachable under a running gateway (C48)', { skip }, () => {

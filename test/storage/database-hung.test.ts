@@ -1,9 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import pg from 'pg';
 import { createKey, registerUser, startTestApp, type TestApp } from '../support/app.ts';
 import { type FakeNode, startFakeNode } from '../support/fake-node.ts';
-import { createPgCluster, type PgCluster, pgBinDir } from '../support/pg-cluster.ts';
+import { createPgCluster, type PgCluster, pgBinDir, storedRequests } from '../support/pg-cluster.ts';
 import { waitFor } from '../support/wait.ts';
 
 // C48, issue 29: a database that hangs rather than goes away. Every process of a PostgreSQL of the
@@ -32,17 +31,6 @@ async function load(url: string, ms: number, concurrency = 4): Promise<{ statuse
     }),
   );
   return { statuses, slowestMs };
-}
-
-async function storedRequests(url: string, keyId: string): Promise<number> {
-  const c = new pg.Client({ connectionString: url });
-  await c.connect();
-  try {
-    const u = await c.query<{ n: string | null }>('select sum(requests)::text as n from usage_daily where key_id = $1', [keyId]);
-    return Number(u.rows[0]?.n ?? 0);
-  } finally {
-    await c.end();
-  }
 }
 
 describe('the database hung (SIGSTOP) under a running gateway (C48, issue 29)', { skip }, () => {
@@ -97,7 +85,7 @@ describe('the database hung (SIGSTOP) under a running gateway (C48, issue 29)', 
     await waitFor(() => !t.app.parts.usage.failing && t.app.parts.usage.pendingRows === 0, { timeoutMs: 30_000, what: 'usage written after SIGCONT' });
     await t.app.parts.usage.flush();
     const sent = warm.statuses.length + during.statuses.length;
-    assert.equal(await storedRequests(cluster.url, keyId), sent, 'every call counted in usage: 0 missing, none twice');
+    assert.equal((await storedRequests(cluster.url, keyId)).usage, sent, 'every call counted in usage: 0 missing, none twice');
     assert.equal(t.app.parts.usage.dropped.usageRows, 0);
   });
 });

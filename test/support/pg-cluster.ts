@@ -3,6 +3,7 @@ import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync }
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import pg from 'pg';
 
 /**
  * A PostgreSQL server of a test's own (initdb into a temporary folder, a free port), so that the
@@ -111,4 +112,17 @@ export async function createPgCluster(): Promise<PgCluster> {
     },
   };
   return cluster;
+}
+
+/** Requests of one key stored in usage_daily and analytics_hourly of the database at `url` (C48 tests and the chaos bench). */
+export async function storedRequests(url: string, keyId: string): Promise<{ usage: number; analytics: number }> {
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  try {
+    const u = await c.query<{ n: string | null }>('select sum(requests)::text as n from usage_daily where key_id = $1', [keyId]);
+    const a = await c.query<{ n: string | null }>('select sum(requests)::text as n from analytics_hourly where key_id = $1', [keyId]);
+    return { usage: Number(u.rows[0]?.n ?? 0), analytics: Number(a.rows[0]?.n ?? 0) };
+  } finally {
+    await c.end();
+  }
 }
