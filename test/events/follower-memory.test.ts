@@ -35,8 +35,8 @@ let chainUrl: string;
 let app: TestApp | undefined;
 
 before(async () => {
-  // No block time: the test mines each block itself.
-  devnet = await startDevnet({ networks: [{ slug: SEPOLIA, chainId: 11_155_111 }] });
+  // The block time applies to native networks only: this one is mined by the test, block by block.
+  devnet = await startDevnet({ networks: [{ slug: SEPOLIA, chainId: 11_155_111 }], nativeBlockTimeSeconds: 1 });
   chainUrl = devnet.upstreams[SEPOLIA]?.http as string;
 });
 after(async () => {
