@@ -10,13 +10,15 @@
  *   commits is handed to those already waiting on it but never kept, nor joined by later requests;
  * - everything else (another instance's flushes, a key renamed or deleted, rows swept): at most
  *   `ttlMs` (the usage flush interval, 2 s at most) after the storage read the answer came from.
+ * An answer asked for in the second half of its time is read again in the background, the kept one
+ * served meanwhile (never past its time): a query polled steadily does not wait on storage.
  */
 export class AnswerCache<T> {
   readonly #ttlMs: number;
   readonly #maxEntries: number;
   readonly #now: () => number;
   /** Answers by account and query; Map order is insertion order, so the first is the oldest. */
-  readonly #entries = new Map<string, { userId: string; value: T; until: number }>();
+  readonly #entries = new Map<string, { userId: string; value: T; refreshAt: number; until: number }>();
   /** Queries under way by account and query: identical requests share one. */
   readonly #inflight = new Map<string, { userId: string; promise: Promise<T>; stale: boolean }>();
   /** Storage queries made (tests, the bench). */
@@ -33,13 +35,16 @@ export class AnswerCache<T> {
     const id = `${userId}\u0000${query}`;
     const now = this.#now();
     const hit = this.#entries.get(id);
-    if (hit) {
-      if (hit.until > now) return Promise.resolve(hit.value);
-      this.#entries.delete(id);
+    if (hit && hit.until > now) {
+      if (hit.refreshAt <= now && !this.#inflight.has(id)) this.#compute(id, userId, compute, now).catch(() => {});
+      return Promise.resolve(hit.value);
     }
-    const pending = this.#inflight.get(id);
-    if (pending) return pending.promise;
+    return this.#inflight.get(id)?.promise ?? this.#compute(id, userId, compute, now);
+  }
+
+  #compute(id: string, userId: string, compute: () => Promise<T>, now: number): Promise<T> {
     // Fresh from the moment storage is read, not from when the answer arrives.
+    const refreshAt = now + this.#ttlMs / 2;
     const until = now + this.#ttlMs;
     const flight = { userId, promise: Promise.resolve().then(compute), stale: false };
     this.computed++;
@@ -50,7 +55,8 @@ export class AnswerCache<T> {
     flight.promise.then((value) => {
       done();
       if (flight.stale || this.#ttlMs <= 0) return;
-      this.#entries.set(id, { userId, value, until });
+      this.#entries.delete(id);
+      this.#entries.set(id, { userId, value, refreshAt, until });
       this.#evict();
     }, done);
     return flight.promise;
