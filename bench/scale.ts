@@ -285,7 +285,7 @@ async function main(): Promise<void> {
       await seedAccount(DB_URL, session.data.user.id);
       auths.push({ authorization: `Bearer ${session.data.tokens.accessToken}` });
     }
-    await sqlAt(DB_URL, 'analyze usage_daily, analytics_daily, analytics_hourly');
+    await sqlAt(DB_URL, 'analyze usage_daily, analytics_series, analytics_days, analytics_hours');
     out(`bench accounts: ${BENCH_ACCOUNTS}, each 10 keys x 3 networks x 4 methods: 120 rows a day (usage, daily analytics), 120 an hour (hourly analytics: 20,160 rows in 7 days)`);
     const get = async (auth: { authorization: string }, path: string) => {
       const r = await fetch(`${g2.url}/api/v1${path}`, { headers: auth });

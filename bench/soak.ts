@@ -13,6 +13,7 @@
 //   npm run soak                          # 30 minutes
 //   npm run soak -- --minutes 3 --sample-seconds 20
 //   npm run soak -- --minutes 12 --heap-snapshots /tmp/snaps && npx tsx bench/heap-diff.ts /tmp/snaps/01.heapsnapshot /tmp/snaps/02.heapsnapshot
+import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:http';
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -57,6 +58,10 @@ interface Sample {
   rss: number;
   heapUsed: number;
   handles: number;
+  /** Active handles by kind (Socket, Server, Timer...), to tell connections from leaks. */
+  handlesByType: Record<string, number>;
+  /** The gateway's established TCP connections by peer: "in" (to its port) or the peer's port. */
+  connections: Record<string, number>;
   loopP99Ms: number;
   loopMaxMs: number;
   calls: number;
@@ -156,6 +161,24 @@ async function startGateway(): Promise<{ child: Child; url: string; adminToken: 
       child.proc.kill('SIGUSR2');
     });
   return { child, url, adminToken, errorLines, memory };
+}
+
+/** The established TCP connections of a process, from `ss`: "in" for those to `port`, else by the peer's port. */
+function connectionsOf(pid: number, port: number): Record<string, number> {
+  const out: Record<string, number> = {};
+  let text = '';
+  try {
+    text = execFileSync('ss', ['-tnpH', 'state', 'established'], { encoding: 'utf8' });
+  } catch {
+    return out;
+  }
+  for (const line of text.split('\n')) {
+    if (!line.includes(`pid=${pid},`)) continue;
+    const [, , local, peer] = line.trim().split(/\s+/);
+    const group = local?.endsWith(`:${port}`) ? 'in' : `:${peer?.split(':').at(-1)}`;
+    out[group] = (out[group] ?? 0) + 1;
+  }
+  return out;
 }
 
 /** The value of an unlabelled series in Prometheus' text format. */
@@ -284,6 +307,8 @@ async function main(): Promise<void> {
       rss: mem.rss,
       heapUsed: mem.heapUsed,
       handles: metric(text, 'junction_nodejs_active_handles_total'),
+      connections: connectionsOf(gw.child.proc.pid as number, Number(new URL(url).port)),
+      handlesByType: Object.fromEntries([...text.matchAll(/^junction_nodejs_active_handles\{type="([^"]+)"\} ([0-9]+)$/gm)].map((m) => [m[1] as string, Number(m[2])])),
       loopP99Ms: metric(text, 'junction_nodejs_eventloop_lag_p99_seconds') * 1000,
       loopMaxMs: metric(text, 'junction_nodejs_eventloop_lag_max_seconds') * 1000,
       calls,
@@ -322,6 +347,10 @@ async function main(): Promise<void> {
     const show = (v: number) => (label === 'RSS' || label.startsWith('JS') ? `${mib(v)} MiB` : v.toFixed(label.includes('delay') ? 1 : 0));
     console.log(`  ${label}: ${show(a)} -> ${show(b)} (${growth >= 0 ? '+' : ''}${(growth * 100).toFixed(1)}%)${judgedFigure ? (ok ? ' OK' : ' ABOVE') : ' (reported: it follows the machine\'s other work)'}`);
   }
+  const byType = (s: Sample | undefined) => (s ? Object.entries(s.handlesByType).map(([t, n]) => `${t} ${n}`).join(', ') : '');
+  console.log(`  active handles by kind, first judged sample: ${byType(first[0])}; last: ${byType(last.at(-1))}`);
+  const peers = (s: Sample | undefined) => (s ? Object.entries(s.connections).sort((x, y) => y[1] - x[1]).map(([t, n]) => `${t} ${n}`).join(', ') : '');
+  console.log(`  TCP connections by peer ("in": callers), first judged sample: ${peers(first[0])}; last: ${peers(last.at(-1))}`);
   const minutes = (Date.now() - started) / 60_000;
   console.log(`\nanswers by HTTP status: ${[...statuses].sort((a, b) => a[0] - b[0]).map(([s, n]) => `${s}: ${n}`).join(', ')} (${(calls / minutes / 60).toFixed(0)} per second)`);
   console.log(`5xx and failed requests: ${fiveHundreds.length}${fiveHundreds.length ? `\n  ${fiveHundreds.slice(0, 10).join('\n  ')}` : ''}`);
