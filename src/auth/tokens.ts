@@ -1,4 +1,4 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { createHash, randomUUID, webcrypto } from 'node:crypto';
 import { and, eq, isNull } from 'drizzle-orm';
 import { errors as joseErrors, type JWTPayload, jwtVerify, SignJWT } from 'jose';
 import { HttpError } from '../errors/http.ts';
@@ -31,7 +31,8 @@ export interface TokenOptions {
  * detection (C5) survive a restart and hold across instances.
  */
 export class TokenService {
-  readonly #key: Uint8Array;
+  /** Imported once: a raw key makes jose import it again at every sign and verify (about half their cost). */
+  readonly #key: Promise<CryptoKey>;
   readonly #db: Db;
   readonly #opts: TokenOptions;
 
@@ -39,7 +40,8 @@ export class TokenService {
     this.#db = db;
     this.#opts = opts;
     // Derive a dedicated signing key so the configured secret is never used raw elsewhere.
-    this.#key = createHash('sha256').update(`junction-jwt:${opts.secret}`).digest();
+    const raw = createHash('sha256').update(`junction-jwt:${opts.secret}`).digest();
+    this.#key = webcrypto.subtle.importKey('raw', raw, { name: 'HMAC', hash: 'SHA-256' }, false, ['sign', 'verify']);
   }
 
   /** Starts a new family (a login or registration). */
@@ -63,7 +65,7 @@ export class TokenService {
       .setIssuedAt(now)
       .setExpirationTime(now + this.#opts.accessTtlSeconds)
       .setJti(randomUUID())
-      .sign(this.#key);
+      .sign(await this.#key);
     const refreshToken = await new SignJWT({ typ: 'refresh', fam: familyId })
       .setProtectedHeader({ alg: 'HS256' })
       .setSubject(userId)
@@ -71,14 +73,14 @@ export class TokenService {
       .setIssuedAt(now)
       .setExpirationTime(now + this.#opts.refreshTtlSeconds)
       .setJti(jti)
-      .sign(this.#key);
+      .sign(await this.#key);
     return { accessToken, refreshToken };
   }
 
   async #verify(token: string, typ: 'access' | 'refresh') {
     let payload: JWTPayload;
     try {
-      ({ payload } = await jwtVerify(token, this.#key, {
+      ({ payload } = await jwtVerify(token, await this.#key, {
         issuer: this.#opts.issuer,
         algorithms: ['HS256'],
         requiredClaims: REQUIRED_CLAIMS,
