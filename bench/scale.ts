@@ -31,6 +31,8 @@ const USAGE_ROWS = Number(args['usage-rows']);
 const HOURLY_ROWS = Number(args['hourly-rows']);
 const DAYS = Number(args.days);
 const REQUESTS = Number(args.requests);
+/** Accounts with a full history of their own: 8 x 28 distinct 7-day hourly periods cover 200 cold queries. */
+const BENCH_ACCOUNTS = 8;
 const DB = `bench_scale_${process.pid}`;
 const DB_URL = `${args.base}/${DB}`;
 const SECRET = randomBytes(32).toString('hex');
@@ -140,19 +142,32 @@ async function seed(db: string, fromDay: number): Promise<void> {
   const day = `current_date - (${fromDay} + j * ${stride} + (k % ${stride}))::int`;
   await sqlAt(db, `insert into usage_daily (user_id, key_id, network, method, day, requests, compute_units)
     select ${cols}, ${day}, 1 + (g % 500), 10 * (1 + (g % 500)) from (${rows}) s on conflict do nothing`);
-  await sqlAt(db, `insert into analytics_daily (user_id, key_id, network, method, day, requests, compute_units, errors_node, latency)
-    select ${cols}, ${day}, 1 + (g % 500), 10 * (1 + (g % 500)), g % 3, array[0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,(g % 7),(g % 50),(g % 400),(g % 90),(g % 8)]::bigint[]
-    from (${rows}) s on conflict do nothing`);
+  // Analytics (issue 28): each key's series numbered, then its rows by that number.
+  await sqlAt(db, `insert into analytics_series (user_id, key_id, network, method) select ${cols} from generate_series(1, ${Math.min(KEYS, USAGE_ROWS)}) k on conflict do nothing`);
+  await sqlAt(db, `insert into analytics_days (series, day, requests, compute_units, errors_node, latency)
+    select s.id, ${day}, 1 + (g % 500), 10 * (1 + (g % 500)), nullif(g % 3, 0), bench_latency(array[0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,(g % 7),(g % 50),(g % 400),(g % 90),(g % 8)])
+    from (${rows}) r join analytics_series s on (s.user_id, s.key_id, s.network, s.method) = (${cols}) on conflict do nothing`);
+}
+
+/** The histogram as the gateway stores it (src/analytics/histogram.ts, encodeLatency), from the counts of its buckets; the same SQL as the migration 0012's. */
+async function createLatencyEncoder(db: string): Promise<void> {
+  await sqlAt(db, `create or replace function bench_latency(counts bigint[]) returns bytea language sql immutable as $$
+    select coalesce(set_byte('\\x00'::bytea, 0, max(w)) || string_agg(set_byte('\\x00'::bytea, 0, i) || substring(int8send(n) from 9 - w), ''::bytea order by i), ''::bytea)
+    from (select i, n, case when max(n) over () < 256 then 1 when max(n) over () < 65536 then 2 when max(n) over () < 4294967296 then 4 else 8 end as w
+          from (select (u.i - 1)::int as i, u.n from unnest(counts) with ordinality as u(n, i)) p where n > 0) e $$`);
 }
 
 async function seedHourly(db: string): Promise<void> {
   const perKey = Math.max(1, Math.ceil(HOURLY_ROWS / KEYS));
   const stride = Math.max(1, Math.floor((35 * 24) / perKey));
-  await sqlAt(db, `insert into analytics_hourly (user_id, key_id, network, method, hour, requests, compute_units, errors_node, latency)
-    select 'u' || (((k - 1) % ${ACCOUNTS}) + 1), 'k' || k, (array['${NETWORKS.join("','")}'])[(k % 3) + 1], (array['${METHODS.join("','")}'])[(k % 4) + 1],
-      date_trunc('hour', now()) - make_interval(hours => (j * ${stride} + (k % ${stride}))::int), 1 + (g % 50), 10 * (1 + (g % 50)), g % 3,
-      array[0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,(g % 7),(g % 50),(g % 40),(g % 9),(g % 8)]::bigint[]
-    from (select g, (g % ${KEYS}) + 1 as k, (g / ${KEYS}) as j from generate_series(0, ${HOURLY_ROWS - 1}) g) s on conflict do nothing`);
+  const cols = `'u' || (((k - 1) % ${ACCOUNTS}) + 1), 'k' || k, (array['${NETWORKS.join("','")}'])[(k % 3) + 1], (array['${METHODS.join("','")}'])[(k % 4) + 1]`;
+  await sqlAt(db, `insert into analytics_series (user_id, key_id, network, method) select ${cols} from generate_series(1, ${Math.min(KEYS, HOURLY_ROWS)}) k on conflict do nothing`);
+  // Hours since 1970 (UTC), as stored.
+  await sqlAt(db, `insert into analytics_hours (series, hour, requests, compute_units, errors_node, latency)
+    select s.id, floor(extract(epoch from now()) / 3600)::int - (j * ${stride} + (k % ${stride}))::int, 1 + (g % 50), 10 * (1 + (g % 50)), nullif(g % 3, 0),
+      bench_latency(array[0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,(g % 7),(g % 50),(g % 40),(g % 9),(g % 8)])
+    from (select g, (g % ${KEYS}) + 1 as k, (g / ${KEYS}) as j from generate_series(0, ${HOURLY_ROWS - 1}) g) r
+    join analytics_series s on (s.user_id, s.key_id, s.network, s.method) = (${cols}) on conflict do nothing`);
 }
 
 /** The bench account's own history (made in SQL too): 10 keys, 3 networks, 4 methods, every day and hour. */
@@ -160,10 +175,12 @@ async function seedAccount(db: string, userId: string): Promise<void> {
   const combos = `from generate_series(1, 10) k, unnest(array['${NETWORKS.join("','")}']) n, unnest(array['${METHODS.join("','")}']) m`;
   await sqlAt(db, `insert into usage_daily (user_id, key_id, network, method, day, requests, compute_units)
     select $1, 'bk' || k, n, m, current_date - d, 100 + d, 1000 + d ${combos}, generate_series(0, 399) d on conflict do nothing`, [userId]);
-  await sqlAt(db, `insert into analytics_daily (user_id, key_id, network, method, day, requests, compute_units, latency)
-    select $1, 'bk' || k, n, m, current_date - d, 100 + d, 1000 + d, array[0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,1,5,40,9,2]::bigint[] ${combos}, generate_series(0, 399) d on conflict do nothing`, [userId]);
-  await sqlAt(db, `insert into analytics_hourly (user_id, key_id, network, method, hour, requests, compute_units, latency)
-    select $1, 'bk' || k, n, m, date_trunc('hour', now()) - make_interval(hours => h), 10, 100, array[0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,1,5,4,0,2]::bigint[] ${combos}, generate_series(0, 34 * 24) h on conflict do nothing`, [userId]);
+  await sqlAt(db, `insert into analytics_series (user_id, key_id, network, method) select $1, 'bk' || k, n, m ${combos}`, [userId]);
+  const series = `(s.user_id, s.key_id, s.network, s.method) = ($1, 'bk' || k, n, m)`;
+  await sqlAt(db, `insert into analytics_days (series, day, requests, compute_units, latency)
+    select s.id, current_date - d, 100 + d, 1000 + d, bench_latency(array[0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,1,5,40,9,2]) ${combos}, analytics_series s, generate_series(0, 399) d where ${series} on conflict do nothing`, [userId]);
+  await sqlAt(db, `insert into analytics_hours (series, hour, requests, compute_units, latency)
+    select s.id, floor(extract(epoch from now()) / 3600)::int - h, 10, 100, bench_latency(array[0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,1,5,4,0,2]) ${combos}, analytics_series s, generate_series(0, 34 * 24) h where ${series} on conflict do nothing`, [userId]);
 }
 
 async function explainStart(db: string): Promise<void> {
@@ -175,7 +192,7 @@ async function explainStart(db: string): Promise<void> {
 }
 
 async function tableSizes(db: string): Promise<void> {
-  for (const t of ['usage_daily', 'analytics_daily', 'analytics_hourly', 'api_keys']) {
+  for (const t of ['usage_daily', 'analytics_days', 'analytics_hours', 'analytics_series', 'api_keys']) {
     const r = await sqlAt(db, `select pg_total_relation_size('${t}')::float8 as bytes, (select count(*) from ${t})::float8 as n`);
     const { bytes, n } = r.rows[0] as { bytes: number; n: number };
     out(`  ${t.padEnd(18)} ${String(n).padStart(10)} rows  ${(bytes / 2 ** 20).toFixed(0).padStart(6)} MiB  ${(bytes / Math.max(1, n)).toFixed(0)} bytes/row`);
@@ -198,10 +215,15 @@ async function main(): Promise<void> {
       select 'k' || g, 'u' || (((g - 1) % ${ACCOUNTS}) + 1), 'k', 'jk_live_' || lpad(to_hex(g), 8, '0'),
         encode(sha256(convert_to('jk_live_' || lpad(to_hex(g), 8, '0') || md5(g::text), 'UTF8')), 'hex'), 'x', '[]'::jsonb, true
       from generate_series(1, ${KEYS}) g`);
+    await createLatencyEncoder(DB_URL);
     await seed(DB_URL, 0);
     await seedHourly(DB_URL);
     await sqlAt(DB_URL, 'vacuum analyze');
     out(`  seeded in ${((performance.now() - t0) / 1000).toFixed(0)} s`);
+    // As seeded, before any retention sweep (the gateway's first start deletes the analytics rows of
+    // the 2H seed past retention, which stay as dead rows in the sizes at 2H).
+    out('  sizes at history H:');
+    await tableSizes(DB_URL);
 
     // Start at history H (the median of three starts: the machine is shared).
     const starts = async () => {
@@ -244,37 +266,49 @@ async function main(): Promise<void> {
     const hit = await run(REQUESTS, 8, () => post(rawKey(1)));
     out(`key not in memory (8 in parallel): p50 ${ms(p(miss.lat, 0.5))} p99 ${ms(p(miss.lat, 0.99))}   key cached: p50 ${ms(p(hit.lat, 0.5))} p99 ${ms(p(hit.lat, 0.99))}`);
 
-    // The bench account and its history.
-    const reg = await fetch(`${g2.url}/api/v1/auth/register`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ email: `scale-${Date.now()}@example.com`, password: 'bench password 123', name: 'Scale' }),
-    });
-    const session = (await reg.json()) as { data: { user: { id: string }; tokens: { accessToken: string } } };
-    const plan = await fetch(`${g2.url}/api/v1/admin/users/${session.data.user.id}`, {
-      method: 'PATCH',
-      headers: { 'content-type': 'application/json', 'x-admin-token': adminToken },
-      body: JSON.stringify({ tier: 'enterprise' }),
-    });
-    if (!plan.ok) throw new Error(`admin PATCH answered ${plan.status}`);
-    await seedAccount(DB_URL, session.data.user.id);
-    out('bench account: 10 keys x 3 networks x 4 methods: 120 rows a day (usage, daily analytics), 120 an hour (hourly analytics: 20,160 rows in 7 days)');
-    const auth = { authorization: `Bearer ${session.data.tokens.accessToken}` };
-    const get = async (path: string) => {
+    // The bench accounts and their history: as many as it takes for the cold queries to be distinct.
+    const auths: Array<{ authorization: string }> = [];
+    for (let a = 0; a < BENCH_ACCOUNTS; a++) {
+      const reg = await fetch(`${g2.url}/api/v1/auth/register`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ email: `scale-${Date.now()}-${a}@example.com`, password: 'bench password 123', name: 'Scale' }),
+      });
+      if (!reg.ok) throw new Error(`register answered ${reg.status}`);
+      const session = (await reg.json()) as { data: { user: { id: string }; tokens: { accessToken: string } } };
+      const plan = await fetch(`${g2.url}/api/v1/admin/users/${session.data.user.id}`, {
+        method: 'PATCH',
+        headers: { 'content-type': 'application/json', 'x-admin-token': adminToken },
+        body: JSON.stringify({ tier: 'enterprise' }),
+      });
+      if (!plan.ok) throw new Error(`admin PATCH answered ${plan.status}`);
+      await seedAccount(DB_URL, session.data.user.id);
+      auths.push({ authorization: `Bearer ${session.data.tokens.accessToken}` });
+    }
+    await sqlAt(DB_URL, 'analyze usage_daily, analytics_daily, analytics_hourly');
+    out(`bench accounts: ${BENCH_ACCOUNTS}, each 10 keys x 3 networks x 4 methods: 120 rows a day (usage, daily analytics), 120 an hour (hourly analytics: 20,160 rows in 7 days)`);
+    const get = async (auth: { authorization: string }, path: string) => {
       const r = await fetch(`${g2.url}/api/v1${path}`, { headers: auth });
       if (r.status !== 200) throw new Error(`${path} answered ${r.status}: ${(await r.text()).slice(0, 200)}`);
       await r.arrayBuffer();
     };
-    const today = new Date().toISOString().slice(0, 10);
     const daysAgo = (n: number) => new Date(Date.now() - n * 86_400_000).toISOString().slice(0, 10);
-    for (const [label, path] of [
-      ['/usage/stats 90 days', `/usage/stats?startDate=${daysAgo(89)}&endDate=${today}`],
-      ['/usage/analytics 30 days daily', `/usage/analytics?startDate=${daysAgo(29)}&endDate=${today}&granularity=day`],
-      ['/usage/analytics 7 days hourly', `/usage/analytics?startDate=${daysAgo(6)}&endDate=${today}&granularity=hour`],
-    ] as const) {
-      await get(path);
-      const r = await run(Math.min(REQUESTS, 200), 8, () => get(path));
-      out(`${label.padEnd(32)} 8 in parallel: p50 ${ms(p(r.lat, 0.5))} p99 ${ms(p(r.lat, 0.99))}  ${r.perSecond.toFixed(0)} req/s`);
+    // A period of `days` ending `k` days ago; hourly periods end at most 27 days back (35 days kept).
+    const paths: Array<[string, number, (days: number, k: number) => string]> = [
+      ['/usage/stats 90 days', 90, (d, k) => `/usage/stats?startDate=${daysAgo(k + d - 1)}&endDate=${daysAgo(k)}`],
+      ['/usage/analytics 30 days daily', 30, (d, k) => `/usage/analytics?startDate=${daysAgo(k + d - 1)}&endDate=${daysAgo(k)}&granularity=day`],
+      ['/usage/analytics 7 days hourly', 7, (d, k) => `/usage/analytics?startDate=${daysAgo(k + d - 1)}&endDate=${daysAgo(k)}&granularity=hour`],
+    ];
+    const n = Math.min(REQUESTS, 200);
+    for (const [label, days, path] of paths) {
+      // Cold: every request a query not asked before (account i % BENCH_ACCOUNTS, the period i / BENCH_ACCOUNTS days back),
+      // so no kept answer and no query under way can serve it. Warm: one query asked again and again (a dashboard polling).
+      const cold = await run(n, 8, (i) => get(auths[i % BENCH_ACCOUNTS]!, path(days, Math.floor(i / BENCH_ACCOUNTS) % 28)));
+      const warm = await run(Math.max(n, 2000), 8, () => get(auths[0]!, path(days, 0)));
+      out(
+        `${label.padEnd(32)} 8 in parallel: cold p50 ${ms(p(cold.lat, 0.5))} p99 ${ms(p(cold.lat, 0.99))} ${cold.perSecond.toFixed(0)} req/s;` +
+          `  warm p50 ${ms(p(warm.lat, 0.5))} p99 ${ms(p(warm.lat, 0.99))} ${warm.perSecond.toFixed(0)} req/s`,
+      );
     }
     out(`gateway RSS after the run: ${rssMb(g2.child).toFixed(0)} MiB`);
     await stopChild(g2.child);

@@ -12,9 +12,10 @@
 //
 //   npm run soak                          # 30 minutes
 //   npm run soak -- --minutes 3 --sample-seconds 20
+//   npm run soak -- --minutes 12 --heap-snapshots /tmp/snaps && npx tsx bench/heap-diff.ts /tmp/snaps/01.heapsnapshot /tmp/snaps/02.heapsnapshot
 import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:http';
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
@@ -31,6 +32,8 @@ const { values: opt } = parseArgs({
     'warmup-fraction': { type: 'string', default: '0.2' },
     'http-workers': { type: 'string', default: '3' },
     'ws-connections': { type: 'string', default: '24' },
+    /** A folder: heap snapshots of the gateway at the first judged sample and the last (bench/heap-diff.ts). */
+    'heap-snapshots': { type: 'string' },
   },
 });
 
@@ -38,10 +41,16 @@ const MINUTES = Number(opt.minutes);
 const SAMPLE_MS = Number(opt['sample-seconds']) * 1000;
 const WARMUP = Number(opt['warmup-fraction']);
 const GOAL = 0.05;
+const SNAPSHOT_DIR = opt['heap-snapshots'] ? path.resolve(opt['heap-snapshots']) : undefined;
 
 interface Network {
   slug: string;
   chainId: number;
+}
+interface Memory {
+  rss: number;
+  heapUsed: number;
+  snapshot?: string;
 }
 interface Sample {
   at: number;
@@ -67,7 +76,7 @@ async function request(url: string, init: RequestInit = {}): Promise<Response> {
   const res = await fetch(url, init);
   inc(statuses, res.status);
   calls++;
-  if (res.status >= 500) fiveHundreds.push(`${init.method ?? 'GET'} ${new URL(url).pathname.replace(/\/[0-9a-f]{32,}$/, '/<key>')}: ${res.status} ${(await res.clone().text()).slice(0, 200)}`);
+  if (res.status >= 500) fiveHundreds.push(`${init.method ?? 'GET'} ${new URL(url).pathname.replace(/\/[0-9a-f]{32,}$/, '/<key>')}: ${res.status} ${(await res.clone().text()).slice(0, 600)}`);
   return res;
 }
 
@@ -95,7 +104,7 @@ async function startReceiver(): Promise<{ url: string; ids: Set<string>; deliver
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`, ids, deliveries: () => deliveries, close: () => server.close() };
 }
 
-async function startGateway(): Promise<{ child: Child; url: string; adminToken: string; errorLines: string[]; memory: () => Promise<{ rss: number; heapUsed: number }> }> {
+async function startGateway(): Promise<{ child: Child; url: string; adminToken: string; errorLines: string[]; memory: () => Promise<Memory> }> {
   const built = await build();
   console.log(`dist/: ${built.built} file(s) built`);
   const port = await freePort();
@@ -118,10 +127,11 @@ async function startGateway(): Promise<{ child: Child; url: string; adminToken: 
       LOG_LEVEL: 'info',
       ADMIN_TOKEN: adminToken,
       BENCH_GC: '1',
+      BENCH_HEAP_SNAPSHOT_DIR: SNAPSHOT_DIR,
     },
   });
   const errorLines: string[] = [];
-  const memoryWaiters: ((m: { rss: number; heapUsed: number }) => void)[] = [];
+  const memoryWaiters: ((m: Memory) => void)[] = [];
   let partialOut = '';
   child.proc.stdout?.on('data', (d: Buffer) => {
     const lines = (partialOut + d.toString()).split('\n');
@@ -137,8 +147,8 @@ async function startGateway(): Promise<{ child: Child; url: string; adminToken: 
   const url = `http://127.0.0.1:${port}`;
   await waitUntil(child, 'readiness (devnet chains up)', async () => (await fetch(`${url}/health/ready`)).ok, 240_000);
   const memory = () =>
-    new Promise<{ rss: number; heapUsed: number }>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error('the gateway printed no memory figure (BENCH_GC=1 and --expose-gc?)')), 10_000);
+    new Promise<Memory>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error('the gateway printed no memory figure (BENCH_GC=1 and --expose-gc?)')), SNAPSHOT_DIR ? 120_000 : 10_000);
       memoryWaiters.push((m) => {
         clearTimeout(timer);
         resolve(m);
@@ -233,6 +243,7 @@ const median = (xs: number[]) => {
 
 async function main(): Promise<void> {
   cleanupOnSignals();
+  if (SNAPSHOT_DIR) mkdirSync(SNAPSHOT_DIR, { recursive: true });
   const receiver = await startReceiver();
   const gw = await startGateway();
   const { url } = gw;
@@ -262,7 +273,11 @@ async function main(): Promise<void> {
   console.log('\n  min    RSS MiB  heap MiB  handles  loop p99 ms  loop max ms   calls');
   while (Date.now() < end) {
     await sleep(Math.min(SAMPLE_MS, end - Date.now()));
+    // A snapshot with the first judged sample and with the last: the gateway writes one when it finds `next`.
+    const firstJudged = !samples.some((p) => p.at >= MINUTES * WARMUP) && Date.now() - started >= MINUTES * WARMUP * 60_000;
+    if (SNAPSHOT_DIR && (firstJudged || Date.now() >= end - 1_000)) writeFileSync(path.join(SNAPSHOT_DIR, 'next'), '');
     const mem = await gw.memory();
+    if (mem.snapshot) console.log(`  (heap snapshot ${mem.snapshot})`);
     const text = await (await fetch(`${url}/metrics`)).text();
     const s: Sample = {
       at: (Date.now() - started) / 60_000,

@@ -56,7 +56,8 @@ import { UsageRetention } from './usage/retention.ts';
 import { usageRoutes } from './usage/routes.ts';
 import { AnalyticsRecorder } from './analytics/recorder.ts';
 import { analyticsRoutes } from './analytics/routes.ts';
-import { AnalyticsStore } from './analytics/store.ts';
+import { type Analytics, AnalyticsStore } from './analytics/store.ts';
+import { AnswerCache } from './analytics/answer-cache.ts';
 import { BlockFollower } from './events/follower.ts';
 import { Prices } from './prices/prices.ts';
 import { whaleRoutes } from './whales/routes.ts';
@@ -64,7 +65,7 @@ import { WhaleAlerts } from './whales/service.ts';
 import { webhookRoutes } from './webhooks/routes.ts';
 import { Webhooks } from './webhooks/service.ts';
 import { AddressActivity } from './webhooks/address-activity.ts';
-import { UsageService } from './usage/service.ts';
+import { UsageService, type UsageStats } from './usage/service.ts';
 
 export interface AppDeps {
   storage: Storage;
@@ -176,7 +177,19 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   // C46: recorded with usage and flushed in its transaction; `analytics.enabled: false` records nothing.
   const analytics = config.analytics.enabled ? new AnalyticsRecorder(rpcMethodLabels(config.methods)) : undefined;
   // C38 usage.quota: checked after usage counts are stored, never on the RPC path.
-  const usage = new UsageService({ db, config, logger, analytics, onFlush: (userIds) => webhooks.quota.afterFlush(userIds) });
+  // C46, C27: answers of /usage/analytics and /usage/stats kept one flush interval, dropped by each flush of their account.
+  const answers = { analytics: new AnswerCache<Analytics>({ ttlMs: config.usage.flushIntervalMs }), stats: new AnswerCache<UsageStats>({ ttlMs: config.usage.flushIntervalMs }) };
+  const usage = new UsageService({
+    db,
+    config,
+    logger,
+    analytics,
+    onFlush: (userIds) => webhooks.quota.afterFlush(userIds),
+    onStored: (userIds) => {
+      answers.analytics.invalidate(userIds);
+      answers.stats.invalidate(userIds);
+    },
+  });
   const keys = new KeyService({ db, config, registry, encryptionSecret: deps.secrets.keyEncryptionSecret, usage });
   const keyCache = new KeyCache(keys, config, { ttlMs: config.rpc.keyCacheTtlMs, maxEntries: config.rpc.keyCacheMaxEntries });
   const policy = new MethodPolicy({ config, wsHint: 'the WebSocket address /ws/{network}?apiKey=...' });
@@ -362,8 +375,8 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
         protectedScope.addHook('onRequest', (req, reply) => restLimits.request(req, reply, req.userId));
         await protectedScope.register(accountRoutes, { accounts, tokens, limits: restLimits, meter, config });
         await protectedScope.register(keyRoutes, { keys, accounts, config, registry });
-        await protectedScope.register(usageRoutes, { usage });
-        await protectedScope.register(analyticsRoutes, { store: analyticsStore, accounts, networks: new Set(config.networks.map((n) => n.slug)) });
+        await protectedScope.register(usageRoutes, { usage, answers: answers.stats });
+        await protectedScope.register(analyticsRoutes, { store: analyticsStore, answers: answers.analytics, accounts, networks: new Set(config.networks.map((n) => n.slug)) });
         await protectedScope.register(faucetRoutes, { faucet });
         await protectedScope.register(whaleRoutes, { whales, accounts, config });
         await protectedScope.register(webhookRoutes, { webhooks, accounts, config });

@@ -1,3 +1,5 @@
+import { type SQL, sql } from 'drizzle-orm';
+
 /**
  * A fixed log-bucket latency histogram (C46): mergeable by adding counts bucket by bucket, so two
  * instances, two flushes or the hours of a day sum exactly, and percentiles are read from the
@@ -60,17 +62,59 @@ export function percentile(counts: ArrayLike<number>, q: number): number | null 
   return bucketValue(counts.length - 1);
 }
 
-/** PostgreSQL array text of the counts, trailing empty buckets left out (`{}` when empty). */
-export function toArrayText(counts: ArrayLike<number>): string {
-  let end = counts.length;
-  while (end > 0 && !counts[end - 1]) end--;
-  const parts: string[] = [];
-  for (let i = 0; i < end; i++) parts.push(String(counts[i] ?? 0));
-  return `{${parts.join(',')}}`;
+/**
+ * How a histogram is stored (issue 28: most rows have a few non-empty buckets): empty when no
+ * bucket counts, else one byte `w` (1, 2, 4 or 8: the bytes the largest count needs), then for
+ * each non-empty bucket in order its index (one byte) and its count (`w` bytes, big-endian). In
+ * hex, for SQL's `decode(..., 'hex')` (a text parameter: PGlite and node-postgres alike).
+ */
+export function encodeLatency(counts: ArrayLike<number>): string {
+  let max = 0;
+  for (let i = 0; i < counts.length; i++) max = Math.max(max, counts[i] ?? 0);
+  if (max === 0) return '';
+  const w = max < 0x100 ? 1 : max < 0x1_0000 ? 2 : max < 0x1_0000_0000 ? 4 : 8;
+  let hex = w.toString(16).padStart(2, '0');
+  for (let i = 0; i < counts.length; i++) {
+    const n = counts[i] ?? 0;
+    if (n > 0) hex += i.toString(16).padStart(2, '0') + n.toString(16).padStart(2 * w, '0');
+  }
+  return hex;
 }
 
-/** Counts from PostgreSQL array text (`{1,0,3}`), as stored. */
-export function fromArrayText(text: string | null | undefined): number[] {
-  if (!text || text.length <= 2) return [];
-  return text.slice(1, -1).split(',').map((v) => (v === 'NULL' ? 0 : Number(v)));
+/** Counts from the stored form (`encodeLatency`), in hex or as bytes; trailing empty buckets left out. */
+export function decodeLatency(stored: string | Uint8Array): number[] {
+  const b = typeof stored === 'string' ? Buffer.from(stored, 'hex') : stored;
+  const counts: number[] = [];
+  if (b.length === 0) return counts;
+  const w = b[0] as number;
+  for (let o = 1; o + w < b.length; o += w + 1) {
+    let n = 0;
+    for (let j = 1; j <= w; j++) n = n * 256 + (b[o + j] as number);
+    const i = b[o] as number;
+    for (let k = counts.length; k < i; k++) counts.push(0);
+    counts[i] = n;
+  }
+  return counts;
+}
+
+/**
+ * SQL: the (i, n) rows of a stored histogram `h` (`encodeLatency`), its non-empty buckets; for
+ * `from ..., lateral` or a scalar subquery. Unrolled by width: no loop per byte.
+ */
+export function latencyBucketsSql(h: SQL): SQL {
+  const byte = (k: number) => sql.raw(`get_byte(h.b, o + ${k})::int8`);
+  return sql`select get_byte(h.b, o) as i, (case get_byte(h.b, 0)
+      when 1 then ${byte(1)}
+      when 2 then (${byte(1)} << 8) | ${byte(2)}
+      when 4 then (${byte(1)} << 24) | (${byte(2)} << 16) | (${byte(3)} << 8) | ${byte(4)}
+      else (${byte(1)} << 56) | (${byte(2)} << 48) | (${byte(3)} << 40) | (${byte(4)} << 32) | (${byte(5)} << 24) | (${byte(6)} << 16) | (${byte(7)} << 8) | ${byte(8)} end) as n
+    from (select ${h} as b) h, generate_series(1, length(h.b) - 1, case when length(h.b) > 0 then get_byte(h.b, 0) + 1 else 1 end) o`;
+}
+
+/** SQL: the stored form (`encodeLatency`) of two stored histograms merged, bucket by bucket (C46). */
+export function mergeLatencySql(a: SQL, b: SQL): SQL {
+  return sql`coalesce((
+    select set_byte('\\x00'::bytea, 0, max(w)) || string_agg(set_byte('\\x00'::bytea, 0, i) || substring(int8send(n) from 9 - w), ''::bytea order by i)
+    from (select i, n, case when max(n) over () < 256 then 1 when max(n) over () < 65536 then 2 when max(n) over () < 4294967296 then 4 else 8 end as w
+          from (select i, sum(n)::int8 as n from (${latencyBucketsSql(a)} union all ${latencyBucketsSql(b)}) u group by i) s where n > 0) e), ''::bytea)`;
 }

@@ -1,7 +1,7 @@
 import { sql } from 'drizzle-orm';
 import { ApiKeyRevokedError, InvalidApiKeyError, KeyAccessDeniedError, MethodNotSupportedError, NetworkNotAllowedError, QuotaExceededError, RateLimitedError, type RpcError } from '../errors/rpc.ts';
 import type { Db } from '../storage/db.ts';
-import { BUCKETS, bucketOf, mergeInto, toArrayText } from './histogram.ts';
+import { BUCKETS, bucketOf, encodeLatency, mergeInto, mergeLatencySql } from './histogram.ts';
 
 /** How an admitted call ended (C46): an answer with a result, a node's error, or no usable answer from any node. */
 export const OK = 0;
@@ -204,8 +204,8 @@ export class AnalyticsRecorder {
   /**
    * Writes a batch inside the caller's transaction (the usage flush): hourly rows, and the same
    * counts added to each day's row. Counters are added and histograms merged bucket by bucket in
-   * SQL, so instances writing the same row never overwrite one another. Rows are sorted so two
-   * instances take their locks in the same order.
+   * SQL, so instances writing the same row never overwrite one another. Rows are written in
+   * (series, period) order so two instances take their locks in the same order.
    */
   static async write(tx: Pick<Db, 'execute'>, batch: AnalyticsBatch): Promise<void> {
     const hourly = [...batch.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, r]) => r);
@@ -226,40 +226,57 @@ export class AnalyticsRecorder {
       mergeInto(d.latency, r.latency);
     }
     const days = [...daily.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, r]) => r);
+    // The series first (issue 28: a row carries its series' number, not four texts), only those not
+    // yet numbered: an identity number is spent by each row tried, even one ON CONFLICT drops.
+    const series = [...new Map(days.map((r) => [`${r.userId}|${r.keyId}|${r.network}|${r.method}`, r])).entries()]
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+      .map(([, r]) => r);
+    for (let i = 0; i < series.length; i += CHUNK) {
+      const values = series.slice(i, i + CHUNK).map((r) => sql`(${r.userId}::text, ${r.keyId}::text, ${r.network}::text, ${r.method}::text)`);
+      // Rows of an account deleted meanwhile are dropped rather than failing the batch forever (as usage does).
+      await tx.execute(sql`
+        insert into analytics_series (user_id, key_id, network, method)
+        select v.user_id, v.key_id, v.network, v.method from (values ${sql.join(values, sql`, `)}) as v(user_id, key_id, network, method)
+        where exists (select 1 from users u where u.id = v.user_id)
+          and not exists (select 1 from analytics_series s where (s.user_id, s.key_id, s.network, s.method) = (v.user_id, v.key_id, v.network, v.method))
+        on conflict do nothing`);
+    }
     for (let i = 0; i < hourly.length; i += CHUNK) {
-      const values = hourly.slice(i, i + CHUNK).map((r) => sql`(${r.userId}::text, ${r.keyId}::text, ${r.network}::text, ${r.method}::text, ${new Date(r.hour).toISOString()}::timestamptz, ${sqlCounts(r)})`);
-      await tx.execute(upsert('analytics_hourly', 'hour', values));
+      const values = hourly.slice(i, i + CHUNK).map((r) => sql`(${r.userId}::text, ${r.keyId}::text, ${r.network}::text, ${r.method}::text, ${r.hour / HOUR_MS}::int, ${sqlCounts(r)})`);
+      await tx.execute(upsert('analytics_hours', 'hour', values));
     }
     for (let i = 0; i < days.length; i += CHUNK) {
       const values = days.slice(i, i + CHUNK).map((r) => sql`(${r.userId}::text, ${r.keyId}::text, ${r.network}::text, ${r.method}::text, ${r.day}::date, ${sqlCounts(r)})`);
-      await tx.execute(upsert('analytics_daily', 'day', values));
+      await tx.execute(upsert('analytics_days', 'day', values));
     }
   }
 }
 
 function sqlCounts(r: Row) {
   const [rate, quota, key, network, method, access] = r.refused as [number, number, number, number, number, number];
-  return sql`${r.requests}::bigint, ${r.computeUnits}::bigint, ${r.errorsNode}::bigint, ${r.errorsUpstream}::bigint, ${rate}::bigint, ${quota}::bigint, ${key}::bigint, ${network}::bigint, ${method}::bigint, ${access}::bigint, ${toArrayText(r.latency)}::bigint[]`;
+  return sql`${r.requests}::bigint, ${r.computeUnits}::bigint, ${r.errorsNode}::bigint, ${r.errorsUpstream}::bigint, ${rate}::bigint, ${quota}::bigint, ${key}::bigint, ${network}::bigint, ${method}::bigint, ${access}::bigint, decode(${encodeLatency(r.latency)}::text, 'hex')`;
 }
 
-const COUNTERS = ['requests', 'compute_units', 'errors_node', 'errors_upstream', 'refused_rate', 'refused_quota', 'refused_key', 'refused_network', 'refused_method', 'refused_access'] as const;
+/** The counter columns of an analytics row, in the order of `sqlCounts`. */
+export const COUNTERS = ['requests', 'compute_units', 'errors_node', 'errors_upstream', 'refused_rate', 'refused_quota', 'refused_key', 'refused_network', 'refused_method', 'refused_access'] as const;
 
-/** INSERT ... ON CONFLICT that adds counters and merges histograms element-wise (arrays of any length). */
-function upsert(table: 'analytics_hourly' | 'analytics_daily', period: 'hour' | 'day', values: ReturnType<typeof sql>[]) {
+/**
+ * INSERT ... ON CONFLICT on (series, period) that adds counters (NULL stands for zero) and merges
+ * histograms bucket by bucket (histogram.ts). The series were numbered just before; a row whose
+ * account is gone finds none and is dropped.
+ */
+function upsert(table: 'analytics_hours' | 'analytics_days', period: 'hour' | 'day', values: ReturnType<typeof sql>[]) {
   const t = sql.raw(table);
   const p = sql.raw(period);
   const cols = sql.raw(COUNTERS.join(', '));
-  const adds = sql.raw(COUNTERS.map((c) => `${c} = ${table}.${c} + excluded.${c}`).join(', '));
-  // Rows of an account deleted meanwhile are dropped rather than failing the batch forever (as usage does).
+  const adds = sql.raw(COUNTERS.map((c) => `${c} = coalesce(${table}.${c} + excluded.${c}, ${table}.${c}, excluded.${c})`).join(', '));
   return sql`
-    insert into ${t} (user_id, key_id, network, method, ${p}, ${cols}, latency)
-    select v.user_id, v.key_id, v.network, v.method, v.${p}, ${sql.raw(COUNTERS.map((c) => `v.${c}`).join(', '))}, v.latency
+    insert into ${t} (series, ${p}, ${cols}, latency)
+    select s.id, v.${p}, ${sql.raw(COUNTERS.map((c) => `nullif(v.${c}, 0)`).join(', '))}, v.latency
     from (values ${sql.join(values, sql`, `)}) as v(user_id, key_id, network, method, ${p}, ${cols}, latency)
-    where exists (select 1 from users u where u.id = v.user_id)
-    on conflict (user_id, key_id, ${p}, network, method) do update set
+    join analytics_series s on (s.user_id, s.key_id, s.network, s.method) = (v.user_id, v.key_id, v.network, v.method)
+    order by s.id, v.${p}
+    on conflict (series, ${p}) do update set
       ${adds},
-      latency = array(
-        select coalesce(m.a, 0) + coalesce(m.b, 0)
-        from unnest(${t}.latency, excluded.latency) with ordinality as m(a, b, i)
-        order by m.i)`;
+      latency = ${mergeLatencySql(sql.raw(`${table}.latency`), sql`excluded.latency`)}`;
 }

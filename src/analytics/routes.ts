@@ -6,7 +6,8 @@ import { badRequest, HttpError, notFound, unauthorized } from '../errors/http.ts
 import { checkLength, Day, type Problem, resolvePeriod } from '../http/period.ts';
 import { ErrorResponse, ok } from '../http/schemas.ts';
 import { currentPeriods } from '../metering/periods.ts';
-import { AnalyticsStore, DAILY_RETENTION_DAYS, type Granularity, HOURLY_RETENTION_DAYS } from './store.ts';
+import type { AnswerCache } from './answer-cache.ts';
+import { type Analytics as AnalyticsAnswer, type AnalyticsQuery, AnalyticsStore, DAILY_RETENTION_DAYS, type Granularity, HOURLY_RETENTION_DAYS } from './store.ts';
 
 /** C46: the plans with advanced analytics (spec: Pro and above). */
 export const ANALYTICS_PLANS: readonly Tier[] = ['pro', 'max', 'enterprise'];
@@ -58,10 +59,13 @@ const Analytics = T.Object({
 const MAX_HOURLY_DAYS = 7;
 
 /** GET /usage/analytics (C46). Registered behind the bearer hook. */
-export const analyticsRoutes: FastifyPluginAsyncTypebox<{ store: AnalyticsStore; accounts: AccountService; networks: ReadonlySet<string> }> = async (
-  app,
-  { store, accounts, networks },
-) => {
+export const analyticsRoutes: FastifyPluginAsyncTypebox<{
+  store: AnalyticsStore;
+  /** C46: answers kept one flush interval, one query for identical concurrent ones (answer-cache.ts). */
+  answers?: AnswerCache<AnalyticsAnswer> | undefined;
+  accounts: AccountService;
+  networks: ReadonlySet<string>;
+}> = async (app, { store, answers, accounts, networks }) => {
   app.get(
     '/usage/analytics',
     {
@@ -111,7 +115,10 @@ export const analyticsRoutes: FastifyPluginAsyncTypebox<{ store: AnalyticsStore;
         throw badRequest(`Invalid request: ${problems.map((p) => `${p.field} ${p.message}`).join('; ')}`, problems);
       }
       if (apiKeyId !== undefined && !(await store.ownsKey(req.userId, apiKeyId))) throw notFound('API key');
-      return { success: true as const, data: await store.query({ userId: req.userId, start: period.start, end: period.end, granularity, keyId: apiKeyId, network, method }) };
+      const q: AnalyticsQuery = { userId: req.userId, start: period.start, end: period.end, granularity, keyId: apiKeyId, network, method };
+      const query = JSON.stringify([q.start, q.end, q.granularity, q.keyId, q.network, q.method]);
+      const data = answers ? await answers.get(q.userId, query, () => store.query(q)) : await store.query(q);
+      return { success: true as const, data };
     },
   );
 };

@@ -1,58 +1,72 @@
-// Tables of analytics (C46); the SQL is src/storage/migrations/0007_analytics.sql. The recorder and
-// the store query them in SQL (upserts that merge histograms element-wise), so these objects are
-// above all what drizzle-kit compares a changed schema with.
-import { bigint, date, index, pgTable, primaryKey, text, timestamp } from 'drizzle-orm/pg-core';
+// Tables of analytics (C46); the SQL is src/storage/migrations/0012_analytics_compact.sql, which
+// replaced 0007's analytics_hourly and analytics_daily (issue 28: at most 150 bytes a stored row,
+// indexes included; their rows carried over, the tables dropped by 0013). The
+// recorder and the store query them in SQL (upserts that merge histograms in SQL), so these
+// objects are above all what drizzle-kit compares a changed schema with.
+import { bigint, customType, date, index, integer, pgTable, primaryKey, text, uniqueIndex } from 'drizzle-orm/pg-core';
 import { users } from '../auth/schema.ts';
 
-/**
- * The columns of one (account, key, network, method, period) row, in the migration's order: the
- * counters (requests, compute units, node and upstream errors, refusals by reason) and the latency
- * histogram (bucket counts, `histogram.ts`). `key_id` has no foreign key, as in usage: a deleted
- * key's rows stay.
- */
-const row = <P extends object>(period: P) => ({
-  userId: text('user_id')
-    .notNull()
-    .references(() => users.id, { onDelete: 'cascade' }),
-  keyId: text('key_id').notNull(),
-  network: text('network').notNull(),
-  method: text('method').notNull(),
-  // The period's column comes here, where the migration's CREATE TABLE has it.
-  ...period,
-  requests: bigint('requests', { mode: 'number' }).notNull().default(0),
-  computeUnits: bigint('compute_units', { mode: 'number' }).notNull().default(0),
-  errorsNode: bigint('errors_node', { mode: 'number' }).notNull().default(0),
-  errorsUpstream: bigint('errors_upstream', { mode: 'number' }).notNull().default(0),
-  refusedRate: bigint('refused_rate', { mode: 'number' }).notNull().default(0),
-  refusedQuota: bigint('refused_quota', { mode: 'number' }).notNull().default(0),
-  refusedKey: bigint('refused_key', { mode: 'number' }).notNull().default(0),
-  refusedNetwork: bigint('refused_network', { mode: 'number' }).notNull().default(0),
-  refusedMethod: bigint('refused_method', { mode: 'number' }).notNull().default(0),
-  // C46a: the key's own allowlists (origin, IP, JWT, method and contract lists).
-  refusedAccess: bigint('refused_access', { mode: 'number' }).notNull().default(0),
-  latency: bigint('latency', { mode: 'number' }).array().notNull().default([]),
-});
+const bytea = customType<{ data: string; driverData: string }>({ dataType: () => 'bytea' });
 
-/** Per UTC hour, kept `HOURLY_RETENTION_DAYS` (store.ts). */
+/**
+ * The (account, key, network, method) combinations that have analytics rows, each numbered once:
+ * a row carries that number (4 bytes) instead of four texts. `key_id` has no foreign key, as in
+ * usage: a deleted key's rows stay. Never deleted but with the account.
+ */
+export const analyticsSeries = pgTable(
+  'analytics_series',
+  {
+    id: integer('id').primaryKey().generatedAlwaysAsIdentity(),
+    userId: text('user_id')
+      .notNull()
+      .references(() => users.id, { onDelete: 'cascade' }),
+    keyId: text('key_id').notNull(),
+    network: text('network').notNull(),
+    method: text('method').notNull(),
+  },
+  // The recorder's lookup, and an account's (and key's) series for the reads.
+  (t) => [uniqueIndex('analytics_series_user_key_network_method_idx').on(t.userId, t.keyId, t.network, t.method)],
+);
+
+/**
+ * The counters of one (series, period) row, in the migration's order: the 8-byte counters first
+ * (no alignment padding), each NULL when zero (a row pays 8 bytes of null bitmap, not 8 per zero
+ * counter: errors and refusals are mostly zero); then the series and the period (4 bytes each);
+ * then the latency histogram, sparse (`histogram.ts`, `encodeLatency`).
+ */
+const counters = {
+  requests: bigint('requests', { mode: 'number' }),
+  computeUnits: bigint('compute_units', { mode: 'number' }),
+  errorsNode: bigint('errors_node', { mode: 'number' }),
+  errorsUpstream: bigint('errors_upstream', { mode: 'number' }),
+  refusedRate: bigint('refused_rate', { mode: 'number' }),
+  refusedQuota: bigint('refused_quota', { mode: 'number' }),
+  refusedKey: bigint('refused_key', { mode: 'number' }),
+  refusedNetwork: bigint('refused_network', { mode: 'number' }),
+  refusedMethod: bigint('refused_method', { mode: 'number' }),
+  // C46a: the key's own allowlists (origin, IP, JWT, method and contract lists).
+  refusedAccess: bigint('refused_access', { mode: 'number' }),
+};
+const series = () =>
+  integer('series')
+    .notNull()
+    .references(() => analyticsSeries.id, { onDelete: 'cascade' });
+
+/** Per UTC hour, kept `HOURLY_RETENTION_DAYS` (store.ts). `hour` counts hours since 1970-01-01 UTC. */
 export const analyticsHourly = pgTable(
-  'analytics_hourly',
-  row({ hour: timestamp('hour', { withTimezone: true, mode: 'date' }).notNull() }),
+  'analytics_hours',
+  { ...counters, series: series(), hour: integer('hour').notNull(), latency: bytea('latency').notNull() },
   (t) => [
-    // The upsert's conflict target.
-    primaryKey({ name: 'analytics_hourly_pkey', columns: [t.userId, t.keyId, t.hour, t.network, t.method] }),
-    index('analytics_hourly_user_hour_idx').on(t.userId, t.hour),
-    // Retention sweep.
-    index('analytics_hourly_hour_idx').on(t.hour),
+    // The upsert's conflict target and the reads' range (series, hours).
+    primaryKey({ name: 'analytics_hours_pkey', columns: [t.series, t.hour] }),
+    // Retention sweep: rows go in roughly in hour order, so a block range index is enough.
+    index('analytics_hours_hour_idx').using('brin', t.hour),
   ],
 );
 
 /** Per UTC day, kept `DAILY_RETENTION_DAYS` (store.ts). */
 export const analyticsDaily = pgTable(
-  'analytics_daily',
-  row({ day: date('day', { mode: 'string' }).notNull() }),
-  (t) => [
-    primaryKey({ name: 'analytics_daily_pkey', columns: [t.userId, t.keyId, t.day, t.network, t.method] }),
-    index('analytics_daily_user_day_idx').on(t.userId, t.day),
-    index('analytics_daily_day_idx').on(t.day),
-  ],
+  'analytics_days',
+  { ...counters, series: series(), day: date('day', { mode: 'string' }).notNull(), latency: bytea('latency').notNull() },
+  (t) => [primaryKey({ name: 'analytics_days_pkey', columns: [t.series, t.day] }), index('analytics_days_day_idx').using('brin', t.day)],
 );

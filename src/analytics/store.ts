@@ -4,8 +4,8 @@ import { PeriodicJob } from '../jobs/periodic.ts';
 import { StorageOutageLog } from '../jobs/storage-outage.ts';
 import { deleteInBatches } from '../storage/batched-delete.ts';
 import type { Db } from '../storage/db.ts';
-import { percentile } from './histogram.ts';
-import { REFUSAL_REASONS } from './recorder.ts';
+import { latencyBucketsSql, percentile } from './histogram.ts';
+import { COUNTERS, REFUSAL_REASONS } from './recorder.ts';
 
 const HOUR_MS = 3_600_000;
 const DAY_MS = 86_400_000;
@@ -109,7 +109,7 @@ export class AnalyticsStore {
   async ownsKey(userId: string, keyId: string): Promise<boolean> {
     const result: unknown = await this.#db.execute(sql`
       select (exists (select 1 from api_keys where id = ${keyId} and user_id = ${userId})
-           or exists (select 1 from analytics_daily where user_id = ${userId} and key_id = ${keyId})) as owned`);
+           or exists (select 1 from analytics_series where user_id = ${userId} and key_id = ${keyId})) as owned`);
     return (result as { rows: Array<{ owned: boolean }> }).rows[0]?.owned === true;
   }
 
@@ -118,30 +118,32 @@ export class AnalyticsStore {
     const hourly = q.granularity === 'hour';
     const from = dayStart(q.start);
     const to = dayStart(q.end) + DAY_MS;
-    const where: SQL[] = [sql`user_id = ${q.userId}`];
-    if (hourly) where.push(sql`hour >= ${new Date(from).toISOString()}::timestamptz and hour < ${new Date(to).toISOString()}::timestamptz`);
-    else where.push(sql`day >= ${q.start}::date and day <= ${q.end}::date`);
-    if (q.keyId !== undefined) where.push(sql`key_id = ${q.keyId}`);
-    if (q.network !== undefined) where.push(sql`network = ${q.network}`);
-    if (q.method !== undefined) where.push(sql`method = ${q.method}`);
+    const of: SQL[] = [sql`user_id = ${q.userId}`];
+    if (q.keyId !== undefined) of.push(sql`key_id = ${q.keyId}`);
+    if (q.network !== undefined) of.push(sql`network = ${q.network}`);
+    if (q.method !== undefined) of.push(sql`method = ${q.method}`);
+    const period = hourly ? sql`r.hour >= ${from / HOUR_MS}::int and r.hour < ${to / HOUR_MS}::int` : sql`r.day >= ${q.start}::date and r.day <= ${q.end}::date`;
     // Issue 28: summed in SQL, one row per bucket, method, key and network (grouping sets), the
-    // histograms element by element (C46: percentiles from merged counts), so the gateway handles
-    // a few hundred rows whatever the account's stored rows. Numbers as float8: the same on PGlite and node-postgres.
-    const bucket = hourly ? sql`extract(epoch from hour)::float8 * 1000` : sql`extract(epoch from day::timestamp)::float8 * 1000`;
-    const rows = sql`select ${bucket} as bucket, * from ${sql.raw(hourly ? 'analytics_hourly' : 'analytics_daily')} where ${sql.join(where, sql` and `)}`;
+    // histograms bucket by bucket (C46: percentiles from merged counts), so the gateway handles
+    // a few hundred rows whatever the account's stored rows. The account's series (its keys,
+    // networks and methods) first, as an array: then each one's rows of the period by the primary
+    // key, never the period's rows of every account. Numbers as float8: the same on PGlite and
+    // node-postgres; counters stored NULL for zero.
+    const bucket = hourly ? sql`r.hour::float8 * ${HOUR_MS}` : sql`extract(epoch from r.day::timestamp)::float8 * 1000`;
+    const rows = sql`select ${bucket} as bucket, s.key_id, s.network, s.method, r.*
+      from ${sql.raw(hourly ? 'analytics_hours' : 'analytics_days')} r join analytics_series s on s.id = r.series
+      where r.series = any(array(select id from analytics_series where ${sql.join(of, sql` and `)})) and ${period} and s.user_id = ${q.userId}`;
     const sets = sql.raw('grouping sets ((bucket), (method), (key_id), (network))');
+    const total = (c: string) => sql.raw(`coalesce(sum(${c}), 0)::float8 as ${c}`);
     const [sums, hists, names] = await Promise.all([
       this.#db.execute(sql`
         select bucket, key_id, network, method,
-          sum(requests)::float8 as requests, sum(compute_units)::float8 as compute_units,
-          sum(errors_node)::float8 as errors_node, sum(errors_upstream)::float8 as errors_upstream,
-          sum(refused_rate)::float8 as refused_rate, sum(refused_quota)::float8 as refused_quota, sum(refused_key)::float8 as refused_key,
-          sum(refused_network)::float8 as refused_network, sum(refused_method)::float8 as refused_method, sum(refused_access)::float8 as refused_access
+          ${sql.join(COUNTERS.map(total), sql`, `)}
         from (${rows}) r group by ${sets}`),
       this.#db.execute(sql`
-        select bucket, key_id, network, method, (i - 1)::int as i, sum(v)::float8 as n
-        from (${rows}) r, unnest(r.latency) with ordinality as u(v, i)
-        where v <> 0 group by grouping sets ((bucket, i), (method, i), (key_id, i), (network, i))`),
+        select bucket, key_id, network, method, u.i, sum(u.n)::float8 as n
+        from (${rows}) r, lateral (${latencyBucketsSql(sql`r.latency`)}) u
+        group by grouping sets ((bucket, u.i), (method, u.i), (key_id, u.i), (network, u.i))`),
       this.#db.execute(sql`select id, name from api_keys where user_id = ${q.userId}`),
     ]);
     const keyNames = new Map((names as { rows: Array<{ id: string; name: string }> }).rows.map((r) => [r.id, r.name]));
@@ -207,9 +209,9 @@ export class AnalyticsStore {
     const today = new Date(now).toISOString().slice(0, 10);
     const hourCut = AnalyticsStore.oldestDay('hour', today);
     const dayCut = AnalyticsStore.oldestDay('day', today);
-    // Issue 28: in bounded batches, through the (hour) and (day) indexes.
-    const hourly = await deleteInBatches(this.#db, 'analytics_hourly', sql`hour < ${`${hourCut}T00:00:00Z`}::timestamptz`);
-    const daily = await deleteInBatches(this.#db, 'analytics_daily', sql`day < ${dayCut}::date`);
+    // Issue 28: in bounded batches, through the (hour) and (day) block range indexes.
+    const hourly = await deleteInBatches(this.#db, 'analytics_hours', sql`hour < ${dayStart(hourCut) / HOUR_MS}::int`);
+    const daily = await deleteInBatches(this.#db, 'analytics_days', sql`day < ${dayCut}::date`);
     const out = { hourly, daily };
     if (out.hourly || out.daily) this.#log.info(out, 'analytics rows past retention deleted');
     return out;

@@ -66,8 +66,12 @@ export class NetworkFollower {
   readonly #leaseOutage: StorageOutageLog;
   readonly #leaseMs: number;
   #stopping = false;
-  #stopped!: Promise<never>;
-  #stop!: () => void;
+  /**
+   * Issue 29: the waits `#abortable` holds, to reject when the follower stops. A set the waits
+   * leave when they settle, not a race with one long-lived promise: every race adds a reaction to
+   * that promise that stays until it settles (the soak's heap snapshots found ~30 a second).
+   */
+  readonly #waits = new Set<(err: Error) => void>();
   #loop: Promise<void> | undefined;
   #leaseTimer: NodeJS.Timeout | undefined;
   #renewing: Promise<void> | undefined;
@@ -96,10 +100,6 @@ export class NetworkFollower {
     this.#leaseOutage = new StorageOutageLog(opts.logger, 'follower: renewing the lease', { network: this.network });
     this.#leaseMs = opts.settings.leaseSeconds * 1000;
     this.#batch = opts.settings.batchBlocks;
-    this.#stopped = new Promise<never>((_resolve, reject) => {
-      this.#stop = () => reject(new FollowerStoppedError());
-    });
-    this.#stopped.catch(() => {});
   }
 
   start(): void {
@@ -117,7 +117,8 @@ export class NetworkFollower {
     if (this.#stopping) return this.#loop;
     this.#stopping = true;
     clearInterval(this.#leaseTimer);
-    this.#stop();
+    for (const reject of this.#waits) reject(new FollowerStoppedError());
+    this.#waits.clear();
     this.#wake?.();
     await this.#loop;
     await this.#renewing;
@@ -390,8 +391,14 @@ export class NetworkFollower {
 
   /** The promise, or a rejection as soon as the follower stops (a stalled node does not hold up a stop). */
   #abortable<T>(p: Promise<T>): Promise<T> {
-    p.catch(() => {});
-    return Promise.race([p, this.#stopped]);
+    if (this.#stopping) {
+      p.catch(() => {});
+      return Promise.reject(new FollowerStoppedError());
+    }
+    return new Promise<T>((resolve, reject) => {
+      this.#waits.add(reject);
+      p.then(resolve, reject).finally(() => this.#waits.delete(reject));
+    });
   }
 }
 

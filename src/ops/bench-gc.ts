@@ -1,17 +1,32 @@
+import { existsSync, rmSync } from 'node:fs';
+import path from 'node:path';
+import { writeHeapSnapshot } from 'node:v8';
+
 /**
- * For `npm run bench:ws` only: with `BENCH_GC=1` in the environment and Node started with
- * `--expose-gc`, SIGUSR2 runs a full collection and prints the process's memory, with `extra()`,
- * as one line on stderr (`bench-memory {...}`). Otherwise nothing is installed: production never
- * starts with either.
+ * For `npm run bench:ws` and `npm run soak` only: with `BENCH_GC=1` in the environment and Node
+ * started with `--expose-gc`, SIGUSR2 runs a full collection and prints the process's memory, with
+ * `extra()`, as one line on stderr (`bench-memory {...}`). With `BENCH_HEAP_SNAPSHOT_DIR` too, the
+ * memory line is followed by a heap snapshot in that folder when the signal arrives while the file
+ * `<dir>/next` exists (the soak creates it for the samples it wants to compare; `bench/heap-diff.ts`
+ * compares two). Otherwise nothing is installed: production never starts with either.
  */
 export function installBenchGc(env: NodeJS.ProcessEnv, extra: () => Record<string, unknown>): void {
   const gc = (globalThis as { gc?: () => void }).gc;
   if (env.BENCH_GC !== '1' || typeof gc !== 'function') return;
+  const snapshotDir = env.BENCH_HEAP_SNAPSHOT_DIR;
+  let snapshots = 0;
   process.on('SIGUSR2', () => {
     // Twice: objects with finalizers (sockets, weak references) go in the second pass.
     gc();
     gc();
     const m = process.memoryUsage();
-    process.stderr.write(`bench-memory ${JSON.stringify({ rss: m.rss, heapUsed: m.heapUsed, heapTotal: m.heapTotal, external: m.external, arrayBuffers: m.arrayBuffers, ...extra() })}\n`);
+    let snapshot: string | undefined;
+    if (snapshotDir && existsSync(path.join(snapshotDir, 'next'))) {
+      rmSync(path.join(snapshotDir, 'next'));
+      snapshot = writeHeapSnapshot(path.join(snapshotDir, `${String(++snapshots).padStart(2, '0')}.heapsnapshot`));
+    }
+    process.stderr.write(
+      `bench-memory ${JSON.stringify({ rss: m.rss, heapUsed: m.heapUsed, heapTotal: m.heapTotal, external: m.external, arrayBuffers: m.arrayBuffers, ...extra(), ...(snapshot ? { snapshot } : {}) })}\n`,
+    );
   });
 }

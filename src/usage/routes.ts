@@ -4,7 +4,8 @@ import { badRequest, notFound } from '../errors/http.ts';
 import { checkLength, Day, type Problem, resolvePeriod } from '../http/period.ts';
 import { ErrorResponse, ok } from '../http/schemas.ts';
 import { currentPeriods } from '../metering/periods.ts';
-import type { UsageService } from './service.ts';
+import type { AnswerCache } from '../analytics/answer-cache.ts';
+import type { StatsQuery, UsageService, UsageStats } from './service.ts';
 
 const Count = T.Integer({ minimum: 0 });
 
@@ -30,7 +31,11 @@ const UsageStats = T.Object({
 });
 
 /** GET /usage/stats (spec 4.2; C27). Registered behind the bearer hook. */
-export const usageRoutes: FastifyPluginAsyncTypebox<{ usage: UsageService }> = async (app, { usage }) => {
+export const usageRoutes: FastifyPluginAsyncTypebox<{
+  usage: UsageService;
+  /** C27: answers kept one flush interval, one query for identical concurrent ones (analytics/answer-cache.ts). */
+  answers?: AnswerCache<UsageStats> | undefined;
+}> = async (app, { usage, answers }) => {
   app.get(
     '/usage/stats',
     {
@@ -56,7 +61,9 @@ export const usageRoutes: FastifyPluginAsyncTypebox<{ usage: UsageService }> = a
         throw badRequest(`Invalid request: ${problems.map((p) => `${p.field} ${p.message}`).join('; ')}`, problems);
       }
       if (apiKeyId !== undefined && !(await usage.ownsKey(req.userId, apiKeyId))) throw notFound('API key');
-      return { success: true as const, data: await usage.stats({ userId: req.userId, start: period.start, end: period.end, keyId: apiKeyId, network }) };
+      const q: StatsQuery = { userId: req.userId, start: period.start, end: period.end, keyId: apiKeyId, network };
+      const data = answers ? await answers.get(q.userId, JSON.stringify([q.start, q.end, q.keyId, q.network]), () => usage.stats(q)) : await usage.stats(q);
+      return { success: true as const, data };
     },
   );
 };

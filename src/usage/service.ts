@@ -87,6 +87,8 @@ export class UsageService implements UsageSink, KeyUsageReader {
   #timer: NodeJS.Timeout | undefined;
   /** Told the accounts of each batch once it is stored (webhooks' usage.quota, C38); off the RPC path. */
   readonly #onFlush: ((userIds: ReadonlySet<string>) => void) | undefined;
+  /** Told the accounts whose usage or analytics rows each committed flush wrote (the answer caches, C46). */
+  readonly #onStored: ((userIds: ReadonlySet<string>) => void) | undefined;
   /** The flush under way, if any: flushes never overlap. */
   #inFlight: Promise<void> | undefined;
   /** C46: analytics rows, written in the same transaction as each usage batch (one write per flush, same loss bound). */
@@ -106,6 +108,7 @@ export class UsageService implements UsageSink, KeyUsageReader {
     logger: Logger;
     analytics?: AnalyticsRecorder | undefined;
     onFlush?: ((userIds: ReadonlySet<string>) => void) | undefined;
+    onStored?: ((userIds: ReadonlySet<string>) => void) | undefined;
   }) {
     this.#db = deps.db;
     this.#log = deps.logger;
@@ -114,6 +117,7 @@ export class UsageService implements UsageSink, KeyUsageReader {
     this.#networks = new Set(deps.config.networks.map((n) => n.slug));
     this.analytics = deps.analytics;
     this.#onFlush = deps.onFlush;
+    this.#onStored = deps.onStored;
   }
 
   /** Whether `slug` is a configured network (the stats filter rejects others, as C16 does). */
@@ -246,6 +250,12 @@ export class UsageService implements UsageSink, KeyUsageReader {
       const seconds = Math.round((Date.now() - this.#failingSince) / 1000);
       this.#failingSince = null;
       this.#log.info({ rows: batch.counts.size, seconds, dropped: this.dropped }, `usage flush succeeds again after ${seconds} s: the counts held in memory are stored`);
+    }
+    if (this.#onStored) {
+      const written = new Set<string>();
+      for (const e of batch.counts.values()) written.add(e.userId);
+      if (analytics) for (const r of analytics.values()) written.add(r.userId);
+      this.#onStored(written);
     }
     if (this.#onFlush && batch.counts.size) this.#onFlush(new Set([...batch.counts.values()].map((e) => e.userId)));
   }

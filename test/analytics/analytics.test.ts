@@ -10,7 +10,7 @@ import { AnalyticsRecorder, OK } from '../../src/analytics/recorder.ts';
 import { RateLimitedError } from '../../src/errors/rpc.ts';
 import type { Analytics } from '../../src/analytics/store.ts';
 import { AnalyticsStore } from '../../src/analytics/store.ts';
-import { bucketOf, bucketValue } from '../../src/analytics/histogram.ts';
+import { bucketOf, bucketValue, encodeLatency } from '../../src/analytics/histogram.ts';
 import type { UsageStats } from '../../src/usage/service.ts';
 import { UsageService } from '../../src/usage/service.ts';
 import { createKey, registerUser, setTier, startTestApp, type TestApp } from '../support/app.ts';
@@ -250,21 +250,28 @@ for (const backend of backends) {
     test('the retention sweep deletes hourly rows past 35 days and daily rows past 400, and keeps the rest', async () => {
       const user = await proUser();
       const { id } = await createKey(t.app, { name: 'old' }, user);
-      const insert = (table: 'analytics_hourly' | 'analytics_daily', at: string) =>
+      await t.storage.db.execute(sql`insert into analytics_series (user_id, key_id, network, method) values (${user.id}, ${id}, 'ethereum', 'eth_call')`);
+      // Hours are stored as hours since 1970 (UTC), counters NULL for zero, histograms sparse (histogram.ts).
+      const period = (table: 'analytics_hours' | 'analytics_days', at: string) =>
+        table === 'analytics_hours' ? sql`${Date.parse(at) / 3_600_000}::int` : sql`${at}::date`;
+      const insert = (table: 'analytics_hours' | 'analytics_days', at: string) =>
         t.storage.db.execute(
-          sql`insert into ${sql.raw(table)} (user_id, key_id, network, method, ${sql.raw(table === 'analytics_hourly' ? 'hour' : 'day')}, requests, latency) values (${user.id}, ${id}, 'ethereum', 'eth_call', ${at}, 1, '{0,1}')`,
+          sql`insert into ${sql.raw(table)} (series, ${sql.raw(table === 'analytics_hours' ? 'hour' : 'day')}, requests, latency)
+              select id, ${period(table, at)}, 1, decode(${encodeLatency([0, 1])}, 'hex') from analytics_series where user_id = ${user.id}`,
         );
-      await insert('analytics_hourly', `${daysAgo(35)}T23:00:00Z`);
-      await insert('analytics_hourly', `${daysAgo(34)}T00:00:00Z`);
-      await insert('analytics_daily', daysAgo(400));
-      await insert('analytics_daily', daysAgo(399));
+      await insert('analytics_hours', `${daysAgo(35)}T23:00:00Z`);
+      await insert('analytics_hours', `${daysAgo(34)}T00:00:00Z`);
+      await insert('analytics_days', daysAgo(400));
+      await insert('analytics_days', daysAgo(399));
       await new AnalyticsStore({ db: t.storage.db, logger: pino({ level: 'silent' }) }).sweep();
-      const left = async (table: string, col: string) => {
-        const res: unknown = await t.storage.db.execute(sql`select ${sql.raw(col)}::text as at from ${sql.raw(table)} where user_id = ${user.id} order by 1`);
+      const left = async (table: string, at: string) => {
+        const res: unknown = await t.storage.db.execute(
+          sql`select (${sql.raw(at)})::text as at from ${sql.raw(table)} r join analytics_series s on s.id = r.series where s.user_id = ${user.id} order by 1`,
+        );
         return (res as { rows: Array<{ at: string }> }).rows.map((r) => r.at.slice(0, 10));
       };
-      assert.deepEqual(await left('analytics_hourly', 'hour'), [daysAgo(34)]);
-      assert.deepEqual(await left('analytics_daily', 'day'), [daysAgo(399)]);
+      assert.deepEqual(await left('analytics_hours', `to_timestamp(hour * 3600) at time zone 'UTC'`), [daysAgo(34)]);
+      assert.deepEqual(await left('analytics_days', 'day'), [daysAgo(399)]);
       // The oldest day kept is still answered.
       const a = await analyticsOk(user.auth, `?startDate=${daysAgo(399)}&endDate=${daysAgo(399)}`);
       assert.deepEqual(a.series.map((x) => x.requests), [1]);

@@ -1,7 +1,7 @@
 // C46: the latency histogram: fixed log buckets, mergeable, percentiles from merged counts.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { BUCKETS, bucketHigh, bucketLow, bucketOf, bucketValue, fromArrayText, mergeInto, percentile, toArrayText } from '../../src/analytics/histogram.ts';
+import { BUCKETS, bucketHigh, bucketLow, bucketOf, bucketValue, decodeLatency, encodeLatency, mergeInto, percentile } from '../../src/analytics/histogram.ts';
 
 describe('latency histogram (C46)', () => {
   test('every latency falls in a bucket whose reported value is within 9.5% of it', () => {
@@ -33,13 +33,19 @@ describe('latency histogram (C46)', () => {
     assert.equal(percentile([], 0.5), null);
   });
 
-  test('stored as PostgreSQL array text without trailing empty buckets, read back the same', () => {
+  test('stored sparse: a width byte, then (bucket, count) for each non-empty bucket, read back the same', () => {
     const h = new Array<number>(BUCKETS).fill(0);
     h[3] = 2;
     h[10] = 7;
-    assert.equal(toArrayText(h), '{0,0,0,2,0,0,0,0,0,0,7}');
-    assert.deepEqual(fromArrayText(toArrayText(h)), h.slice(0, 11));
-    assert.equal(toArrayText(new Array<number>(BUCKETS).fill(0)), '{}');
-    assert.deepEqual(fromArrayText('{}'), []);
+    // Counts under 256: one byte each; 5 bytes instead of 86 counts.
+    assert.equal(encodeLatency(h), '010302' + '0a07');
+    assert.deepEqual(decodeLatency(encodeLatency(h)), h.slice(0, 11));
+    h[85] = 70_000;
+    assert.equal(encodeLatency(h), '04' + '0300000002' + '0a00000007' + '5500011170');
+    assert.deepEqual(decodeLatency(encodeLatency(h)), h);
+    h[0] = 2 ** 40;
+    assert.deepEqual(decodeLatency(encodeLatency(h)), h);
+    assert.equal(encodeLatency(new Array<number>(BUCKETS).fill(0)), '');
+    assert.deepEqual(decodeLatency(''), []);
   });
 });

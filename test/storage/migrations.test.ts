@@ -196,7 +196,7 @@ describe('the migration workflow (npm run db:generate)', () => {
             for (const s of await generateMigration(EMPTY, generateDrizzleJson(schema))) await bySnapshots.exec(s);
             const tables = await describeSchema(bySnapshots);
             assert.deepEqual(tables, await describeSchema(byMigrations));
-            for (const t of ['analytics_hourly', 'analytics_daily', 'intents', 'webhook_deliveries']) assert.ok(tables.includes(`relation ${t}: r`), t);
+            for (const t of ['analytics_hours', 'analytics_days', 'analytics_series', 'intents', 'webhook_deliveries']) assert.ok(tables.includes(`relation ${t}: r`), t);
           } finally {
             await byMigrations.close();
             await bySnapshots.close();
@@ -225,7 +225,8 @@ describe('the migration workflow (npm run db:generate)', () => {
             const applied = rowsOf(await storage.db.execute(sql`select count(*)::int as n from drizzle.__drizzle_migrations`));
             assert.deepEqual(applied, [{ n: journal(MIGRATIONS).length }]);
             // The tables of the later migrations are there and take rows.
-            await storage.db.execute(sql`insert into analytics_daily (user_id, key_id, network, method, day) values ('u1', 'k1', 'ethereum', 'eth_call', '2026-01-02')`);
+            await storage.db.execute(sql`insert into analytics_series (user_id, key_id, network, method) values ('u1', 'k1', 'ethereum', 'eth_call')`);
+            await storage.db.execute(sql`insert into analytics_days (series, day, latency) select id, '2026-01-02', '' from analytics_series`);
             await storage.db.execute(sql`update api_keys set access = '{}'::jsonb`);
           } finally {
             await storage?.close();

@@ -114,13 +114,13 @@ export async function createPgCluster(): Promise<PgCluster> {
   return cluster;
 }
 
-/** Requests of one key stored in usage_daily and analytics_hourly of the database at `url` (C48 tests and the chaos bench). */
+/** Requests of one key stored in usage_daily and analytics_hours of the database at `url` (C48 tests and the chaos bench). */
 export async function storedRequests(url: string, keyId: string): Promise<{ usage: number; analytics: number }> {
   const c = new pg.Client({ connectionString: url });
   await c.connect();
   try {
     const u = await c.query<{ n: string | null }>('select sum(requests)::text as n from usage_daily where key_id = $1', [keyId]);
-    const a = await c.query<{ n: string | null }>('select sum(requests)::text as n from analytics_hourly where key_id = $1', [keyId]);
+    const a = await c.query<{ n: string | null }>('select sum(r.requests)::text as n from analytics_hours r join analytics_series s on s.id = r.series where s.key_id = $1', [keyId]);
     return { usage: Number(u.rows[0]?.n ?? 0), analytics: Number(a.rows[0]?.n ?? 0) };
   } finally {
     await c.end();

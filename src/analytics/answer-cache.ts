@@ -1,0 +1,90 @@
+/**
+ * C46 (and C27 for `/usage/stats`): an account's answers kept in memory a short while, and one
+ * storage query for identical queries asked at the same time.
+ *
+ * The stored figures change only when a usage flush commits (analytics are flushed in the same
+ * transaction, C46), so an answer is as fresh as the last flush anyway. How stale a served answer
+ * may be:
+ * - the flushes of this instance: not at all more than without the cache. Each committed flush
+ *   drops the answers of the accounts it wrote (`invalidate`), and a query under way when it
+ *   commits is handed to those already waiting on it but never kept, nor joined by later requests;
+ * - everything else (another instance's flushes, a key renamed or deleted, rows swept): at most
+ *   `ttlMs` (the usage flush interval, 2 s at most) after the storage read the answer came from.
+ * An answer asked for in the second half of its time is read again in the background, the kept one
+ * served meanwhile (never past its time): a query polled steadily does not wait on storage.
+ */
+export class AnswerCache<T> {
+  readonly #ttlMs: number;
+  readonly #maxEntries: number;
+  readonly #now: () => number;
+  /** Answers by account and query; Map order is insertion order, so the first is the oldest. */
+  readonly #entries = new Map<string, { userId: string; value: T; refreshAt: number; until: number }>();
+  /** Queries under way by account and query: identical requests share one. */
+  readonly #inflight = new Map<string, { userId: string; promise: Promise<T>; stale: boolean }>();
+  /** Storage queries made (tests, the bench). */
+  computed = 0;
+
+  constructor(opts: { ttlMs: number; maxEntries?: number; now?: () => number }) {
+    this.#ttlMs = opts.ttlMs;
+    this.#maxEntries = opts.maxEntries ?? 256;
+    this.#now = opts.now ?? Date.now;
+  }
+
+  /** The answer to `query` of `userId`: kept, under way, or computed now by `compute`. */
+  get(userId: string, query: string, compute: () => Promise<T>): Promise<T> {
+    const id = `${userId}\u0000${query}`;
+    const now = this.#now();
+    const hit = this.#entries.get(id);
+    if (hit && hit.until > now) {
+      if (hit.refreshAt <= now && !this.#inflight.has(id)) this.#compute(id, userId, compute, now).catch(() => {});
+      return Promise.resolve(hit.value);
+    }
+    return this.#inflight.get(id)?.promise ?? this.#compute(id, userId, compute, now);
+  }
+
+  #compute(id: string, userId: string, compute: () => Promise<T>, now: number): Promise<T> {
+    // Fresh from the moment storage is read, not from when the answer arrives.
+    const refreshAt = now + this.#ttlMs / 2;
+    const until = now + this.#ttlMs;
+    const flight = { userId, promise: Promise.resolve().then(compute), stale: false };
+    this.computed++;
+    this.#inflight.set(id, flight);
+    const done = () => {
+      if (this.#inflight.get(id) === flight) this.#inflight.delete(id);
+    };
+    flight.promise.then((value) => {
+      done();
+      if (flight.stale || this.#ttlMs <= 0) return;
+      this.#entries.delete(id);
+      this.#entries.set(id, { userId, value, refreshAt, until });
+      this.#evict();
+    }, done);
+    return flight.promise;
+  }
+
+  /** A flush of these accounts committed: their kept answers and queries under way are stale. */
+  invalidate(userIds: ReadonlySet<string>): void {
+    if (userIds.size === 0) return;
+    for (const [id, e] of this.#entries) if (userIds.has(e.userId)) this.#entries.delete(id);
+    for (const [id, f] of this.#inflight) {
+      if (!userIds.has(f.userId)) continue;
+      f.stale = true;
+      this.#inflight.delete(id);
+    }
+  }
+
+  /** Answers kept (tests). */
+  get size(): number {
+    return this.#entries.size;
+  }
+
+  #evict(): void {
+    if (this.#entries.size <= this.#maxEntries) return;
+    const now = this.#now();
+    for (const [id, e] of this.#entries) if (e.until <= now) this.#entries.delete(id);
+    for (const id of this.#entries.keys()) {
+      if (this.#entries.size <= this.#maxEntries) break;
+      this.#entries.delete(id);
+    }
+  }
+}

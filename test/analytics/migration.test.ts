@@ -1,0 +1,114 @@
+// Issue 28 / C46: 0012_analytics_compact.sql moves the analytics rows of a database in use to the
+// compact tables (0013 drops the old ones), and GET /usage/analytics answers the same numbers after it as before.
+// old-answers.json holds what the code before the migration answered on OLD_ROWS (the store's
+// query, which the route returns as `data`).
+import assert from 'node:assert/strict';
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { after, describe, test } from 'node:test';
+import { PGlite } from '@electric-sql/pglite';
+import { sql } from 'drizzle-orm';
+import { drizzle as drizzlePg } from 'drizzle-orm/node-postgres';
+import { migrate as migratePg } from 'drizzle-orm/node-postgres/migrator';
+import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
+import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator';
+import pg from 'pg';
+import pino from 'pino';
+import { decodeLatency } from '../../src/analytics/histogram.ts';
+import { AnalyticsRecorder, OK } from '../../src/analytics/recorder.ts';
+import { type Analytics, AnalyticsStore } from '../../src/analytics/store.ts';
+import { openStorage, type Storage } from '../../src/storage/db.ts';
+import { createTestDatabase } from '../support/app.ts';
+import { pgliteTemplate } from '../support/pglite-template.ts';
+import { storageBackends } from '../support/services.ts';
+import { emptyDatabase, journal, MIGRATIONS_DIR, ROOT } from '../storage/migration-support.ts';
+import { OLD_ROWS, QUESTIONS } from './old-rows.ts';
+
+const OLD_ANSWERS = JSON.parse(readFileSync(path.join(ROOT, 'test/analytics/old-answers.json'), 'utf8')) as Analytics[];
+const backends = await storageBackends();
+const rowsOf = (res: unknown) => (res as { rows: Array<Record<string, unknown>> }).rows;
+
+/** The migrations folder up to, not including, the compact analytics (0012). */
+function migrationsBeforeCompact(): string {
+  const dir = mkdtempSync(path.join(tmpdir(), 'junction-migrations-analytics-'));
+  cpSync(path.join(ROOT, MIGRATIONS_DIR), dir, { recursive: true });
+  const entries = journal(dir);
+  const cut = entries.findIndex((e) => e.tag === '0012_analytics_compact');
+  assert.ok(cut > 0);
+  writeFileSync(path.join(dir, 'meta/_journal.json'), JSON.stringify({ version: '7', dialect: 'postgresql', entries: entries.slice(0, cut) }));
+  return dir;
+}
+
+/** A database of `backend` migrated up to 0011, with OLD_ROWS in it; `open` migrates it to the last one as the gateway does. */
+async function oldDatabase(backend: string, folder: string): Promise<{ open(): Promise<Storage>; close(): Promise<void> }> {
+  if (backend === 'pglite') {
+    const client = new PGlite({ loadDataDir: await pgliteTemplate() });
+    await emptyDatabase({ exec: async (t) => void (await client.exec(t)), rows: async (t) => (await client.query<Record<string, unknown>>(t)).rows });
+    await migratePglite(drizzlePglite(client), { migrationsFolder: folder });
+    await client.exec(OLD_ROWS);
+    return {
+      open: async () => {
+        const image = await client.dumpDataDir('none');
+        await client.close();
+        return openStorage({ dataDir: 'memory', pgliteImage: image });
+      },
+      close: async () => {
+        if (!client.closed) await client.close();
+      },
+    };
+  }
+  const database = await createTestDatabase();
+  const client = new pg.Client({ connectionString: database.url });
+  await client.connect();
+  await migratePg(drizzlePg(client), { migrationsFolder: folder });
+  await client.query(OLD_ROWS);
+  await client.end();
+  return { open: () => openStorage({ databaseUrl: database.url }), close: () => database.drop() };
+}
+
+describe('analytics rows of a database in use, moved by 0012_analytics_compact and 0013 (issue 28, C46)', () => {
+  const folder = migrationsBeforeCompact();
+  after(() => rmSync(folder, { recursive: true, force: true }));
+
+  for (const backend of backends) {
+    test(`on ${backend.name}: the same answers after the migration as before it, and later flushes add to the moved rows`, { skip: backend.skip }, async () => {
+      const old = await oldDatabase(backend.name, folder);
+      let storage: Storage | undefined;
+      try {
+        storage = await old.open();
+        const store = new AnalyticsStore({ db: storage.db, logger: pino({ level: 'silent' }) });
+        // The old tables are gone, every row is in the new ones.
+        const tables = rowsOf(await storage.db.execute(sql`select relname from pg_class where relname like 'analytics\_%' and relkind = 'r' order by 1`));
+        assert.deepEqual(tables.map((t) => t.relname), ['analytics_days', 'analytics_hours', 'analytics_series']);
+        const counts = rowsOf(await storage.db.execute(sql`select (select count(*) from analytics_hours)::int as h, (select count(*) from analytics_days)::int as d`));
+        assert.deepEqual(counts, [{ h: 1038, d: 396 }]);
+
+        for (const [i, q] of QUESTIONS.entries()) assert.deepEqual(await store.query(q), OLD_ANSWERS[i], `question ${i}: ${JSON.stringify(q)}`);
+
+        // A flush into a moved row adds its counts and merges its histogram (a count past 2^32 kept).
+        const one = { userId: 'u1', start: '2026-01-02', end: '2026-01-02', granularity: 'day', keyId: 'k1', network: 'ethereum', method: 'eth_call' } as const;
+        const before = (await store.query(one)).series[0]!;
+        const recorder = new AnalyticsRecorder(['eth_call']);
+        const realNow = Date.now;
+        Date.now = () => Date.parse('2026-01-02T10:00:00Z');
+        try {
+          recorder.call('u1', 'k1', 'ethereum', 'eth_call', 10, OK, 0.105); // bucket 1
+        } finally {
+          Date.now = realNow;
+        }
+        await storage.db.transaction((tx) => AnalyticsRecorder.write(tx, recorder.take()!));
+        const now = (await store.query(one)).series[0]!;
+        assert.deepEqual([now.requests, now.computeUnits], [before.requests + 1, before.computeUnits + 10]);
+        const stored = rowsOf(
+          await storage.db.execute(sql`select encode(d.latency, 'hex') as h from analytics_days d join analytics_series s on s.id = d.series
+            where s.user_id = 'u1' and s.key_id = 'k1' and s.network = 'ethereum' and s.method = 'eth_call' and d.day = '2026-01-02'`),
+        );
+        assert.deepEqual(decodeLatency(String(stored[0]?.h)), [0, 70_001, 0, 5_000_000_000, 3]);
+      } finally {
+        await storage?.close();
+        await old.close();
+      }
+    });
+  }
+});
