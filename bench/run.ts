@@ -93,6 +93,7 @@ const { values: opt } = parseArgs({
     'round-seconds': { type: 'string', default: '3' }, // measured seconds of each target in a round
     pin: { type: 'string', default: 'off' }, // on: the target alone on one CPU (taskset); off: wherever the scheduler puts it
     baseline: { type: 'string' }, // another checkout (its dist/ built): its pass-through gateway joins the interleaved rounds
+    table: { type: 'string', default: 'on' }, // off: no table, only the interleaved rounds (a quicker before/after)
   },
 });
 const CONNECTIONS = Number(opt.connections);
@@ -139,13 +140,17 @@ async function main(): Promise<number> {
     }
   };
 
-  rows.push(...(await measure({ label: DIRECT, url: upstream.url, headers: {}, proxyPid: null }, o)));
-  const nginx = findNginx();
-  if (nginx) await run(NGINX, o, () => startNginx(nginx, Number(new URL(upstream.url).port)));
-  else console.log(`  ${NGINX}: skipped, nginx is not installed (Debian/Ubuntu: apt-get install nginx-light)`);
-  await run(BARE, o, () => startScript('bare proxy', 'bare-proxy.ts', [upstream.url], 'target'));
-  // The ceiling of a cached answer in Node.js (fixed-answer.ts): the cached row as a fraction of it.
-  await run(FIXED, o, () => startScript('fixed answer', 'fixed-answer.ts', [], 'target'));
+  if (opt.table !== 'on' && opt.table !== 'off') throw new Error('--table is on or off');
+  const withTable = opt.table === 'on';
+  if (withTable) {
+    rows.push(...(await measure({ label: DIRECT, url: upstream.url, headers: {}, proxyPid: null }, o)));
+    const nginx = findNginx();
+    if (nginx) await run(NGINX, o, () => startNginx(nginx, Number(new URL(upstream.url).port)));
+    else console.log(`  ${NGINX}: skipped, nginx is not installed (Debian/Ubuntu: apt-get install nginx-light)`);
+    await run(BARE, o, () => startScript('bare proxy', 'bare-proxy.ts', [upstream.url], 'target'));
+    // The ceiling of a cached answer in Node.js (fixed-answer.ts): the cached row as a fraction of it.
+    await run(FIXED, o, () => startScript('fixed answer', 'fixed-answer.ts', [], 'target'));
+  }
 
   // Kept after the run (Chrome DevTools or speedscope open the .cpuprofile files); the path is printed.
   const profileDir = opt.profile ? mkdtempSync(path.join(os.tmpdir(), 'junction-bench-profile-')) : undefined;
@@ -157,6 +162,7 @@ async function main(): Promise<number> {
   const built = await build();
   console.log(`  dist/: ${built.built} file(s) built, ${built.removed} stray removed`);
   for (const [i, variant] of GATEWAY_VARIANTS.entries()) {
+    if (!withTable) break;
     if (opt.only !== undefined && !variant.label.includes(opt.only)) continue;
     const why = await variant.skip?.();
     if (why) {
@@ -191,8 +197,8 @@ async function main(): Promise<number> {
     if (ok && dir) profiled.push({ label: variant.label, dir, fromUs, toUs });
   }
 
-  console.log(`\n${table(rows)}\n`);
-  console.log(verdicts(rows, { nginx: NGINX, direct: DIRECT, bare: BARE, fixed: FIXED, kinds, gateways: [BARE, ...gateways], connections: CONNECTIONS, moderate: MODERATE }));
+  if (withTable) console.log(`\n${table(rows)}\n`);
+  if (withTable) console.log(verdicts(rows, { nginx: NGINX, direct: DIRECT, bare: BARE, fixed: FIXED, kinds, gateways: [BARE, ...gateways], connections: CONNECTIONS, moderate: MODERATE }));
   const cost = analyticsCost(rows);
   if (cost) console.log(cost);
   const disturbed = rows.filter((r) => r.cpu.other >= QUIET).length;

@@ -20,6 +20,23 @@ export interface MeteredKey {
 /** Who is being metered: a key (its account's plan) or, on the public endpoint, a client IP. */
 export type Metered = { key: MeteredKey } | { ip: string };
 
+/** A key without any limit of its own or of its plan: nothing to check or count (C13: every header -1). */
+function unlimited(who: Metered): boolean {
+  if (!('key' in who)) return false;
+  const { key } = who;
+  const plan = key.limits;
+  return key.rateLimit === null && plan.requestsPerMinute === null && plan.dailyLimit === null && plan.monthlyComputeUnits === null;
+}
+
+/**
+ * The outcome of every call of an unlimited key, shared (never written to: the transports copy
+ * the headers into their own): what `#outcome` answers for no checks, without building it per call.
+ */
+const UNLIMITED: MeterOutcome = Object.freeze({
+  error: null,
+  headers: Object.freeze({ 'x-ratelimit-limit': '-1', 'x-ratelimit-remaining': '-1', 'x-ratelimit-reset': '-1', 'x-cu-remaining': '-1' }),
+});
+
 export interface MeterOutcome {
   /** null: admitted (and consumed, when the cost was > 0). */
   error: RpcError | null;
@@ -97,6 +114,7 @@ export class Meter {
    * reads the state for the headers. All or nothing: a refused request consumes nothing.
    */
   async rpc(who: Metered, requests: number, computeUnits: number): Promise<MeterOutcome> {
+    if (unlimited(who)) return UNLIMITED;
     const { checks, roles, perMinute } = this.#checks(who, requests, computeUnits);
     const result = await this.#limiter.consume(checks);
     return this.#outcome(result.allowed, result.states, roles, perMinute);
@@ -104,6 +122,7 @@ export class Meter {
 
   /** `rpc` answered at once when the limiter can (in process); undefined when it must be awaited (Redis). */
   rpcNow(who: Metered, requests: number, computeUnits: number): MeterOutcome | undefined {
+    if (unlimited(who)) return UNLIMITED;
     if (!this.#limiter.consumeSync) return undefined;
     const { checks, roles, perMinute } = this.#checks(who, requests, computeUnits);
     const result = this.#limiter.consumeSync(checks);

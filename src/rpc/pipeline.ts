@@ -41,6 +41,22 @@ interface Judged {
   reserved: number;
 }
 
+/** The network's name for the metrics, `unknown` for an address naming none. */
+function slugOf(input: RpcInput): string {
+  return input.network instanceof RpcError ? UNKNOWN_NETWORK : input.network.slug;
+}
+
+/** Whether any of the calls is an eth_getLogs (a loop: no closure per message). */
+function hasLogs(items: Item[]): boolean {
+  for (const item of items) if (item.call.method === GET_LOGS) return true;
+  return false;
+}
+
+/** Gives back the subscription slots a message reserved and will not use. */
+function release(judged: Judged, subs: SubscriptionDispatcher | undefined): void {
+  for (; judged.reserved > 0; judged.reserved--) subs?.release();
+}
+
 /**
  * The JSON-RPC pipeline, one for every transport. `handle` runs the stages in order, each of
  * which may answer the message itself (a refusal) or pass it on:
@@ -115,13 +131,10 @@ export class RpcPipeline {
     const judged = this.#judge(caller, msg, items, refused, subs);
     if (!('admitted' in judged)) return judged;
     const { admitted } = judged;
-    const release = () => {
-      for (; judged.reserved > 0; judged.reserved--) subs?.release();
-    };
 
     // Issue 15: an eth_getLogs wider than the network's maxLogsRange is planned before it is metered.
-    if (admitted.some((item) => item.call.method === GET_LOGS)) {
-      const out = await this.#planLogs(caller, msg, admitted, refused, release);
+    if (hasLogs(admitted)) {
+      const out = await this.#planLogs(caller, msg, admitted, refused, () => release(judged, subs));
       if (out) return out;
     }
     // Stage cost. Over a WebSocket eth_unsubscribe is not metered (it only gives back a slot).
@@ -139,7 +152,7 @@ export class RpcPipeline {
     const metered = this.#meter.rpcNow(who, calls, cu) ?? (await this.#meter.rpc(who, calls, cu));
     const headers = metered.headers;
     if (metered.error) {
-      release();
+      release(judged, subs);
       for (const item of admitted) {
         this.#tally.call(network.slug, item.call.method, metered.error);
         this.#tally.refusedFor(key, network.slug, item.call.method, metered.error);
@@ -163,19 +176,18 @@ export class RpcPipeline {
   /** Stage read: the body as JSON (C23: not too deeply nested), or the error answered for it. */
   #read(input: RpcInput): Message | RpcOutput {
     const text = input.body.toString('utf8');
-    const slug = () => (input.network instanceof RpcError ? UNKNOWN_NETWORK : input.network.slug);
     let parsed: unknown;
     try {
       parsed = JSON.parse(text);
     } catch {
       const err = new ParseError('Parse error: the body is not valid JSON');
-      this.#tally.call(slug(), OTHER_METHOD, err, input.requestId);
+      this.#tally.call(slugOf(input), OTHER_METHOD, err, input.requestId);
       return plain(err, 'null');
     }
     // C23: nesting past MAX_NESTING is refused like a parse error (the params' readers recurse).
     if (nestsDeeperThan(text, MAX_NESTING)) {
       const err = new InvalidRequestError(`Invalid request: JSON nested more than ${MAX_NESTING} levels deep`);
-      this.#tally.call(slug(), OTHER_METHOD, err, input.requestId);
+      this.#tally.call(slugOf(input), OTHER_METHOD, err, input.requestId);
       return plain(err, 'null');
     }
     const batch = Array.isArray(parsed) ? parsed : undefined;

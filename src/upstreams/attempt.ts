@@ -32,66 +32,101 @@ export function attempt<T>(
   read: (status: number, body: Buffer) => T | undefined,
   cancel?: Cancel,
 ): Promise<Attempt<T>> {
-  const max = p.maxResponseBytes;
   return new Promise((resolve) => {
-    let status = 0;
-    let chunks: Buffer[] | null = [];
-    let size = 0;
-    /** Decided before the end (a 5xx or 429, an answer over the cap): what the attempt resolves with. */
-    let verdict: Attempt<T> | null = null;
-    let abort: ((err?: Error) => void) | null = null;
-    const tooLarge = (): Attempt<T> => ({ ok: false, reason: `answer larger than ${max} bytes`, kind: 'too_large', sent: true, final: true });
-    const cut = (why: Attempt<T>): false => {
-      verdict = why;
-      chunks = null;
-      abort?.(new Error('answer cut'));
-      return false;
-    };
-    const onCancel = () => abort?.(cancel?.reason);
-    const handler = {
-      onConnect: (a: (err?: Error) => void) => {
-        abort = a;
-        // A hedge decided before the request reached a socket: it never goes out.
-        if (cancel?.aborted) a(cancel.reason);
-        else cancel?.on('abort', onCancel);
-      },
-      onHeaders: (statusCode: number, rawHeaders: Buffer[] | string[] | null): boolean => {
-        if (statusCode < 200) return true; // 1xx: the answer comes next
-        status = statusCode;
-        if (statusCode >= 500 || statusCode === 429) {
-          // Read to the end and dropped: the connection stays usable.
-          verdict = { ok: false, reason: `HTTP ${statusCode}`, kind: statusCode === 429 ? 'http_429' : 'http_5xx', sent: true };
-          chunks = null;
-          return true;
-        }
-        if (contentLength(rawHeaders) > max) return cut(tooLarge());
-        return true;
-      },
-      onData: (chunk: Buffer): boolean => {
-        if (chunks === null) return true;
-        size += chunk.length;
-        // Counted as it arrives, so an endless chunked answer is cut at the cap.
-        if (size > max) return cut(tooLarge());
-        chunks.push(chunk);
-        return true;
-      },
-      onComplete: () => {
-        cancel?.removeListener('abort', onCancel);
-        if (verdict !== null || chunks === null) return resolve(verdict ?? tooLarge());
-        const buf = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size);
-        const value = read(status, buf);
-        resolve(value === undefined ? { ok: false, reason: `invalid body (HTTP ${status})`, kind: 'invalid_answer', sent: true } : { ok: true, value });
-      },
-      onError: (err: Error) => {
-        cancel?.removeListener('abort', onCancel);
-        resolve(verdict ?? failure(p, err, timeoutMs));
-      },
-    };
     // undici's own timers bound the attempt (no AbortController and timer per call): the
     // answer's headers within the timeout, and no gap longer than it between body chunks.
     // They tick about every 500 ms, so an attempt ends up to that much after its timeout.
-    u.dispatcher.dispatch({ method: 'POST', path: u.path, headers: u.headers, body, headersTimeout: timeoutMs, bodyTimeout: timeoutMs }, handler);
+    u.dispatcher.dispatch(
+      { method: 'POST', path: u.path, headers: u.headers, body, headersTimeout: timeoutMs, bodyTimeout: timeoutMs },
+      new AttemptHandler(p, timeoutMs, read, resolve, cancel),
+    );
   });
+}
+
+/**
+ * undici's handler of one attempt: one object whose methods undici calls (no closures made per
+ * attempt). The answer is gathered as its chunks arrive.
+ */
+class AttemptHandler<T> {
+  readonly #p: PoolState;
+  readonly #max: number;
+  readonly #timeoutMs: number;
+  readonly #read: (status: number, body: Buffer) => T | undefined;
+  readonly #resolve: (a: Attempt<T>) => void;
+  readonly #cancel: Cancel | undefined;
+  #status = 0;
+  #chunks: Buffer[] | null = [];
+  #size = 0;
+  /** Decided before the end (a 5xx or 429, an answer over the cap): what the attempt resolves with. */
+  #verdict: Attempt<T> | null = null;
+  #abort: ((err?: Error) => void) | null = null;
+  #onCancel: (() => void) | undefined;
+
+  constructor(p: PoolState, timeoutMs: number, read: (status: number, body: Buffer) => T | undefined, resolve: (a: Attempt<T>) => void, cancel: Cancel | undefined) {
+    this.#p = p;
+    this.#max = p.maxResponseBytes;
+    this.#timeoutMs = timeoutMs;
+    this.#read = read;
+    this.#resolve = resolve;
+    this.#cancel = cancel;
+  }
+
+  #tooLarge(): Attempt<T> {
+    return { ok: false, reason: `answer larger than ${this.#max} bytes`, kind: 'too_large', sent: true, final: true };
+  }
+
+  #cut(why: Attempt<T>): false {
+    this.#verdict = why;
+    this.#chunks = null;
+    this.#abort?.(new Error('answer cut'));
+    return false;
+  }
+
+  onConnect(abort: (err?: Error) => void): void {
+    this.#abort = abort;
+    const cancel = this.#cancel;
+    if (cancel === undefined) return;
+    // A hedge decided before the request reached a socket: it never goes out.
+    if (cancel.aborted) abort(cancel.reason);
+    else cancel.on('abort', (this.#onCancel = () => this.#abort?.(cancel.reason)));
+  }
+
+  onHeaders(statusCode: number, rawHeaders: Buffer[] | string[] | null): boolean {
+    if (statusCode < 200) return true; // 1xx: the answer comes next
+    this.#status = statusCode;
+    if (statusCode >= 500 || statusCode === 429) {
+      // Read to the end and dropped: the connection stays usable.
+      this.#verdict = { ok: false, reason: `HTTP ${statusCode}`, kind: statusCode === 429 ? 'http_429' : 'http_5xx', sent: true };
+      this.#chunks = null;
+      return true;
+    }
+    if (contentLength(rawHeaders) > this.#max) return this.#cut(this.#tooLarge());
+    return true;
+  }
+
+  onData(chunk: Buffer): boolean {
+    const chunks = this.#chunks;
+    if (chunks === null) return true;
+    this.#size += chunk.length;
+    // Counted as it arrives, so an endless chunked answer is cut at the cap.
+    if (this.#size > this.#max) return this.#cut(this.#tooLarge());
+    chunks.push(chunk);
+    return true;
+  }
+
+  onComplete(): void {
+    if (this.#onCancel) this.#cancel?.removeListener('abort', this.#onCancel);
+    const chunks = this.#chunks;
+    if (this.#verdict !== null || chunks === null) return this.#resolve(this.#verdict ?? this.#tooLarge());
+    const buf = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, this.#size);
+    const value = this.#read(this.#status, buf);
+    this.#resolve(value === undefined ? { ok: false, reason: `invalid body (HTTP ${this.#status})`, kind: 'invalid_answer', sent: true } : { ok: true, value });
+  }
+
+  onError(err: Error): void {
+    if (this.#onCancel) this.#cancel?.removeListener('abort', this.#onCancel);
+    this.#resolve(this.#verdict ?? failure(this.#p, err, this.#timeoutMs));
+  }
 }
 
 /** What a failed attempt says: only codes and our own words (undici and Node messages may quote the upstream's address). */

@@ -39,16 +39,23 @@ export async function send<T>(
     );
   }
   const deadline = Date.now() + p.totalTimeoutMs;
-  const stateChanging = methods.some((m) => STATE_CHANGING_METHODS.has(m));
+  // One pass over the methods (no closures per call): the attempt's timeout, whether the call
+  // changes state, whether it may be hedged.
+  let stateChanging = false;
+  let neverHedged = false;
   let attemptMs = methods.length === 0 ? p.requestTimeoutMs : 0;
-  for (const m of methods) attemptMs = Math.max(attemptMs, p.methodTimeoutsMs[m] ?? p.requestTimeoutMs);
+  for (const m of methods) {
+    attemptMs = Math.max(attemptMs, p.methodTimeoutsMs[m] ?? p.requestTimeoutMs);
+    if (STATE_CHANGING_METHODS.has(m)) stateChanging = true;
+    if (NEVER_HEDGED.has(m)) neverHedged = true;
+  }
   const candidates = p.closed ? [] : candidatesFor(p, body, methods);
   if (stateChanging && p.broadcastTransactions && methods.length === 1 && methods[0] === 'eth_sendRawTransaction') {
     const targets = candidates.filter((u) => u.state !== 'down');
     const tx = targets.length > 1 ? rawTransaction(body) : null;
     if (tx) return broadcast(p, targets, body, tx, Math.min(attemptMs, p.totalTimeoutMs), read, reqId, request);
   }
-  const hedge = p.hedge !== undefined && !stateChanging && candidates.length > 1 && !methods.some((m) => NEVER_HEDGED.has(m)) ? p.hedge : undefined;
+  const hedge = p.hedge !== undefined && !stateChanging && candidates.length > 1 && !neverHedged ? p.hedge : undefined;
   // Issue 15: a read answered with a provider error moves on; a transaction's answer is final (C26).
   const judge = !stateChanging && p.providerErrors.active;
   const judged = (status: number, buf: Buffer): Judged<T> | undefined => {

@@ -14,6 +14,15 @@ import { GET_LOGS, type LogsLimits, planLogs, runLogs } from './logs.ts';
 import { callNativeMethod, nodeCallFromPool } from './native.ts';
 
 /**
+ * A single call's output. Built as one literal and added to, not spread: the forwarded answer's
+ * path runs this per call.
+ */
+function answerOf(notification: boolean, status: number, body: Buffer | string | null, headers: Record<string, string>, key: ResolvedKey | null, extra: Partial<RpcOutput> | undefined): RpcOutput {
+  const o: RpcOutput = { status: notification ? 204 : status, body: notification ? null : body, headers, keyRefused: false, key };
+  return extra ? Object.assign(o, extra) : o;
+}
+
+/**
  * The last stage of the pipeline: admitted, metered calls to their answers. A single call is
  * answered from the cache, forwarded as the client's bytes, translated (`nat_*`, C25), split
  * (a wide eth_getLogs), pinned (filters) or subscribed; a batch's forwardable calls go to the
@@ -40,25 +49,20 @@ export class Dispatcher {
   async single(caller: Caller, item: Item, headers: Record<string, string>, subs: SubscriptionDispatcher | undefined): Promise<RpcOutput> {
     const { call } = item;
     const notification = call.id === undefined;
-    // Built as one literal and added to, not spread: the forwarded answer's path runs this per call.
-    const out = (status: number, body: Buffer | string | null, extra?: Partial<RpcOutput>): RpcOutput => {
-      const o: RpcOutput = { status: notification ? 204 : status, body: notification ? null : body, headers, keyRefused: false, key: caller.key };
-      return extra ? Object.assign(o, extra) : o;
-    };
     const slug = caller.network.slug;
     if (subs && caller.key && (call.method === SUBSCRIBE || call.method === UNSUBSCRIBE)) {
       const a = await this.#subscription(item, subs, caller.key);
       this.#tally.answer(slug, call.method, a.text);
-      return out(200, a.text, a.after ? { after: a.after } : undefined);
+      return answerOf(notification, 200, a.text, headers, caller.key, a.after ? { after: a.after } : undefined);
     }
     if (call.method.startsWith('nat_')) {
       const a = await this.#native(item, caller);
-      return out(a.status, a.text);
+      return answerOf(notification, a.status, a.text, headers, caller.key, undefined);
     }
     // Issue 15: a split eth_getLogs, and filters kept on the node that made them.
     if (item.logs || FILTER_METHODS.has(call.method)) {
       const a = await this.#routed(caller, item);
-      return out(a.status, a.text);
+      return answerOf(notification, a.status, a.text, headers, caller.key, undefined);
     }
     try {
       const pool = this.#upstreams.pool(slug);
@@ -71,11 +75,11 @@ export class Dispatcher {
         if (stored !== null) {
           // Only results are stored: a hit is one (no node error to look for in it).
           this.#tally.ok(slug, call.method);
-          return out(200, answerText(id, stored), HIT);
+          return answerOf(notification, 200, answerText(id, stored), headers, caller.key, HIT);
         }
         const body = underCallerId(await cache.shared(plan, id, async () => (await pool.forward(item.text, [call.method], { expectAnswer: true, reqId: caller.requestId })).body), item);
         const code = this.#tally.answer(slug, call.method, body);
-        const o = out(200, body, MISS);
+        const o = answerOf(notification, 200, body, headers, caller.key, MISS);
         if (code !== undefined) o.nodeError = code !== null;
         return o;
       }
@@ -83,14 +87,14 @@ export class Dispatcher {
       const res = await pool.forward(item.text, [call.method], { expectAnswer: !notification, reqId: caller.requestId });
       const body = underCallerId(res.body, item);
       const code = this.#tally.answer(slug, call.method, body);
-      const o = out(200, body);
+      const o = answerOf(notification, 200, body, headers, caller.key, undefined);
       if (code !== undefined) o.nodeError = code !== null;
       return o;
     } catch (err) {
       this.#tally.failure(caller, [call.method], err);
       const e = toRpcError(err);
       this.#tally.call(slug, call.method, e);
-      return out(e.httpStatus, errorText(idText(item.text), e));
+      return answerOf(notification, e.httpStatus, errorText(idText(item.text), e), headers, caller.key, undefined);
     }
   }
 

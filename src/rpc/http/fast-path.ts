@@ -50,7 +50,6 @@ export function rpcFastPath(deps: FastPathDeps): (req: IncomingMessage, res: Ser
   const unknownNetwork = (what: string) => new UnknownNetworkError(`Unknown network: ${redactSecrets(what)}`, { details: { networks: networkList() } });
 
   const count = (route: string, status: number, seconds: number) => metrics?.record(route, status, seconds);
-  const writes = new AnswerWrites(logger);
 
   // The key-in-header addresses of known networks, as written canonically (`/rpc/main/evm/50`,
   // `/v1/native-mainnet`): found again by one lookup instead of a split and a pattern per request.
@@ -98,6 +97,72 @@ export function rpcFastPath(deps: FastPathDeps): (req: IncomingMessage, res: Ser
     headers['access-control-expose-headers'] = EXPOSED;
   };
 
+  /** A request's answer is known: headers completed, then written with the others of this round. */
+  const finish = (x: Exchange, out: Answer): void => {
+    if (x.answered) return;
+    x.answered = true;
+    const headers = x.headers;
+    if (out.headers) Object.assign(headers, out.headers);
+    if (out.cache) headers['x-cache'] = out.cache;
+    if (out.body !== null) {
+      headers['content-type'] = 'application/json; charset=utf-8';
+      // A length, not chunked encoding: one write of head and body.
+      headers['content-length'] = String(typeof out.body === 'string' ? Buffer.byteLength(out.body) : out.body.length);
+    }
+    x.status = out.status;
+    x.body = out.body;
+    writes.add(x);
+  };
+  const write = (x: Exchange): void => {
+    const { res, t } = x;
+    if (res.destroyed) {
+      logger.debug({ reqId: x.requestId, route: t.route }, 'client closed the connection before the answer');
+      return;
+    }
+    if (x.body === null) res.writeHead(204, x.headers).end();
+    else res.writeHead(x.status, x.headers).end(x.body);
+    const ms = performance.now() - x.started;
+    count(t.route, x.status, ms / 1000);
+    if (accessLog) logger.info({ reqId: x.requestId, route: t.route, status: x.status, ms: Math.round(ms) }, 'rpc request');
+  };
+  const writes = new AnswerWrites(logger, write);
+
+  const tooLarge = (x: Exchange): void => {
+    const e = new InvalidRequestError(`Request body is larger than ${limit} bytes`);
+    x.headers.connection = 'close';
+    finish(x, { status: 413, body: errorText('null', e), headers: undefined });
+    x.req.resume();
+  };
+  // Shared by every request (no closures made per request): the request's state hangs on it.
+  function onData(this: IncomingMessage, chunk: Buffer): void {
+    const x = (this as WithExchange)[EXCHANGE];
+    if (x.over) return;
+    x.size += chunk.length;
+    if (x.size > limit) {
+      x.over = true;
+      tooLarge(x);
+      return;
+    }
+    x.chunks.push(chunk);
+  }
+  function onEnd(this: IncomingMessage): void {
+    const x = (this as WithExchange)[EXCHANGE];
+    if (!x.over) void run(x);
+  }
+  const run = async (x: Exchange): Promise<void> => {
+    const { req, t, chunks } = x;
+    const body = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, x.size);
+    const apiKey = t.apiKey === '' ? undefined : t.apiKey;
+    let out: Answer;
+    try {
+      out = await pipeline.handle({ network: t.network, apiKey, body, ip: clientIp(req), origin: req.headers.origin, authorization: req.headers.authorization, requestId: x.requestId, arrivedAt: x.started });
+    } catch (err) {
+      logger.error({ err, reqId: x.requestId, route: t.route }, 'rpc request failed');
+      out = { status: 500, body: errorText('null', new InternalRpcError('Internal error')), headers: undefined };
+    }
+    finish(x, out);
+  };
+
   return (req, res) => {
     const method = req.method;
     if (method !== 'POST' && method !== 'OPTIONS') return false;
@@ -119,75 +184,55 @@ export function rpcFastPath(deps: FastPathDeps): (req: IncomingMessage, res: Ser
       return true;
     }
 
-    let answered = false;
-    const finish = (out: Pick<RpcOutput, 'status' | 'body' | 'headers' | 'cache'>) => {
-      if (answered) return;
-      if (out.headers) Object.assign(headers, out.headers);
-      if (out.cache) headers['x-cache'] = out.cache;
-      if (out.body !== null) {
-        headers['content-type'] = 'application/json; charset=utf-8';
-        // A length, not chunked encoding: one write of head and body.
-        headers['content-length'] = String(typeof out.body === 'string' ? Buffer.byteLength(out.body) : out.body.length);
-      }
-      answered = true;
-      writes.add(() => {
-        if (res.destroyed) {
-          logger.debug({ reqId: requestId, route: t.route }, 'client closed the connection before the answer');
-          return;
-        }
-        if (out.body === null) res.writeHead(204, headers).end();
-        else res.writeHead(out.status, headers).end(out.body);
-        count(t.route, out.status, (performance.now() - started) / 1000);
-        if (accessLog) logger.info({ reqId: requestId, route: t.route, status: out.status, ms: Math.round(performance.now() - started) }, 'rpc request');
-      });
-    };
+    const x = new Exchange(req, res, t, headers, requestId, started);
     // C22: an HTTP/1.1 request without Host is an invalid request, answered before its body is read.
     if (lacksHost(req)) {
       headers.connection = 'close';
-      finish({ status: 400, body: errorText('null', new InvalidRequestError(MISSING_HOST)), headers: undefined });
+      finish(x, { status: 400, body: errorText('null', new InvalidRequestError(MISSING_HOST)), headers: undefined });
       req.resume();
       return true;
     }
-    const tooLarge = () => {
-      const e = new InvalidRequestError(`Request body is larger than ${limit} bytes`);
-      headers.connection = 'close';
-      finish({ status: 413, body: errorText('null', e), headers: undefined });
-      req.resume();
-    };
-
     const declared = req.headers['content-length'];
     if (declared !== undefined && Number(declared) > limit) {
-      tooLarge();
+      tooLarge(x);
       return true;
     }
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let over = false;
-    req.on('data', (chunk: Buffer) => {
-      if (over) return;
-      size += chunk.length;
-      if (size > limit) {
-        over = true;
-        tooLarge();
-        return;
-      }
-      chunks.push(chunk);
-    });
-    req.on('error', () => {}); // a client gone mid-body is not an error of ours
-    req.on('end', () => {
-      if (over) return;
-      const body = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, size);
-      const apiKey = t.apiKey === '' ? undefined : t.apiKey;
-      pipeline
-        .handle({ network: t.network, apiKey, body, ip: clientIp(req), origin: req.headers.origin, authorization: req.headers.authorization, requestId, arrivedAt: started })
-        .then(finish)
-        .catch((err: unknown) => {
-          logger.error({ err, reqId: requestId, route: t.route }, 'rpc request failed');
-          finish({ status: 500, body: errorText('null', new InternalRpcError('Internal error')), headers: undefined });
-        });
-    });
+    (req as WithExchange)[EXCHANGE] = x;
+    req.on('data', onData);
+    req.on('error', ignore); // a client gone mid-body is not an error of ours
+    req.on('end', onEnd);
     return true;
   };
+}
+
+type Answer = Pick<RpcOutput, 'status' | 'body' | 'headers' | 'cache'>;
+const EXCHANGE = Symbol('rpc exchange');
+type WithExchange = IncomingMessage & { [EXCHANGE]: Exchange };
+const ignore = (): void => {};
+
+/** One request at the fast path's addresses, from its head to its answer: one object, no closures. */
+class Exchange {
+  readonly req: IncomingMessage;
+  readonly res: ServerResponse;
+  readonly t: Target;
+  readonly headers: Record<string, string>;
+  readonly requestId: string;
+  readonly started: number;
+  readonly chunks: Buffer[] = [];
+  size = 0;
+  over = false;
+  answered = false;
+  status = 0;
+  body: Buffer | string | null = null;
+
+  constructor(req: IncomingMessage, res: ServerResponse, t: Target, headers: Record<string, string>, requestId: string, started: number) {
+    this.req = req;
+    this.res = res;
+    this.t = t;
+    this.headers = headers;
+    this.requestId = requestId;
+    this.started = started;
+  }
 }
 
 function header(req: IncomingMessage, name: string): string | undefined {
@@ -213,16 +258,18 @@ function decode(segment: string): string {
  * microsecond"); an answer waits at most for the other requests of its round (idle: nothing).
  */
 class AnswerWrites {
-  readonly #queue: Array<() => void> = [];
+  readonly #queue: Exchange[] = [];
   #scheduled = false;
   readonly #log: Logger;
+  readonly #write: (x: Exchange) => void;
 
-  constructor(log: Logger) {
+  constructor(log: Logger, write: (x: Exchange) => void) {
     this.#log = log;
+    this.#write = write;
   }
 
-  add(write: () => void): void {
-    this.#queue.push(write);
+  add(x: Exchange): void {
+    this.#queue.push(x);
     if (this.#scheduled) return;
     this.#scheduled = true;
     setImmediate(this.#flush);
@@ -233,7 +280,7 @@ class AnswerWrites {
     // A write may lead to more (the next request of a pipelining client): they join this round.
     for (let i = 0; i < this.#queue.length; i++) {
       try {
-        (this.#queue[i] as () => void)();
+        this.#write(this.#queue[i] as Exchange);
       } catch (err) {
         this.#log.error({ err }, 'rpc answer could not be written');
       }
