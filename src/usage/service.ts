@@ -251,13 +251,15 @@ export class UsageService implements UsageSink, KeyUsageReader {
       this.#failingSince = null;
       this.#log.info({ rows: batch.counts.size, seconds, dropped: this.dropped }, `usage flush succeeds again after ${seconds} s: the counts held in memory are stored`);
     }
+    const usageUsers = new Set<string>();
+    for (const e of batch.counts.values()) usageUsers.add(e.userId);
     if (this.#onStored) {
-      const written = new Set<string>();
-      for (const e of batch.counts.values()) written.add(e.userId);
+      // The answer caches also hold accounts whose only rows are analytics (refused calls).
+      const written = new Set(usageUsers);
       if (analytics) for (const r of analytics.values()) written.add(r.userId);
       this.#onStored(written);
     }
-    if (this.#onFlush && batch.counts.size) this.#onFlush(new Set([...batch.counts.values()].map((e) => e.userId)));
+    if (this.#onFlush && usageUsers.size) this.#onFlush(usageUsers);
   }
 
   async #write(batch: Pending, analytics: AnalyticsBatch | null): Promise<void> {
