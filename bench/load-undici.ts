@@ -4,16 +4,14 @@
 // prints one JSON line with the LoadResult. Less efficient than wrk: on a small machine it takes
 // more of the CPU that the target could use.
 import { Client } from 'undici';
+import { Histogram } from './histogram.ts';
 import type { LoadSpec } from './load.ts';
 
 const spec = JSON.parse(process.argv[2] ?? '{}') as LoadSpec & { timeoutS: number };
 const url = new URL(spec.url);
 const headers = { 'content-type': 'application/json', ...spec.headers };
 
-// Latency histogram: 10 µs buckets up to 2 s, then one overflow bucket.
-const BUCKET_US = 10;
-const buckets = new Uint32Array(200_001);
-let requests = 0;
+const latency = new Histogram();
 let errors = 0;
 let non2xx = 0;
 
@@ -25,9 +23,7 @@ async function connection(until: number): Promise<void> {
       const res = await client.request({ method: 'POST', path: url.pathname + url.search, headers, body: spec.body });
       await res.body.dump();
       if (res.statusCode >= 400) non2xx++;
-      const us = (performance.now() - started) * 1000;
-      buckets[Math.min(buckets.length - 1, Math.floor(us / BUCKET_US))]! += 1;
-      requests++;
+      latency.record((performance.now() - started) * 1000);
     } catch {
       errors++;
     }
@@ -35,20 +31,10 @@ async function connection(until: number): Promise<void> {
   await client.close().catch(() => undefined);
 }
 
-function percentile(p: number): number {
-  const target = Math.ceil((requests * p) / 100);
-  let seen = 0;
-  for (let i = 0; i < buckets.length; i++) {
-    seen += buckets[i] ?? 0;
-    if (seen >= target) return ((i + 0.5) * BUCKET_US) / 1000;
-  }
-  return Number.NaN;
-}
-
 const started = performance.now();
 const until = started + spec.seconds * 1000;
 await Promise.all(Array.from({ length: spec.connections }, () => connection(until)));
 const seconds = (performance.now() - started) / 1000;
-console.log(
-  JSON.stringify({ requests, seconds, rps: requests / seconds, p50Ms: percentile(50), p99Ms: percentile(99), p999Ms: percentile(99.9), errors, non2xx }),
-);
+const requests = latency.count;
+const pct = (p: number) => latency.percentileMs(p);
+console.log(JSON.stringify({ requests, seconds, rps: requests / seconds, p50Ms: pct(50), p99Ms: pct(99), p999Ms: pct(99.9), errors, non2xx }));

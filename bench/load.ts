@@ -4,13 +4,18 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { startChild, stopChild, tempDir } from './children.ts';
 
-/** One closed-loop load run: `connections` keep-alive connections, each sending the next request when the last answer is in. */
+/**
+ * One load run over `connections` keep-alive connections: closed loop (each connection sends its
+ * next request when the last answer is in), or with `rate` open loop (bench/load-open.ts).
+ */
 export interface LoadSpec {
   url: string;
   headers: Record<string, string>;
   body: string;
   connections: number;
   seconds: number;
+  /** Open loop: requests per second over all connections, sent on a timetable (only the open-loop generator takes it). */
+  rate?: number;
 }
 
 export interface LoadResult {
@@ -25,6 +30,20 @@ export interface LoadResult {
   errors: number;
   /** Answers with a status other than 2xx/3xx. */
   non2xx: number;
+  /** Open loop only: latency counted from each request's scheduled send time (bench/load-open.ts). */
+  open?: OpenLoopFigures;
+}
+
+export interface OpenLoopFigures {
+  /** The rate asked for, req/s. */
+  offered: number;
+  maxMs: number;
+  /** Sent more than 1 ms after their time with a connection free: the generator's own lateness (overload). */
+  lateSends: number;
+  /** Found every connection busy at their time: the target was behind (their wait is in the latency). */
+  waited: number;
+  /** The generator's own CPU during the run, in % of one core. */
+  cpuPct: number;
 }
 
 export interface LoadGenerator {
@@ -82,13 +101,13 @@ function wrk(bin: string): LoadGenerator {
   };
 }
 
-/** The fallback: bench/load-undici.ts in its own process. */
-function undiciGenerator(wrkMissing: boolean): LoadGenerator {
-  const script = path.join(path.dirname(fileURLToPath(import.meta.url)), 'load-undici.ts');
+/** A generator of bench/ written in Node (`script`), in its own process; it prints one JSON line with the LoadResult. */
+function nodeGenerator(name: string, script: string): LoadGenerator {
+  const file = path.join(path.dirname(fileURLToPath(import.meta.url)), script);
   return {
-    name: `undici load generator in its own process (bench/load-undici.ts${wrkMissing ? '; wrk is not installed: apt-get install wrk' : ''})`,
+    name,
     async run(spec) {
-      const child = startChild('load-undici', process.execPath, ['--import', 'tsx', script, JSON.stringify({ ...spec, timeoutS: TIMEOUT_S })], { role: 'driver' });
+      const child = startChild(script, process.execPath, ['--import', 'tsx', file, JSON.stringify({ ...spec, timeoutS: TIMEOUT_S })], { role: 'driver' });
       const timer = setTimeout(() => void stopChild(child), (spec.seconds + TIMEOUT_S + 10) * 1000);
       const code = await child.exited;
       clearTimeout(timer);
@@ -97,6 +116,17 @@ function undiciGenerator(wrkMissing: boolean): LoadGenerator {
       return JSON.parse(line) as LoadResult;
     },
   };
+}
+
+/** The fallback: bench/load-undici.ts. */
+function undiciGenerator(wrkMissing: boolean): LoadGenerator {
+  const why = wrkMissing ? '; wrk is not installed: apt-get install wrk' : '';
+  return nodeGenerator(`undici load generator in its own process (bench/load-undici.ts${why})`, 'load-undici.ts');
+}
+
+/** Open loop at `spec.rate` (bench/load-open.ts): latency from each request's scheduled send time. */
+export function openLoopGenerator(): LoadGenerator {
+  return nodeGenerator('open-loop generator in its own process (bench/load-open.ts)', 'load-open.ts');
 }
 
 /**

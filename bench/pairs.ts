@@ -1,6 +1,6 @@
-import { cpuSeconds } from './cpu.ts';
+import { cpuSeconds, machineBusySeconds } from './cpu.ts';
 import { type LoopDelay, scrapeLoopDelay } from './event-loop.ts';
-import type { LoadGenerator } from './load.ts';
+import type { LoadGenerator, OpenLoopFigures } from './load.ts';
 
 // Interleaved comparisons: the targets of a comparison run side by side (an idle one costs
 // nothing) and take turns under load, round after round, in an order that alternates (A B, then
@@ -33,9 +33,14 @@ interface Sample {
   rps: number;
   /** The target's CPU per request, in microseconds. */
   cpuUs: number;
+  p50Ms: number;
   p99Ms: number;
   p999Ms: number;
   loop: LoopDelay | null;
+  /** Open loop (`rate`): the generator's own figures. */
+  open?: OpenLoopFigures;
+  /** CPU used outside the bench during the run, in % of one core. */
+  otherPct: number;
 }
 
 export interface PairOptions {
@@ -44,6 +49,8 @@ export interface PairOptions {
   rounds: number;
   warmupSeconds: number;
   seconds: number;
+  /** Open loop: every target at this many requests per second (the load generator must be bench/load-open.ts). */
+  rate?: number;
 }
 
 const median = (xs: number[]): number => {
@@ -53,16 +60,38 @@ const median = (xs: number[]): number => {
 };
 
 async function sample(t: PairTarget, o: PairOptions): Promise<Sample> {
-  const spec = { url: t.url, headers: t.headers, body: t.body, connections: o.connections };
+  const spec = { url: t.url, headers: t.headers, body: t.body, connections: o.connections, ...(o.rate ? { rate: o.rate } : {}) };
   if (o.warmupSeconds > 0) await o.load.run({ ...spec, seconds: o.warmupSeconds });
   if (t.metricsUrl) await scrapeLoopDelay(t.metricsUrl); // starts the delays again
-  const before = cpuSeconds(t.pid);
+  const before = { target: cpuSeconds(t.pid), bench: cpuSeconds(process.pid, { reaped: true }), machine: machineBusySeconds() };
   const r = await o.load.run({ ...spec, seconds: o.seconds });
-  const used = cpuSeconds(t.pid) - before;
+  const used = cpuSeconds(t.pid) - before.target;
+  const bench = cpuSeconds(process.pid, { reaped: true }) - before.bench;
+  const otherPct = (Math.max(0, machineBusySeconds() - before.machine - bench) / r.seconds) * 100;
   const loop = t.metricsUrl ? await scrapeLoopDelay(t.metricsUrl) : null;
   if (r.errors > 0 || r.non2xx > 0) throw new Error(`${t.label}: ${r.errors} errors and ${r.non2xx} non-2xx answers during an interleaved round`);
-  return { rps: r.rps, cpuUs: (used * 1e6) / Math.max(1, r.requests), p99Ms: r.p99Ms, p999Ms: r.p999Ms, loop };
+  return { rps: r.rps, cpuUs: (used * 1e6) / Math.max(1, r.requests), p50Ms: r.p50Ms, p99Ms: r.p99Ms, p999Ms: r.p999Ms, loop, otherPct, ...(r.open ? { open: r.open } : {}) };
 }
+
+/** Every target once a round, the order reversed every other round; the samples by target. */
+async function rounds(targets: PairTarget[], o: PairOptions): Promise<Map<string, Sample[]>> {
+  const samples = new Map<string, Sample[]>(targets.map((t) => [t.label, []]));
+  for (let round = 0; round < o.rounds; round++) {
+    const order = round % 2 === 0 ? targets : [...targets].reverse();
+    for (const t of order) samples.get(t.label)?.push(await sample(t, o));
+    const figure = (s: Sample | undefined) => (o.rate ? `p99 ${s?.p99Ms.toFixed(2)} ms` : `${Math.round(s?.rps ?? 0)} req/s`);
+    console.log(`  ${o.rate ? 'open-loop' : 'interleaved'} round ${round + 1}/${o.rounds}: ${order.map((t) => `${t.label} ${figure(samples.get(t.label)?.at(-1))}`).join(', ')}`);
+  }
+  return samples;
+}
+
+const range = (xs: number[], digits = 2) => `${Math.min(...xs).toFixed(digits)}-${Math.max(...xs).toFixed(digits)}`;
+
+/** The event-loop delay line of a gateway's samples: the median of the rounds' p99 and the largest delay of all. */
+const loopText = (s: Sample[]) => {
+  const loops = s.flatMap((x) => (x.loop ? [x.loop] : []));
+  return loops.length ? `, event loop delay p99 ${median(loops.map((l) => l.p99Ms)).toFixed(1)} ms (median), max ${Math.max(...loops.map((l) => l.maxMs)).toFixed(1)} ms (all rounds)` : '';
+};
 
 /**
  * Runs `rounds` rounds; in each, every target once, the order reversed every other round. Returns
@@ -70,20 +99,13 @@ async function sample(t: PairTarget, o: PairOptions): Promise<Sample> {
  * their spread over the rounds, and the verdict against the goal.
  */
 export async function interleaved(targets: PairTarget[], comparisons: Comparison[], o: PairOptions): Promise<string[]> {
-  const samples = new Map<string, Sample[]>(targets.map((t) => [t.label, []]));
-  for (let round = 0; round < o.rounds; round++) {
-    const order = round % 2 === 0 ? targets : [...targets].reverse();
-    for (const t of order) samples.get(t.label)?.push(await sample(t, o));
-    console.log(`  interleaved round ${round + 1}/${o.rounds}: ${order.map((t) => `${t.label} ${Math.round(samples.get(t.label)?.at(-1)?.rps ?? 0)}`).join(', ')} req/s`);
-  }
+  const samples = await rounds(targets, o);
   const lines = [`interleaved, ${o.rounds} rounds of ${o.seconds} s at ${o.connections} connections (medians; the spread is the lowest and highest round):`];
   for (const t of targets) {
     const s = samples.get(t.label) ?? [];
-    const loops = s.flatMap((x) => (x.loop ? [x.loop] : []));
-    const loop = loops.length ? `, event loop delay p99 ${median(loops.map((l) => l.p99Ms)).toFixed(1)} ms (median), max ${Math.max(...loops.map((l) => l.maxMs)).toFixed(1)} ms (all rounds)` : '';
     lines.push(
       `  ${t.label}: ${Math.round(median(s.map((x) => x.rps)))} req/s, ${median(s.map((x) => x.cpuUs)).toFixed(1)} µs CPU per request, ` +
-        `p99 ${median(s.map((x) => x.p99Ms)).toFixed(2)} ms, p99.9 ${median(s.map((x) => x.p999Ms)).toFixed(2)} ms${loop}`,
+        `p99 ${median(s.map((x) => x.p99Ms)).toFixed(2)} ms, p99.9 ${median(s.map((x) => x.p999Ms)).toFixed(2)} ms${loopText(s)}`,
     );
   }
   for (const c of comparisons) {
@@ -93,7 +115,7 @@ export async function interleaved(targets: PairTarget[], comparisons: Comparison
     const rps = a.map((x, i) => x.rps / (b[i] as Sample).rps);
     const cpu = a.map((x, i) => x.cpuUs / (b[i] as Sample).cpuUs);
     const m = median(rps);
-    const spread = `${Math.min(...rps).toFixed(2)}-${Math.max(...rps).toFixed(2)}`;
+    const spread = range(rps);
     const verdict = c.goal ? ` (${c.goal.text}): ${m >= c.goal.min ? 'OK' : 'BELOW'}` : '';
     lines.push(`  ${c.name}: ${m.toFixed(3)}x the throughput [rounds ${spread}], ${median(cpu).toFixed(3)}x the CPU per request${verdict}`);
     if (c.p99Max !== undefined) {
@@ -101,10 +123,54 @@ export async function interleaved(targets: PairTarget[], comparisons: Comparison
       const p999 = a.map((x, i) => x.p999Ms / (b[i] as Sample).p999Ms);
       const t = median(p99);
       lines.push(
-        `    tail: p99 ${t.toFixed(2)}x [rounds ${Math.min(...p99).toFixed(2)}-${Math.max(...p99).toFixed(2)}], p99.9 ${median(p999).toFixed(2)}x ` +
+        `    tail: p99 ${t.toFixed(2)}x [rounds ${range(p99)}], p99.9 ${median(p999).toFixed(2)}x ` +
           `(goal: p99 <= ${c.p99Max}x): ${t <= c.p99Max ? 'OK' : 'ABOVE'}`,
       );
     }
+  }
+  return lines;
+}
+
+/**
+ * Issue 28's tail at equal load: every target at the same offered rate (open loop, bench/load-open.ts),
+ * in interleaved rounds. Per target the medians of the rounds' percentiles (latency counted from
+ * each request's scheduled send time) with their spread, and per comparison the median of the
+ * rounds' p99 ratios against the goal (`p99Max`).
+ */
+export async function openLoopTail(targets: PairTarget[], comparisons: Comparison[], o: PairOptions & { rate: number }): Promise<string[]> {
+  const samples = await rounds(targets, o);
+  const all = [...samples.values()].flat();
+  const lines = [
+    `open loop, ${o.rounds} rounds of ${o.seconds} s at ${o.rate} req/s offered over ${o.connections} connections ` +
+      '(latency from each request\'s scheduled send time; medians of the rounds [lowest-highest round]):',
+  ];
+  for (const t of targets) {
+    const s = samples.get(t.label) ?? [];
+    const of = (f: (x: Sample) => number) => s.map(f);
+    lines.push(
+      `  ${t.label}: p50 ${median(of((x) => x.p50Ms)).toFixed(2)} ms, p99 ${median(of((x) => x.p99Ms)).toFixed(2)} ms [${range(of((x) => x.p99Ms))}], ` +
+        `p99.9 ${median(of((x) => x.p999Ms)).toFixed(2)} ms [${range(of((x) => x.p999Ms))}], max ${Math.max(...of((x) => x.open?.maxMs ?? 0)).toFixed(1)} ms (all rounds), ` +
+        `${Math.round(median(of((x) => x.rps)))} req/s achieved, ${median(of((x) => x.cpuUs)).toFixed(1)} µs CPU per request${loopText(s)}`,
+    );
+  }
+  const sum = (f: (x: Sample) => number) => all.reduce((n, x) => n + f(x), 0);
+  lines.push(
+    `  load generator: ${sum((x) => x.open?.lateSends ?? 0)} requests sent > 1 ms late with a connection free (its own overload; 0 is a clean run), ` +
+      `${sum((x) => x.open?.waited ?? 0)} found every connection busy (the target behind; counted in the latency), ` +
+      `${median(all.map((x) => x.open?.cpuPct ?? 0)).toFixed(0)}% of a core (median); other work on the machine: ${median(all.map((x) => x.otherPct)).toFixed(0)}% of a core (median) [${range(all.map((x) => x.otherPct), 0)}]`,
+  );
+  for (const c of comparisons) {
+    const a = samples.get(c.a) ?? [];
+    const b = samples.get(c.b) ?? [];
+    if (a.length === 0 || a.length !== b.length || c.p99Max === undefined) continue;
+    const p99 = a.map((x, i) => x.p99Ms / (b[i] as Sample).p99Ms);
+    const p999 = a.map((x, i) => x.p999Ms / (b[i] as Sample).p999Ms);
+    const cpu = a.map((x, i) => x.cpuUs / (b[i] as Sample).cpuUs);
+    const m = median(p99);
+    lines.push(
+      `  ${c.name}: p99 ${m.toFixed(2)}x [rounds ${range(p99)}], p99.9 ${median(p999).toFixed(2)}x [rounds ${range(p999)}], ` +
+        `${median(cpu).toFixed(2)}x the CPU per request (goal: p99 <= ${c.p99Max}x): ${m <= c.p99Max ? 'OK' : 'ABOVE'}`,
+    );
   }
   return lines;
 }

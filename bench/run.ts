@@ -7,10 +7,10 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { type Child, cleanup, cleanupOnSignals, interrupted, pinCpus, removeStaleTempDirs, startScript, stopChild } from './children.ts';
 import { BENCH_DATABASE_URL, benchDatabaseMissing, type GatewayVariant, LIMITS, NO_CACHE, startGateway } from './gateway.ts';
-import { pickLoadGenerator } from './load.ts';
+import { openLoopGenerator, pickLoadGenerator } from './load.ts';
 import { type MeasureOptions, measure, QUIET } from './measure.ts';
 import { findNginx, startNginx } from './nginx.ts';
-import { type Comparison, interleaved, type PairTarget } from './pairs.ts';
+import { type Comparison, interleaved, openLoopTail, type PairTarget } from './pairs.ts';
 import { hotFunctions } from './profile.ts';
 import { recordingCost } from './analytics-record.ts';
 import { redisClusterSkip, startRedisCluster } from './redis-cluster.ts';
@@ -94,6 +94,10 @@ const { values: opt } = parseArgs({
     pin: { type: 'string', default: 'off' }, // on: the target alone on one CPU (taskset); off: wherever the scheduler puts it
     baseline: { type: 'string' }, // another checkout (its dist/ built): its pass-through gateway joins the interleaved rounds
     table: { type: 'string', default: 'on' }, // off: no table, only the interleaved rounds (a quicker before/after)
+    // Issue 28's tail at equal load, open loop (bench/load-open.ts): req/s, or auto (half the gateway's closed-loop throughput)
+    'tail-rate': { type: 'string' },
+    'tail-rounds': { type: 'string', default: '6' },
+    'tail-seconds': { type: 'string', default: '5' }, // measured seconds of each target in a round (after 1 s at the same rate)
   },
 });
 const CONNECTIONS = Number(opt.connections);
@@ -219,6 +223,14 @@ async function main(): Promise<number> {
       failures.push(`interleaved rounds: ${(err as Error).message}`);
     }
   }
+  if (opt['tail-rate'] !== undefined && !interrupted()) {
+    try {
+      console.log(`\n${(await tail(upstream.url, load)).join('\n')}`);
+    } catch (err) {
+      if (interrupted()) throw err;
+      failures.push(`open-loop tail: ${(err as Error).message}`);
+    }
+  }
   const recording = recordingLine(rows);
   if (recording && !interrupted()) console.log(`\n${recording}`);
   for (const f of failures) console.error(`\nFAILED ${f}`);
@@ -247,18 +259,11 @@ function recordingLine(rows: Row[]): string | undefined {
  * gateway rows run side by side and take turns, so drift on a shared machine falls on both sides.
  */
 async function pairs(upstreamUrl: string, load: ReturnType<typeof pickLoadGenerator>, rounds: number): Promise<string[]> {
-  const wanted: GatewayVariant[] = [];
-  for (const v of GATEWAY_VARIANTS) {
-    if (![ANALYTICS_OFF, ANALYTICS_ON, ON_POSTGRES].includes(v.label) && v.kind !== 'cached') continue;
-    if (opt.only !== undefined && !v.label.includes(opt.only)) continue;
-    if (!(await v.skip?.())) wanted.push(v);
-  }
+  const wanted = await variants((v) => [ANALYTICS_OFF, ANALYTICS_ON, ON_POSTGRES].includes(v.label) || v.kind === 'cached');
   if (wanted.length === 0) return [];
   const children: Child[] = [];
   try {
-    const bare = await startScript('bare proxy', 'bare-proxy.ts', [upstreamUrl], 'target');
-    children.push(bare.child);
-    const targets: PairTarget[] = [{ label: BARE, url: bare.url, headers: {}, body: BODY, pid: bare.child.pid }];
+    const targets = await startTargets(upstreamUrl, wanted.filter((v) => v.kind !== 'cached'), children);
     const cached = wanted.filter((w) => w.kind === 'cached');
     // The cached rows' other yardsticks: nginx proxy_pass, and the fixed answer (the ceiling in Node.js).
     const nginxBin = cached.length > 0 ? findNginx() : undefined;
@@ -272,11 +277,7 @@ async function pairs(upstreamUrl: string, load: ReturnType<typeof pickLoadGenera
       children.push(fixed.child);
       targets.push({ label: FIXED, url: fixed.url, headers: {}, body: BODY, pid: fixed.child.pid });
     }
-    for (const v of wanted) {
-      const gw = await startGateway(v, upstreamUrl);
-      children.push(gw.child);
-      targets.push({ label: v.label, url: gw.rpcUrl, headers: gw.headers, body: v.body ?? BODY, pid: gw.child.pid, metricsUrl: gw.metricsUrl });
-    }
+    targets.push(...(await startTargets(upstreamUrl, cached, children, false)));
     // The control: a second, identical pass-through gateway. What it differs by from its twin is
     // the resolution of this run; a difference between on and off smaller than that means nothing.
     const on = wanted.find((v) => v.label === ANALYTICS_ON);
@@ -308,6 +309,71 @@ async function pairs(upstreamUrl: string, load: ReturnType<typeof pickLoadGenera
     }
     if (has(TWIN)) comparisons.push({ name: 'identical twin vs analytics on (the resolution of this run)', a: TWIN, b: ANALYTICS_ON });
     return await interleaved(targets, comparisons, { load, connections: CONNECTIONS, rounds, warmupSeconds: 1, seconds: Number(opt['round-seconds']) });
+  } finally {
+    for (const c of children) await stopChild(c, 10_000);
+  }
+}
+
+/** The gateway variants the rounds may run: those `wanted` keeps, `--only` lets through and this machine can run. */
+async function variants(wanted: (v: GatewayVariant) => boolean): Promise<GatewayVariant[]> {
+  const out: GatewayVariant[] = [];
+  for (const v of GATEWAY_VARIANTS) {
+    if (!wanted(v) || (opt.only !== undefined && !v.label.includes(opt.only))) continue;
+    if (!(await v.skip?.())) out.push(v);
+  }
+  return out;
+}
+
+/** Starts the bare proxy (unless `withBare` is false) and a gateway per variant, side by side; each child joins `children`. */
+async function startTargets(upstreamUrl: string, gateways: GatewayVariant[], children: Child[], withBare = true): Promise<PairTarget[]> {
+  const targets: PairTarget[] = [];
+  if (withBare) {
+    const bare = await startScript('bare proxy', 'bare-proxy.ts', [upstreamUrl], 'target');
+    children.push(bare.child);
+    targets.push({ label: BARE, url: bare.url, headers: {}, body: BODY, pid: bare.child.pid });
+  }
+  for (const v of gateways) {
+    const gw = await startGateway(v, upstreamUrl);
+    children.push(gw.child);
+    targets.push({ label: v.label, url: gw.rpcUrl, headers: gw.headers, body: v.body ?? BODY, pid: gw.child.pid, metricsUrl: gw.metricsUrl });
+  }
+  return targets;
+}
+
+/**
+ * Issue 28: the gateway's tail beside the bare proxy's AT THE SAME LOAD. Closed loop at saturation,
+ * p99 follows the CPU per request (latency = connections / throughput); here every target gets the
+ * same offered rate, open loop (bench/load-open.ts), in interleaved rounds, so what shows in the
+ * tail is what holds an answer back (a flush every 500 ms falls in every round), not the throughput.
+ * Pass-through on embedded storage and on PostgreSQL (when it answers) against the bare proxy.
+ */
+async function tail(upstreamUrl: string, closedLoop: ReturnType<typeof pickLoadGenerator>): Promise<string[]> {
+  const gateways = await variants((v) => v.label === ANALYTICS_ON || v.label === ON_POSTGRES);
+  if (gateways.length === 0) return ['open-loop tail: no gateway row selected (--only)'];
+  const loadavg = () => os.loadavg().map((x) => x.toFixed(2)).join(' ');
+  const lines = [`load average at the start: ${loadavg()}`];
+  const children: Child[] = [];
+  try {
+    const targets = await startTargets(upstreamUrl, gateways, children);
+    // Where the offered rate sits: each target's closed-loop throughput, measured now (1 s warm-up, 3 s).
+    const capacity: Record<string, number> = {};
+    for (const t of targets.slice(0, 2)) {
+      const spec = { url: t.url, headers: t.headers, body: t.body, connections: CONNECTIONS };
+      await closedLoop.run({ ...spec, seconds: 1 });
+      capacity[t.label] = (await closedLoop.run({ ...spec, seconds: 3 })).rps;
+    }
+    const gatewayRps = capacity[ANALYTICS_ON] ?? capacity[gateways[0]?.label ?? ''] ?? 0;
+    const rate = opt['tail-rate'] === 'auto' ? Math.max(100, Math.round(gatewayRps / 2 / 100) * 100) : Number(opt['tail-rate']);
+    if (!(rate > 0)) throw new Error('--tail-rate is a number of requests per second, or auto');
+    lines.push(
+      `closed loop at ${CONNECTIONS} connections, just before: ${Object.entries(capacity).map(([l, r]) => `${l} ${Math.round(r)} req/s`).join(', ')}; ` +
+        `offered rate ${rate} req/s = ${Object.entries(capacity).map(([l, r]) => `${(rate / r).toFixed(2)}x ${l === BARE ? 'the bare proxy' : 'the gateway'}'s`).join(', ')}`,
+    );
+    const comparisons: Comparison[] = gateways.map((g) => ({ name: `${g.label} vs ${BARE}`, a: g.label, b: BARE, p99Max: 1.2 }));
+    const rounds = Number(opt['tail-rounds']);
+    lines.push(...(await openLoopTail(targets, comparisons, { load: openLoopGenerator(), connections: CONNECTIONS, rounds, warmupSeconds: 1, seconds: Number(opt['tail-seconds']), rate })));
+    lines.push(`load average at the end: ${loadavg()}`);
+    return lines;
   } finally {
     for (const c of children) await stopChild(c, 10_000);
   }
