@@ -117,17 +117,19 @@ function answered(conn: Conn, ok: boolean): void {
 }
 
 // The timetable's clock. Node's timers wake at whole milliseconds (0-1 ms late, ~0.5 ms typically),
-// which would add as much to every latency. A helper thread sleeps on Atomics.wait (sub-ms
-// timeouts) until the next request is due and wakes this thread with a message; answers, which
-// wake it anyway, dispatch what is due on the way.
+// which would add as much to every latency and send the requests in bursts. A helper thread
+// sleeps on Atomics.wait (sub-ms timeouts) until the next request is due and wakes this thread
+// with a message, at most every 0.2 ms; answers, which wake it anyway, dispatch what is due on the
+// way. Against a fixed answer at 8,000 req/s: p50 ~0.2 ms (~0.8 with timers), for ~1.5x the
+// generator's CPU (~40% of a core against ~25).
 const shared = new SharedArrayBuffer(16);
 const nextAt = new Float64Array(shared, 0, 1); // when the next request is due (clock() ms), +Infinity: none; NaN: stop
-const signal = new Int32Array(shared, 8, 2); // [0]: bumped when nextAt moves earlier; [1]: 1 while a wake-up message is unhandled
+const signal = new Int32Array(shared, 8, 1); // bumped when nextAt moves earlier
 nextAt[0] = Number.POSITIVE_INFINITY;
 const TICKER = `
 const { workerData: shared, parentPort } = require('node:worker_threads');
 const nextAt = new Float64Array(shared, 0, 1);
-const signal = new Int32Array(shared, 8, 2);
+const signal = new Int32Array(shared, 8, 1);
 const now = () => Number(process.hrtime.bigint()) / 1e6;
 for (;;) {
   const seen = Atomics.load(signal, 0);
@@ -135,16 +137,11 @@ for (;;) {
   if (Number.isNaN(at)) break;
   const wait = at - now();
   if (wait > 0) { Atomics.wait(signal, 0, seen, Math.min(wait, 1000)); continue; }
-  Atomics.store(signal, 1, 1);
   parentPort.postMessage(0);
-  Atomics.wait(signal, 1, 1, 100);
+  Atomics.wait(signal, 0, seen, 0.2);
 }`;
 const ticker = new Worker(TICKER, { eval: true, workerData: shared });
-ticker.on('message', () => {
-  dispatch(); // moves nextAt on first, so that the ticker does not wake this thread again for the same request
-  Atomics.store(signal, 1, 0);
-  Atomics.notify(signal, 1);
-});
+ticker.on('message', dispatch);
 
 /** Tells the ticker when to wake this thread next. */
 function arm(at: number): void {
