@@ -30,7 +30,7 @@ export const QUIET = 25;
 const QUIET_WAIT_S = 10;
 
 /** Waits (at most QUIET_WAIT_S) for other work on the machine to calm down. */
-async function waitForQuiet(): Promise<void> {
+export async function waitForQuiet(): Promise<void> {
   for (let waited = 0; waited < QUIET_WAIT_S; waited++) {
     const other = await otherLoad(1000);
     if (other < QUIET) return;

@@ -1,6 +1,7 @@
 import { cpuSeconds, machineBusySeconds } from './cpu.ts';
 import { type LoopDelay, scrapeLoopDelay } from './event-loop.ts';
 import type { LoadGenerator, OpenLoopFigures } from './load.ts';
+import { QUIET, waitForQuiet } from './measure.ts';
 
 // Interleaved comparisons: the targets of a comparison run side by side (an idle one costs
 // nothing) and take turns under load, round after round, in an order that alternates (A B, then
@@ -61,6 +62,7 @@ const median = (xs: number[]): number => {
 
 async function sample(t: PairTarget, o: PairOptions): Promise<Sample> {
   const spec = { url: t.url, headers: t.headers, body: t.body, connections: o.connections, ...(o.rate ? { rate: o.rate } : {}) };
+  if (o.rate) await waitForQuiet(); // a tail is what other work disturbs most
   if (o.warmupSeconds > 0) await o.load.run({ ...spec, seconds: o.warmupSeconds });
   if (t.metricsUrl) await scrapeLoopDelay(t.metricsUrl); // starts the delays again
   const before = { target: cpuSeconds(t.pid), bench: cpuSeconds(process.pid, { reaped: true }), machine: machineBusySeconds() };
@@ -157,7 +159,8 @@ export async function openLoopTail(targets: PairTarget[], comparisons: Compariso
   lines.push(
     `  load generator: ${sum((x) => x.open?.lateSends ?? 0)} requests sent > 1 ms late with a connection free (its own overload; 0 is a clean run), ` +
       `${sum((x) => x.open?.waited ?? 0)} found every connection busy (the target behind; counted in the latency), ` +
-      `${median(all.map((x) => x.open?.cpuPct ?? 0)).toFixed(0)}% of a core (median); other work on the machine: ${median(all.map((x) => x.otherPct)).toFixed(0)}% of a core (median) [${range(all.map((x) => x.otherPct), 0)}]`,
+      `${median(all.map((x) => x.open?.cpuPct ?? 0)).toFixed(0)}% of a core (median); other work on the machine: ${median(all.map((x) => x.otherPct)).toFixed(0)}% of a core (median) [${range(all.map((x) => x.otherPct), 0)}], ` +
+      `over ${QUIET}% in ${all.filter((x) => x.otherPct > QUIET).length} of ${all.length} runs`,
   );
   for (const c of comparisons) {
     const a = samples.get(c.a) ?? [];
