@@ -4,7 +4,7 @@ import { PeriodicJob } from '../jobs/periodic.ts';
 import { StorageOutageLog } from '../jobs/storage-outage.ts';
 import { deleteInBatches } from '../storage/batched-delete.ts';
 import type { Db } from '../storage/db.ts';
-import { decodeLatency, latencyBucketsSql, mergeInto, percentile } from './histogram.ts';
+import { addStoredLatencies, latencyBucketsSql, mergeInto, percentile } from './histogram.ts';
 import { COUNTERS, REFUSAL_REASONS } from './recorder.ts';
 
 const HOUR_MS = 3_600_000;
@@ -189,7 +189,8 @@ export class AnalyticsStore {
    * row per hour or day) and the breakdowns from the daily rows of the period's days, also for an
    * hourly query: its period is whole UTC days, and a flush adds each hourly row to its day's row
    * and both to the roll-ups in one transaction, so per method, key and network the days hold the
-   * same sums as their hours. One statement (one snapshot); histograms decoded here. When the
+   * same sums as their hours. One statement (one snapshot): the roll-up's rows and the daily rows
+   * summed per series (at most a few hundred rows); histograms decoded and merged here. When the
    * period's totals of the two parts differ (rows not written by the recorder), null: the caller
    * answers from the series rows.
    */
@@ -197,19 +198,23 @@ export class AnalyticsStore {
     const hourly = q.granularity === 'hour';
     const from = dayStart(q.start);
     const to = dayStart(q.end) + DAY_MS;
-    const counters = sql.raw(COUNTERS.map((c) => `coalesce(r.${c}, 0)::float8 as ${c}`).join(', '));
+    // Histograms as their stored forms, each after its length (addStoredLatencies); the daily rows
+    // summed per series in SQL (counters) and their histograms concatenated: a row per series.
+    const one = sql.raw(`${COUNTERS.map((c) => `coalesce(r.${c}, 0)::float8 as ${c}`).join(', ')}, int2send(length(r.latency)::int2) || r.latency as latency`);
+    const summed = sql.raw(`${COUNTERS.map((c) => `coalesce(sum(r.${c}), 0)::float8 as ${c}`).join(', ')}, string_agg(int2send(length(r.latency)::int2) || r.latency, ''::bytea) as latency`);
     const buckets = hourly
-      ? sql`select r.hour::float8 * ${HOUR_MS} as bucket, null::text as key_id, null::text as network, null::text as method, ${counters}, r.latency
+      ? sql`select r.hour::float8 * ${HOUR_MS} as bucket, null::text as key_id, null::text as network, null::text as method, ${one}
           from analytics_account_hours r where r.user_id = ${q.userId} and r.hour >= ${from / HOUR_MS}::int and r.hour < ${to / HOUR_MS}::int`
-      : sql`select extract(epoch from r.day::timestamp)::float8 * 1000 as bucket, null::text as key_id, null::text as network, null::text as method, ${counters}, r.latency
+      : sql`select extract(epoch from r.day::timestamp)::float8 * 1000 as bucket, null::text as key_id, null::text as network, null::text as method, ${one}
           from analytics_account_days r where r.user_id = ${q.userId} and r.day >= ${q.start}::date and r.day <= ${q.end}::date`;
     const [rows, names] = await Promise.all([
       this.#db.execute(sql`${buckets}
         union all
-        select null, s.key_id, s.network, s.method, ${counters}, r.latency
+        select null, s.key_id, s.network, s.method, ${summed}
         from analytics_days r join analytics_series s on s.id = r.series
         where r.series = any(array(select id from analytics_series where user_id = ${q.userId})) and r.day >= ${q.start}::date and r.day <= ${q.end}::date
-          and s.user_id = ${q.userId}`),
+          and s.user_id = ${q.userId}
+        group by s.id, s.key_id, s.network, s.method`),
       this.#db.execute(sql`select id, name from api_keys where user_id = ${q.userId}`),
     ]);
     const sets = emptySets();
@@ -220,15 +225,16 @@ export class AnalyticsStore {
       if (!s) map.set(k, (s = emptySum()));
       return s;
     };
-    for (const r of (rows as { rows: Array<GroupedRow & StoredSums & { latency: Uint8Array | string }> }).rows) {
+    for (const r of (rows as { rows: Array<GroupedRow & StoredSums & { latency: Uint8Array }> }).rows) {
       const row: Sum = {
         requests: r.requests,
         computeUnits: r.compute_units,
         errorsNode: r.errors_node,
         errorsUpstream: r.errors_upstream,
         refused: [r.refused_rate, r.refused_quota, r.refused_key, r.refused_network, r.refused_method, r.refused_access],
-        latency: decodeLatency(r.latency),
+        latency: [],
       };
+      addStoredLatencies(row.latency, r.latency);
       if (r.bucket !== null) {
         addSum(into(sets.perBucket as Map<string | number, Sum>, Number(r.bucket)), row);
         addSum(fromBuckets, row);
