@@ -220,7 +220,7 @@ export class AnalyticsStore {
     const sets = emptySets();
     const fromBuckets = emptySum();
     const fromDays = emptySum();
-    const into = (map: Map<string | number, Sum>, k: string | number) => {
+    const into = <K>(map: Map<K, Sum>, k: K) => {
       let s = map.get(k);
       if (!s) map.set(k, (s = emptySum()));
       return s;
@@ -236,15 +236,15 @@ export class AnalyticsStore {
       };
       addStoredLatencies(row.latency, r.latency);
       if (r.bucket !== null) {
-        addSum(into(sets.perBucket as Map<string | number, Sum>, Number(r.bucket)), row);
+        addSum(into(sets.perBucket, Number(r.bucket)), row);
         addSum(fromBuckets, row);
         continue;
       }
       addSum(fromDays, row);
-      addSum(into(sets.perMethod as Map<string | number, Sum>, r.method as string), row);
-      addSum(into(sets.perNetwork as Map<string | number, Sum>, r.network as string), row);
+      addSum(into(sets.perMethod, r.method as string), row);
+      addSum(into(sets.perNetwork, r.network as string), row);
       // byKey shows no latency: counters only.
-      const k = into(sets.perKey as Map<string | number, Sum>, r.key_id as string);
+      const k = into(sets.perKey, r.key_id as string);
       k.requests += row.requests;
       k.computeUnits += row.computeUnits;
       k.errorsNode += row.errorsNode;

@@ -107,7 +107,7 @@ for (const backend of backends) {
       if (backend.name === 'pglite') storage = await openStorage({ dataDir: 'memory', pgliteImage: await pgliteTemplate() });
       else {
         const database = await createTestDatabase();
-        drop = database.drop;
+        drop = () => database.drop();
         storage = await openStorage({ databaseUrl: database.url });
       }
       await storage.db.execute(sql`insert into users (id, email, name, password_hash, tier) values ('u1', 'u1@example.com', 'A', 'x', 'pro'), ('u2', 'u2@example.com', 'B', 'x', 'pro')`);
