@@ -98,6 +98,25 @@ export function decodeLatency(stored: string | Uint8Array): number[] {
 }
 
 /**
+ * Adds into `into` the histograms of `stored`: stored forms (`encodeLatency`, as bytes) one after
+ * the other, each after its length in two bytes, big-endian (SQL: `string_agg(int2send(length(h)::int2) || h, '')`).
+ */
+export function addStoredLatencies(into: number[], stored: Uint8Array): void {
+  for (let at = 0; at + 2 <= stored.length; ) {
+    const end = at + 2 + (((stored[at] as number) << 8) | (stored[at + 1] as number));
+    const w = stored[at + 2] as number;
+    for (let o = at + 3; o + w < end; o += w + 1) {
+      let n = 0;
+      for (let j = 1; j <= w; j++) n = n * 256 + (stored[o + j] as number);
+      const i = stored[o] as number;
+      for (let k = into.length; k < i; k++) into.push(0);
+      into[i] = (into[i] ?? 0) + n;
+    }
+    at = end;
+  }
+}
+
+/**
  * SQL: the (i, n) rows of a stored histogram `h` (`encodeLatency`), its non-empty buckets; for
  * `from ..., lateral` or a scalar subquery. Unrolled by width: no loop per byte.
  */

@@ -203,29 +203,18 @@ export class AnalyticsRecorder {
 
   /**
    * Writes a batch inside the caller's transaction (the usage flush): hourly rows, and the same
-   * counts added to each day's row. Counters are added and histograms merged bucket by bucket in
-   * SQL, so instances writing the same row never overwrite one another. Rows are written in
-   * (series, period) order so two instances take their locks in the same order.
+   * counts added to each day's row, then to the account's roll-ups of that hour and day (C46:
+   * the day's rows and the roll-ups are the sums of the hour's rows by construction: same batch,
+   * same transaction). Counters are added and histograms merged bucket by bucket in SQL, so
+   * instances writing the same row never overwrite one another. Rows are written in (series,
+   * period) and (account, period) order so two instances take their locks in the same order.
    */
   static async write(tx: Pick<Db, 'execute'>, batch: AnalyticsBatch): Promise<void> {
     const hourly = [...batch.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, r]) => r);
-    const daily = new Map<string, Row & { day: string }>();
-    for (const r of hourly) {
-      const day = new Date(r.hour).toISOString().slice(0, 10);
-      const id = `${r.userId}|${r.keyId}|${r.network}|${day}|${r.method}`;
-      const d = daily.get(id);
-      if (!d) {
-        daily.set(id, { ...r, day, refused: [...r.refused], latency: [...r.latency] });
-        continue;
-      }
-      d.requests += r.requests;
-      d.computeUnits += r.computeUnits;
-      d.errorsNode += r.errorsNode;
-      d.errorsUpstream += r.errorsUpstream;
-      mergeInto(d.refused, r.refused);
-      mergeInto(d.latency, r.latency);
-    }
-    const days = [...daily.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, r]) => r);
+    const days = sumRows(
+      hourly.map((r) => ({ ...r, day: new Date(r.hour).toISOString().slice(0, 10) })),
+      (r) => `${r.userId}|${r.keyId}|${r.network}|${r.day}|${r.method}`,
+    );
     // The series first (issue 28: a row carries its series' number, not four texts), only those not
     // yet numbered: an identity number is spent by each row tried, even one ON CONFLICT drops.
     const series = [...new Map(days.map((r) => [`${r.userId}|${r.keyId}|${r.network}|${r.method}`, r])).entries()]
@@ -249,7 +238,39 @@ export class AnalyticsRecorder {
       const values = days.slice(i, i + CHUNK).map((r) => sql`(${r.userId}::text, ${r.keyId}::text, ${r.network}::text, ${r.method}::text, ${r.day}::date, ${sqlCounts(r)})`);
       await tx.execute(upsert('analytics_days', 'day', values));
     }
+    // Issue 28: the account roll-ups, one row per (account, hour) and (account, day), summed from the
+    // same rows in the same transaction: always the sums of the account's series rows (C46).
+    const accountHours = sumRows(hourly, (r) => `${r.userId}|${r.hour}`);
+    for (let i = 0; i < accountHours.length; i += CHUNK) {
+      const values = accountHours.slice(i, i + CHUNK).map((r) => sql`(${r.userId}::text, ${r.hour / HOUR_MS}::int, ${sqlCounts(r)})`);
+      await tx.execute(upsertAccount('analytics_account_hours', 'hour', values));
+    }
+    const accountDays = sumRows(days, (r) => `${r.userId}|${r.day}`);
+    for (let i = 0; i < accountDays.length; i += CHUNK) {
+      const values = accountDays.slice(i, i + CHUNK).map((r) => sql`(${r.userId}::text, ${r.day}::date, ${sqlCounts(r)})`);
+      await tx.execute(upsertAccount('analytics_account_days', 'day', values));
+    }
   }
+}
+
+/** Rows summed by `idOf`: counters added, histograms merged (copies: `rows` stay as they are); in id order (locks). */
+function sumRows<R extends Row>(rows: R[], idOf: (r: R) => string): R[] {
+  const sums = new Map<string, R>();
+  for (const r of rows) {
+    const id = idOf(r);
+    const s = sums.get(id);
+    if (!s) {
+      sums.set(id, { ...r, refused: [...r.refused], latency: [...r.latency] });
+      continue;
+    }
+    s.requests += r.requests;
+    s.computeUnits += r.computeUnits;
+    s.errorsNode += r.errorsNode;
+    s.errorsUpstream += r.errorsUpstream;
+    mergeInto(s.refused, r.refused);
+    mergeInto(s.latency, r.latency);
+  }
+  return [...sums.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, r]) => r);
 }
 
 function sqlCounts(r: Row) {
@@ -277,6 +298,26 @@ function upsert(table: 'analytics_hours' | 'analytics_days', period: 'hour' | 'd
     join analytics_series s on (s.user_id, s.key_id, s.network, s.method) = (v.user_id, v.key_id, v.network, v.method)
     order by s.id, v.${p}
     on conflict (series, ${p}) do update set
+      ${adds},
+      latency = ${mergeLatencySql(sql.raw(`${table}.latency`), sql`excluded.latency`)}`;
+}
+
+/**
+ * The same for an account roll-up, on (user_id, period); a row whose account is gone is dropped, as
+ * its series rows are (the series insert skips it).
+ */
+function upsertAccount(table: 'analytics_account_hours' | 'analytics_account_days', period: 'hour' | 'day', values: ReturnType<typeof sql>[]) {
+  const t = sql.raw(table);
+  const p = sql.raw(period);
+  const cols = sql.raw(COUNTERS.join(', '));
+  const adds = sql.raw(COUNTERS.map((c) => `${c} = coalesce(${table}.${c} + excluded.${c}, ${table}.${c}, excluded.${c})`).join(', '));
+  return sql`
+    insert into ${t} (user_id, ${p}, ${cols}, latency)
+    select v.user_id, v.${p}, ${sql.raw(COUNTERS.map((c) => `nullif(v.${c}, 0)`).join(', '))}, v.latency
+    from (values ${sql.join(values, sql`, `)}) as v(user_id, ${p}, ${cols}, latency)
+    where exists (select 1 from users u where u.id = v.user_id)
+    order by v.user_id, v.${p}
+    on conflict (user_id, ${p}) do update set
       ${adds},
       latency = ${mergeLatencySql(sql.raw(`${table}.latency`), sql`excluded.latency`)}`;
 }

@@ -70,3 +70,26 @@ export const analyticsDaily = pgTable(
   { ...counters, series: series(), day: date('day', { mode: 'string' }).notNull(), latency: bytea('latency').notNull() },
   (t) => [primaryKey({ name: 'analytics_days_pkey', columns: [t.series, t.day] }), index('analytics_days_day_idx').using('brin', t.day)],
 );
+
+const account = () =>
+  text('user_id')
+    .notNull()
+    .references(() => users.id, { onDelete: 'cascade' });
+
+/**
+ * Issue 28: an account's rows of every series summed per UTC hour (a roll-up, written in the same
+ * flush as `analytics_hours`, migration 0014), so a query without a key, network or method reads
+ * one row per bucket. Kept as long as the hourly rows.
+ */
+export const analyticsAccountHours = pgTable(
+  'analytics_account_hours',
+  { ...counters, userId: account(), hour: integer('hour').notNull(), latency: bytea('latency').notNull() },
+  (t) => [primaryKey({ name: 'analytics_account_hours_pkey', columns: [t.userId, t.hour] }), index('analytics_account_hours_hour_idx').using('brin', t.hour)],
+);
+
+/** The same per UTC day, kept as long as the daily rows. */
+export const analyticsAccountDays = pgTable(
+  'analytics_account_days',
+  { ...counters, userId: account(), day: date('day', { mode: 'string' }).notNull(), latency: bytea('latency').notNull() },
+  (t) => [primaryKey({ name: 'analytics_account_days_pkey', columns: [t.userId, t.day] }), index('analytics_account_days_day_idx').using('brin', t.day)],
+);

@@ -4,7 +4,7 @@ import { PeriodicJob } from '../jobs/periodic.ts';
 import { StorageOutageLog } from '../jobs/storage-outage.ts';
 import { deleteInBatches } from '../storage/batched-delete.ts';
 import type { Db } from '../storage/db.ts';
-import { latencyBucketsSql, percentile } from './histogram.ts';
+import { addStoredLatencies, latencyBucketsSql, mergeInto, percentile } from './histogram.ts';
 import { COUNTERS, REFUSAL_REASONS } from './recorder.ts';
 
 const HOUR_MS = 3_600_000;
@@ -115,6 +115,18 @@ export class AnalyticsStore {
 
   /** C46: the account's analytics over [start, end], every bucket of the period present (zeros included), oldest first. */
   async query(q: AnalyticsQuery): Promise<Analytics> {
+    if (q.keyId === undefined && q.network === undefined && q.method === undefined) {
+      const fromRollups = await this.#queryRollups(q);
+      if (fromRollups) return fromRollups;
+    }
+    return this.querySeries(q);
+  }
+
+  /**
+   * The same from the series rows alone: what `query` answers with a key, network or method, and
+   * without one when the roll-ups disagree with the daily rows (`#queryRollups`).
+   */
+  async querySeries(q: AnalyticsQuery): Promise<Analytics> {
     const hourly = q.granularity === 'hour';
     const from = dayStart(q.start);
     const to = dayStart(q.end) + DAY_MS;
@@ -133,25 +145,21 @@ export class AnalyticsStore {
     const rows = sql`select ${bucket} as bucket, s.key_id, s.network, s.method, r.*
       from ${sql.raw(hourly ? 'analytics_hours' : 'analytics_days')} r join analytics_series s on s.id = r.series
       where r.series = any(array(select id from analytics_series where ${sql.join(of, sql` and `)})) and ${period} and s.user_id = ${q.userId}`;
-    const sets = sql.raw('grouping sets ((bucket), (method), (key_id), (network))');
+    const groupingSets = sql.raw('grouping sets ((bucket), (method), (key_id), (network))');
     const total = (c: string) => sql.raw(`coalesce(sum(${c}), 0)::float8 as ${c}`);
     const [sums, hists, names] = await Promise.all([
       this.#db.execute(sql`
         select bucket, key_id, network, method,
           ${sql.join(COUNTERS.map(total), sql`, `)}
-        from (${rows}) r group by ${sets}`),
+        from (${rows}) r group by ${groupingSets}`),
       this.#db.execute(sql`
         select bucket, key_id, network, method, u.i, sum(u.n)::float8 as n
         from (${rows}) r, lateral (${latencyBucketsSql(sql`r.latency`)}) u
         group by grouping sets ((bucket, u.i), (method, u.i), (key_id, u.i), (network, u.i))`),
       this.#db.execute(sql`select id, name from api_keys where user_id = ${q.userId}`),
     ]);
-    const keyNames = new Map((names as { rows: Array<{ id: string; name: string }> }).rows.map((r) => [r.id, r.name]));
-
-    const perBucket = new Map<number, Sum>();
-    const perMethod = new Map<string, Sum>();
-    const perKey = new Map<string, Sum>();
-    const perNetwork = new Map<string, Sum>();
+    const sets = emptySets();
+    const { perBucket, perMethod, perKey, perNetwork } = sets;
     /** The Sum of a grouped row: by the one column of its grouping set that is not null. */
     const sumOf = (r: GroupedRow): Sum => {
       const [map, k] =
@@ -173,47 +181,94 @@ export class AnalyticsStore {
       for (let j = s.latency.length; j < r.i; j++) s.latency.push(0);
       s.latency[r.i] = r.n;
     }
-
-    const step = hourly ? HOUR_MS : DAY_MS;
-    const series: Analytics['series'] = [];
-    for (let t = from; t < to; t += step) {
-      const s = perBucket.get(t) ?? emptySum();
-      const refused = Object.fromEntries(REFUSAL_REASONS.map((reason, i) => [reason, s.refused[i] ?? 0])) as Refused;
-      series.push({
-        start: new Date(t).toISOString(),
-        requests: s.requests,
-        computeUnits: s.computeUnits,
-        errors: { node: s.errorsNode, upstream: s.errorsUpstream },
-        refused,
-        latencyMs: { p50: percentile(s.latency, 0.5), p95: percentile(s.latency, 0.95), p99: percentile(s.latency, 0.99) },
-      });
-    }
-    const topMethods = [...perMethod]
-      .filter(([, s]) => s.requests > 0)
-      .map(([method, s]) => ({ method, requests: s.requests, computeUnits: s.computeUnits, errorRate: errorRate(s), p95Ms: percentile(s.latency, 0.95) }))
-      .sort(byRequests((x) => x.method))
-      .slice(0, TOP_METHODS);
-    const byKey = [...perKey]
-      .filter(([, s]) => s.requests > 0)
-      .map(([apiKeyId, s]) => ({ apiKeyId, name: keyNames.get(apiKeyId) ?? null, requests: s.requests, computeUnits: s.computeUnits }))
-      .sort(byRequests((x) => x.apiKeyId));
-    const byNetwork = [...perNetwork]
-      .filter(([, s]) => s.requests > 0)
-      .map(([network, s]) => ({ network, requests: s.requests, errorRate: errorRate(s), p95Ms: percentile(s.latency, 0.95) }))
-      .sort(byRequests((x) => x.network));
-    return { period: { start: q.start, end: q.end }, granularity: q.granularity, series, topMethods, byKey, byNetwork };
+    return answer(q, sets, names);
   }
 
-  /** C46: deletes hourly rows older than 35 days and daily rows older than 400 days (UTC days, today included). */
-  async sweep(now = Date.now()): Promise<{ hourly: number; daily: number }> {
+  /**
+   * Issue 28, C46: without a key, network or method, the buckets from the account's roll-up (one
+   * row per hour or day) and the breakdowns from the daily rows of the period's days, also for an
+   * hourly query: its period is whole UTC days, and a flush adds each hourly row to its day's row
+   * and both to the roll-ups in one transaction, so per method, key and network the days hold the
+   * same sums as their hours. One statement (one snapshot): the roll-up's rows and the daily rows
+   * summed per series (at most a few hundred rows); histograms decoded and merged here. When the
+   * period's totals of the two parts differ (rows not written by the recorder), null: the caller
+   * answers from the series rows.
+   */
+  async #queryRollups(q: AnalyticsQuery): Promise<Analytics | null> {
+    const hourly = q.granularity === 'hour';
+    const from = dayStart(q.start);
+    const to = dayStart(q.end) + DAY_MS;
+    // Histograms as their stored forms, each after its length (addStoredLatencies); the daily rows
+    // summed per series in SQL (counters) and their histograms concatenated: a row per series.
+    const one = sql.raw(`${COUNTERS.map((c) => `coalesce(r.${c}, 0)::float8 as ${c}`).join(', ')}, int2send(length(r.latency)::int2) || r.latency as latency`);
+    const summed = sql.raw(`${COUNTERS.map((c) => `coalesce(sum(r.${c}), 0)::float8 as ${c}`).join(', ')}, string_agg(int2send(length(r.latency)::int2) || r.latency, ''::bytea) as latency`);
+    const buckets = hourly
+      ? sql`select r.hour::float8 * ${HOUR_MS} as bucket, null::text as key_id, null::text as network, null::text as method, ${one}
+          from analytics_account_hours r where r.user_id = ${q.userId} and r.hour >= ${from / HOUR_MS}::int and r.hour < ${to / HOUR_MS}::int`
+      : sql`select extract(epoch from r.day::timestamp)::float8 * 1000 as bucket, null::text as key_id, null::text as network, null::text as method, ${one}
+          from analytics_account_days r where r.user_id = ${q.userId} and r.day >= ${q.start}::date and r.day <= ${q.end}::date`;
+    const [rows, names] = await Promise.all([
+      this.#db.execute(sql`${buckets}
+        union all
+        select null, s.key_id, s.network, s.method, ${summed}
+        from analytics_days r join analytics_series s on s.id = r.series
+        where r.series = any(array(select id from analytics_series where user_id = ${q.userId})) and r.day >= ${q.start}::date and r.day <= ${q.end}::date
+          and s.user_id = ${q.userId}
+        group by s.id, s.key_id, s.network, s.method`),
+      this.#db.execute(sql`select id, name from api_keys where user_id = ${q.userId}`),
+    ]);
+    const sets = emptySets();
+    const fromBuckets = emptySum();
+    const fromDays = emptySum();
+    const into = <K>(map: Map<K, Sum>, k: K) => {
+      let s = map.get(k);
+      if (!s) map.set(k, (s = emptySum()));
+      return s;
+    };
+    for (const r of (rows as { rows: Array<GroupedRow & StoredSums & { latency: Uint8Array }> }).rows) {
+      const row: Sum = {
+        requests: r.requests,
+        computeUnits: r.compute_units,
+        errorsNode: r.errors_node,
+        errorsUpstream: r.errors_upstream,
+        refused: [r.refused_rate, r.refused_quota, r.refused_key, r.refused_network, r.refused_method, r.refused_access],
+        latency: [],
+      };
+      addStoredLatencies(row.latency, r.latency);
+      if (r.bucket !== null) {
+        addSum(into(sets.perBucket, Number(r.bucket)), row);
+        addSum(fromBuckets, row);
+        continue;
+      }
+      addSum(fromDays, row);
+      addSum(into(sets.perMethod, r.method as string), row);
+      addSum(into(sets.perNetwork, r.network as string), row);
+      // byKey shows no latency: counters only.
+      const k = into(sets.perKey, r.key_id as string);
+      k.requests += row.requests;
+      k.computeUnits += row.computeUnits;
+      k.errorsNode += row.errorsNode;
+      k.errorsUpstream += row.errorsUpstream;
+    }
+    if (!sameSum(fromBuckets, fromDays)) return null;
+    return answer(q, sets, names);
+  }
+
+  /**
+   * C46: deletes hourly rows older than 35 days and daily rows older than 400 days (UTC days, today
+   * included), the account roll-ups with them (the same cut: a kept day has all its rows).
+   */
+  async sweep(now = Date.now()): Promise<{ hourly: number; daily: number; accountHourly: number; accountDaily: number }> {
     const today = new Date(now).toISOString().slice(0, 10);
-    const hourCut = AnalyticsStore.oldestDay('hour', today);
-    const dayCut = AnalyticsStore.oldestDay('day', today);
+    const hourCut = sql`hour < ${dayStart(AnalyticsStore.oldestDay('hour', today)) / HOUR_MS}::int`;
+    const dayCut = sql`day < ${AnalyticsStore.oldestDay('day', today)}::date`;
     // Issue 28: in bounded batches, through the (hour) and (day) block range indexes.
-    const hourly = await deleteInBatches(this.#db, 'analytics_hours', sql`hour < ${dayStart(hourCut) / HOUR_MS}::int`);
-    const daily = await deleteInBatches(this.#db, 'analytics_days', sql`day < ${dayCut}::date`);
-    const out = { hourly, daily };
-    if (out.hourly || out.daily) this.#log.info(out, 'analytics rows past retention deleted');
+    const hourly = await deleteInBatches(this.#db, 'analytics_hours', hourCut);
+    const daily = await deleteInBatches(this.#db, 'analytics_days', dayCut);
+    const accountHourly = await deleteInBatches(this.#db, 'analytics_account_hours', hourCut);
+    const accountDaily = await deleteInBatches(this.#db, 'analytics_account_days', dayCut);
+    const out = { hourly, daily, accountHourly, accountDaily };
+    if (hourly || daily || accountHourly || accountDaily) this.#log.info(out, 'analytics rows past retention deleted');
     return out;
   }
 
@@ -225,4 +280,67 @@ export class AnalyticsStore {
   async close(): Promise<void> {
     await this.#sweeps.stop();
   }
+}
+
+interface Sets {
+  perBucket: Map<number, Sum>;
+  perMethod: Map<string, Sum>;
+  perKey: Map<string, Sum>;
+  perNetwork: Map<string, Sum>;
+}
+const emptySets = (): Sets => ({ perBucket: new Map(), perMethod: new Map(), perKey: new Map(), perNetwork: new Map() });
+
+/** Adds `from` into `into` (counters and histogram). */
+function addSum(into: Sum, from: Sum): void {
+  into.requests += from.requests;
+  into.computeUnits += from.computeUnits;
+  into.errorsNode += from.errorsNode;
+  into.errorsUpstream += from.errorsUpstream;
+  mergeInto(into.refused, from.refused);
+  mergeInto(into.latency, from.latency);
+}
+
+/** Whether two sums hold the same counters and histogram (trailing empty buckets aside). */
+function sameSum(a: Sum, b: Sum): boolean {
+  if (a.requests !== b.requests || a.computeUnits !== b.computeUnits || a.errorsNode !== b.errorsNode || a.errorsUpstream !== b.errorsUpstream) return false;
+  if (a.refused.some((n, i) => n !== b.refused[i])) return false;
+  const n = Math.max(a.latency.length, b.latency.length);
+  for (let i = 0; i < n; i++) if ((a.latency[i] ?? 0) !== (b.latency[i] ?? 0)) return false;
+  return true;
+}
+
+/** The answer (C46) from the sums of the period's buckets, methods, keys and networks. */
+function answer(q: AnalyticsQuery, { perBucket, perMethod, perKey, perNetwork }: Sets, names: unknown): Analytics {
+  const keyNames = new Map((names as { rows: Array<{ id: string; name: string }> }).rows.map((r) => [r.id, r.name]));
+  const hourly = q.granularity === 'hour';
+  const from = dayStart(q.start);
+  const to = dayStart(q.end) + DAY_MS;
+  const step = hourly ? HOUR_MS : DAY_MS;
+  const series: Analytics['series'] = [];
+  for (let t = from; t < to; t += step) {
+    const s = perBucket.get(t) ?? emptySum();
+    const refused = Object.fromEntries(REFUSAL_REASONS.map((reason, i) => [reason, s.refused[i] ?? 0])) as Refused;
+    series.push({
+      start: new Date(t).toISOString(),
+      requests: s.requests,
+      computeUnits: s.computeUnits,
+      errors: { node: s.errorsNode, upstream: s.errorsUpstream },
+      refused,
+      latencyMs: { p50: percentile(s.latency, 0.5), p95: percentile(s.latency, 0.95), p99: percentile(s.latency, 0.99) },
+    });
+  }
+  const topMethods = [...perMethod]
+    .filter(([, s]) => s.requests > 0)
+    .map(([method, s]) => ({ method, requests: s.requests, computeUnits: s.computeUnits, errorRate: errorRate(s), p95Ms: percentile(s.latency, 0.95) }))
+    .sort(byRequests((x) => x.method))
+    .slice(0, TOP_METHODS);
+  const byKey = [...perKey]
+    .filter(([, s]) => s.requests > 0)
+    .map(([apiKeyId, s]) => ({ apiKeyId, name: keyNames.get(apiKeyId) ?? null, requests: s.requests, computeUnits: s.computeUnits }))
+    .sort(byRequests((x) => x.apiKeyId));
+  const byNetwork = [...perNetwork]
+    .filter(([, s]) => s.requests > 0)
+    .map(([network, s]) => ({ network, requests: s.requests, errorRate: errorRate(s), p95Ms: percentile(s.latency, 0.95) }))
+    .sort(byRequests((x) => x.network));
+  return { period: { start: q.start, end: q.end }, granularity: q.granularity, series, topMethods, byKey, byNetwork };
 }

@@ -37,7 +37,10 @@ export class UsageRetention {
 
   /** Deletes the usage rows of days before {@link oldestDay}; returns how many. */
   async sweep(now = Date.now()): Promise<{ usage: number }> {
-    const usage = await deleteInBatches(this.#db, 'usage_daily', sql`day < ${this.oldestDay(now)}::date`);
+    const before = sql`day < ${this.oldestDay(now)}::date`;
+    const usage = await deleteInBatches(this.#db, 'usage_daily', before);
+    // Issue 28: the account-wide sums of the same days (not counted: they are the same requests).
+    await deleteInBatches(this.#db, 'usage_account_daily', before);
     if (usage) this.#log.info({ usage }, 'usage rows past retention deleted');
     return { usage };
   }

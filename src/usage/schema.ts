@@ -29,3 +29,31 @@ export const usageDaily = pgTable(
     index('usage_daily_day_idx').on(t.day),
   ],
 );
+
+/**
+ * Issue 28: the same counts summed over the account's keys, per (account, UTC day, network,
+ * method) (C27). Kept by a trigger on `usage_daily` (migration 0015): every row written there,
+ * by this version or an older one still running during a rolling deploy, adds its difference
+ * here in the same transaction. What an account-wide question reads (GET /usage/stats without
+ * `apiKeyId`, the quotas seeded at start, the usage.quota webhook's sums): an account with ten
+ * keys has a tenth of the rows to read here.
+ */
+export const usageAccountDaily = pgTable(
+  'usage_account_daily',
+  {
+    userId: text('user_id')
+      .notNull()
+      .references(() => users.id, { onDelete: 'cascade' }),
+    day: date('day', { mode: 'string' }).notNull(),
+    network: text('network').notNull(),
+    method: text('method').notNull(),
+    requests: bigint('requests', { mode: 'number' }).notNull().default(0),
+    computeUnits: bigint('compute_units', { mode: 'number' }).notNull().default(0),
+  },
+  (t) => [
+    // The upsert's conflict target; its (user, day) prefix serves a period's statistics.
+    primaryKey({ name: 'usage_account_daily_pkey', columns: [t.userId, t.day, t.network, t.method] }),
+    // The quota seeding at start and the retention sweep read a range of days.
+    index('usage_account_daily_day_idx').on(t.day),
+  ],
+);

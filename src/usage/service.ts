@@ -5,7 +5,7 @@ import type { Config } from '../config/schema.ts';
 import type { KeyUsageReader } from '../keys/service.ts';
 import { currentPeriods } from '../metering/periods.ts';
 import type { Db } from '../storage/db.ts';
-import { usageDaily } from './schema.ts';
+import { usageAccountDaily, usageDaily } from './schema.ts';
 import type { UsageEvent, UsageSink } from './sink.ts';
 
 /*
@@ -359,18 +359,19 @@ export class UsageService implements UsageSink, KeyUsageReader {
    * Each account's stored requests today and compute units this month (UTC, C11), for the
    * accounts that used anything this month: what the quotas had counted before a restart
    * (Meter.seedFromUsage). Only what was flushed: a hard crash loses at most one flush interval.
+   * Issue 28: read from the account-wide rows, a range of days through their (day) index.
    */
   async quotaUsage(): Promise<Array<{ userId: string; requestsToday: number; computeUnitsThisMonth: number }>> {
     const { day } = currentPeriods();
     return this.#db
       .select({
-        userId: usageDaily.userId,
-        requestsToday: sql`coalesce(sum(${usageDaily.requests}) filter (where ${usageDaily.day} = ${day}::date), 0)`.mapWith(Number),
-        computeUnitsThisMonth: sql`sum(${usageDaily.computeUnits})`.mapWith(Number),
+        userId: usageAccountDaily.userId,
+        requestsToday: sql`coalesce(sum(${usageAccountDaily.requests}) filter (where ${usageAccountDaily.day} = ${day}::date), 0)`.mapWith(Number),
+        computeUnitsThisMonth: sql`sum(${usageAccountDaily.computeUnits})`.mapWith(Number),
       })
-      .from(usageDaily)
-      .where(and(gte(usageDaily.day, `${day.slice(0, 7)}-01`), lte(usageDaily.day, day)))
-      .groupBy(usageDaily.userId);
+      .from(usageAccountDaily)
+      .where(and(gte(usageAccountDaily.day, `${day.slice(0, 7)}-01`), lte(usageAccountDaily.day, day)))
+      .groupBy(usageAccountDaily.userId);
   }
 
   /**
@@ -386,22 +387,8 @@ export class UsageService implements UsageSink, KeyUsageReader {
 
   /** C27: the account's counts over [start, end], with every day of the period present, oldest first. */
   async stats(q: StatsQuery): Promise<UsageStats> {
-    const where: SQL[] = [eq(usageDaily.userId, q.userId), gte(usageDaily.day, q.start), lte(usageDaily.day, q.end)];
-    if (q.keyId !== undefined) where.push(eq(usageDaily.keyId, q.keyId));
-    if (q.network !== undefined) where.push(eq(usageDaily.network, q.network));
-    // One pass, three groupings: a row has exactly one of day, network, method set.
-    const rows = await this.#db
-      .select({
-        day: sql<string | null>`${usageDaily.day}::text`,
-        network: sql<string | null>`${usageDaily.network}`,
-        method: sql<string | null>`${usageDaily.method}`,
-        requests: sql`sum(${usageDaily.requests})`.mapWith(Number),
-        computeUnits: sql`sum(${usageDaily.computeUnits})`.mapWith(Number),
-      })
-      .from(usageDaily)
-      .where(and(...where))
-      .groupBy(sql`grouping sets ((${usageDaily.day}), (${usageDaily.network}), (${usageDaily.method}))`);
-
+    // Issue 28: account-wide, the rows summed over keys (a tenth of the rows for ten keys); one key, its own rows.
+    const rows = q.keyId === undefined ? await this.#stats(usageAccountDaily, q) : await this.#stats(usageDaily, q, eq(usageDaily.keyId, q.keyId));
     const perDay = new Map<string, number>();
     const requestsByNetwork: Record<string, number> = {};
     const requestsByMethod: Record<string, number> = {};
@@ -417,6 +404,23 @@ export class UsageService implements UsageSink, KeyUsageReader {
     }
     const dailyBreakdown = daysBetween(q.start, q.end).map((date) => ({ date, requests: perDay.get(date) ?? 0 }));
     return { period: { start: q.start, end: q.end }, totalRequests, totalComputeUnits, requestsByNetwork, requestsByMethod, dailyBreakdown };
+  }
+
+  /** One pass over `t`'s rows of the period, three groupings: a row has exactly one of day, network, method set. */
+  #stats(t: typeof usageDaily | typeof usageAccountDaily, q: StatsQuery, ...also: SQL[]) {
+    const where: SQL[] = [eq(t.userId, q.userId), gte(t.day, q.start), lte(t.day, q.end), ...also];
+    if (q.network !== undefined) where.push(eq(t.network, q.network));
+    return this.#db
+      .select({
+        day: sql<string | null>`${t.day}::text`,
+        network: sql<string | null>`${t.network}`,
+        method: sql<string | null>`${t.method}`,
+        requests: sql`sum(${t.requests})`.mapWith(Number),
+        computeUnits: sql`sum(${t.computeUnits})`.mapWith(Number),
+      })
+      .from(t)
+      .where(and(...where))
+      .groupBy(sql`grouping sets ((${t.day}), (${t.network}), (${t.method}))`);
   }
 }
 

@@ -93,8 +93,8 @@ export class QuotaNotices {
     // Only accounts on a plan with webhooks and an enabled usage.quota endpoint: the others need no sums.
     const result = await this.#db.execute(sql`
       select u.id, u.tier, u.requests_per_minute, u.daily_limit, u.monthly_limit,
-        coalesce((select sum(requests) from usage_daily where user_id = u.id and day = ${day}::date), 0) as day_requests,
-        coalesce((select sum(compute_units) from usage_daily where user_id = u.id and day >= ${monthStart}::date and day <= ${day}::date), 0) as month_units
+        coalesce((select sum(requests) from usage_account_daily where user_id = u.id and day = ${day}::date), 0) as day_requests,
+        coalesce((select sum(compute_units) from usage_account_daily where user_id = u.id and day >= ${monthStart}::date and day <= ${day}::date), 0) as month_units
       from users u
       where u.id = any(string_to_array(${userIds.join(',')}::text, ','))
         and u.tier = any(string_to_array(${webhookPlans(this.#config).join(',')}::text, ','))

@@ -1,7 +1,7 @@
 // C46: the latency histogram: fixed log buckets, mergeable, percentiles from merged counts.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { BUCKETS, bucketHigh, bucketLow, bucketOf, bucketValue, decodeLatency, encodeLatency, mergeInto, percentile } from '../../src/analytics/histogram.ts';
+import { addStoredLatencies, BUCKETS, bucketHigh, bucketLow, bucketOf, bucketValue, decodeLatency, encodeLatency, mergeInto, percentile } from '../../src/analytics/histogram.ts';
 
 describe('latency histogram (C46)', () => {
   test('every latency falls in a bucket whose reported value is within 9.5% of it', () => {
@@ -47,5 +47,21 @@ describe('latency histogram (C46)', () => {
     assert.deepEqual(decodeLatency(encodeLatency(h)), h);
     assert.equal(encodeLatency(new Array<number>(BUCKETS).fill(0)), '');
     assert.deepEqual(decodeLatency(''), []);
+  });
+
+  test('stored forms concatenated, each after its length (the roll-up query): added into one histogram', () => {
+    const a = [0, 3, 0, 300];
+    const b = [1, 0, 0, 0, 0, 2 ** 33];
+    const joined = Buffer.concat(
+      [a, [], b].map((h) => {
+        const bytes = Buffer.from(encodeLatency(h), 'hex');
+        return Buffer.concat([Buffer.from([bytes.length >> 8, bytes.length & 0xff]), bytes]);
+      }),
+    );
+    const into = [0, 0, 5];
+    addStoredLatencies(into, joined);
+    assert.deepEqual(into, [1, 3, 5, 300, 0, 2 ** 33]);
+    addStoredLatencies(into, new Uint8Array(0));
+    assert.deepEqual(into, [1, 3, 5, 300, 0, 2 ** 33]);
   });
 });

@@ -1,5 +1,6 @@
 // Issue 28 / C46: 0012_analytics_compact.sql moves the analytics rows of a database in use to the
-// compact tables (0013 drops the old ones), and GET /usage/analytics answers the same numbers after it as before.
+// compact tables (0013 drops the old ones), and GET /usage/analytics answers the same numbers after it as before;
+// 0014 rolls those rows up per account and hour or day (the sums of the series rows).
 // old-answers.json holds what the code before the migration answered on OLD_ROWS (the store's
 // query, which the route returns as `data`).
 import assert from 'node:assert/strict';
@@ -15,7 +16,7 @@ import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
 import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator';
 import pg from 'pg';
 import pino from 'pino';
-import { decodeLatency } from '../../src/analytics/histogram.ts';
+import { decodeLatency, encodeLatency, mergeInto } from '../../src/analytics/histogram.ts';
 import { AnalyticsRecorder, OK } from '../../src/analytics/recorder.ts';
 import { type Analytics, AnalyticsStore } from '../../src/analytics/store.ts';
 import { openStorage, type Storage } from '../../src/storage/db.ts';
@@ -67,6 +68,44 @@ async function oldDatabase(backend: string, folder: string): Promise<{ open(): P
   return { open: () => openStorage({ databaseUrl: database.url }), close: () => database.drop() };
 }
 
+/**
+ * The account roll-ups (0014, then the recorder) hold, per account and hour or day, the sums of the
+ * series rows: counters (NULL when zero) and histograms merged, encoded as encodeLatency does.
+ */
+async function assertRollups(storage: Storage, expected: { hours: number; days: number }): Promise<void> {
+  for (const [table, rollup, period, n] of [
+    ['analytics_hours', 'analytics_account_hours', 'hour', expected.hours],
+    ['analytics_days', 'analytics_account_days', 'day', expected.days],
+  ] as const) {
+    const cols = ['requests', 'compute_units', 'errors_node', 'errors_upstream', 'refused_rate', 'refused_quota', 'refused_key', 'refused_network', 'refused_method', 'refused_access'];
+    const text = (from: string) => sql.raw(`${cols.map((c) => `${c}::text as ${c}`).join(', ')}, encode(latency, 'hex') as latency, user_id, ${period}::text as period from ${from}`);
+    const series = rowsOf(await storage.db.execute(sql`select ${text(`${table} r join analytics_series s on s.id = r.series`)}`));
+    const want = new Map<string, { counts: Array<number | null>; latency: number[] }>();
+    for (const r of series) {
+      const id = `${String(r.user_id)} ${String(r.period)}`;
+      const w = want.get(id) ?? { counts: cols.map(() => null), latency: [] };
+      want.set(id, w);
+      cols.forEach((c, i) => {
+        if (r[c] !== null) w.counts[i] = (w.counts[i] ?? 0) + Number(r[c]);
+      });
+      mergeInto(w.latency, decodeLatency(String(r.latency)));
+    }
+    const got = rowsOf(await storage.db.execute(sql`select ${text(rollup)} order by user_id, ${sql.raw(period)}`));
+    assert.equal(got.length, n, rollup);
+    assert.equal(got.length, want.size, rollup);
+    for (const r of got) {
+      const w = want.get(`${String(r.user_id)} ${String(r.period)}`);
+      assert.ok(w, `${rollup} ${String(r.user_id)} ${String(r.period)}`);
+      assert.deepEqual(
+        cols.map((c) => (r[c] === null ? null : Number(r[c]))),
+        w.counts.map((x) => (x === 0 ? null : x)),
+        `${rollup} ${String(r.user_id)} ${String(r.period)}`,
+      );
+      assert.equal(String(r.latency), encodeLatency(w.latency), `${rollup} ${String(r.user_id)} ${String(r.period)} latency`);
+    }
+  }
+}
+
 describe('analytics rows of a database in use, moved by 0012_analytics_compact and 0013 (issue 28, C46)', () => {
   const folder = migrationsBeforeCompact();
   after(() => rmSync(folder, { recursive: true, force: true }));
@@ -80,9 +119,11 @@ describe('analytics rows of a database in use, moved by 0012_analytics_compact a
         const store = new AnalyticsStore({ db: storage.db, logger: pino({ level: 'silent' }) });
         // The old tables are gone, every row is in the new ones.
         const tables = rowsOf(await storage.db.execute(sql`select relname from pg_class where relname like 'analytics\_%' and relkind = 'r' order by 1`));
-        assert.deepEqual(tables.map((t) => t.relname), ['analytics_days', 'analytics_hours', 'analytics_series']);
+        assert.deepEqual(tables.map((t) => t.relname), ['analytics_account_days', 'analytics_account_hours', 'analytics_days', 'analytics_hours', 'analytics_series']);
         const counts = rowsOf(await storage.db.execute(sql`select (select count(*) from analytics_hours)::int as h, (select count(*) from analytics_days)::int as d`));
         assert.deepEqual(counts, [{ h: 1038, d: 396 }]);
+        // 0014 rolled the moved rows up per account and hour or day (issue 28): the sums of the series rows.
+        await assertRollups(storage, { hours: 2 * 72, days: 2 * 30 });
 
         for (const [i, q] of QUESTIONS.entries()) assert.deepEqual(await store.query(q), OLD_ANSWERS[i], `question ${i}: ${JSON.stringify(q)}`);
 
@@ -105,6 +146,8 @@ describe('analytics rows of a database in use, moved by 0012_analytics_compact a
             where s.user_id = 'u1' and s.key_id = 'k1' and s.network = 'ethereum' and s.method = 'eth_call' and d.day = '2026-01-02'`),
         );
         assert.deepEqual(decodeLatency(String(stored[0]?.h)), [0, 70_001, 0, 5_000_000_000, 3]);
+        // The flush added to the backfilled roll-ups too (its hour, 2026-01-02 10:00, a new one).
+        await assertRollups(storage, { hours: 2 * 72 + 1, days: 2 * 30 });
       } finally {
         await storage?.close();
         await old.close();

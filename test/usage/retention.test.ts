@@ -25,6 +25,7 @@ for (const backend of backends) {
     });
     after(() => t?.close());
 
+    // The account-wide sums (usage_account_daily) follow by the table's trigger (issue 28).
     const insert = (userId: string, keyId: string, day: string, requests: number, method = 'eth_call') =>
       t.storage.db.execute(sql`insert into usage_daily (user_id, key_id, network, method, day, requests, compute_units)
         values (${userId}, ${keyId}, 'ethereum', ${method}, ${day}::date, ${requests}, ${requests * 10})`);
@@ -43,6 +44,9 @@ for (const backend of backends) {
       // The sweep as the gateway runs it: 32 days kept, nothing else of this account's recent rows touched.
       await new UsageRetention({ db: t.storage.db, logger, retentionDays: 32 }).sweep();
       assert.deepEqual(await days(user.id), [daysAgo(30), daysAgo(0)]);
+      // The account-wide sums of the swept days go with them (issue 28).
+      const accountDays = (await t.storage.db.execute(sql`select day::text as day from usage_account_daily where user_id = ${user.id} order by day`)) as { rows: Array<{ day: string }> };
+      assert.deepEqual(accountDays.rows.map((r) => r.day), [daysAgo(30), daysAgo(0)]);
     });
 
     test('the quotas are seeded from the current month only, whatever history is stored', async () => {

@@ -53,6 +53,7 @@ for (const backend of backends) {
     };
     /** The app's own UsageService (it is the key list's usage reader): skips the wait where timing is not the point. */
     const flushNow = () => (t.app.parts.keys.usage as UsageService).flush();
+    // The account-wide sums (usage_account_daily) follow by the table's trigger (issue 28).
     const insertUsage = (userId: string, keyId: string, network: string, method: string, day: string, requests: number) =>
       t.storage.db.execute(
         sql`insert into usage_daily (user_id, key_id, network, method, day, requests, compute_units) values (${userId}, ${keyId}, ${network}, ${method}, ${day}, ${requests}, ${requests})`,
@@ -104,6 +105,31 @@ for (const backend of backends) {
         assert.deepEqual(one?.usage, { daily: 1, monthly: 1 });
         assert.ok(counted?.lastUsedAt && Math.abs(Date.parse(counted.lastUsedAt) - Date.now()) < 60_000, 'lastUsedAt is set');
         assert.match(counted.lastUsedAt, /Z$/);
+      });
+
+      test('issue 28: each flush adds the same counts to the account-wide rows as to the key rows, summed over keys', async () => {
+        const a = await createKey(t.app, { name: 'sum a' });
+        const b = await createKey(t.app, { name: 'sum b' }, a.user);
+        const rows = async (q: ReturnType<typeof sql>) => ((await t.storage.db.execute(q)) as { rows: unknown[] }).rows;
+        for (const round of [1, 2]) {
+          for (const k of [a.key, b.key]) {
+            for (let i = 0; i < round; i++) assert.equal((await rpc('native-mainnet', k, call('eth_blockNumber', i))).statusCode, 200);
+            assert.equal((await rpc('native-testnet', k, call('eth_getLogs', 1, [{}]))).statusCode, 200);
+          }
+          await flushNow(); // the second round's upsert adds to the rows of the first
+        }
+        const perKey = await rows(sql`select day::text as day, network, method, sum(requests)::int as requests, sum(compute_units)::int as units
+          from usage_daily where user_id = ${a.user.id} group by 1, 2, 3 order by 1, 2, 3`);
+        const account = await rows(sql`select day::text as day, network, method, requests::int as requests, compute_units::int as units
+          from usage_account_daily where user_id = ${a.user.id} order by 1, 2, 3`);
+        assert.deepEqual(account, perKey);
+        assert.deepEqual(
+          account.map((r) => (r as { requests: number }).requests),
+          [6, 4],
+        );
+        // The account's statistics read those rows; one key's, its own rows.
+        assert.equal((await statsOk(a.user.auth)).totalRequests, 10);
+        assert.equal((await statsOk(a.user.auth, `?apiKeyId=${b.id}`)).totalRequests, 5);
       });
 
       test('C21: an unused key shows zeros and lastUsedAt null; the month counts past days, the day only today', async () => {

@@ -1,0 +1,199 @@
+// Issue 28 / C46: the per-account roll-ups (analytics_account_hours and _days, migration 0014). A query
+// without a key, network or method reads the buckets from them and the breakdowns from the daily
+// rows; its answers must be identical to those read from the series rows alone (querySeries, the
+// path before the roll-ups), on PGlite and PostgreSQL.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { type SQL, sql } from 'drizzle-orm';
+import { PgDialect } from 'drizzle-orm/pg-core';
+import pino from 'pino';
+import { AnalyticsRecorder, NODE_ERROR, OK, UPSTREAM_ERROR } from '../../src/analytics/recorder.ts';
+import { type AnalyticsQuery, AnalyticsStore } from '../../src/analytics/store.ts';
+import { KeyAccessDeniedError, QuotaExceededError, RateLimitedError } from '../../src/errors/rpc.ts';
+import { type Db, openStorage, type Storage } from '../../src/storage/db.ts';
+import { createTestDatabase } from '../support/app.ts';
+import { pgliteTemplate } from '../support/pglite-template.ts';
+import { storageBackends } from '../support/services.ts';
+
+const backends = await storageBackends();
+const rowsOf = (res: unknown) => (res as { rows: Array<Record<string, unknown>> }).rows;
+const HOUR = 3_600_000;
+const DAY = 86_400_000;
+/** Recorded from 2026-03-01 to 2026-03-04 (UTC). */
+const FIRST = Date.parse('2026-03-01T00:00:00Z');
+
+/** A store over `db` that keeps the SQL text of each statement it runs. */
+function spiedStore(db: Db): { store: AnalyticsStore; seen: string[] } {
+  const seen: string[] = [];
+  const dialect = new PgDialect();
+  const spy = new Proxy(db, {
+    get(target, prop) {
+      if (prop === 'execute') {
+        return (q: SQL) => {
+          seen.push(dialect.sqlToQuery(q).sql);
+          return target.execute(q);
+        };
+      }
+      const v: unknown = Reflect.get(target, prop);
+      return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+    },
+  });
+  return { store: new AnalyticsStore({ db: spy, logger: pino({ level: 'silent' }) }), seen };
+}
+
+/** A small deterministic generator (xorshift). */
+function random(seed: number): () => number {
+  let x = seed;
+  return () => {
+    x ^= x << 13;
+    x ^= x >>> 17;
+    x ^= x << 5;
+    return (x >>> 0) / 2 ** 32;
+  };
+}
+
+/**
+ * Varied traffic through the recorder, flushed as the gateway does (several flushes, some into rows
+ * already stored): two accounts, keys (one deleted: no api_keys row), networks, methods (one with
+ * characters the recorder replaces), errors of both kinds, refusals of several reasons (some rows
+ * refusals only), latencies over many buckets, hours over four days; and an account that does not
+ * exist (its rows dropped).
+ */
+async function record(db: Db): Promise<void> {
+  const next = random(28);
+  const pick = <T>(xs: readonly T[]) => xs[Math.floor(next() * xs.length)] as T;
+  const realNow = Date.now;
+  try {
+    for (let flush = 0; flush < 6; flush++) {
+      const recorder = new AnalyticsRecorder(['eth_call', 'eth_getLogs', 'eth_blockNumber']);
+      // Hours spread over the four days, the same hours again in later flushes; in time order (the
+      // recorder's clock only moves forward).
+      const times = Array.from({ length: 400 }, () => FIRST + Math.floor(next() * 4 * 24) * HOUR + Math.floor(next() * HOUR)).sort((a, b) => a - b);
+      for (const at of times) {
+        Date.now = () => at;
+        const [user, key] = pick([['u1', 'k1'], ['u1', 'k2'], ['u1', 'k3'], ['u2', 'k4'], ['ghost', 'k9']] as const);
+        const network = pick(['ethereum', 'polygon', 'base']);
+        const method = pick(['eth_call', 'eth_getLogs', 'eth_blockNumber', 'odd\u0001name']);
+        const roll = next();
+        if (roll < 0.1) recorder.refused(user, key, network, method, pick([new RateLimitedError('slow down'), new QuotaExceededError('quota'), new KeyAccessDeniedError('origin', 'origin not allowed')]), 1 + Math.floor(next() * 3));
+        else {
+          const outcome = roll < 0.15 ? NODE_ERROR : roll < 0.2 ? UPSTREAM_ERROR : OK;
+          recorder.call(user, key, network, method, 1 + Math.floor(next() * 20), outcome, 0.05 * 2 ** (next() * 18));
+        }
+      }
+      const batch = recorder.take();
+      if (batch) await db.transaction((tx) => AnalyticsRecorder.write(tx, batch));
+    }
+  } finally {
+    Date.now = realNow;
+  }
+}
+
+/** Every period asked: each day and the four together by the hour, days by the day (some without rows). */
+function questions(userId: string): AnalyticsQuery[] {
+  const day = (n: number) => new Date(FIRST + n * DAY).toISOString().slice(0, 10);
+  const qs: AnalyticsQuery[] = [];
+  for (let d = 0; d < 4; d++) qs.push({ userId, start: day(d), end: day(d), granularity: 'hour' });
+  qs.push({ userId, start: day(0), end: day(3), granularity: 'hour' }, { userId, start: day(-1), end: day(5), granularity: 'hour' });
+  qs.push({ userId, start: day(0), end: day(3), granularity: 'day' }, { userId, start: day(1), end: day(2), granularity: 'day' }, { userId, start: day(-3), end: day(10), granularity: 'day' });
+  return qs;
+}
+
+for (const backend of backends) {
+  describe(`analytics account roll-ups on ${backend.name} (issue 28, C46)`, { skip: backend.skip }, () => {
+    let storage: Storage;
+    let drop: (() => Promise<void>) | undefined;
+    before(async () => {
+      if (backend.name === 'pglite') storage = await openStorage({ dataDir: 'memory', pgliteImage: await pgliteTemplate() });
+      else {
+        const database = await createTestDatabase();
+        drop = () => database.drop();
+        storage = await openStorage({ databaseUrl: database.url });
+      }
+      await storage.db.execute(sql`insert into users (id, email, name, password_hash, tier) values ('u1', 'u1@example.com', 'A', 'x', 'pro'), ('u2', 'u2@example.com', 'B', 'x', 'pro')`);
+      await storage.db.execute(sql`insert into api_keys (id, user_id, name, prefix, key_hash, key_ciphertext, networks) values
+        ('k1', 'u1', 'main', 'jk_1', 'h1', 'c1', '["ethereum"]'), ('k2', 'u1', 'second', 'jk_2', 'h2', 'c2', '["ethereum"]'), ('k4', 'u2', 'other', 'jk_4', 'h4', 'c4', '["ethereum"]')`);
+      await record(storage.db);
+    });
+    after(async () => {
+      await storage?.close();
+      await drop?.();
+    });
+
+    test('a query without a filter reads the roll-ups and answers exactly what the series rows answer', async () => {
+      const stored = rowsOf(await storage.db.execute(sql`select (select count(*) from analytics_account_hours)::int as h, (select count(*) from analytics_account_days)::int as d,
+        (select count(*) from analytics_account_hours where user_id = 'ghost')::int as ghost`));
+      assert.equal(stored[0]?.ghost, 0);
+      assert.ok(Number(stored[0]?.h) > 100 && Number(stored[0]?.d) === 8, JSON.stringify(stored));
+      const { store, seen } = spiedStore(storage.db);
+      let refusals = 0;
+      for (const userId of ['u1', 'u2']) {
+        for (const q of questions(userId)) {
+          seen.length = 0;
+          const got = await store.query(q);
+          const read = seen.join('\n');
+          assert.match(read, /analytics_account_(hours|days)/, `roll-ups read for ${JSON.stringify(q)}`);
+          // Neither the hourly series rows nor the series path's grouping sets (the answer from the roll-ups, not the fallback).
+          assert.doesNotMatch(read, /from analytics_hours|grouping sets/, `series path not taken for ${JSON.stringify(q)}`);
+          assert.deepEqual(got, await store.querySeries(q), JSON.stringify(q));
+          refusals += got.series.reduce((n, s) => n + Object.values(s.refused).reduce((a, b) => a + b, 0), 0);
+          if (q.start === '2026-03-01' && q.end === '2026-03-04') {
+            assert.ok(got.topMethods.length >= 3 && got.byNetwork.length === 3 && got.byKey.length >= 1, JSON.stringify(got));
+            assert.ok(got.topMethods.some((m) => m.errorRate > 0 && m.p95Ms !== null));
+          }
+        }
+      }
+      assert.ok(refusals > 0);
+      // Deleted key k3: its rows count, without a name.
+      const all = await store.query({ userId: 'u1', start: '2026-03-01', end: '2026-03-04', granularity: 'day' });
+      assert.deepEqual(
+        all.byKey.map((k) => [k.apiKeyId, k.name]).sort(),
+        [['k1', 'main'], ['k2', 'second'], ['k3', null]],
+      );
+    });
+
+    test('with a key, network or method, the series rows as before', async () => {
+      const { store, seen } = spiedStore(storage.db);
+      for (const filter of [{ keyId: 'k1' }, { network: 'polygon' }, { method: 'eth_call' }]) {
+        const q: AnalyticsQuery = { userId: 'u1', start: '2026-03-01', end: '2026-03-04', granularity: 'hour', ...filter };
+        seen.length = 0;
+        assert.deepEqual(await store.query(q), await store.querySeries(q));
+        assert.doesNotMatch(seen.join('\n'), /analytics_account_/);
+      }
+    });
+
+    test('rows the recorder did not write (the roll-ups disagree with the daily rows): answered from the series rows', async () => {
+      // A daily row of its own for u2 on 2026-03-02, with no roll-up behind it.
+      await storage.db.execute(sql`insert into analytics_series (user_id, key_id, network, method) values ('u2', 'k4', 'ethereum', 'eth_chainId')`);
+      await storage.db.execute(sql`insert into analytics_days (series, day, requests, latency)
+        select id, '2026-03-02', 5, decode('010305', 'hex') from analytics_series where user_id = 'u2' and method = 'eth_chainId'`);
+      const { store } = spiedStore(storage.db);
+      for (const q of questions('u2')) assert.deepEqual(await store.query(q), await store.querySeries(q), JSON.stringify(q));
+      const day = await store.query({ userId: 'u2', start: '2026-03-02', end: '2026-03-02', granularity: 'day' });
+      assert.ok(day.topMethods.some((m) => m.method === 'eth_chainId' && m.requests === 5));
+    });
+
+    test('the retention sweep deletes roll-up rows past 35 days (hourly) and 400 days (daily)', async () => {
+      const { store } = spiedStore(storage.db);
+      const count = async () =>
+        rowsOf(
+          await storage.db.execute(sql`select (select count(*) from analytics_account_hours where hour < ${Date.parse('2026-03-03T00:00:00Z') / HOUR}::int)::int as old_hours,
+            (select count(*) from analytics_account_hours)::int as hours, (select count(*) from analytics_account_days)::int as days`),
+        )[0] as { old_hours: number; hours: number; days: number };
+      const before = await count();
+      assert.ok(before.old_hours > 0);
+      // On 2026-04-05 the oldest hourly day kept is 2026-03-02; on 2026-04-06 it is 2026-03-03.
+      const kept = await store.sweep(Date.parse('2026-04-05T12:00:00Z'));
+      assert.equal(kept.accountDaily, 0);
+      const out = await store.sweep(Date.parse('2026-04-06T12:00:00Z'));
+      assert.equal(out.accountDaily, 0);
+      const after = await count();
+      assert.equal(kept.accountHourly + out.accountHourly, before.old_hours);
+      assert.deepEqual([after.old_hours, after.hours, after.days], [0, before.hours - before.old_hours, before.days]);
+      // Over 400 days on, the daily ones go too.
+      const late = await store.sweep(Date.parse('2027-05-01T12:00:00Z'));
+      assert.equal(late.accountDaily, before.days);
+      assert.deepEqual(await count(), { old_hours: 0, hours: 0, days: 0 });
+    });
+  });
+}
