@@ -46,21 +46,13 @@ const CHUNK = 1000;
 const UNSAFE_METHOD_CHARS = /[^\x20-\x7e]/g;
 
 /** One (account, key, network, method, hour) in memory. */
-export interface Row {
+export interface Row extends Counts {
   userId: string;
   keyId: string;
   network: string;
   method: string;
   /** Start of the UTC hour, epoch ms. */
   hour: number;
-  requests: number;
-  computeUnits: number;
-  errorsNode: number;
-  errorsUpstream: number;
-  /** By REFUSAL_REASONS. */
-  refused: number[];
-  /** Counts per histogram bucket (histogram.ts). */
-  latency: number[];
 }
 
 /** What one flush takes: every row recorded since the last one. */
@@ -192,12 +184,7 @@ export class AnalyticsRecorder {
         this.#rows.set(id, r);
         continue;
       }
-      now.requests += r.requests;
-      now.computeUnits += r.computeUnits;
-      now.errorsNode += r.errorsNode;
-      now.errorsUpstream += r.errorsUpstream;
-      mergeInto(now.refused, r.refused);
-      mergeInto(now.latency, r.latency);
+      addCounts(now, r);
     }
   }
 
@@ -254,6 +241,28 @@ export class AnalyticsRecorder {
 }
 
 /** Rows summed by `idOf`: counters added, histograms merged (copies: `rows` stay as they are); in id order (locks). */
+/** What an analytics row counts: its counters, refusals by reason and latency histogram (C46). */
+export interface Counts {
+  requests: number;
+  computeUnits: number;
+  errorsNode: number;
+  errorsUpstream: number;
+  /** By REFUSAL_REASONS. */
+  refused: number[];
+  /** Counts per histogram bucket (histogram.ts). */
+  latency: number[];
+}
+
+/** Adds `from`'s counts into `into`: counters summed, refusals and histogram bucket by bucket. */
+export function addCounts(into: Counts, from: Counts): void {
+  into.requests += from.requests;
+  into.computeUnits += from.computeUnits;
+  into.errorsNode += from.errorsNode;
+  into.errorsUpstream += from.errorsUpstream;
+  mergeInto(into.refused, from.refused);
+  mergeInto(into.latency, from.latency);
+}
+
 function sumRows<R extends Row>(rows: R[], idOf: (r: R) => string): R[] {
   const sums = new Map<string, R>();
   for (const r of rows) {
@@ -263,12 +272,7 @@ function sumRows<R extends Row>(rows: R[], idOf: (r: R) => string): R[] {
       sums.set(id, { ...r, refused: [...r.refused], latency: [...r.latency] });
       continue;
     }
-    s.requests += r.requests;
-    s.computeUnits += r.computeUnits;
-    s.errorsNode += r.errorsNode;
-    s.errorsUpstream += r.errorsUpstream;
-    mergeInto(s.refused, r.refused);
-    mergeInto(s.latency, r.latency);
+    addCounts(s, r);
   }
   return [...sums.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, r]) => r);
 }

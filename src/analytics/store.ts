@@ -4,8 +4,8 @@ import { PeriodicJob } from '../jobs/periodic.ts';
 import { StorageOutageLog } from '../jobs/storage-outage.ts';
 import { deleteInBatches } from '../storage/batched-delete.ts';
 import type { Db } from '../storage/db.ts';
-import { addStoredLatencies, latencyBucketsSql, mergeInto, percentile } from './histogram.ts';
-import { COUNTERS, REFUSAL_REASONS } from './recorder.ts';
+import { addStoredLatencies, latencyBucketsSql, percentile } from './histogram.ts';
+import { addCounts, COUNTERS, type Counts, REFUSAL_REASONS } from './recorder.ts';
 
 const HOUR_MS = 3_600_000;
 const DAY_MS = 86_400_000;
@@ -47,14 +47,7 @@ export interface Analytics {
   byNetwork: Array<{ network: string; requests: number; errorRate: number; p95Ms: number | null }>;
 }
 
-interface Sum {
-  requests: number;
-  computeUnits: number;
-  errorsNode: number;
-  errorsUpstream: number;
-  refused: number[];
-  latency: number[];
-}
+type Sum = Counts;
 const emptySum = (): Sum => ({ requests: 0, computeUnits: 0, errorsNode: 0, errorsUpstream: 0, refused: [0, 0, 0, 0, 0, 0], latency: [] });
 
 /** A row of a grouping set: the columns not grouped are null. */
@@ -236,13 +229,13 @@ export class AnalyticsStore {
       };
       addStoredLatencies(row.latency, r.latency);
       if (r.bucket !== null) {
-        addSum(into(sets.perBucket, Number(r.bucket)), row);
-        addSum(fromBuckets, row);
+        addCounts(into(sets.perBucket, Number(r.bucket)), row);
+        addCounts(fromBuckets, row);
         continue;
       }
-      addSum(fromDays, row);
-      addSum(into(sets.perMethod, r.method as string), row);
-      addSum(into(sets.perNetwork, r.network as string), row);
+      addCounts(fromDays, row);
+      addCounts(into(sets.perMethod, r.method as string), row);
+      addCounts(into(sets.perNetwork, r.network as string), row);
       // byKey shows no latency: counters only.
       const k = into(sets.perKey, r.key_id as string);
       k.requests += row.requests;
@@ -290,15 +283,6 @@ interface Sets {
 }
 const emptySets = (): Sets => ({ perBucket: new Map(), perMethod: new Map(), perKey: new Map(), perNetwork: new Map() });
 
-/** Adds `from` into `into` (counters and histogram). */
-function addSum(into: Sum, from: Sum): void {
-  into.requests += from.requests;
-  into.computeUnits += from.computeUnits;
-  into.errorsNode += from.errorsNode;
-  into.errorsUpstream += from.errorsUpstream;
-  mergeInto(into.refused, from.refused);
-  mergeInto(into.latency, from.latency);
-}
 
 /** Whether two sums hold the same counters and histogram (trailing empty buckets aside). */
 function sameSum(a: Sum, b: Sum): boolean {
