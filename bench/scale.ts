@@ -29,6 +29,8 @@ const { values: args } = parseArgs({
     // No 2H step: the keys and REST paths measured on the gateway of the last start at H (quicker; no sweep of the 2H rows beside them).
     'skip-2h': { type: 'boolean', default: false },
     base: { type: 'string', default: process.env.BENCH_PG ?? 'postgres://root@127.0.0.1:5432' },
+    // Each gateway started writes a V8 CPU profile into this directory when it stops (--cpu-prof).
+    profile: { type: 'string' },
   },
 });
 const ACCOUNTS = Number(args.accounts);
@@ -81,7 +83,7 @@ interface Gateway {
 async function startGateway(upstream: string, adminToken: string, timeoutMs = 120_000): Promise<Gateway> {
   const port = await freePort();
   const t0 = performance.now();
-  const child = startChild('gateway', process.execPath, ['dist/main.js'], {
+  const child = startChild('gateway', process.execPath, [...(args.profile ? ['--cpu-prof', `--cpu-prof-dir=${args.profile}`] : []), 'dist/main.js'], {
     role: 'target',
     env: {
       ...process.env,
@@ -111,6 +113,16 @@ async function startGateway(upstream: string, adminToken: string, timeoutMs = 12
     await new Promise((r) => setTimeout(r, 20));
   }
   return { child, url, readyMs: performance.now() - t0 };
+}
+
+/** CPU time (user + system) of `child`'s process so far, in ms, from /proc (clock ticks of 10 ms). */
+function cpuMs(child: Child): number {
+  try {
+    const fields = readFileSync(`/proc/${child.pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  } catch {
+    return Number.NaN;
+  }
 }
 
 function rssMb(child: Child): number {
@@ -388,11 +400,16 @@ async function main(): Promise<void> {
     for (const [label, days, path] of paths) {
       // Cold: every request a query not asked before (account i % BENCH_ACCOUNTS, the period i / BENCH_ACCOUNTS days back),
       // so no kept answer and no query under way can serve it. Warm: one query asked again and again (a dashboard polling).
+      let cpu = cpuMs(g2.child);
       const cold = await run(n, 8, (i) => get(auths[i % BENCH_ACCOUNTS]!, path(days, Math.floor(i / BENCH_ACCOUNTS) % 28)));
-      const warm = await run(Math.max(n, 2000), 8, () => get(auths[0]!, path(days, 0)));
+      const coldCpu = (cpuMs(g2.child) - cpu) / n;
+      const warmN = Math.max(n, 2000);
+      cpu = cpuMs(g2.child);
+      const warm = await run(warmN, 8, () => get(auths[0]!, path(days, 0)));
+      const warmCpu = (cpuMs(g2.child) - cpu) / warmN;
       out(
-        `${label.padEnd(32)} 8 in parallel: cold p50 ${ms(p(cold.lat, 0.5))} p99 ${ms(p(cold.lat, 0.99))} ${cold.perSecond.toFixed(0)} req/s;` +
-          `  warm p50 ${ms(p(warm.lat, 0.5))} p99 ${ms(p(warm.lat, 0.99))} ${warm.perSecond.toFixed(0)} req/s`,
+        `${label.padEnd(32)} 8 in parallel: cold p50 ${ms(p(cold.lat, 0.5))} p99 ${ms(p(cold.lat, 0.99))} ${cold.perSecond.toFixed(0)} req/s ${coldCpu.toFixed(2)} ms gateway CPU each;` +
+          `  warm p50 ${ms(p(warm.lat, 0.5))} p99 ${ms(p(warm.lat, 0.99))} ${warm.perSecond.toFixed(0)} req/s ${warmCpu.toFixed(2)} ms CPU each`,
       );
     }
     out(`gateway RSS after the run: ${rssMb(g2.child).toFixed(0)} MiB`);
