@@ -1,4 +1,4 @@
-import { sql } from 'drizzle-orm';
+import { type SQL, sql } from 'drizzle-orm';
 import { ApiKeyRevokedError, InvalidApiKeyError, KeyAccessDeniedError, MethodNotSupportedError, NetworkNotAllowedError, QuotaExceededError, RateLimitedError, type RpcError } from '../errors/rpc.ts';
 import type { Db } from '../storage/db.ts';
 import { BUCKETS, bucketOf, encodeLatency, mergeInto, mergeLatencySql } from './histogram.ts';
@@ -286,24 +286,33 @@ function sqlCounts(r: Row) {
 export const COUNTERS = ['requests', 'compute_units', 'errors_node', 'errors_upstream', 'refused_rate', 'refused_quota', 'refused_key', 'refused_network', 'refused_method', 'refused_access'] as const;
 
 /**
- * INSERT ... ON CONFLICT on (series, period) that adds counters (NULL stands for zero) and merges
- * histograms bucket by bucket (histogram.ts). The series were numbered just before; a row whose
- * account is gone finds none and is dropped.
+ * The ON CONFLICT clause of every analytics upsert: on `target` the stored row gets the new counters
+ * added (NULL stands for zero) and the histograms merged bucket by bucket (histogram.ts), so
+ * instances writing the same row never overwrite one another (C46).
+ */
+function addOnConflict(table: string, target: SQL) {
+  const adds = sql.raw(COUNTERS.map((c) => `${c} = coalesce(${table}.${c} + excluded.${c}, ${table}.${c}, excluded.${c})`).join(', '));
+  return sql`on conflict (${target}) do update set
+      ${adds},
+      latency = ${mergeLatencySql(sql.raw(`${table}.latency`), sql`excluded.latency`)}`;
+}
+
+/**
+ * INSERT ... ON CONFLICT on (series, period) that adds counters and merges histograms
+ * (`addOnConflict`). The series were numbered just before; a row whose account is gone finds none
+ * and is dropped.
  */
 function upsert(table: 'analytics_hours' | 'analytics_days', period: 'hour' | 'day', values: ReturnType<typeof sql>[]) {
   const t = sql.raw(table);
   const p = sql.raw(period);
   const cols = sql.raw(COUNTERS.join(', '));
-  const adds = sql.raw(COUNTERS.map((c) => `${c} = coalesce(${table}.${c} + excluded.${c}, ${table}.${c}, excluded.${c})`).join(', '));
   return sql`
     insert into ${t} (series, ${p}, ${cols}, latency)
     select s.id, v.${p}, ${sql.raw(COUNTERS.map((c) => `nullif(v.${c}, 0)`).join(', '))}, v.latency
     from (values ${sql.join(values, sql`, `)}) as v(user_id, key_id, network, method, ${p}, ${cols}, latency)
     join analytics_series s on (s.user_id, s.key_id, s.network, s.method) = (v.user_id, v.key_id, v.network, v.method)
     order by s.id, v.${p}
-    on conflict (series, ${p}) do update set
-      ${adds},
-      latency = ${mergeLatencySql(sql.raw(`${table}.latency`), sql`excluded.latency`)}`;
+    ${addOnConflict(table, sql`series, ${p}`)}`;
 }
 
 /**
@@ -314,14 +323,11 @@ function upsertAccount(table: 'analytics_account_hours' | 'analytics_account_day
   const t = sql.raw(table);
   const p = sql.raw(period);
   const cols = sql.raw(COUNTERS.join(', '));
-  const adds = sql.raw(COUNTERS.map((c) => `${c} = coalesce(${table}.${c} + excluded.${c}, ${table}.${c}, excluded.${c})`).join(', '));
   return sql`
     insert into ${t} (user_id, ${p}, ${cols}, latency)
     select v.user_id, v.${p}, ${sql.raw(COUNTERS.map((c) => `nullif(v.${c}, 0)`).join(', '))}, v.latency
     from (values ${sql.join(values, sql`, `)}) as v(user_id, ${p}, ${cols}, latency)
     where exists (select 1 from users u where u.id = v.user_id)
     order by v.user_id, v.${p}
-    on conflict (user_id, ${p}) do update set
-      ${adds},
-      latency = ${mergeLatencySql(sql.raw(`${table}.latency`), sql`excluded.latency`)}`;
+    ${addOnConflict(table, sql`user_id, ${p}`)}`;
 }
