@@ -13,7 +13,7 @@ import { findNginx, startNginx } from './nginx.ts';
 import { type Comparison, interleaved, openLoopTail, type PairTarget } from './pairs.ts';
 import { hotFunctions } from './profile.ts';
 import { recordingCost } from './analytics-record.ts';
-import { redisClusterSkip, startRedisCluster } from './redis-cluster.ts';
+import { redisClusterSkip, startRedisCluster } from '../test/support/redis-cluster.ts';
 import { machineLine, type Row, table, verdicts } from './report.ts';
 // @ts-expect-error: a plain .mjs build script without type declarations
 import { build } from '../scripts/build.mjs';
@@ -67,7 +67,8 @@ const GATEWAY_VARIANTS: GatewayVariant[] = [
     },
   },
   {
-    // Its own 3-primary Redis Cluster (bench/redis-cluster.ts), started for this row and stopped after it.
+    // Its own 3-primary Redis Cluster (test/support/redis-cluster.ts, as the tests start one), started
+    // for this row and stopped after it.
     label: 'gateway, limits on Redis Cluster',
     account: { tier: 'free', limits: UNREACHABLE },
     config: { ...NO_CACHE, ...LIMITS },

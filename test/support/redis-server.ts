@@ -31,7 +31,8 @@ export interface OwnRedis {
   close(): Promise<void>;
 }
 
-async function freePort(): Promise<number> {
+/** A free TCP port on 127.0.0.1 (free when asked; taken by whoever listens first after). */
+export async function freePort(): Promise<number> {
   const srv = net.createServer();
   srv.listen(0, '127.0.0.1');
   await once(srv, 'listening');
@@ -57,31 +58,54 @@ function answersPing(port: number): Promise<boolean> {
   });
 }
 
+/**
+ * One `redis-server` on a loopback `port`, nothing saved, `args` added to its command line (a
+ * Redis Cluster node's settings): the process under {@link startOwnRedis} and each primary of
+ * `startRedisCluster` (redis-cluster.ts).
+ */
+export interface RedisProcess {
+  /** Starts it (again after `kill`, on the same port); resolves once it answers PING. */
+  launch: () => Promise<void>;
+  /** SIGKILL: gone at once, its data with it. */
+  kill: () => Promise<void>;
+  /** SIGSTOP: connections stay open and nothing answers. */
+  freeze: () => void;
+  /** SIGCONT after `freeze`. */
+  thaw: () => void;
+}
+
+export function redisProcess(port: number, args: string[] = []): RedisProcess {
+  let child: ChildProcess | undefined;
+  return {
+    launch: async () => {
+      child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', ...args], { stdio: 'ignore' });
+      await waitFor(() => answersPing(port), { what: `redis-server on port ${port}` });
+    },
+    kill: async () => {
+      const c = child;
+      child = undefined;
+      if (!c || c.exitCode !== null || c.signalCode !== null) return;
+      const exited = once(c, 'exit');
+      c.kill('SIGCONT');
+      c.kill('SIGKILL');
+      await exited;
+    },
+    freeze: () => void child?.kill('SIGSTOP'),
+    thaw: () => void child?.kill('SIGCONT'),
+  };
+}
+
 export async function startOwnRedis(): Promise<OwnRedis> {
   const port = await freePort();
-  let child: ChildProcess | undefined;
-  const launch = async () => {
-    const c = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
-    child = c;
-    await waitFor(() => answersPing(port), { what: `redis-server on port ${port}` });
-  };
-  const kill = async () => {
-    const c = child;
-    child = undefined;
-    if (!c || c.exitCode !== null || c.signalCode !== null) return;
-    const exited = once(c, 'exit');
-    c.kill('SIGCONT');
-    c.kill('SIGKILL');
-    await exited;
-  };
-  await launch();
+  const server = redisProcess(port);
+  await server.launch();
   return {
     url: `redis://127.0.0.1:${port}`,
     port,
-    kill,
-    freeze: () => void child?.kill('SIGSTOP'),
-    thaw: () => void child?.kill('SIGCONT'),
-    restart: launch,
-    close: kill,
+    kill: server.kill,
+    freeze: server.freeze,
+    thaw: server.thaw,
+    restart: server.launch,
+    close: server.kill,
   };
 }
