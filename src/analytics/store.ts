@@ -4,7 +4,7 @@ import { PeriodicJob } from '../jobs/periodic.ts';
 import { StorageOutageLog } from '../jobs/storage-outage.ts';
 import { deleteInBatches } from '../storage/batched-delete.ts';
 import type { Db } from '../storage/db.ts';
-import { addStoredLatencies, latencyBucketsSql, percentile } from './histogram.ts';
+import { addStoredLatencies, latencyBucketsSql, percentile, percentiles } from './histogram.ts';
 import { addCounts, COUNTERS, type Counts, REFUSAL_REASONS } from './recorder.ts';
 
 const HOUR_MS = 3_600_000;
@@ -293,6 +293,8 @@ function sameSum(a: Sum, b: Sum): boolean {
   return true;
 }
 
+const QUANTILES = [0.5, 0.95, 0.99] as const;
+
 /** The answer (C46) from the sums of the period's buckets, methods, keys and networks. */
 function answer(q: AnalyticsQuery, { perBucket, perMethod, perKey, perNetwork }: Sets, names: unknown): Analytics {
   const keyNames = new Map((names as { rows: Array<{ id: string; name: string }> }).rows.map((r) => [r.id, r.name]));
@@ -303,14 +305,16 @@ function answer(q: AnalyticsQuery, { perBucket, perMethod, perKey, perNetwork }:
   const series: Analytics['series'] = [];
   for (let t = from; t < to; t += step) {
     const s = perBucket.get(t) ?? emptySum();
-    const refused = Object.fromEntries(REFUSAL_REASONS.map((reason, i) => [reason, s.refused[i] ?? 0])) as Refused;
+    const refused = {} as Refused;
+    for (let i = 0; i < REFUSAL_REASONS.length; i++) refused[REFUSAL_REASONS[i] as keyof Refused] = s.refused[i] ?? 0;
+    const [p50, p95, p99] = percentiles(s.latency, QUANTILES);
     series.push({
       start: new Date(t).toISOString(),
       requests: s.requests,
       computeUnits: s.computeUnits,
       errors: { node: s.errorsNode, upstream: s.errorsUpstream },
       refused,
-      latencyMs: { p50: percentile(s.latency, 0.5), p95: percentile(s.latency, 0.95), p99: percentile(s.latency, 0.99) },
+      latencyMs: { p50: p50 ?? null, p95: p95 ?? null, p99: p99 ?? null },
     });
   }
   const topMethods = [...perMethod]

@@ -429,8 +429,7 @@ const DAY_MS = 86_400_000;
 /** Every UTC day from `start` to `end` inclusive, as YYYY-MM-DD. */
 export function daysBetween(start: string, end: string): string[] {
   const out: string[] = [];
-  for (let t = Date.parse(`${start}T00:00:00Z`); t <= Date.parse(`${end}T00:00:00Z`); t += DAY_MS) {
-    out.push(new Date(t).toISOString().slice(0, 10));
-  }
+  const last = Date.parse(`${end}T00:00:00Z`);
+  for (let t = Date.parse(`${start}T00:00:00Z`); t <= last; t += DAY_MS) out.push(new Date(t).toISOString().slice(0, 10));
   return out;
 }

@@ -1,7 +1,7 @@
 // C46: the latency histogram: fixed log buckets, mergeable, percentiles from merged counts.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { addStoredLatencies, BUCKETS, bucketHigh, bucketLow, bucketOf, bucketValue, decodeLatency, encodeLatency, mergeInto, percentile } from '../../src/analytics/histogram.ts';
+import { addStoredLatencies, BUCKETS, bucketHigh, bucketLow, bucketOf, bucketValue, decodeLatency, encodeLatency, mergeInto, percentile, percentiles } from '../../src/analytics/histogram.ts';
 
 describe('latency histogram (C46)', () => {
   test('every latency falls in a bucket whose reported value is within 9.5% of it', () => {
@@ -31,6 +31,25 @@ describe('latency histogram (C46)', () => {
     // Averaging the two instances' p95 (2 and 500) would say 251 ms, which no call took.
     assert.notEqual(percentile(merged, 0.95), (percentile(fast, 0.95)! + percentile(slow, 0.95)!) / 2);
     assert.equal(percentile([], 0.5), null);
+  });
+
+  test('percentiles in one pass: each the nearest rank of the latencies themselves, as its bucket value', () => {
+    for (let round = 0; round < 200; round++) {
+      const latencies = Array.from({ length: 1 + Math.floor(Math.random() * 300) }, () => Math.exp(Math.random() * 12) / 20);
+      const counts: number[] = [];
+      for (const ms of latencies) {
+        const i = bucketOf(ms);
+        for (let k = counts.length; k <= i; k++) counts.push(0);
+        counts[i] = (counts[i] as number) + 1;
+      }
+      const sorted = [...latencies].sort((a, b) => a - b);
+      const qs = [0.01, 0.5, 0.95, 0.99, 1];
+      // Nearest rank: the ceil(q * n)-th smallest latency, reported as its bucket's value.
+      const want = qs.map((q) => bucketValue(bucketOf(sorted[Math.max(1, Math.ceil(q * sorted.length)) - 1] as number)));
+      assert.deepEqual(percentiles(counts, qs), want);
+      assert.deepEqual(qs.map((q) => percentile(counts, q)), want);
+    }
+    assert.deepEqual(percentiles([0, 0], [0.5, 0.99]), [null, null]);
   });
 
   test('stored sparse: a width byte, then (bucket, count) for each non-empty bucket, read back the same', () => {
