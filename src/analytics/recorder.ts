@@ -240,7 +240,6 @@ export class AnalyticsRecorder {
   }
 }
 
-/** Rows summed by `idOf`: counters added, histograms merged (copies: `rows` stay as they are); in id order (locks). */
 /** What an analytics row counts: its counters, refusals by reason and latency histogram (C46). */
 export interface Counts {
   requests: number;
@@ -263,6 +262,7 @@ export function addCounts(into: Counts, from: Counts): void {
   mergeInto(into.latency, from.latency);
 }
 
+/** Rows summed by `idOf`: counters added, histograms merged (copies: `rows` stay as they are); in id order (locks). */
 function sumRows<R extends Row>(rows: R[], idOf: (r: R) => string): R[] {
   const sums = new Map<string, R>();
   for (const r of rows) {
