@@ -1,19 +1,7 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
-import net from 'node:net';
 import { anvilBinary } from '../../src/devnet/anvil.ts';
-import { waitFor } from './wait.ts';
-
-/** A free TCP port on 127.0.0.1 (free when asked; taken by whoever listens first after). */
-export async function freePort(): Promise<number> {
-  const srv = net.createServer();
-  srv.listen(0, '127.0.0.1');
-  await once(srv, 'listening');
-  const { port } = srv.address() as net.AddressInfo;
-  srv.close();
-  await once(srv, 'close');
-  return port;
-}
+import { freePort, waitFor } from './wait.ts';
 
 export interface BareAnvil {
   /** Its HTTP JSON-RPC URL. */

@@ -3,8 +3,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
-import { freePort, redisProcess } from './redis-server.ts';
-import { waitFor } from './wait.ts';
+import { redisProcess } from './redis-server.ts';
+import { freePort, waitFor } from './wait.ts';
 
 export { hasRedisServer } from './redis-server.ts';
 

@@ -1,7 +1,7 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { once } from 'node:events';
 import net from 'node:net';
-import { waitFor } from './wait.ts';
+import { freePort, waitFor } from './wait.ts';
 
 /** Whether a `redis-server` binary is on PATH (Debian: `apt-get install -y redis-server`). */
 export function hasRedisServer(): boolean {
@@ -29,17 +29,6 @@ export interface OwnRedis {
   /** Starts it again on the same port (after `kill`), empty; resolves once it accepts connections. */
   restart(): Promise<void>;
   close(): Promise<void>;
-}
-
-/** A free TCP port on 127.0.0.1 (free when asked; taken by whoever listens first after). */
-export async function freePort(): Promise<number> {
-  const srv = net.createServer();
-  srv.listen(0, '127.0.0.1');
-  await once(srv, 'listening');
-  const { port } = srv.address() as net.AddressInfo;
-  srv.close();
-  await once(srv, 'close');
-  return port;
 }
 
 function answersPing(port: number): Promise<boolean> {

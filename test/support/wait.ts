@@ -1,3 +1,5 @@
+import { once } from 'node:events';
+import net from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 export interface WaitOptions {
@@ -26,4 +28,15 @@ export async function waitFor<T>(
     if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
     await sleep(intervalMs);
   }
+}
+
+/** A free TCP port on 127.0.0.1 (free when asked; taken by whoever listens first after). */
+export async function freePort(): Promise<number> {
+  const srv = net.createServer();
+  srv.listen(0, '127.0.0.1');
+  await once(srv, 'listening');
+  const { port } = srv.address() as net.AddressInfo;
+  srv.close();
+  await once(srv, 'close');
+  return port;
 }
