@@ -1,30 +1,28 @@
 import { createHmac, type KeyObject, timingSafeEqual } from 'node:crypto';
 
-/** Why a token was refused: `expired` (C5: TOKEN_EXPIRED) or anything else (`invalid`). */
-export class TokenRefused extends Error {
-  constructor(readonly reason: 'invalid' | 'expired') {
-    super(reason === 'expired' ? 'token expired' : 'token invalid');
-  }
-}
+/** A token's claims, or why it was refused: `expired` (C5: TOKEN_EXPIRED) or anything else (`invalid`). */
+export type Verified = { ok: true; claims: Record<string, unknown> } | { ok: false; reason: 'invalid' | 'expired' };
+const INVALID: Verified = { ok: false, reason: 'invalid' };
+const EXPIRED: Verified = { ok: false, reason: 'expired' };
 
 const PART = /^[A-Za-z0-9_-]+$/;
 /** An HMAC-SHA256 is 32 bytes: 43 base64url characters without padding. */
 const SIGNATURE_CHARS = 43;
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
-function json(part: string): Record<string, unknown> {
+/** The JSON object a part holds, or undefined. */
+function json(part: string): Record<string, unknown> | undefined {
   let value: unknown;
   try {
     value = JSON.parse(utf8.decode(Buffer.from(part, 'base64url')));
   } catch {
-    throw new TokenRefused('invalid');
+    return undefined;
   }
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new TokenRefused('invalid');
-  return value as Record<string, unknown>;
+  return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : undefined;
 }
 
 /**
- * Verifies a compact HS256 JWT in one synchronous step (node:crypto) and returns its claims.
+ * Verifies a compact HS256 JWT in one synchronous step (node:crypto): its claims, or why not.
  *
  * Issue 28: every REST call behind the bearer hook verifies its access token. jose's `jwtVerify`
  * goes through WebCrypto, whose HMAC runs as a thread-pool job with promises around it: ~50 µs of
@@ -39,23 +37,24 @@ function json(part: string): Record<string, unknown> {
  *   number, `nbf` (if present) a number not after now, `exp` a number after now (else `expired`).
  * Signing stays with jose (tokens.ts): it runs once per login or refresh.
  */
-export function verifyHs256(token: string, key: KeyObject, opts: { issuer: string; required: readonly string[]; nowS?: number }): Record<string, unknown> {
+export function verifyHs256(token: string, key: KeyObject, opts: { issuer: string; required: readonly string[]; nowS?: number }): Verified {
   const parts = token.split('.');
-  if (parts.length !== 3) throw new TokenRefused('invalid');
+  if (parts.length !== 3) return INVALID;
   const [h, p, s] = parts as [string, string, string];
-  if (!PART.test(h) || !PART.test(p) || s.length !== SIGNATURE_CHARS || !PART.test(s)) throw new TokenRefused('invalid');
+  if (!PART.test(h) || !PART.test(p) || s.length !== SIGNATURE_CHARS || !PART.test(s)) return INVALID;
   const header = json(h);
-  if (header.alg !== 'HS256' || Object.hasOwn(header, 'crit')) throw new TokenRefused('invalid');
+  if (header?.alg !== 'HS256' || Object.hasOwn(header, 'crit')) return INVALID;
   const expected = Buffer.from(createHmac('sha256', key).update(`${h}.${p}`).digest('base64url'));
-  if (!timingSafeEqual(expected, Buffer.from(s))) throw new TokenRefused('invalid');
+  if (!timingSafeEqual(expected, Buffer.from(s))) return INVALID;
   const claims = json(p);
-  for (const c of opts.required) if (!Object.hasOwn(claims, c)) throw new TokenRefused('invalid');
-  if (claims.iss !== opts.issuer) throw new TokenRefused('invalid');
+  if (!claims) return INVALID;
+  for (const c of opts.required) if (!Object.hasOwn(claims, c)) return INVALID;
+  if (claims.iss !== opts.issuer) return INVALID;
   const now = opts.nowS ?? Math.floor(Date.now() / 1000);
   const { iat, nbf, exp } = claims;
-  if (iat !== undefined && typeof iat !== 'number') throw new TokenRefused('invalid');
-  if (nbf !== undefined && (typeof nbf !== 'number' || nbf > now)) throw new TokenRefused('invalid');
-  if (exp !== undefined && typeof exp !== 'number') throw new TokenRefused('invalid');
-  if (typeof exp === 'number' && exp <= now) throw new TokenRefused('expired');
-  return claims;
+  if (iat !== undefined && typeof iat !== 'number') return INVALID;
+  if (nbf !== undefined && (typeof nbf !== 'number' || nbf > now)) return INVALID;
+  if (exp !== undefined && typeof exp !== 'number') return INVALID;
+  if (typeof exp === 'number' && exp <= now) return EXPIRED;
+  return { ok: true, claims };
 }

@@ -2,7 +2,7 @@ import { createHash, createSecretKey, type KeyObject, randomUUID, webcrypto } fr
 import { and, eq, isNull } from 'drizzle-orm';
 import { SignJWT } from 'jose';
 import { HttpError } from '../errors/http.ts';
-import { TokenRefused, verifyHs256 } from './jwt-verify.ts';
+import { verifyHs256 } from './jwt-verify.ts';
 import type { Db } from '../storage/db.ts';
 import { refreshTokens } from './schema.ts';
 
@@ -82,13 +82,12 @@ export class TokenService {
   }
 
   async #verify(token: string, typ: 'access' | 'refresh') {
-    let payload: Record<string, unknown>;
-    try {
-      payload = verifyHs256(token, this.#verifyKey, { issuer: this.#opts.issuer, required: REQUIRED_CLAIMS });
-    } catch (err) {
-      if (err instanceof TokenRefused && err.reason === 'expired') throw new HttpError('TOKEN_EXPIRED', `The ${typ} token has expired`);
+    const verified = verifyHs256(token, this.#verifyKey, { issuer: this.#opts.issuer, required: REQUIRED_CLAIMS });
+    if (!verified.ok) {
+      if (verified.reason === 'expired') throw new HttpError('TOKEN_EXPIRED', `The ${typ} token has expired`);
       throw new HttpError('UNAUTHORIZED', `Invalid ${typ} token`);
     }
+    const payload = verified.claims;
     if (payload.typ !== typ || typeof payload.sub !== 'string' || typeof payload.jti !== 'string' || typeof payload.fam !== 'string') {
       throw new HttpError('UNAUTHORIZED', `Invalid ${typ} token`);
     }
