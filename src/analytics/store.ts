@@ -283,7 +283,6 @@ interface Sets {
 }
 const emptySets = (): Sets => ({ perBucket: new Map(), perMethod: new Map(), perKey: new Map(), perNetwork: new Map() });
 
-
 /** Whether two sums hold the same counters and histogram (trailing empty buckets aside). */
 function sameSum(a: Sum, b: Sum): boolean {
   if (a.requests !== b.requests || a.computeUnits !== b.computeUnits || a.errorsNode !== b.errorsNode || a.errorsUpstream !== b.errorsUpstream) return false;

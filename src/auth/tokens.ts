@@ -2,8 +2,8 @@ import { createHash, createSecretKey, type KeyObject, randomUUID, webcrypto } fr
 import { and, eq, isNull } from 'drizzle-orm';
 import { SignJWT } from 'jose';
 import { HttpError } from '../errors/http.ts';
-import { verifyHs256 } from './jwt-verify.ts';
 import type { Db } from '../storage/db.ts';
+import { verifyHs256 } from './jwt-verify.ts';
 import { refreshTokens } from './schema.ts';
 
 export interface TokenPair {
@@ -32,7 +32,7 @@ export interface TokenOptions {
  * detection (C5) survive a restart and hold across instances.
  */
 export class TokenService {
-  /** Imported once: a raw key makes jose import it again at every sign and verify (about half their cost). */
+  /** Signing only, imported once: a raw key makes jose import it again at every sign (about half its cost). */
   readonly #key: Promise<CryptoKey>;
   /** The same key for verifying, synchronously (jwt-verify.ts). */
   readonly #verifyKey: KeyObject;
@@ -44,7 +44,7 @@ export class TokenService {
     this.#opts = opts;
     // Derive a dedicated signing key so the configured secret is never used raw elsewhere.
     const raw = createHash('sha256').update(`junction-jwt:${opts.secret}`).digest();
-    this.#key = webcrypto.subtle.importKey('raw', raw, { name: 'HMAC', hash: 'SHA-256' }, false, ['sign', 'verify']);
+    this.#key = webcrypto.subtle.importKey('raw', raw, { name: 'HMAC', hash: 'SHA-256' }, false, ['sign']);
     this.#verifyKey = createSecretKey(raw);
   }
 
