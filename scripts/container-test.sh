@@ -230,7 +230,10 @@ done
 wait "${callers[@]}"
 passed=$(cat "$WORK"/status.* | grep -c '^200$' || true)
 refused=$(cat "$WORK"/status.* | grep -c '^429$' || true)
-[ "$passed" = "$LIMIT" ] && [ "$refused" = $((30 - LIMIT)) ] || fail "shared limit $LIMIT: $passed passed, $refused refused ($(sort "$WORK"/status.* | uniq -c | xargs))"
+if [ "$passed" != "$LIMIT" ] || [ "$refused" != $((30 - LIMIT)) ]; then
+  for c in junction-ct-a junction-ct-b; do echo "[container] $c, its last lines:" >&2; "${P[@]}" logs "$c" 2>&1 | tail -8 >&2; done
+  fail "shared limit $LIMIT: $passed passed, $refused refused ($(sort "$WORK"/status.* | uniq -c | xargs))"
+fi
 say "two containers, one key limited to $LIMIT/min: 30 concurrent calls, $passed passed, $refused refused (429)"
 "${P[@]}" stop -t 60 junction-ct-a >/dev/null
 code=$("${P[@]}" inspect --format '{{.State.ExitCode}}' junction-ct-a)

@@ -22,7 +22,8 @@ export function isCluster(redis: RedisClient): redis is Cluster {
  */
 export async function openRedis(url: string, opts: RedisOptions = {}): Promise<Redis> {
   // Loaded only when configured: an embedded start does not pay for the client.
-  const { Redis } = await import('ioredis');
+  const { Redis, Command } = await import('ioredis');
+  readIoBeforeTimingOut(Command.prototype as unknown as TimedCommand);
   const redis = new Redis(url, { lazyConnect: true, ...clientOptions(opts) });
   await connectOrThrow(redis);
   return redis;
@@ -34,7 +35,8 @@ export async function openRedis(url: string, opts: RedisOptions = {}): Promise<R
  * The same C48 rules as a single Redis: no offline queue, a bounded wait per command.
  */
 export async function openRedisCluster(nodes: readonly string[], opts: RedisOptions = {}): Promise<Cluster> {
-  const { Cluster } = await import('ioredis');
+  const { Cluster, Command } = await import('ioredis');
+  readIoBeforeTimingOut(Command.prototype as unknown as TimedCommand);
   const first = new URL(nodes[0] ?? 'redis://127.0.0.1:6379');
   const cluster = new Cluster(
     nodes.map((n) => {
@@ -59,6 +61,37 @@ export async function openRedisCluster(nodes: readonly string[], opts: RedisOpti
   );
   await connectOrThrow(cluster);
   return cluster;
+}
+
+/** The fields of an ioredis command its timeout uses (ioredis' `Command`, v5). */
+interface TimedCommand {
+  isResolved: boolean;
+  _commandTimeoutTimer?: NodeJS.Timeout;
+  reject(err: Error): void;
+  setTimeout(ms: number): void;
+}
+
+/**
+ * C48: `commandTimeoutMs` judges Redis, not this process. ioredis' own timer fails a command when
+ * it fires, and after the event loop was busy for longer than the timeout (a burst of first calls
+ * on a slow machine, a long GC) it fires in the loop's timer phase before the poll phase has read
+ * the answer already waiting in the socket: a Redis that answered in a millisecond is taken for a
+ * hung one, and every instance falls back to limits in its own memory. Here the timer, when it
+ * fires, lets the loop read what has arrived (one `setImmediate`: the check phase comes after the
+ * poll phase) and fails the command only if it is still unanswered. The same fields as ioredis'
+ * timer, so its own clean-up on an answer clears this one too.
+ */
+export function readIoBeforeTimingOut(command: TimedCommand): void {
+  if ((command.setTimeout as { readsIoFirst?: boolean }).readsIoFirst) return;
+  const setTimeoutReadingIoFirst = function (this: TimedCommand, ms: number): void {
+    if (this._commandTimeoutTimer) return;
+    this._commandTimeoutTimer = setTimeout(() => {
+      setImmediate(() => {
+        if (!this.isResolved) this.reject(new Error('Command timed out'));
+      });
+    }, ms);
+  };
+  command.setTimeout = Object.assign(setTimeoutReadingIoFirst, { readsIoFirst: true });
 }
 
 function clientOptions(opts: RedisOptions) {

@@ -133,6 +133,26 @@ describe('Redis away: every limit enforced per instance in memory, shared again 
     await sharedLimitHolds();
   });
 
+  test('a busy gateway is not a hung Redis: calls in flight while the event loop is blocked past redis.commandTimeoutMs keep the shared limit', async () => {
+    await bothUp();
+    const { key } = await createKey(a.app, { rateLimit: 4 });
+    let settled = false;
+    const calls = Promise.all(Array.from({ length: 12 }, (_, i) => rpc(i % 2 ? a : b, key))).finally(() => (settled = true));
+    // One turn of the loop (the calls move on by one step: a command sent, an answer read), then
+    // 300 ms of work on this thread, longer than the 250 ms timeout: every command sent meanwhile
+    // has both its answer in the socket and its timer expired when the loop comes back.
+    for (let turn = 0; turn < 40 && !settled; turn++) {
+      await new Promise((r) => setImmediate(r));
+      const until = Date.now() + 300;
+      while (Date.now() < until) {
+        // a synchronous burst: a slow machine's first calls, a long GC
+      }
+    }
+    const s = statuses(await calls);
+    assert.deepEqual([count(s, 200), count(s, 429)], [4, 8], `one shared window of 4 for both instances: ${s.join(' ')}`);
+    for (const t of [a, b]) assert.equal((await redisState(t)).redis.state, 'up', 'Redis answered every command: it was this process that was late');
+  });
+
   test('key changes cross instances again once Redis returns: one made during the outage, and new ones over the resubscribed channel', async () => {
     const { key, id, user } = await createKey(a.app);
     assert.deepEqual(statuses([await rpc(b, key)]), [200], 'b has the key cached');
