@@ -229,6 +229,7 @@ async function seedAccount(db: string, userId: string): Promise<void> {
   // The account's roll-ups, from those rows (the migration's backfill for one account).
   await rollUp(db, 'hour', 's.user_id = $1', [userId]);
   await rollUp(db, 'day', 's.user_id = $1', [userId]);
+  await rollUpParts(db, 's.user_id = $1', [userId]);
 }
 
 /**
@@ -257,6 +258,32 @@ async function rollUp(db: string, period: 'hour' | 'day', where: string, values:
   );
 }
 
+/**
+ * The account's daily roll-up per key, network and method (issue 28, analytics_account_day_parts) of
+ * the daily series rows matching `where`: the SQL of migration 0016's backfill (a key's rows
+ * without a histogram), through the bench's bench_buckets.
+ */
+async function rollUpParts(db: string, where: string, values: unknown[] = []): Promise<void> {
+  const cols = ['requests', 'compute_units', 'errors_node', 'errors_upstream', 'refused_rate', 'refused_quota', 'refused_key', 'refused_network', 'refused_method', 'refused_access'];
+  const part = (kinds: string[]) => `lateral (values ${kinds.map((k) => `('${k}', s.${k === 'key' ? 'key_id' : k})`).join(', ')}) p(kind, name)`;
+  await sqlAt(
+    db,
+    `insert into analytics_account_day_parts (${cols.join(', ')}, user_id, day, kind, name, latency)
+    select ${cols.map((c) => `c.${c}`).join(', ')}, c.user_id, c.day, c.kind, c.name, coalesce(l.latency, ''::bytea)
+    from (select ${cols.map((c) => `nullif(sum(r.${c}), 0) as ${c}`).join(', ')}, s.user_id, r.day, p.kind, p.name
+          from analytics_days r join analytics_series s on s.id = r.series, ${part(['key', 'network', 'method'])} where ${where} group by s.user_id, r.day, p.kind, p.name) c
+    left join (
+      select user_id, day, kind, name, set_byte('\\x00'::bytea, 0, max(w)) || string_agg(set_byte('\\x00'::bytea, 0, i) || substring(int8send(n) from 9 - w), ''::bytea order by i) as latency
+      from (select user_id, day, kind, name, i, n, case when max(n) over p < 256 then 1 when max(n) over p < 65536 then 2 when max(n) over p < 4294967296 then 4 else 8 end as w
+            from (select s.user_id, r.day, p.kind, p.name, b.i, sum(b.n)::int8 as n from analytics_days r join analytics_series s on s.id = r.series, ${part(['network', 'method'])}, bench_buckets(r.latency) b
+                  where ${where} group by s.user_id, r.day, p.kind, p.name, b.i) u
+            where n > 0 window p as (partition by user_id, day, kind, name)) e
+      group by user_id, day, kind, name) l on (l.user_id, l.day, l.kind, l.name) = (c.user_id, c.day, c.kind, c.name)
+    order by c.day, c.user_id, c.kind, c.name on conflict do nothing`,
+    values,
+  );
+}
+
 async function explainStart(db: string): Promise<void> {
   // What a start reads from stored usage (UsageService.quotaUsage, the same SQL).
   const r = await sqlAt(db, `explain (analyze, buffers, costs off, timing off)
@@ -266,7 +293,7 @@ async function explainStart(db: string): Promise<void> {
 }
 
 async function tableSizes(db: string): Promise<void> {
-  for (const t of ['usage_daily', 'usage_account_daily', 'analytics_days', 'analytics_hours', 'analytics_account_days', 'analytics_account_hours', 'analytics_series', 'api_keys']) {
+  for (const t of ['usage_daily', 'usage_account_daily', 'analytics_days', 'analytics_hours', 'analytics_account_days', 'analytics_account_hours', 'analytics_account_day_parts', 'analytics_series', 'api_keys']) {
     const r = await sqlAt(db, `select pg_total_relation_size('${t}')::float8 as bytes, (select count(*) from ${t})::float8 as n`);
     const { bytes, n } = r.rows[0] as { bytes: number; n: number };
     out(`  ${t.padEnd(24)} ${String(n).padStart(10)} rows  ${(bytes / 2 ** 20).toFixed(0).padStart(6)} MiB  ${(bytes / Math.max(1, n)).toFixed(0)} bytes/row`);
@@ -303,7 +330,8 @@ async function main(): Promise<void> {
       const t1 = performance.now();
       await rollUp(DB_URL, 'hour', 'true');
       await rollUp(DB_URL, 'day', 'true');
-      out(`  roll-ups of ${HOURLY_ROWS} hourly and ${USAGE_ROWS} daily rows (migration 0014's backfill SQL) in ${((performance.now() - t1) / 1000).toFixed(1)} s`);
+      await rollUpParts(DB_URL, 'true');
+      out(`  roll-ups of ${HOURLY_ROWS} hourly and ${USAGE_ROWS} daily rows (migrations 0014 and 0016's backfill SQL) in ${((performance.now() - t1) / 1000).toFixed(1)} s`);
       await sqlAt(DB_URL, 'vacuum analyze');
       out(`  seeded in ${((performance.now() - t0) / 1000).toFixed(0)} s`);
     }
@@ -329,6 +357,7 @@ async function main(): Promise<void> {
       await seed(DB_URL, DAYS);
       const t1 = performance.now();
       await rollUp(DB_URL, 'day', `r.day <= current_date - ${DAYS}`);
+      await rollUpParts(DB_URL, `r.day <= current_date - ${DAYS}`);
       out(`  roll-ups of the ${USAGE_ROWS} older daily rows in ${((performance.now() - t1) / 1000).toFixed(1)} s`);
       await sqlAt(DB_URL, 'vacuum analyze usage_daily, usage_account_daily, analytics_account_days');
       const h2 = await starts();
@@ -382,7 +411,7 @@ async function main(): Promise<void> {
       await seedAccount(DB_URL, session.data.user.id);
       auths.push({ authorization: `Bearer ${session.data.tokens.accessToken}` });
     }
-    await sqlAt(DB_URL, 'analyze usage_daily, usage_account_daily, analytics_series, analytics_days, analytics_hours, analytics_account_days, analytics_account_hours');
+    await sqlAt(DB_URL, 'analyze usage_daily, usage_account_daily, analytics_series, analytics_days, analytics_hours, analytics_account_days, analytics_account_hours, analytics_account_day_parts');
     out(`bench accounts: ${BENCH_ACCOUNTS}, each 10 keys x 3 networks x 4 methods: 120 rows a day (usage, daily analytics), 120 an hour (hourly analytics: 20,160 rows in 7 days)`);
     const get = async (auth: { authorization: string }, path: string) => {
       const r = await fetch(`${g2.url}/api/v1${path}`, { headers: auth });
@@ -431,7 +460,7 @@ async function main(): Promise<void> {
     out(`usage sweep: ${swept.usage} rows deleted in ${ms(performance.now() - t)}`);
     t = performance.now();
     const a = await new AnalyticsStore({ db: storage.db, logger }).sweep();
-    out(`analytics sweep: ${a.hourly} hourly + ${a.daily} daily rows, roll-ups ${a.accountHourly} hourly + ${a.accountDaily} daily deleted in ${ms(performance.now() - t)}`);
+    out(`analytics sweep: ${a.hourly} hourly + ${a.daily} daily rows, roll-ups ${a.accountHourly} hourly + ${a.accountDaily} daily + ${a.accountDayParts} day parts deleted in ${ms(performance.now() - t)}`);
     t = performance.now();
     await new UsageRetention({ db: storage.db, logger, retentionDays: 400 }).sweep();
     out(`usage sweep with nothing to delete: ${ms(performance.now() - t)}`);

@@ -190,7 +190,8 @@ export class AnalyticsRecorder {
 
   /**
    * Writes a batch inside the caller's transaction (the usage flush): hourly rows, and the same
-   * counts added to each day's row, then to the account's roll-ups of that hour and day (C46:
+   * counts added to each day's row, then to the account's roll-ups of that hour and day and of
+   * that day per key, network and method (C46:
    * the day's rows and the roll-ups are the sums of the hour's rows by construction: same batch,
    * same transaction). Counters are added and histograms merged bucket by bucket in SQL, so
    * instances writing the same row never overwrite one another. Rows are written in (series,
@@ -230,12 +231,26 @@ export class AnalyticsRecorder {
     const accountHours = sumRows(hourly, (r) => `${r.userId}|${r.hour}`);
     for (let i = 0; i < accountHours.length; i += CHUNK) {
       const values = accountHours.slice(i, i + CHUNK).map((r) => sql`(${r.userId}::text, ${r.hour / HOUR_MS}::int, ${sqlCounts(r)})`);
-      await tx.execute(upsertAccount('analytics_account_hours', 'hour', values));
+      await tx.execute(upsertAccount('analytics_account_hours', ['hour'], values));
     }
     const accountDays = sumRows(days, (r) => `${r.userId}|${r.day}`);
     for (let i = 0; i < accountDays.length; i += CHUNK) {
       const values = accountDays.slice(i, i + CHUNK).map((r) => sql`(${r.userId}::text, ${r.day}::date, ${sqlCounts(r)})`);
-      await tx.execute(upsertAccount('analytics_account_days', 'day', values));
+      await tx.execute(upsertAccount('analytics_account_days', ['day'], values));
+    }
+    // The account's daily rows per key, network and method (the breakdowns' roll-up): a key's
+    // without a histogram (byKey shows no latency).
+    const parts = sumRows(
+      days.flatMap((r) => [
+        { ...r, kind: 'key', name: r.keyId, latency: [] },
+        { ...r, kind: 'network', name: r.network },
+        { ...r, kind: 'method', name: r.method },
+      ]),
+      (r) => `${r.userId}|${r.day}|${r.kind}|${r.name}`,
+    );
+    for (let i = 0; i < parts.length; i += CHUNK) {
+      const values = parts.slice(i, i + CHUNK).map((r) => sql`(${r.userId}::text, ${r.day}::date, ${r.kind}::text, ${r.name}::text, ${sqlCounts(r)})`);
+      await tx.execute(upsertAccount('analytics_account_day_parts', ['day', 'kind', 'name'], values));
     }
   }
 }
@@ -316,18 +331,24 @@ function upsert(table: 'analytics_hours' | 'analytics_days', period: 'hour' | 'd
 }
 
 /**
- * The same for an account roll-up, on (user_id, period); a row whose account is gone is dropped, as
- * its series rows are (the series insert skips it).
+ * The same for an account roll-up, on (user_id, ...by): (user_id, hour), (user_id, day) or
+ * (user_id, day, kind, name); a row whose account is gone is dropped, as its series rows are (the
+ * series insert skips it).
  */
-function upsertAccount(table: 'analytics_account_hours' | 'analytics_account_days', period: 'hour' | 'day', values: ReturnType<typeof sql>[]) {
+function upsertAccount(
+  table: 'analytics_account_hours' | 'analytics_account_days' | 'analytics_account_day_parts',
+  by: ReadonlyArray<'hour' | 'day' | 'kind' | 'name'>,
+  values: ReturnType<typeof sql>[],
+) {
   const t = sql.raw(table);
-  const p = sql.raw(period);
+  const key = sql.raw(by.join(', '));
+  const vKey = sql.raw(by.map((c) => `v.${c}`).join(', '));
   const cols = sql.raw(COUNTERS.join(', '));
   return sql`
-    insert into ${t} (user_id, ${p}, ${cols}, latency)
-    select v.user_id, v.${p}, ${sql.raw(COUNTERS.map((c) => `nullif(v.${c}, 0)`).join(', '))}, v.latency
-    from (values ${sql.join(values, sql`, `)}) as v(user_id, ${p}, ${cols}, latency)
+    insert into ${t} (user_id, ${key}, ${cols}, latency)
+    select v.user_id, ${vKey}, ${sql.raw(COUNTERS.map((c) => `nullif(v.${c}, 0)`).join(', '))}, v.latency
+    from (values ${sql.join(values, sql`, `)}) as v(user_id, ${key}, ${cols}, latency)
     where exists (select 1 from users u where u.id = v.user_id)
-    order by v.user_id, v.${p}
-    ${addOnConflict(table, sql`user_id, ${p}`)}`;
+    order by v.user_id, ${vKey}
+    ${addOnConflict(table, sql`user_id, ${key}`)}`;
 }

@@ -93,3 +93,26 @@ export const analyticsAccountDays = pgTable(
   { ...counters, userId: account(), day: date('day', { mode: 'string' }).notNull(), latency: bytea('latency').notNull() },
   (t) => [primaryKey({ name: 'analytics_account_days_pkey', columns: [t.userId, t.day] }), index('analytics_account_days_day_idx').using('brin', t.day)],
 );
+
+/**
+ * Issue 28: an account's daily rows summed per key, per network and per method (one row each per
+ * UTC day, `kind` saying which and `name` its id or name), written in the same flush as
+ * `analytics_days` (migration 0016), so the breakdowns of a query without a key, network or method
+ * read one row per key, network and method and day instead of one per series and day. A key's
+ * rows carry no histogram (byKey shows no latency: C46). Kept as long as the daily rows.
+ */
+export const analyticsAccountDayParts = pgTable(
+  'analytics_account_day_parts',
+  {
+    ...counters,
+    userId: account(),
+    day: date('day', { mode: 'string' }).notNull(),
+    kind: text('kind', { enum: ['key', 'network', 'method'] }).notNull(),
+    name: text('name').notNull(),
+    latency: bytea('latency').notNull(),
+  },
+  (t) => [
+    primaryKey({ name: 'analytics_account_day_parts_pkey', columns: [t.userId, t.day, t.kind, t.name] }),
+    index('analytics_account_day_parts_day_idx').using('brin', t.day),
+  ],
+);

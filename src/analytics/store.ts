@@ -179,13 +179,13 @@ export class AnalyticsStore {
 
   /**
    * Issue 28, C46: without a key, network or method, the buckets from the account's roll-up (one
-   * row per hour or day) and the breakdowns from the daily rows of the period's days, also for an
-   * hourly query: its period is whole UTC days, and a flush adds each hourly row to its day's row
-   * and both to the roll-ups in one transaction, so per method, key and network the days hold the
-   * same sums as their hours. One statement (one snapshot): the roll-up's rows and the daily rows
-   * summed per series (at most a few hundred rows); histograms decoded and merged here. When the
-   * period's totals of the two parts differ (rows not written by the recorder), null: the caller
-   * answers from the series rows.
+   * row per hour or day) and the breakdowns from its daily roll-up per key, network and method
+   * (`analytics_account_day_parts`), also for an hourly query: its period is whole UTC days, and a
+   * flush adds each hourly row to its day's row and to every roll-up in one transaction, so per
+   * method, key and network the days hold the same sums as their hours. One statement (one
+   * snapshot): the roll-up's rows and the day parts summed per key, network and method (a few
+   * dozen rows); histograms decoded and merged here. When the period's totals of the two roll-ups
+   * differ (rows not written by the recorder), null: the caller answers from the series rows.
    */
   async #queryRollups(q: AnalyticsQuery): Promise<Analytics | null> {
     const hourly = q.granularity === 'hour';
@@ -203,11 +203,10 @@ export class AnalyticsStore {
     const [rows, names] = await Promise.all([
       this.#db.execute(sql`${buckets}
         union all
-        select null, s.key_id, s.network, s.method, ${summed}
-        from analytics_days r join analytics_series s on s.id = r.series
-        where r.series = any(array(select id from analytics_series where user_id = ${q.userId})) and r.day >= ${q.start}::date and r.day <= ${q.end}::date
-          and s.user_id = ${q.userId}
-        group by s.id, s.key_id, s.network, s.method`),
+        select null, case when r.kind = 'key' then r.name end, case when r.kind = 'network' then r.name end, case when r.kind = 'method' then r.name end, ${summed}
+        from analytics_account_day_parts r
+        where r.user_id = ${q.userId} and r.day >= ${q.start}::date and r.day <= ${q.end}::date
+        group by r.kind, r.name`),
       this.#db.execute(sql`select id, name from api_keys where user_id = ${q.userId}`),
     ]);
     const sets = emptySets();
@@ -233,15 +232,19 @@ export class AnalyticsStore {
         addCounts(fromBuckets, row);
         continue;
       }
-      addCounts(fromDays, row);
-      addCounts(into(sets.perMethod, r.method as string), row);
-      addCounts(into(sets.perNetwork, r.network as string), row);
-      // byKey shows no latency: counters only.
-      const k = into(sets.perKey, r.key_id as string);
-      k.requests += row.requests;
-      k.computeUnits += row.computeUnits;
-      k.errorsNode += row.errorsNode;
-      k.errorsUpstream += row.errorsUpstream;
+      if (r.method !== null) {
+        // Every call has one method: the methods' rows together are the account's day.
+        addCounts(fromDays, row);
+        addCounts(into(sets.perMethod, r.method), row);
+      } else if (r.network !== null) addCounts(into(sets.perNetwork, r.network), row);
+      else {
+        // byKey shows no latency: counters only (a key's rows carry no histogram).
+        const k = into(sets.perKey, r.key_id as string);
+        k.requests += row.requests;
+        k.computeUnits += row.computeUnits;
+        k.errorsNode += row.errorsNode;
+        k.errorsUpstream += row.errorsUpstream;
+      }
     }
     if (!sameSum(fromBuckets, fromDays)) return null;
     return answer(q, sets, names);
@@ -251,7 +254,7 @@ export class AnalyticsStore {
    * C46: deletes hourly rows older than 35 days and daily rows older than 400 days (UTC days, today
    * included), the account roll-ups with them (the same cut: a kept day has all its rows).
    */
-  async sweep(now = Date.now()): Promise<{ hourly: number; daily: number; accountHourly: number; accountDaily: number }> {
+  async sweep(now = Date.now()): Promise<{ hourly: number; daily: number; accountHourly: number; accountDaily: number; accountDayParts: number }> {
     const today = new Date(now).toISOString().slice(0, 10);
     const hourCut = sql`hour < ${dayStart(AnalyticsStore.oldestDay('hour', today)) / HOUR_MS}::int`;
     const dayCut = sql`day < ${AnalyticsStore.oldestDay('day', today)}::date`;
@@ -260,8 +263,9 @@ export class AnalyticsStore {
     const daily = await deleteInBatches(this.#db, 'analytics_days', dayCut);
     const accountHourly = await deleteInBatches(this.#db, 'analytics_account_hours', hourCut);
     const accountDaily = await deleteInBatches(this.#db, 'analytics_account_days', dayCut);
-    const out = { hourly, daily, accountHourly, accountDaily };
-    if (hourly || daily || accountHourly || accountDaily) this.#log.info(out, 'analytics rows past retention deleted');
+    const accountDayParts = await deleteInBatches(this.#db, 'analytics_account_day_parts', dayCut);
+    const out = { hourly, daily, accountHourly, accountDaily, accountDayParts };
+    if (hourly || daily || accountHourly || accountDaily || accountDayParts) this.#log.info(out, 'analytics rows past retention deleted');
     return out;
   }
 

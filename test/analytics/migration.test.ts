@@ -1,6 +1,7 @@
 // Issue 28 / C46: 0012_analytics_compact.sql moves the analytics rows of a database in use to the
 // compact tables (0013 drops the old ones), and GET /usage/analytics answers the same numbers after it as before;
-// 0014 rolls those rows up per account and hour or day (the sums of the series rows).
+// 0014 rolls those rows up per account and hour or day (the sums of the series rows), 0016 per
+// account, day and key, network or method.
 // old-answers.json holds what the code before the migration answered on OLD_ROWS (the store's
 // query, which the route returns as `data`).
 import assert from 'node:assert/strict';
@@ -106,6 +107,48 @@ async function assertRollups(storage: Storage, expected: { hours: number; days: 
   }
 }
 
+/**
+ * The account's daily roll-up per key, network and method (0016, then the recorder) holds the sums
+ * of its daily series rows by each: counters (NULL when zero), and for networks and methods the
+ * histograms merged (a key's row has none).
+ */
+async function assertDayParts(storage: Storage, n: number): Promise<void> {
+  const cols = ['requests', 'compute_units', 'errors_node', 'errors_upstream', 'refused_rate', 'refused_quota', 'refused_key', 'refused_network', 'refused_method', 'refused_access'];
+  const counters = sql.raw(cols.map((c) => `${c}::text as ${c}`).join(', '));
+  const series = rowsOf(
+    await storage.db.execute(sql`select ${counters}, encode(r.latency, 'hex') as latency, s.user_id, r.day::text as day, s.key_id, s.network, s.method
+      from analytics_days r join analytics_series s on s.id = r.series`),
+  );
+  const want = new Map<string, { counts: Array<number | null>; latency: number[] }>();
+  for (const r of series) {
+    for (const kind of ['key', 'network', 'method'] as const) {
+      const id = `${String(r.user_id)} ${String(r.day)} ${kind} ${String(r[kind === 'key' ? 'key_id' : kind])}`;
+      const w = want.get(id) ?? { counts: cols.map(() => null), latency: [] };
+      want.set(id, w);
+      cols.forEach((c, i) => {
+        if (r[c] !== null) w.counts[i] = (w.counts[i] ?? 0) + Number(r[c]);
+      });
+      if (kind !== 'key') mergeInto(w.latency, decodeLatency(String(r.latency)));
+    }
+  }
+  const got = rowsOf(
+    await storage.db.execute(sql`select ${counters}, encode(latency, 'hex') as latency, user_id, day::text as day, kind, name from analytics_account_day_parts`),
+  );
+  assert.equal(got.length, n, 'analytics_account_day_parts');
+  assert.equal(got.length, want.size, 'analytics_account_day_parts');
+  for (const r of got) {
+    const id = `${String(r.user_id)} ${String(r.day)} ${String(r.kind)} ${String(r.name)}`;
+    const w = want.get(id);
+    assert.ok(w, id);
+    assert.deepEqual(
+      cols.map((c) => (r[c] === null ? null : Number(r[c]))),
+      w.counts.map((x) => (x === 0 ? null : x)),
+      id,
+    );
+    assert.equal(String(r.latency), encodeLatency(w.latency), `${id} latency`);
+  }
+}
+
 describe('analytics rows of a database in use, moved by 0012_analytics_compact and 0013 (issue 28, C46)', () => {
   const folder = migrationsBeforeCompact();
   after(() => rmSync(folder, { recursive: true, force: true }));
@@ -119,11 +162,15 @@ describe('analytics rows of a database in use, moved by 0012_analytics_compact a
         const store = new AnalyticsStore({ db: storage.db, logger: pino({ level: 'silent' }) });
         // The old tables are gone, every row is in the new ones.
         const tables = rowsOf(await storage.db.execute(sql`select relname from pg_class where relname like 'analytics\_%' and relkind = 'r' order by 1`));
-        assert.deepEqual(tables.map((t) => t.relname), ['analytics_account_days', 'analytics_account_hours', 'analytics_days', 'analytics_hours', 'analytics_series']);
+        assert.deepEqual(tables.map((t) => t.relname), ['analytics_account_day_parts', 'analytics_account_days', 'analytics_account_hours', 'analytics_days', 'analytics_hours', 'analytics_series']);
         const counts = rowsOf(await storage.db.execute(sql`select (select count(*) from analytics_hours)::int as h, (select count(*) from analytics_days)::int as d`));
         assert.deepEqual(counts, [{ h: 1038, d: 396 }]);
         // 0014 rolled the moved rows up per account and hour or day (issue 28): the sums of the series rows.
         await assertRollups(storage, { hours: 2 * 72, days: 2 * 30 });
+        // 0016 rolled the daily rows up per account, day and key, network or method.
+        const parts = rowsOf(await storage.db.execute(sql`select count(*)::int as n from analytics_account_day_parts`))[0]?.n as number;
+        assert.ok(parts > 2 * 30, `${parts} day parts`);
+        await assertDayParts(storage, parts);
 
         for (const [i, q] of QUESTIONS.entries()) assert.deepEqual(await store.query(q), OLD_ANSWERS[i], `question ${i}: ${JSON.stringify(q)}`);
 
@@ -148,6 +195,7 @@ describe('analytics rows of a database in use, moved by 0012_analytics_compact a
         assert.deepEqual(decodeLatency(String(stored[0]?.h)), [0, 70_001, 0, 5_000_000_000, 3]);
         // The flush added to the backfilled roll-ups too (its hour, 2026-01-02 10:00, a new one).
         await assertRollups(storage, { hours: 2 * 72 + 1, days: 2 * 30 });
+        await assertDayParts(storage, parts);
       } finally {
         await storage?.close();
         await old.close();

@@ -1,7 +1,8 @@
-// Issue 28 / C46: the per-account roll-ups (analytics_account_hours and _days, migration 0014). A query
-// without a key, network or method reads the buckets from them and the breakdowns from the daily
-// rows; its answers must be identical to those read from the series rows alone (querySeries, the
-// path before the roll-ups), on PGlite and PostgreSQL.
+// Issue 28 / C46: the per-account roll-ups (analytics_account_hours and _days, migration 0014; per
+// day and key, network or method, analytics_account_day_parts, 0016). A query without a key,
+// network or method reads the buckets from the first and the breakdowns from the day parts; its
+// answers must be identical to those read from the series rows alone (querySeries, the path before
+// the roll-ups), on PGlite and PostgreSQL.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { type SQL, sql } from 'drizzle-orm';
@@ -122,9 +123,12 @@ for (const backend of backends) {
 
     test('a query without a filter reads the roll-ups and answers exactly what the series rows answer', async () => {
       const stored = rowsOf(await storage.db.execute(sql`select (select count(*) from analytics_account_hours)::int as h, (select count(*) from analytics_account_days)::int as d,
-        (select count(*) from analytics_account_hours where user_id = 'ghost')::int as ghost`));
+        (select count(*) from analytics_account_hours where user_id = 'ghost')::int + (select count(*) from analytics_account_day_parts where user_id = 'ghost')::int as ghost,
+        (select count(*) from analytics_account_day_parts where kind = 'method')::int as methods, (select count(*) from analytics_account_day_parts where kind = 'key')::int as keys`));
       assert.equal(stored[0]?.ghost, 0);
       assert.ok(Number(stored[0]?.h) > 100 && Number(stored[0]?.d) === 8, JSON.stringify(stored));
+      // Per account and day a row per key (u1 with 3 keys, u2 with 1, on each of 4 days) and method (several each).
+      assert.ok(Number(stored[0]?.keys) === 4 * 4 && Number(stored[0]?.methods) >= 8 * 3, JSON.stringify(stored));
       const { store, seen } = spiedStore(storage.db);
       let refusals = 0;
       for (const userId of ['u1', 'u2']) {
@@ -133,8 +137,9 @@ for (const backend of backends) {
           const got = await store.query(q);
           const read = seen.join('\n');
           assert.match(read, /analytics_account_(hours|days)/, `roll-ups read for ${JSON.stringify(q)}`);
-          // Neither the hourly series rows nor the series path's grouping sets (the answer from the roll-ups, not the fallback).
-          assert.doesNotMatch(read, /from analytics_hours|grouping sets/, `series path not taken for ${JSON.stringify(q)}`);
+          assert.match(read, /from analytics_account_day_parts/, `breakdowns from the day parts for ${JSON.stringify(q)}`);
+          // No series rows at all, nor the series path's grouping sets (the answer from the roll-ups, not the fallback).
+          assert.doesNotMatch(read, /from analytics_(hours|days)\b|grouping sets/, `series path not taken for ${JSON.stringify(q)}`);
           assert.deepEqual(got, await store.querySeries(q), JSON.stringify(q));
           refusals += got.series.reduce((n, s) => n + Object.values(s.refused).reduce((a, b) => a + b, 0), 0);
           if (q.start === '2026-03-01' && q.end === '2026-03-04') {
@@ -162,11 +167,14 @@ for (const backend of backends) {
       }
     });
 
-    test('rows the recorder did not write (the roll-ups disagree with the daily rows): answered from the series rows', async () => {
-      // A daily row of its own for u2 on 2026-03-02, with no roll-up behind it.
+    test('rows the recorder did not write (the roll-ups disagree with one another): answered from the series rows', async () => {
+      // A daily row of its own for u2 on 2026-03-02, added to the day's roll-up but to no day part
+      // (as a database whose parts were never backfilled would be).
       await storage.db.execute(sql`insert into analytics_series (user_id, key_id, network, method) values ('u2', 'k4', 'ethereum', 'eth_chainId')`);
       await storage.db.execute(sql`insert into analytics_days (series, day, requests, latency)
         select id, '2026-03-02', 5, decode('010305', 'hex') from analytics_series where user_id = 'u2' and method = 'eth_chainId'`);
+      await storage.db.execute(sql`insert into analytics_account_days (user_id, day, requests, latency) values ('u2', '2026-03-02', 5, decode('010305', 'hex'))
+        on conflict (user_id, day) do update set requests = coalesce(analytics_account_days.requests, 0) + 5`);
       const { store } = spiedStore(storage.db);
       for (const q of questions('u2')) assert.deepEqual(await store.query(q), await store.querySeries(q), JSON.stringify(q));
       const day = await store.query({ userId: 'u2', start: '2026-03-02', end: '2026-03-02', granularity: 'day' });
@@ -178,22 +186,23 @@ for (const backend of backends) {
       const count = async () =>
         rowsOf(
           await storage.db.execute(sql`select (select count(*) from analytics_account_hours where hour < ${Date.parse('2026-03-03T00:00:00Z') / HOUR}::int)::int as old_hours,
-            (select count(*) from analytics_account_hours)::int as hours, (select count(*) from analytics_account_days)::int as days`),
-        )[0] as { old_hours: number; hours: number; days: number };
+            (select count(*) from analytics_account_hours)::int as hours, (select count(*) from analytics_account_days)::int as days,
+            (select count(*) from analytics_account_day_parts)::int as parts`),
+        )[0] as { old_hours: number; hours: number; days: number; parts: number };
       const before = await count();
       assert.ok(before.old_hours > 0);
       // On 2026-04-05 the oldest hourly day kept is 2026-03-02; on 2026-04-06 it is 2026-03-03.
       const kept = await store.sweep(Date.parse('2026-04-05T12:00:00Z'));
-      assert.equal(kept.accountDaily, 0);
+      assert.deepEqual([kept.accountDaily, kept.accountDayParts], [0, 0]);
       const out = await store.sweep(Date.parse('2026-04-06T12:00:00Z'));
-      assert.equal(out.accountDaily, 0);
+      assert.deepEqual([out.accountDaily, out.accountDayParts], [0, 0]);
       const after = await count();
       assert.equal(kept.accountHourly + out.accountHourly, before.old_hours);
-      assert.deepEqual([after.old_hours, after.hours, after.days], [0, before.hours - before.old_hours, before.days]);
+      assert.deepEqual([after.old_hours, after.hours, after.days, after.parts], [0, before.hours - before.old_hours, before.days, before.parts]);
       // Over 400 days on, the daily ones go too.
       const late = await store.sweep(Date.parse('2027-05-01T12:00:00Z'));
-      assert.equal(late.accountDaily, before.days);
-      assert.deepEqual(await count(), { old_hours: 0, hours: 0, days: 0 });
+      assert.deepEqual([late.accountDaily, late.accountDayParts], [before.days, before.parts]);
+      assert.deepEqual(await count(), { old_hours: 0, hours: 0, days: 0, parts: 0 });
     });
   });
 }
