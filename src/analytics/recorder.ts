@@ -1,6 +1,7 @@
 import { type SQL, sql } from 'drizzle-orm';
 import { ApiKeyRevokedError, InvalidApiKeyError, KeyAccessDeniedError, MethodNotSupportedError, NetworkNotAllowedError, QuotaExceededError, RateLimitedError, type RpcError } from '../errors/rpc.ts';
 import type { Db } from '../storage/db.ts';
+import { type Column, unnest } from '../storage/unnest.ts';
 import { BUCKETS, bucketOf, encodeLatency, mergeInto, mergeLatencySql } from './histogram.ts';
 
 /** How an admitted call ended (C46): an answer with a result, a node's error, or no usable answer from any node. */
@@ -40,7 +41,7 @@ export function refusalOf(err: RpcError): number {
 }
 
 const HOUR_MS = 3_600_000;
-/** Rows per INSERT statement: 16 parameters a row stays far below PostgreSQL's 65,535. */
+/** Rows per INSERT statement (one array parameter per column: a bounded statement per round trip). */
 const CHUNK = 1000;
 // Stored as text in PostgreSQL: no NUL or control characters (as usage does).
 const UNSAFE_METHOD_CHARS = /[^\x20-\x7e]/g;
@@ -209,34 +210,29 @@ export class AnalyticsRecorder {
       .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
       .map(([, r]) => r);
     for (let i = 0; i < series.length; i += CHUNK) {
-      const values = series.slice(i, i + CHUNK).map((r) => sql`(${r.userId}::text, ${r.keyId}::text, ${r.network}::text, ${r.method}::text)`);
       // Rows of an account deleted meanwhile are dropped rather than failing the batch forever (as usage does).
       await tx.execute(sql`
         insert into analytics_series (user_id, key_id, network, method)
-        select v.user_id, v.key_id, v.network, v.method from (values ${sql.join(values, sql`, `)}) as v(user_id, key_id, network, method)
+        select v.user_id, v.key_id, v.network, v.method from ${unnest(series.slice(i, i + CHUNK), SERIES)}
         where exists (select 1 from users u where u.id = v.user_id)
           and not exists (select 1 from analytics_series s where (s.user_id, s.key_id, s.network, s.method) = (v.user_id, v.key_id, v.network, v.method))
         on conflict do nothing`);
     }
     for (let i = 0; i < hourly.length; i += CHUNK) {
-      const values = hourly.slice(i, i + CHUNK).map((r) => sql`(${r.userId}::text, ${r.keyId}::text, ${r.network}::text, ${r.method}::text, ${r.hour / HOUR_MS}::int, ${sqlCounts(r)})`);
-      await tx.execute(upsert('analytics_hours', 'hour', values));
+      await tx.execute(upsert('analytics_hours', 'hour', unnest(hourly.slice(i, i + CHUNK), [...SERIES, HOUR, ...COUNTS])));
     }
     for (let i = 0; i < days.length; i += CHUNK) {
-      const values = days.slice(i, i + CHUNK).map((r) => sql`(${r.userId}::text, ${r.keyId}::text, ${r.network}::text, ${r.method}::text, ${r.day}::date, ${sqlCounts(r)})`);
-      await tx.execute(upsert('analytics_days', 'day', values));
+      await tx.execute(upsert('analytics_days', 'day', unnest(days.slice(i, i + CHUNK), [...SERIES, DAY, ...COUNTS])));
     }
     // Issue 28: the account roll-ups, one row per (account, hour) and (account, day), summed from the
     // same rows in the same transaction: always the sums of the account's series rows (C46).
     const accountHours = sumRows(hourly, (r) => `${r.userId}|${r.hour}`);
     for (let i = 0; i < accountHours.length; i += CHUNK) {
-      const values = accountHours.slice(i, i + CHUNK).map((r) => sql`(${r.userId}::text, ${r.hour / HOUR_MS}::int, ${sqlCounts(r)})`);
-      await tx.execute(upsertAccount('analytics_account_hours', ['hour'], values));
+      await tx.execute(upsertAccount('analytics_account_hours', ['hour'], unnest(accountHours.slice(i, i + CHUNK), [USER, HOUR, ...COUNTS])));
     }
     const accountDays = sumRows(days, (r) => `${r.userId}|${r.day}`);
     for (let i = 0; i < accountDays.length; i += CHUNK) {
-      const values = accountDays.slice(i, i + CHUNK).map((r) => sql`(${r.userId}::text, ${r.day}::date, ${sqlCounts(r)})`);
-      await tx.execute(upsertAccount('analytics_account_days', ['day'], values));
+      await tx.execute(upsertAccount('analytics_account_days', ['day'], unnest(accountDays.slice(i, i + CHUNK), [USER, DAY, ...COUNTS])));
     }
     // The account's daily rows per key, network and method (the breakdowns' roll-up): a key's
     // without a histogram (byKey shows no latency).
@@ -249,8 +245,7 @@ export class AnalyticsRecorder {
       (r) => `${r.userId}|${r.day}|${r.kind}|${r.name}`,
     );
     for (let i = 0; i < parts.length; i += CHUNK) {
-      const values = parts.slice(i, i + CHUNK).map((r) => sql`(${r.userId}::text, ${r.day}::date, ${r.kind}::text, ${r.name}::text, ${sqlCounts(r)})`);
-      await tx.execute(upsertAccount('analytics_account_day_parts', ['day', 'kind', 'name'], values));
+      await tx.execute(upsertAccount('analytics_account_day_parts', ['day', 'kind', 'name'], unnest(parts.slice(i, i + CHUNK), [USER, DAY, KIND, NAME, ...COUNTS])));
     }
   }
 }
@@ -292,13 +287,27 @@ function sumRows<R extends Row>(rows: R[], idOf: (r: R) => string): R[] {
   return [...sums.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, r]) => r);
 }
 
-function sqlCounts(r: Row) {
-  const [rate, quota, key, network, method, access] = r.refused as [number, number, number, number, number, number];
-  return sql`${r.requests}::bigint, ${r.computeUnits}::bigint, ${r.errorsNode}::bigint, ${r.errorsUpstream}::bigint, ${rate}::bigint, ${quota}::bigint, ${key}::bigint, ${network}::bigint, ${method}::bigint, ${access}::bigint, decode(${encodeLatency(r.latency)}::text, 'hex')`;
-}
-
-/** The counter columns of an analytics row, in the order of `sqlCounts`. */
+/** The counter columns of an analytics row, in the order of `COUNTS`. */
 export const COUNTERS = ['requests', 'compute_units', 'errors_node', 'errors_upstream', 'refused_rate', 'refused_quota', 'refused_key', 'refused_network', 'refused_method', 'refused_access'] as const;
+
+// The columns of the rows a flush writes, each an array parameter (storage/unnest.ts).
+type DayRow = Row & { day: string };
+type PartRow = DayRow & { kind: string; name: string };
+const USER: Column<Row> = ['user_id', 'text', (r) => r.userId];
+const SERIES: ReadonlyArray<Column<Row>> = [USER, ['key_id', 'text', (r) => r.keyId], ['network', 'text', (r) => r.network], ['method', 'text', (r) => r.method]];
+const HOUR: Column<Row> = ['hour', 'int', (r) => r.hour / HOUR_MS];
+const DAY: Column<DayRow> = ['day', 'date', (r) => r.day];
+const KIND: Column<PartRow> = ['kind', 'text', (r) => r.kind];
+const NAME: Column<PartRow> = ['name', 'text', (r) => r.name];
+/** The counters (as bigint, zero included: the upserts store NULL for zero) and the histogram, hex-encoded (`decode` in the upserts). */
+const COUNTS: ReadonlyArray<Column<Row>> = [
+  ['requests', 'bigint', (r) => r.requests],
+  ['compute_units', 'bigint', (r) => r.computeUnits],
+  ['errors_node', 'bigint', (r) => r.errorsNode],
+  ['errors_upstream', 'bigint', (r) => r.errorsUpstream],
+  ...REFUSAL_REASONS.map((reason, i): Column<Row> => [`refused_${reason}`, 'bigint', (r) => r.refused[i] ?? 0]),
+  ['latency', 'text', (r) => encodeLatency(r.latency)],
+];
 
 /**
  * The ON CONFLICT clause of every analytics upsert: on `target` the stored row gets the new counters
@@ -317,14 +326,14 @@ function addOnConflict(table: string, target: SQL) {
  * (`addOnConflict`). The series were numbered just before; a row whose account is gone finds none
  * and is dropped.
  */
-function upsert(table: 'analytics_hours' | 'analytics_days', period: 'hour' | 'day', values: ReturnType<typeof sql>[]) {
+function upsert(table: 'analytics_hours' | 'analytics_days', period: 'hour' | 'day', rows: SQL) {
   const t = sql.raw(table);
   const p = sql.raw(period);
   const cols = sql.raw(COUNTERS.join(', '));
   return sql`
     insert into ${t} (series, ${p}, ${cols}, latency)
-    select s.id, v.${p}, ${sql.raw(COUNTERS.map((c) => `nullif(v.${c}, 0)`).join(', '))}, v.latency
-    from (values ${sql.join(values, sql`, `)}) as v(user_id, key_id, network, method, ${p}, ${cols}, latency)
+    select s.id, v.${p}, ${sql.raw(COUNTERS.map((c) => `nullif(v.${c}, 0)`).join(', '))}, decode(v.latency, 'hex')
+    from ${rows}
     join analytics_series s on (s.user_id, s.key_id, s.network, s.method) = (v.user_id, v.key_id, v.network, v.method)
     order by s.id, v.${p}
     ${addOnConflict(table, sql`series, ${p}`)}`;
@@ -338,7 +347,7 @@ function upsert(table: 'analytics_hours' | 'analytics_days', period: 'hour' | 'd
 function upsertAccount(
   table: 'analytics_account_hours' | 'analytics_account_days' | 'analytics_account_day_parts',
   by: ReadonlyArray<'hour' | 'day' | 'kind' | 'name'>,
-  values: ReturnType<typeof sql>[],
+  rows: SQL,
 ) {
   const t = sql.raw(table);
   const key = sql.raw(by.join(', '));
@@ -346,8 +355,8 @@ function upsertAccount(
   const cols = sql.raw(COUNTERS.join(', '));
   return sql`
     insert into ${t} (user_id, ${key}, ${cols}, latency)
-    select v.user_id, ${vKey}, ${sql.raw(COUNTERS.map((c) => `nullif(v.${c}, 0)`).join(', '))}, v.latency
-    from (values ${sql.join(values, sql`, `)}) as v(user_id, ${key}, ${cols}, latency)
+    select v.user_id, ${vKey}, ${sql.raw(COUNTERS.map((c) => `nullif(v.${c}, 0)`).join(', '))}, decode(v.latency, 'hex')
+    from ${rows}
     where exists (select 1 from users u where u.id = v.user_id)
     order by v.user_id, ${vKey}
     ${addOnConflict(table, sql`user_id, ${key}`)}`;

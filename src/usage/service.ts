@@ -5,6 +5,7 @@ import type { Config } from '../config/schema.ts';
 import type { KeyUsageReader } from '../keys/service.ts';
 import { currentPeriods } from '../metering/periods.ts';
 import type { Db } from '../storage/db.ts';
+import { type Column, unnest } from '../storage/unnest.ts';
 import { usageAccountDaily, usageDaily } from './schema.ts';
 import type { UsageEvent, UsageSink } from './sink.ts';
 
@@ -19,8 +20,21 @@ import type { UsageEvent, UsageSink } from './sink.ts';
  * daily and monthly quotas from these counts at start (quotaUsage), so it loses the same interval.
  */
 
-/** Rows per INSERT/UPDATE statement: 7 parameters a row stays far below PostgreSQL's 65,535. */
+/** Rows per INSERT/UPDATE statement (one array parameter per column: a bounded statement per round trip). */
 const CHUNK = 1000;
+const USAGE_COLUMNS: ReadonlyArray<Column<Entry>> = [
+  ['user_id', 'text', (r) => r.userId],
+  ['key_id', 'text', (r) => r.keyId],
+  ['network', 'text', (r) => r.network],
+  ['method', 'text', (r) => r.method],
+  ['day', 'date', (r) => r.day],
+  ['requests', 'bigint', (r) => r.requests],
+  ['compute_units', 'bigint', (r) => r.computeUnits],
+];
+const LAST_USED_COLUMNS: ReadonlyArray<Column<[string, number]>> = [
+  ['id', 'text', ([keyId]) => keyId],
+  ['at', 'timestamptz', ([, at]) => new Date(at).toISOString()],
+];
 // Stored as text in PostgreSQL: no NUL or control characters (a plan's `debug_*` allows any suffix).
 const UNSAFE_METHOD_CHARS = /[^\x20-\x7e]/g;
 
@@ -268,25 +282,22 @@ export class UsageService implements UsageSink, KeyUsageReader {
     const used = [...batch.lastUsed.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
     await this.#db.transaction(async (tx) => {
       for (let i = 0; i < rows.length; i += CHUNK) {
-        const values = rows
-          .slice(i, i + CHUNK)
-          .map((r) => sql`(${r.userId}::text, ${r.keyId}::text, ${r.network}::text, ${r.method}::text, ${r.day}::date, ${r.requests}::bigint, ${r.computeUnits}::bigint)`);
-        // Rows of an account deleted meanwhile are dropped rather than failing the batch forever.
+        // Rows of an account deleted meanwhile are dropped rather than failing the batch forever;
+        // the rows' order (above) is kept: unnest yields them as given.
         await tx.execute(sql`
           insert into usage_daily (user_id, key_id, network, method, day, requests, compute_units)
           select v.user_id, v.key_id, v.network, v.method, v.day, v.requests, v.compute_units
-          from (values ${sql.join(values, sql`, `)}) as v(user_id, key_id, network, method, day, requests, compute_units)
+          from ${unnest(rows.slice(i, i + CHUNK), USAGE_COLUMNS)}
           where exists (select 1 from users u where u.id = v.user_id)
           on conflict (user_id, key_id, day, network, method) do update set
             requests = usage_daily.requests + excluded.requests,
             compute_units = usage_daily.compute_units + excluded.compute_units`);
       }
       for (let i = 0; i < used.length; i += CHUNK) {
-        const values = used.slice(i, i + CHUNK).map(([keyId, at]) => sql`(${keyId}::text, ${new Date(at).toISOString()}::timestamptz)`);
         // The greatest of stored and new: another instance may have written a later use already.
         await tx.execute(sql`
           update api_keys as k set last_used_at = v.at
-          from (values ${sql.join(values, sql`, `)}) as v(id, at)
+          from ${unnest(used.slice(i, i + CHUNK), LAST_USED_COLUMNS)}
           where k.id = v.id and (k.last_used_at is null or k.last_used_at < v.at)`);
       }
       if (analytics) await AnalyticsRecorder.write(tx, analytics);
