@@ -265,17 +265,18 @@ async function rollUp(db: string, period: 'hour' | 'day', where: string, values:
  */
 async function rollUpParts(db: string, where: string, values: unknown[] = []): Promise<void> {
   const cols = ['requests', 'compute_units', 'errors_node', 'errors_upstream', 'refused_rate', 'refused_quota', 'refused_key', 'refused_network', 'refused_method', 'refused_access'];
-  const part = (kinds: string[]) => `lateral (values ${kinds.map((k) => `('${k}', s.${k === 'key' ? 'key_id' : k})`).join(', ')}) p(kind, name)`;
+  const column = { k: 'key_id', n: 'network', m: 'method' } as const;
+  const part = (kinds: Array<keyof typeof column>) => `lateral (values ${kinds.map((k) => `('${k}', s.${column[k]})`).join(', ')}) p(kind, name)`;
   await sqlAt(
     db,
     `insert into analytics_account_day_parts (${cols.join(', ')}, user_id, day, kind, name, latency)
     select ${cols.map((c) => `c.${c}`).join(', ')}, c.user_id, c.day, c.kind, c.name, coalesce(l.latency, ''::bytea)
     from (select ${cols.map((c) => `nullif(sum(r.${c}), 0) as ${c}`).join(', ')}, s.user_id, r.day, p.kind, p.name
-          from analytics_days r join analytics_series s on s.id = r.series, ${part(['key', 'network', 'method'])} where ${where} group by s.user_id, r.day, p.kind, p.name) c
+          from analytics_days r join analytics_series s on s.id = r.series, ${part(['k', 'n', 'm'])} where ${where} group by s.user_id, r.day, p.kind, p.name) c
     left join (
       select user_id, day, kind, name, set_byte('\\x00'::bytea, 0, max(w)) || string_agg(set_byte('\\x00'::bytea, 0, i) || substring(int8send(n) from 9 - w), ''::bytea order by i) as latency
       from (select user_id, day, kind, name, i, n, case when max(n) over p < 256 then 1 when max(n) over p < 65536 then 2 when max(n) over p < 4294967296 then 4 else 8 end as w
-            from (select s.user_id, r.day, p.kind, p.name, b.i, sum(b.n)::int8 as n from analytics_days r join analytics_series s on s.id = r.series, ${part(['network', 'method'])}, bench_buckets(r.latency) b
+            from (select s.user_id, r.day, p.kind, p.name, b.i, sum(b.n)::int8 as n from analytics_days r join analytics_series s on s.id = r.series, ${part(['n', 'm'])}, bench_buckets(r.latency) b
                   where ${where} group by s.user_id, r.day, p.kind, p.name, b.i) u
             where n > 0 window p as (partition by user_id, day, kind, name)) e
       group by user_id, day, kind, name) l on (l.user_id, l.day, l.kind, l.name) = (c.user_id, c.day, c.kind, c.name)

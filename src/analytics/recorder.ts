@@ -238,9 +238,9 @@ export class AnalyticsRecorder {
     // without a histogram (byKey shows no latency).
     const parts = sumRows(
       days.flatMap((r) => [
-        { ...r, kind: 'key', name: r.keyId, latency: [] },
-        { ...r, kind: 'network', name: r.network },
-        { ...r, kind: 'method', name: r.method },
+        { ...r, kind: 'k', name: r.keyId, latency: [] },
+        { ...r, kind: 'n', name: r.network },
+        { ...r, kind: 'm', name: r.method },
       ]),
       (r) => `${r.userId}|${r.day}|${r.kind}|${r.name}`,
     );

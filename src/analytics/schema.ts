@@ -96,7 +96,7 @@ export const analyticsAccountDays = pgTable(
 
 /**
  * Issue 28: an account's daily rows summed per key, per network and per method (one row each per
- * UTC day, `kind` saying which and `name` its id or name), written in the same flush as
+ * UTC day, `kind` saying which, in one letter, and `name` its id or name), written in the same flush as
  * `analytics_days` (migration 0016), so the breakdowns of a query without a key, network or method
  * read one row per key, network and method and day instead of one per series and day. A key's
  * rows carry no histogram (byKey shows no latency: C46). Kept as long as the daily rows.
@@ -107,7 +107,8 @@ export const analyticsAccountDayParts = pgTable(
     ...counters,
     userId: account(),
     day: date('day', { mode: 'string' }).notNull(),
-    kind: text('kind', { enum: ['key', 'network', 'method'] }).notNull(),
+    // One letter (a row's bytes, issue 28): k a key (its id in `name`), n a network, m a method.
+    kind: text('kind', { enum: ['k', 'n', 'm'] }).notNull(),
     name: text('name').notNull(),
     latency: bytea('latency').notNull(),
   },

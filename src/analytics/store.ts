@@ -203,7 +203,7 @@ export class AnalyticsStore {
     const [rows, names] = await Promise.all([
       this.#db.execute(sql`${buckets}
         union all
-        select null, case when r.kind = 'key' then r.name end, case when r.kind = 'network' then r.name end, case when r.kind = 'method' then r.name end, ${summed}
+        select null, case when r.kind = 'k' then r.name end, case when r.kind = 'n' then r.name end, case when r.kind = 'm' then r.name end, ${summed}
         from analytics_account_day_parts r
         where r.user_id = ${q.userId} and r.day >= ${q.start}::date and r.day <= ${q.end}::date
         group by r.kind, r.name`),

@@ -121,14 +121,14 @@ async function assertDayParts(storage: Storage, n: number): Promise<void> {
   );
   const want = new Map<string, { counts: Array<number | null>; latency: number[] }>();
   for (const r of series) {
-    for (const kind of ['key', 'network', 'method'] as const) {
-      const id = `${String(r.user_id)} ${String(r.day)} ${kind} ${String(r[kind === 'key' ? 'key_id' : kind])}`;
+    for (const [kind, column] of [['k', 'key_id'], ['n', 'network'], ['m', 'method']] as const) {
+      const id = `${String(r.user_id)} ${String(r.day)} ${kind} ${String(r[column])}`;
       const w = want.get(id) ?? { counts: cols.map(() => null), latency: [] };
       want.set(id, w);
       cols.forEach((c, i) => {
         if (r[c] !== null) w.counts[i] = (w.counts[i] ?? 0) + Number(r[c]);
       });
-      if (kind !== 'key') mergeInto(w.latency, decodeLatency(String(r.latency)));
+      if (kind !== 'k') mergeInto(w.latency, decodeLatency(String(r.latency)));
     }
   }
   const got = rowsOf(

@@ -124,7 +124,7 @@ for (const backend of backends) {
     test('a query without a filter reads the roll-ups and answers exactly what the series rows answer', async () => {
       const stored = rowsOf(await storage.db.execute(sql`select (select count(*) from analytics_account_hours)::int as h, (select count(*) from analytics_account_days)::int as d,
         (select count(*) from analytics_account_hours where user_id = 'ghost')::int + (select count(*) from analytics_account_day_parts where user_id = 'ghost')::int as ghost,
-        (select count(*) from analytics_account_day_parts where kind = 'method')::int as methods, (select count(*) from analytics_account_day_parts where kind = 'key')::int as keys`));
+        (select count(*) from analytics_account_day_parts where kind = 'm')::int as methods, (select count(*) from analytics_account_day_parts where kind = 'k')::int as keys`));
       assert.equal(stored[0]?.ghost, 0);
       assert.ok(Number(stored[0]?.h) > 100 && Number(stored[0]?.d) === 8, JSON.stringify(stored));
       // Per account and day a row per key (u1 with 3 keys, u2 with 1, on each of 4 days) and method (several each).

@@ -1,5 +1,5 @@
 -- Issue 28: an account's daily analytics rows summed per key, per network and per method (C46, "How
--- a query reads"): one row per (account, UTC day, kind, name) with the counters summed (NULL when
+-- a query reads"): one row per (account, UTC day, kind, name: k a key, n a network, m a method) with the counters summed (NULL when
 -- zero) and, for networks and methods, the histograms merged (histogram.ts, encodeLatency); a key's
 -- rows carry an empty histogram (byKey shows no latency). The breakdowns of a query without a key,
 -- network or method read these instead of every series' daily rows. Backfilled here from the daily
@@ -39,14 +39,14 @@ INSERT INTO "analytics_account_day_parts" ("requests", "compute_units", "errors_
 SELECT c."requests", c."compute_units", c."errors_node", c."errors_upstream", c."refused_rate", c."refused_quota", c."refused_key", c."refused_network", c."refused_method", c."refused_access", c."user_id", c."day", c."kind", c."name", coalesce(l."latency", ''::bytea)
 FROM (SELECT nullif(sum(r."requests"), 0) AS "requests", nullif(sum(r."compute_units"), 0) AS "compute_units", nullif(sum(r."errors_node"), 0) AS "errors_node", nullif(sum(r."errors_upstream"), 0) AS "errors_upstream", nullif(sum(r."refused_rate"), 0) AS "refused_rate", nullif(sum(r."refused_quota"), 0) AS "refused_quota", nullif(sum(r."refused_key"), 0) AS "refused_key", nullif(sum(r."refused_network"), 0) AS "refused_network", nullif(sum(r."refused_method"), 0) AS "refused_method", nullif(sum(r."refused_access"), 0) AS "refused_access", s."user_id", r."day", p."kind", p."name"
       FROM "analytics_days" r JOIN "analytics_series" s ON s."id" = r."series",
-        LATERAL (VALUES ('key', s."key_id"), ('network', s."network"), ('method', s."method")) p("kind", "name")
+        LATERAL (VALUES ('k', s."key_id"), ('n', s."network"), ('m', s."method")) p("kind", "name")
       GROUP BY s."user_id", r."day", p."kind", p."name") c
 LEFT JOIN (
   SELECT "user_id", "day", "kind", "name", set_byte('\x00'::bytea, 0, max(w)) || string_agg(set_byte('\x00'::bytea, 0, i) || substring(int8send(n) from 9 - w), ''::bytea ORDER BY i) AS "latency"
   FROM (SELECT "user_id", "day", "kind", "name", i, n, CASE WHEN max(n) OVER p < 256 THEN 1 WHEN max(n) OVER p < 65536 THEN 2 WHEN max(n) OVER p < 4294967296 THEN 4 ELSE 8 END AS w
         FROM (SELECT s."user_id", r."day", p."kind", p."name", b.i, sum(b.n)::int8 AS n
               FROM "analytics_days" r JOIN "analytics_series" s ON s."id" = r."series",
-                LATERAL (VALUES ('network', s."network"), ('method', s."method")) p("kind", "name"), pg_temp.analytics_buckets(r."latency") b
+                LATERAL (VALUES ('n', s."network"), ('m', s."method")) p("kind", "name"), pg_temp.analytics_buckets(r."latency") b
               GROUP BY s."user_id", r."day", p."kind", p."name", b.i) u
         WHERE n > 0 WINDOW p AS (PARTITION BY "user_id", "day", "kind", "name")) e
   GROUP BY "user_id", "day", "kind", "name") l ON (l."user_id", l."day", l."kind", l."name") = (c."user_id", c."day", c."kind", c."name")
