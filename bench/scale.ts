@@ -385,13 +385,37 @@ async function main(): Promise<void> {
       await r.arrayBuffer();
     };
     await post(rawKey(1));
-    const miss = await run(REQUESTS, 8, (i) => post(rawKey(2 + i * Math.max(1, Math.floor((KEYS - 2) / REQUESTS)))));
+    const used = new Set<number>([1]);
+    const miss = await run(REQUESTS, 8, (i) => {
+      const g = 2 + i * Math.max(1, Math.floor((KEYS - 2) / REQUESTS));
+      used.add(g);
+      return post(rawKey(g));
+    });
     const hit = await run(REQUESTS, 8, () => post(rawKey(1)));
     out(`key not in memory (8 in parallel): p50 ${ms(p(miss.lat, 0.5))} p99 ${ms(p(miss.lat, 0.99))}   key cached: p50 ${ms(p(hit.lat, 0.5))} p99 ${ms(p(hit.lat, 0.99))}`);
-    // One in flight (issue 28's key miss goal, p99 <= 5 ms): other keys never used since the start.
-    const miss1 = await run(REQUESTS, 1, (i) => post(rawKey(3 + i * Math.max(1, Math.floor((KEYS - 2) / REQUESTS)))));
-    const hit1 = await run(REQUESTS, 1, () => post(rawKey(1)));
-    out(`key not in memory (1 in flight):  p50 ${ms(p(miss1.lat, 0.5))} p99 ${ms(p(miss1.lat, 0.99))}   key cached: p50 ${ms(p(hit1.lat, 0.5))} p99 ${ms(p(hit1.lat, 0.99))}`);
+    // One in flight (issue 28's key miss goal, p99 <= 5 ms): a key never used since the start, then
+    // the cached key, in turns, so that both meet the same moments of the machine (a GC, a flush,
+    // another process); at least 1,000 of each, so that the p99 is not the 4th-worst call.
+    const n1 = Math.max(REQUESTS, 1_000);
+    const step1 = Math.max(1, Math.floor((KEYS - 3) / n1));
+    const miss1: number[] = [];
+    const hit1: number[] = [];
+    for (let i = 0; i < n1; i++) {
+      let g = 3 + i * step1;
+      while (used.has(g)) g++;
+      used.add(g);
+      let t = performance.now();
+      await post(rawKey(g));
+      miss1.push(performance.now() - t);
+      t = performance.now();
+      await post(rawKey(1));
+      hit1.push(performance.now() - t);
+    }
+    const over = (lat: number[]) => lat.filter((x) => x > 5).length;
+    out(
+      `key not in memory (1 in flight, ${n1} in turns with the cached key): p50 ${ms(p(miss1, 0.5))} p99 ${ms(p(miss1, 0.99))} max ${ms(Math.max(...miss1))}, ${over(miss1)} over 5 ms;` +
+        `   key cached: p50 ${ms(p(hit1, 0.5))} p99 ${ms(p(hit1, 0.99))} max ${ms(Math.max(...hit1))}, ${over(hit1)} over 5 ms`,
+    );
 
     // The bench accounts and their history: as many as it takes for the cold queries to be distinct.
     const auths: Array<{ authorization: string }> = [];
