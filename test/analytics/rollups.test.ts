@@ -11,9 +11,8 @@ import pino from 'pino';
 import { AnalyticsRecorder, NODE_ERROR, OK, UPSTREAM_ERROR } from '../../src/analytics/recorder.ts';
 import { type AnalyticsQuery, AnalyticsStore } from '../../src/analytics/store.ts';
 import { KeyAccessDeniedError, QuotaExceededError, RateLimitedError } from '../../src/errors/rpc.ts';
-import { type Db, openStorage, type Storage } from '../../src/storage/db.ts';
-import { createTestDatabase } from '../support/app.ts';
-import { pgliteTemplate } from '../support/pglite-template.ts';
+import type { Db, Storage } from '../../src/storage/db.ts';
+import { openTestStorage } from '../support/app.ts';
 import { storageBackends } from '../support/services.ts';
 
 const backends = await storageBackends();
@@ -103,22 +102,16 @@ function questions(userId: string): AnalyticsQuery[] {
 for (const backend of backends) {
   describe(`analytics account roll-ups on ${backend.name} (issue 28, C46)`, { skip: backend.skip }, () => {
     let storage: Storage;
-    let drop: (() => Promise<void>) | undefined;
+    let close: (() => Promise<void>) | undefined;
     before(async () => {
-      if (backend.name === 'pglite') storage = await openStorage({ dataDir: 'memory', pgliteImage: await pgliteTemplate() });
-      else {
-        const database = await createTestDatabase();
-        drop = () => database.drop();
-        storage = await openStorage({ databaseUrl: database.url });
-      }
+      ({ storage, close } = await openTestStorage(backend.name));
       await storage.db.execute(sql`insert into users (id, email, name, password_hash, tier) values ('u1', 'u1@example.com', 'A', 'x', 'pro'), ('u2', 'u2@example.com', 'B', 'x', 'pro')`);
       await storage.db.execute(sql`insert into api_keys (id, user_id, name, prefix, key_hash, key_ciphertext, networks) values
         ('k1', 'u1', 'main', 'jk_1', 'h1', 'c1', '["ethereum"]'), ('k2', 'u1', 'second', 'jk_2', 'h2', 'c2', '["ethereum"]'), ('k4', 'u2', 'other', 'jk_4', 'h4', 'c4', '["ethereum"]')`);
       await record(storage.db);
     });
     after(async () => {
-      await storage?.close();
-      await drop?.();
+      await close?.();
     });
 
     test('a query without a filter reads the roll-ups and answers exactly what the series rows answer', async () => {

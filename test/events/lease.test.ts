@@ -7,9 +7,8 @@ import { eq } from 'drizzle-orm';
 import { type Devnet, startDevnet } from '../../src/devnet/devnet.ts';
 import { followerCursors, followerLeases } from '../../src/events/schema.ts';
 import { FollowerStore } from '../../src/events/store.ts';
-import { openStorage, type Storage } from '../../src/storage/db.ts';
-import { createTestDatabase, type TestApp } from '../support/app.ts';
-import { pgliteTemplate } from '../support/pglite-template.ts';
+import type { Storage } from '../../src/storage/db.ts';
+import { createTestDatabase, openTestStorage, type TestApp } from '../support/app.ts';
 import { serviceSkip, storageBackends } from '../support/services.ts';
 import { waitFor } from '../support/wait.ts';
 import { chainHead, createSeenTable, mine, notExactlyOnce, SEPOLIA, seenRows, startFollowingApp, TableRecorder } from './helpers.ts';
@@ -17,19 +16,14 @@ import { chainHead, createSeenTable, mine, notExactlyOnce, SEPOLIA, seenRows, st
 for (const backend of await storageBackends()) {
   describe(`follower lease and cursor on ${backend.name} (C33)`, { skip: backend.skip }, () => {
     let storage: Storage;
-    let drop: (() => Promise<void>) | undefined;
+    let close: (() => Promise<void>) | undefined;
     let store: FollowerStore;
     before(async () => {
-      if (backend.name === 'postgres') {
-        const db = await createTestDatabase();
-        drop = () => db.drop();
-        storage = await openStorage({ databaseUrl: db.url });
-      } else storage = await openStorage({ dataDir: 'memory', pgliteImage: await pgliteTemplate() });
+      ({ storage, close } = await openTestStorage(backend.name));
       store = new FollowerStore(storage.db);
     });
     after(async () => {
-      await storage?.close();
-      await drop?.();
+      await close?.();
     });
 
     test('one holder at a time; the holder renews; another takes an expired lease; the former holder can no longer move the cursor', async () => {

@@ -4,10 +4,9 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { sql } from 'drizzle-orm';
-import { openStorage, type Storage } from '../../src/storage/db.ts';
+import type { Storage } from '../../src/storage/db.ts';
 import { unnest } from '../../src/storage/unnest.ts';
-import { createTestDatabase } from '../support/app.ts';
-import { pgliteTemplate } from '../support/pglite-template.ts';
+import { openTestStorage } from '../support/app.ts';
 import { storageBackends } from '../support/services.ts';
 
 const backends = await storageBackends();
@@ -17,18 +16,12 @@ const TEXTS = ['a"b', 'c\\d', '{e,f}', 'NULL', 'null', ' padded ', "it's", 'tab\
 for (const backend of backends) {
   describe(`rows as array parameters on ${backend.name} (issue 28)`, { skip: backend.skip }, () => {
     let storage: Storage;
-    let drop: (() => Promise<void>) | undefined;
+    let close: (() => Promise<void>) | undefined;
     before(async () => {
-      if (backend.name === 'pglite') storage = await openStorage({ dataDir: 'memory', pgliteImage: await pgliteTemplate() });
-      else {
-        const database = await createTestDatabase();
-        drop = () => database.drop();
-        storage = await openStorage({ databaseUrl: database.url });
-      }
+      ({ storage, close } = await openTestStorage(backend.name));
     });
     after(async () => {
-      await storage?.close();
-      await drop?.();
+      await close?.();
     });
 
     test('texts, numbers past 2^32, dates, instants and NULLs arrive as given, in the rows’ order', async () => {

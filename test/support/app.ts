@@ -11,7 +11,7 @@ import { withDevnetFaucetKeys } from '../../src/faucet/wallets.ts';
 import { openStorage, type Storage } from '../../src/storage/db.ts';
 import { openRedis, openRedisCluster } from '../../src/storage/redis.ts';
 import { pgliteTemplate } from './pglite-template.ts';
-import { PG_ADMIN_URL, REDIS_URL } from './services.ts';
+import { PG_ADMIN_URL, REDIS_URL, type StorageBackend } from './services.ts';
 
 /** A throwaway PostgreSQL database, dropped by `drop()`. */
 export async function createTestDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
@@ -31,6 +31,32 @@ export async function createTestDatabase(): Promise<{ url: string; drop(): Promi
       await c.end();
     },
   };
+}
+
+/**
+ * Storage on one backend of `storageBackends()`, migrated as the gateway opens it: PGlite in
+ * memory (from the template image), or a throwaway PostgreSQL database. `close()` closes it and
+ * drops that database.
+ */
+export async function openTestStorage(backend: StorageBackend['name']): Promise<{ storage: Storage; close: () => Promise<void> }> {
+  if (backend === 'pglite') {
+    const storage = await openStorage({ dataDir: 'memory', pgliteImage: await pgliteTemplate() });
+    return { storage, close: () => storage.close() };
+  }
+  const database = await createTestDatabase();
+  try {
+    const storage = await openStorage({ databaseUrl: database.url });
+    return {
+      storage,
+      close: async () => {
+        await storage.close();
+        await database.drop();
+      },
+    };
+  } catch (err) {
+    await database.drop();
+    throw err;
+  }
 }
 
 export interface TestApp {
