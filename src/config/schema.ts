@@ -184,7 +184,7 @@ export const ConfigSchema = T.Object(
         totalTimeoutMs: T.Integer({ minimum: 1, description: 'milliseconds per call, failover included' }),
         methodTimeoutsMs: T.Record(T.String(), T.Integer({ minimum: 1 }), { description: 'milliseconds per attempt, by method' }),
         maxLagBlocks: T.Integer({ minimum: 0, description: 'blocks behind the best head before an upstream is skipped' }), // C26
-        healthIntervalMs: T.Integer({ minimum: 100, description: 'milliseconds between upstream health probes' }),
+        healthIntervalMs: T.Integer({ minimum: 100, description: 'milliseconds between upstream health probes (each round up to a fifth early, at random, so the networks do not all probe at once)' }),
         connectionsPerUpstream: T.Integer({ minimum: 1, description: 'kept-alive connections per upstream' }),
         maxResponseBytes: T.Integer({ minimum: 1024, description: 'bytes an upstream answer may have; past it the call fails (-32000)' }),
         providerErrors: T.Array(

@@ -16,6 +16,20 @@ import type { UpstreamHealth, UpstreamState } from './types.ts';
 const BACKOFF_BASE_MS = 1_000;
 const BACKOFF_MAX_MS = 30_000;
 const LATENCY_WEIGHT = 0.3; // weight of a new sample in the moving average
+/** A round comes up to this share of the interval early (issue 28: see nextProbeDelay). */
+const PROBE_JITTER = 0.2;
+
+/**
+ * The wait before a pool's next probe round: the interval, less up to a fifth at random. The
+ * pools of every network start together and would otherwise probe in the same turn of the event
+ * loop for as long as the process runs: a round of all the upstreams held the gateway's thread
+ * for several milliseconds every interval (issue 28, the tail of RPC answers), where pools that
+ * drift apart spread it. Never later than the interval: each upstream is still probed at least
+ * every `healthIntervalMs`.
+ */
+export function nextProbeDelay(intervalMs: number, random: () => number = Math.random): number {
+  return Math.round(intervalMs * (1 - PROBE_JITTER * random()));
+}
 
 /** Starts the periodic health probes (one round at once); the timers do not keep the process alive. */
 export function startProbes(p: PoolState): void {
@@ -26,7 +40,7 @@ export function startProbes(p: PoolState): void {
     p.onFirstRound?.();
     p.onFirstRound = undefined;
     if (p.closed) return;
-    p.timer = setTimeout(tick, p.healthIntervalMs);
+    p.timer = setTimeout(tick, nextProbeDelay(p.healthIntervalMs));
     p.timer.unref();
   };
   void tick();

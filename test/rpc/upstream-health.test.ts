@@ -1,6 +1,9 @@
 import assert from 'node:assert/strict';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterEach, describe, test } from 'node:test';
 import { toRpcError } from '../../src/errors/rpc.ts';
+import { nextProbeDelay } from '../../src/upstreams/health.ts';
 import { inWords, NetworkDownError, NoUpstreamError, type PoolLogger, type PoolOptions, UpstreamPool } from '../../src/upstreams/pool.ts';
 import { type FakeMode, type FakeNode, startFakeNode } from '../support/fake-node.ts';
 import { waitFor } from '../support/wait.ts';
@@ -118,6 +121,47 @@ describe('a network known to be down', () => {
     await node.setMode('status500');
     await assert.rejects(p.forward(call('eth_chainId'), ['eth_chainId']), NoUpstreamError);
     await waitFor(() => node.callCount('eth_blockNumber') > probes, { what: 'a probe right after the failure' });
+  });
+});
+
+/** A node answering `eth_blockNumber` that notes when each probe arrived (ms, monotonic). */
+async function probeClock(): Promise<{ url: string; at: number[] }> {
+  const at: number[] = [];
+  const server = http.createServer((req, res) => {
+    at.push(performance.now());
+    req.resume();
+    req.on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end('{"jsonrpc":"2.0","id":1,"result":"0x10"}'));
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  opened.push({ close: () => new Promise<void>((resolve) => server.close(() => resolve())) });
+  server.unref();
+  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, at };
+}
+
+describe('probe rounds (issue 28)', () => {
+  test('a round comes at most the interval after the last, up to a fifth early', () => {
+    assert.equal(nextProbeDelay(5_000, () => 0), 5_000);
+    assert.equal(nextProbeDelay(5_000, () => 0.5), 4_500);
+    assert.equal(nextProbeDelay(5_000, () => 0.999_999), 4_000);
+  });
+
+  test('the pools of two networks started together drift apart instead of probing in the same turn every round', async () => {
+    const [a, b] = await Promise.all([probeClock(), probeClock()]);
+    const pa = new UpstreamPool({ network: 'net-a', upstreams: [{ http: a.url }], requestTimeoutMs: 1_000, totalTimeoutMs: 3_000, healthIntervalMs: 100 });
+    const pb = new UpstreamPool({ network: 'net-b', upstreams: [{ http: b.url }], requestTimeoutMs: 1_000, totalTimeoutMs: 3_000, healthIntervalMs: 100 });
+    opened.push(pa, pb);
+    pa.start();
+    pb.start();
+    await waitFor(() => a.at.length >= 16 && b.at.length >= 16, { what: '16 probe rounds of each', timeoutMs: 10_000 });
+    // Each pool still probes every 100 ms at most (a little slack for the machine), 80 at least.
+    for (const at of [a.at, b.at]) {
+      const gaps = at.slice(1, 16).map((t, i) => t - (at[i] as number));
+      assert.ok(gaps.every((g) => g >= 75 && g <= 140), gaps.map((g) => g.toFixed(0)).join(' '));
+    }
+    // Started in the same turn, with the same interval: without the jitter the rounds of the two
+    // stay within a millisecond or two of each other for good.
+    const apart = a.at.slice(0, 16).map((t, i) => Math.abs(t - (b.at[i] as number)));
+    assert.ok(Math.max(...apart.slice(8)) > 10, apart.map((d) => d.toFixed(1)).join(' '));
   });
 });
 
