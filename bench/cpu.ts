@@ -52,6 +52,19 @@ export function cpuSeconds(pid: number, opts: { reaped?: boolean } = {}): number
   return ticks / CLK_TCK;
 }
 
+/**
+ * Seconds the main thread of `pid` has spent runnable but waiting for a core so far (the run
+ * delay of /proc/<pid>/task/<pid>/schedstat): time an answer can wait though no code holds the
+ * event loop. NaN where the kernel does not keep it.
+ */
+export function mainThreadWaitSeconds(pid: number): number {
+  try {
+    return Number(readFileSync(`/proc/${pid}/task/${pid}/schedstat`, 'utf8').split(' ')[1]) / 1e9;
+  } catch {
+    return Number.NaN;
+  }
+}
+
 /** CPU seconds (user + system) used so far by the main thread of `pid` alone. */
 export function mainThreadCpuSeconds(pid: number): number {
   const f = statFields(`/proc/${pid}/task/${pid}/stat`);

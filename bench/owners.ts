@@ -14,7 +14,7 @@ import { parseArgs } from 'node:util';
 import { type Child, cleanup, cleanupOnSignals, removeStaleTempDirs, startScript, stopChild, tempDir } from './children.ts';
 import { mainThreadCpuSeconds } from './cpu.ts';
 import { LIMITS, NO_CACHE, startGateway } from './gateway.ts';
-import { pickLoadGenerator } from './load.ts';
+import { openLoopGenerator, pickLoadGenerator } from './load.ts';
 // @ts-expect-error: a plain .mjs build script without type declarations
 import { build } from '../scripts/build.mjs';
 
@@ -23,10 +23,12 @@ const { values: opt } = parseArgs({
     seconds: { type: 'string', default: '5' }, // sampled seconds per target
     connections: { type: 'string', default: '32' },
     top: { type: 'string', default: '12' }, // how many of the gateway's own files to list
+    rate: { type: 'string' }, // open loop at this many req/s (bench/load-open.ts) instead of wrk's closed loop
   },
 });
 const SECONDS = Number(opt.seconds);
 const CONNECTIONS = Number(opt.connections);
+const RATE = opt.rate === undefined ? undefined : Number(opt.rate);
 const BODY = '{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber","params":[]}';
 
 /** The owner groups of the report, first match wins; `file` is a JavaScript frame's file, or a tag for native frames. */
@@ -128,11 +130,12 @@ function owners(script: string): { files: Map<string, number>; samples: number }
 }
 
 async function sample(label: string, pid: number, url: string, headers: Record<string, string>): Promise<Sampled> {
-  const load = pickLoadGenerator('wrk');
-  await load.run({ url, headers, body: BODY, connections: CONNECTIONS, seconds: 2 }); // warm-up
+  const load = RATE ? openLoopGenerator() : pickLoadGenerator('wrk');
+  const rate = RATE ? { rate: RATE } : {};
+  await load.run({ url, headers, body: BODY, connections: CONNECTIONS, seconds: 2, ...rate }); // warm-up
   const data = `${tempDir('owners')}/perf.data`;
   const before = mainThreadCpuSeconds(pid);
-  const loaded = load.run({ url, headers, body: BODY, connections: CONNECTIONS, seconds: SECONDS });
+  const loaded = load.run({ url, headers, body: BODY, connections: CONNECTIONS, seconds: SECONDS, ...rate });
   // Sampled inside the load: it starts a little after and ends a little before.
   const rec = spawn('perf', ['record', '-q', '-g', '-F', '1999', '-t', String(pid), '-o', data, '--', 'sleep', String(Math.max(1, SECONDS - 1.5))], { stdio: 'ignore' });
   const recorded = new Promise<number | null>((resolve) => rec.on('close', resolve));

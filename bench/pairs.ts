@@ -1,4 +1,4 @@
-import { cpuSeconds, machineBusySeconds } from './cpu.ts';
+import { cpuSeconds, machineBusySeconds, mainThreadWaitSeconds } from './cpu.ts';
 import { type LoopDelay, scrapeLoopDelay } from './event-loop.ts';
 import type { LoadGenerator, OpenLoopFigures } from './load.ts';
 import { QUIET, waitForQuiet } from './measure.ts';
@@ -42,6 +42,8 @@ interface Sample {
   open?: OpenLoopFigures;
   /** CPU used outside the bench during the run, in % of one core. */
   otherPct: number;
+  /** Milliseconds per second the target's main thread was runnable but not running (waiting for a core). */
+  waitMsPerS: number;
 }
 
 export interface PairOptions {
@@ -65,14 +67,15 @@ async function sample(t: PairTarget, o: PairOptions): Promise<Sample> {
   if (o.rate) await waitForQuiet(); // a tail is what other work disturbs most
   if (o.warmupSeconds > 0) await o.load.run({ ...spec, seconds: o.warmupSeconds });
   if (t.metricsUrl) await scrapeLoopDelay(t.metricsUrl); // starts the delays again
-  const before = { target: cpuSeconds(t.pid), bench: cpuSeconds(process.pid, { reaped: true }), machine: machineBusySeconds() };
+  const before = { target: cpuSeconds(t.pid), bench: cpuSeconds(process.pid, { reaped: true }), machine: machineBusySeconds(), wait: mainThreadWaitSeconds(t.pid) };
   const r = await o.load.run({ ...spec, seconds: o.seconds });
   const used = cpuSeconds(t.pid) - before.target;
+  const waitMsPerS = ((mainThreadWaitSeconds(t.pid) - before.wait) * 1000) / r.seconds;
   const bench = cpuSeconds(process.pid, { reaped: true }) - before.bench;
   const otherPct = (Math.max(0, machineBusySeconds() - before.machine - bench) / r.seconds) * 100;
   const loop = t.metricsUrl ? await scrapeLoopDelay(t.metricsUrl) : null;
   if (r.errors > 0 || r.non2xx > 0) throw new Error(`${t.label}: ${r.errors} errors and ${r.non2xx} non-2xx answers during an interleaved round`);
-  return { rps: r.rps, cpuUs: (used * 1e6) / Math.max(1, r.requests), p50Ms: r.p50Ms, p99Ms: r.p99Ms, p999Ms: r.p999Ms, loop, otherPct, ...(r.open ? { open: r.open } : {}) };
+  return { rps: r.rps, cpuUs: (used * 1e6) / Math.max(1, r.requests), p50Ms: r.p50Ms, p99Ms: r.p99Ms, p999Ms: r.p999Ms, loop, otherPct, waitMsPerS, ...(r.open ? { open: r.open } : {}) };
 }
 
 /** Every target once a round, the order reversed every other round; the samples by target. */
@@ -152,7 +155,8 @@ export async function openLoopTail(targets: PairTarget[], comparisons: Compariso
     lines.push(
       `  ${t.label}: p50 ${median(of((x) => x.p50Ms)).toFixed(2)} ms, p99 ${median(of((x) => x.p99Ms)).toFixed(2)} ms [${range(of((x) => x.p99Ms))}], ` +
         `p99.9 ${median(of((x) => x.p999Ms)).toFixed(2)} ms [${range(of((x) => x.p999Ms))}], max ${Math.max(...of((x) => x.open?.maxMs ?? 0)).toFixed(1)} ms (all rounds), ` +
-        `${Math.round(median(of((x) => x.rps)))} req/s achieved, ${median(of((x) => x.cpuUs)).toFixed(1)} µs CPU per request${loopText(s)}`,
+        `${Math.round(median(of((x) => x.rps)))} req/s achieved, ${median(of((x) => x.cpuUs)).toFixed(1)} µs CPU per request${loopText(s)}, ` +
+        `main thread waiting for a core ${median(of((x) => x.waitMsPerS)).toFixed(0)} ms per second (median)`,
     );
   }
   const sum = (f: (x: Sample) => number) => all.reduce((n, x) => n + f(x), 0);
