@@ -4,6 +4,7 @@ import { PeriodicJob } from '../jobs/periodic.ts';
 import { StorageOutageLog } from '../jobs/storage-outage.ts';
 import { deleteInBatches } from '../storage/batched-delete.ts';
 import type { Db } from '../storage/db.ts';
+import { prepareSql } from '../storage/prepared.ts';
 import { addStoredLatencies, latencyBucketsSql, percentile, percentiles } from './histogram.ts';
 import { addCounts, COUNTERS, type Counts, REFUSAL_REASONS } from './recorder.ts';
 
@@ -80,10 +81,16 @@ export class AnalyticsStore {
   readonly #log: Logger;
   /** The retention sweep: once at start, then every hour. */
   readonly #sweeps: PeriodicJob;
+  /** The roll-up reads (`#queryRollups`), prepared once per granularity. */
+  readonly #rollups: Record<Granularity, ReturnType<typeof prepareSql>>;
 
   constructor(deps: { db: Db; logger: Logger }) {
     this.#db = deps.db;
     this.#log = deps.logger;
+    this.#rollups = {
+      hour: prepareSql(deps.db, 'analytics_rollups_hour', rollupsSql('hour')),
+      day: prepareSql(deps.db, 'analytics_rollups_day', rollupsSql('day')),
+    };
     this.#sweeps = new PeriodicJob({
       run: () => this.sweep(),
       everyMs: SWEEP_INTERVAL_MS,
@@ -174,7 +181,7 @@ export class AnalyticsStore {
       for (let j = s.latency.length; j < r.i; j++) s.latency.push(0);
       s.latency[r.i] = r.n;
     }
-    return answer(q, sets, names);
+    return answer(q, sets, new Map((names as { rows: Array<{ id: string; name: string }> }).rows.map((r) => [r.id, r.name])));
   }
 
   /**
@@ -188,27 +195,14 @@ export class AnalyticsStore {
    * differ (rows not written by the recorder), null: the caller answers from the series rows.
    */
   async #queryRollups(q: AnalyticsQuery): Promise<Analytics | null> {
-    const hourly = q.granularity === 'hour';
-    const from = dayStart(q.start);
-    const to = dayStart(q.end) + DAY_MS;
-    // Histograms as their stored forms, each after its length (addStoredLatencies); the daily rows
-    // summed per series in SQL (counters) and their histograms concatenated: a row per series.
-    const one = sql.raw(`${COUNTERS.map((c) => `coalesce(r.${c}, 0)::float8 as ${c}`).join(', ')}, int2send(length(r.latency)::int2) || r.latency as latency`);
-    const summed = sql.raw(`${COUNTERS.map((c) => `coalesce(sum(r.${c}), 0)::float8 as ${c}`).join(', ')}, string_agg(int2send(length(r.latency)::int2) || r.latency, ''::bytea) as latency`);
-    const buckets = hourly
-      ? sql`select r.hour::float8 * ${HOUR_MS} as bucket, null::text as key_id, null::text as network, null::text as method, ${one}
-          from analytics_account_hours r where r.user_id = ${q.userId} and r.hour >= ${from / HOUR_MS}::int and r.hour < ${to / HOUR_MS}::int`
-      : sql`select extract(epoch from r.day::timestamp)::float8 * 1000 as bucket, null::text as key_id, null::text as network, null::text as method, ${one}
-          from analytics_account_days r where r.user_id = ${q.userId} and r.day >= ${q.start}::date and r.day <= ${q.end}::date`;
-    const [rows, names] = await Promise.all([
-      this.#db.execute(sql`${buckets}
-        union all
-        select null, case when r.kind = 'k' then r.name end, case when r.kind = 'n' then r.name end, case when r.kind = 'm' then r.name end, ${summed}
-        from analytics_account_day_parts r
-        where r.user_id = ${q.userId} and r.day >= ${q.start}::date and r.day <= ${q.end}::date
-        group by r.kind, r.name`),
-      this.#db.execute(sql`select id, name from api_keys where user_id = ${q.userId}`),
-    ]);
+    const rows = await this.#rollups[q.granularity]({
+      userId: q.userId,
+      fromHour: dayStart(q.start) / HOUR_MS,
+      toHour: (dayStart(q.end) + DAY_MS) / HOUR_MS,
+      start: q.start,
+      end: q.end,
+    });
+    const names = new Map<string, string>();
     const sets = emptySets();
     const fromBuckets = emptySum();
     const fromDays = emptySum();
@@ -217,7 +211,7 @@ export class AnalyticsStore {
       if (!s) map.set(k, (s = emptySum()));
       return s;
     };
-    for (const r of (rows as { rows: Array<GroupedRow & StoredSums & { latency: Uint8Array }> }).rows) {
+    for (const r of rows.rows as Array<GroupedRow & StoredSums & { key_name: string | null; latency: Uint8Array }>) {
       const row: Sum = {
         requests: r.requests,
         computeUnits: r.compute_units,
@@ -228,7 +222,11 @@ export class AnalyticsStore {
       };
       addStoredLatencies(row.latency, r.latency);
       if (r.bucket !== null) {
-        addCounts(into(sets.perBucket, Number(r.bucket)), row);
+        // One roll-up row per bucket (its primary key): the row is the bucket's sum.
+        const bucket = Number(r.bucket);
+        const had = sets.perBucket.get(bucket);
+        if (had) addCounts(had, row);
+        else sets.perBucket.set(bucket, row);
         addCounts(fromBuckets, row);
         continue;
       }
@@ -239,6 +237,7 @@ export class AnalyticsStore {
       } else if (r.network !== null) addCounts(into(sets.perNetwork, r.network), row);
       else {
         // byKey shows no latency: counters only (a key's rows carry no histogram).
+        if (r.key_name !== null) names.set(r.key_id as string, r.key_name);
         const k = into(sets.perKey, r.key_id as string);
         k.requests += row.requests;
         k.computeUnits += row.computeUnits;
@@ -279,6 +278,37 @@ export class AnalyticsStore {
   }
 }
 
+/**
+ * The roll-up read of `#queryRollups`, one statement: the account's roll-up rows of the period
+ * (per hour or day) and its day parts summed per key, network and method, with each key's name
+ * (one round trip; a deleted key's is null). Histograms as their stored forms, each after its
+ * length (addStoredLatencies); a part's histograms concatenated. Placeholders: userId, start and
+ * end (days, inclusive), fromHour and toHour (hours since 1970, end exclusive) for `hour`.
+ */
+function rollupsSql(granularity: Granularity): SQL {
+  const one = sql.raw(`${COUNTERS.map((c) => `coalesce(r.${c}, 0)::float8 as ${c}`).join(', ')}, int2send(length(r.latency)::int2) || r.latency as latency`);
+  const summed = sql.raw(
+    `${COUNTERS.map((c) => `coalesce(sum(r.${c}), 0)::float8 as ${c}`).join(', ')}, string_agg(int2send(length(r.latency)::int2) || r.latency, ''::bytea) as latency`,
+  );
+  const userId = sql.placeholder('userId');
+  const start = sql`${sql.placeholder('start')}::date`;
+  const end = sql`${sql.placeholder('end')}::date`;
+  const none = sql.raw('null::text as key_id, null::text as network, null::text as method, null::text as key_name');
+  const buckets =
+    granularity === 'hour'
+      ? sql`select r.hour::float8 * ${sql.raw(String(HOUR_MS))} as bucket, ${none}, ${one}
+          from analytics_account_hours r where r.user_id = ${userId} and r.hour >= ${sql.placeholder('fromHour')}::int and r.hour < ${sql.placeholder('toHour')}::int`
+      : sql`select extract(epoch from r.day::timestamp)::float8 * 1000 as bucket, ${none}, ${one}
+          from analytics_account_days r where r.user_id = ${userId} and r.day >= ${start} and r.day <= ${end}`;
+  return sql`${buckets}
+    union all
+    select null, case when r.kind = 'k' then r.name end, case when r.kind = 'n' then r.name end, case when r.kind = 'm' then r.name end,
+      case when r.kind = 'k' then (select k.name from api_keys k where k.id = r.name and k.user_id = ${userId}) end, ${summed}
+    from analytics_account_day_parts r
+    where r.user_id = ${userId} and r.day >= ${start} and r.day <= ${end}
+    group by r.kind, r.name`;
+}
+
 interface Sets {
   perBucket: Map<number, Sum>;
   perMethod: Map<string, Sum>;
@@ -297,26 +327,29 @@ function sameSum(a: Sum, b: Sum): boolean {
 }
 
 const QUANTILES = [0.5, 0.95, 0.99] as const;
+/** Each refusal reason's place in a Sum's `refused` (REFUSAL_REASONS' order). */
+const AT = Object.fromEntries(REFUSAL_REASONS.map((reason, i) => [reason, i])) as Refused;
+/** A bucket without calls (read only). */
+const NO_CALLS: Sum = Object.freeze({ ...emptySum(), refused: Object.freeze([]) as unknown as number[], latency: Object.freeze([]) as unknown as number[] });
 
 /** The answer (C46) from the sums of the period's buckets, methods, keys and networks. */
-function answer(q: AnalyticsQuery, { perBucket, perMethod, perKey, perNetwork }: Sets, names: unknown): Analytics {
-  const keyNames = new Map((names as { rows: Array<{ id: string; name: string }> }).rows.map((r) => [r.id, r.name]));
+function answer(q: AnalyticsQuery, { perBucket, perMethod, perKey, perNetwork }: Sets, keyNames: ReadonlyMap<string, string>): Analytics {
   const hourly = q.granularity === 'hour';
   const from = dayStart(q.start);
   const to = dayStart(q.end) + DAY_MS;
   const step = hourly ? HOUR_MS : DAY_MS;
   const series: Analytics['series'] = [];
   for (let t = from; t < to; t += step) {
-    const s = perBucket.get(t) ?? emptySum();
-    const refused = {} as Refused;
-    for (let i = 0; i < REFUSAL_REASONS.length; i++) refused[REFUSAL_REASONS[i] as keyof Refused] = s.refused[i] ?? 0;
+    const s = perBucket.get(t) ?? NO_CALLS;
     const [p50, p95, p99] = percentiles(s.latency, QUANTILES);
+    const r = s.refused;
     series.push({
       start: new Date(t).toISOString(),
       requests: s.requests,
       computeUnits: s.computeUnits,
       errors: { node: s.errorsNode, upstream: s.errorsUpstream },
-      refused,
+      // One literal (one object shape for every bucket), by the reasons' order in `refused`.
+      refused: { rate: r[AT.rate] ?? 0, quota: r[AT.quota] ?? 0, key: r[AT.key] ?? 0, network: r[AT.network] ?? 0, method: r[AT.method] ?? 0, access: r[AT.access] ?? 0 },
       latencyMs: { p50: p50 ?? null, p95: p95 ?? null, p99: p99 ?? null },
     });
   }

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { eq } from 'drizzle-orm';
+import { eq, sql } from 'drizzle-orm';
 import type { Tier } from '../config/schema.ts';
 import { HttpError } from '../errors/http.ts';
 import type { Db } from '../storage/db.ts';
@@ -33,10 +33,17 @@ function isUniqueViolation(err: unknown): boolean {
 export class AccountService {
   readonly #db: Db;
   readonly #hashCost: number;
+  /**
+   * The account by id, prepared once (issue 28): every plan-gated REST call reads it (its plan is
+   * never cached: a plan change applies to the next call), so it is not rebuilt and planned anew
+   * each time.
+   */
+  readonly #byId;
   /** `passwordHashCost`: `auth.passwordHashCost`, log2 of scrypt's N for new hashes. */
   constructor(db: Db, opts: { passwordHashCost?: number } = {}) {
     this.#db = db;
     this.#hashCost = opts.passwordHashCost ?? DEFAULT_HASH_COST;
+    this.#byId = db.select().from(users).where(eq(users.id, sql.placeholder('id'))).prepare('account_by_id');
   }
 
   async register(input: { email: string; password: string; name: string }): Promise<UserRow> {
@@ -73,7 +80,7 @@ export class AccountService {
   }
 
   async findById(id: string): Promise<UserRow | undefined> {
-    const [row] = await this.#db.select().from(users).where(eq(users.id, id));
+    const [row] = await this.#byId.execute({ id });
     return row;
   }
 

@@ -1,4 +1,4 @@
-import { and, eq, gte, inArray, lte, type SQL, sql } from 'drizzle-orm';
+import { and, eq, gte, inArray, lte, type Placeholder, type SQL, sql } from 'drizzle-orm';
 import type { Logger } from 'pino';
 import { type AnalyticsBatch, AnalyticsRecorder } from '../analytics/recorder.ts';
 import type { Config } from '../config/schema.ts';
@@ -91,6 +91,8 @@ export interface UsageStats {
  */
 export class UsageService implements UsageSink, KeyUsageReader {
   readonly #db: Db;
+  /** `stats` of an account without a filter, prepared once. */
+  readonly #accountStats;
   readonly #log: Logger;
   readonly #intervalMs: number;
   readonly #networks: ReadonlySet<string>;
@@ -132,6 +134,8 @@ export class UsageService implements UsageSink, KeyUsageReader {
     this.analytics = deps.analytics;
     this.#onFlush = deps.onFlush;
     this.#onStored = deps.onStored;
+    const at = { userId: sql.placeholder('userId'), start: sql.placeholder('start'), end: sql.placeholder('end') };
+    this.#accountStats = this.#stats(usageAccountDaily, at).prepare('usage_stats_account');
   }
 
   /** Whether `slug` is a configured network (the stats filter rejects others, as C16 does). */
@@ -399,7 +403,14 @@ export class UsageService implements UsageSink, KeyUsageReader {
   /** C27: the account's counts over [start, end], with every day of the period present, oldest first. */
   async stats(q: StatsQuery): Promise<UsageStats> {
     // Issue 28: account-wide, the rows summed over keys (a tenth of the rows for ten keys); one key, its own rows.
-    const rows = q.keyId === undefined ? await this.#stats(usageAccountDaily, q) : await this.#stats(usageDaily, q, eq(usageDaily.keyId, q.keyId));
+    // The account's whole usage (the dashboard's question) prepared once (issue 28: planned once,
+    // not at each call); with a filter, built for the call.
+    const rows =
+      q.keyId !== undefined
+        ? await this.#stats(usageDaily, q, eq(usageDaily.keyId, q.keyId))
+        : q.network !== undefined
+          ? await this.#stats(usageAccountDaily, q)
+          : await this.#accountStats.execute({ userId: q.userId, start: q.start, end: q.end });
     const perDay = new Map<string, number>();
     const requestsByNetwork: Record<string, number> = {};
     const requestsByMethod: Record<string, number> = {};
@@ -418,7 +429,7 @@ export class UsageService implements UsageSink, KeyUsageReader {
   }
 
   /** One pass over `t`'s rows of the period, three groupings: a row has exactly one of day, network, method set. */
-  #stats(t: typeof usageDaily | typeof usageAccountDaily, q: StatsQuery, ...also: SQL[]) {
+  #stats(t: typeof usageDaily | typeof usageAccountDaily, q: Pick<StatsQuery, 'network'> & Record<'userId' | 'start' | 'end', string | Placeholder>, ...also: SQL[]) {
     const where: SQL[] = [eq(t.userId, q.userId), gte(t.day, q.start), lte(t.day, q.end), ...also];
     if (q.network !== undefined) where.push(eq(t.network, q.network));
     return this.#db

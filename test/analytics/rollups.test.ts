@@ -22,10 +22,36 @@ const DAY = 86_400_000;
 /** Recorded from 2026-03-01 to 2026-03-04 (UTC). */
 const FIRST = Date.parse('2026-03-01T00:00:00Z');
 
-/** A store over `db` that keeps the SQL text of each statement it runs. */
-function spiedStore(db: Db): { store: AnalyticsStore; seen: string[] } {
+type Session = Db['_']['session'];
+type Prepared = ReturnType<Session['prepareQuery']>;
+
+/**
+ * A store over `db` that keeps the SQL text of each statement it runs: those of `db.execute`, and
+ * those prepared once (src/storage/prepared.ts) at each of their runs.
+ */
+function spiedStore(db: Db): { store: AnalyticsStore; seen: string[]; prepared: Array<string | undefined> } {
   const seen: string[] = [];
+  /** The names of the statements prepared (by prepareSql: db.execute's own are not seen here). */
+  const prepared: Array<string | undefined> = [];
   const dialect = new PgDialect();
+  const session = new Proxy(db._.session, {
+    get(target, prop) {
+      if (prop === 'prepareQuery') {
+        return (...args: Parameters<Session['prepareQuery']>) => {
+          prepared.push(args[2]);
+          const statement: Prepared = target.prepareQuery(...args);
+          return {
+            execute: (values?: Record<string, unknown>) => {
+              seen.push(args[0].sql);
+              return statement.execute(values);
+            },
+          };
+        };
+      }
+      const v: unknown = Reflect.get(target, prop);
+      return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+    },
+  });
   const spy = new Proxy(db, {
     get(target, prop) {
       if (prop === 'execute') {
@@ -34,11 +60,12 @@ function spiedStore(db: Db): { store: AnalyticsStore; seen: string[] } {
           return target.execute(q);
         };
       }
+      if (prop === '_') return { ...target._, session };
       const v: unknown = Reflect.get(target, prop);
       return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
     },
   });
-  return { store: new AnalyticsStore({ db: spy, logger: pino({ level: 'silent' }) }), seen };
+  return { store: new AnalyticsStore({ db: spy, logger: pino({ level: 'silent' }) }), seen, prepared };
 }
 
 /** A small deterministic generator (xorshift). */
@@ -122,13 +149,15 @@ for (const backend of backends) {
       assert.ok(Number(stored[0]?.h) > 100 && Number(stored[0]?.d) === 8, JSON.stringify(stored));
       // Per account and day a row per key (u1 with 3 keys, u2 with 1, on each of 4 days) and method (several each).
       assert.ok(Number(stored[0]?.keys) === 4 * 4 && Number(stored[0]?.methods) >= 8 * 3, JSON.stringify(stored));
-      const { store, seen } = spiedStore(storage.db);
+      const { store, seen, prepared } = spiedStore(storage.db);
       let refusals = 0;
       for (const userId of ['u1', 'u2']) {
         for (const q of questions(userId)) {
           seen.length = 0;
           const got = await store.query(q);
           const read = seen.join('\n');
+          // Issue 28: one statement (one round trip), the keys' names in it.
+          assert.equal(seen.length, 1, `one statement for ${JSON.stringify(q)}: ${read}`);
           assert.match(read, /analytics_account_(hours|days)/, `roll-ups read for ${JSON.stringify(q)}`);
           assert.match(read, /from analytics_account_day_parts/, `breakdowns from the day parts for ${JSON.stringify(q)}`);
           // No series rows at all, nor the series path's grouping sets (the answer from the roll-ups, not the fallback).
@@ -142,6 +171,8 @@ for (const backend of backends) {
         }
       }
       assert.ok(refusals > 0);
+      // Issue 28: the roll-up reads were prepared once each, by name (planned once on PostgreSQL), not at each query.
+      assert.deepEqual(prepared, ['analytics_rollups_hour', 'analytics_rollups_day']);
       // Deleted key k3: its rows count, without a name.
       const all = await store.query({ userId: 'u1', start: '2026-03-01', end: '2026-03-04', granularity: 'day' });
       assert.deepEqual(
