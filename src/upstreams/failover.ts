@@ -78,6 +78,7 @@ export async function send<T>(
     }
   } else {
     const running: Array<Run<Judged<T>>> = [];
+    const firstTier = (candidates[0] as Upstream).tier;
     let next = 0;
     const launch = (): boolean => {
       const remaining = deadline - Date.now();
@@ -96,10 +97,12 @@ export async function send<T>(
         let settled: Settled<Judged<T>> | null;
         const latest = running[running.length - 1] as Run<Judged<T>>;
         const race = running.length === 1 ? latest.done : Promise.race(running.map((r) => r.done));
-        if (next < candidates.length && deadline > Date.now()) {
+        if (next < candidates.length && deadline > Date.now() && (candidates[next] as Upstream).tier <= firstTier) {
           // Issue 15: not answered within the hedge delay, the read also goes to the next node.
           // Issue 29: and to the one after while none of those asked answers (two stalled nodes
-          // first in line cost two hedge delays, not an attempt's whole timeout).
+          // first in line cost two hedge delays, not an attempt's whole timeout). Only to a node
+          // as good as the first (choice.ts's groups): a lagging, untrusted or failed node is a
+          // failover's last resort, never a race a stale answer could win because it is quick.
           settled = await withinMs(race, hedgeDelay(hedge, latest.u.window) - (performance.now() - latest.startedAt));
           if (settled === null) {
             p.log?.debug({ reqId, network: p.network, upstream: latest.u.index, name: latest.u.name, methods }, 'read hedged to the next upstream');

@@ -100,6 +100,24 @@ describe('hedged reads (issue 15)', () => {
     await waitFor(() => hole.cancelled === 3, { what: 'the three stalled requests to be aborted' });
   });
 
+  test('a read is not hedged to a lagging node: the node in line answers, slow as it is; caught up, the other is hedged to again', async () => {
+    const slow = closeAfter(await slowNode(400));
+    const [other] = await fakes(1);
+    other?.setHead(1);
+    const p = pool([slow.url, other!], { hedge: { ...HEDGE, delayMs: 50 } });
+    await p.checkHealth();
+    assert.equal(p.health()[1]?.head, 1);
+    // A quick stale answer must not win the race against the node at the head: no hedge to it.
+    for (let i = 0; i < 3; i++) assert.equal((await p.forward(call('eth_getBalance', ['0x0', 'latest'], i), ['eth_getBalance'])).upstream, 0);
+    assert.equal(other?.callCount('eth_getBalance'), 0);
+    assert.equal(slow.received, 3);
+    // Caught up, it is as good as the first, and a slow read goes to it too (and it wins).
+    other?.setHead(100);
+    await firstInLine(p);
+    assert.equal((await p.forward(call('eth_getBalance', ['0x0', 'latest'], 9), ['eth_getBalance'])).upstream, 1);
+    assert.equal(other?.callCount('eth_getBalance'), 1);
+  });
+
   test('a fast first node answers alone: nothing is hedged', async () => {
     const [a, b] = await fakes(2);
     const p = pool([a!, b!], { hedge: HEDGE });
