@@ -189,6 +189,13 @@ async function openPostgres(url: string, queryTimeoutMs: number): Promise<Storag
   });
   // A pool error (server restart) must not crash the process; the next query reports it.
   pool.on('error', () => {});
+  // C48: nor an error on a connection checked out of the pool (the pool listens only to idle
+  // ones): one whose server goes away between two statements of a transaction, or after
+  // `connect` and before its first query, emits 'error' with no query to fail; unheard, that is
+  // an uncaught exception. Its next query fails ("not queryable") and the pool drops it.
+  pool.on('connect', (client) => {
+    client.on('error', () => {});
+  });
   const db = drizzlePg(pool);
   return {
     db: db as unknown as Db,
