@@ -330,7 +330,7 @@ const QUANTILES = [0.5, 0.95, 0.99] as const;
 /** Each refusal reason's place in a Sum's `refused` (REFUSAL_REASONS' order). */
 const AT = Object.fromEntries(REFUSAL_REASONS.map((reason, i) => [reason, i])) as Refused;
 /** A bucket without calls (read only). */
-const NO_CALLS: Sum = Object.freeze({ ...emptySum(), refused: Object.freeze([]) as unknown as number[], latency: Object.freeze([]) as unknown as number[] });
+const NO_CALLS: Readonly<Sum> = Object.freeze(emptySum());
 
 /** The answer (C46) from the sums of the period's buckets, methods, keys and networks. */
 function answer(q: AnalyticsQuery, { perBucket, perMethod, perKey, perNetwork }: Sets, keyNames: ReadonlyMap<string, string>): Analytics {

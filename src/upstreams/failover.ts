@@ -100,8 +100,8 @@ export async function send<T>(
         if (next < candidates.length && deadline > Date.now() && (candidates[next] as Upstream).tier <= firstTier) {
           // Issue 15: not answered within the hedge delay, the read also goes to the next node.
           // Issue 29: and to the one after while none of those asked answers (two stalled nodes
-          // first in line cost two hedge delays, not an attempt's whole timeout). Only to a node
-          // as good as the first (choice.ts's groups): a lagging, untrusted or failed node is a
+          // first in line cost two hedge delays, not an attempt's whole timeout). C26: only to a
+          // node as good as the first (choice.ts's groups): a lagging, untrusted or failed node is a
           // failover's last resort, never a race a stale answer could win because it is quick.
           settled = await withinMs(race, hedgeDelay(hedge, latest.u.window) - (performance.now() - latest.startedAt));
           if (settled === null) {
