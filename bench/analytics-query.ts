@@ -1,7 +1,7 @@
-// Issue 28: what one cold `GET /usage/analytics` query costs in storage, in process, with and without
-// the account roll-ups (C46): AnalyticsStore.query (roll-ups, no filter) against querySeries (the
-// series rows alone, the path before them), one at a time, on a PostgreSQL database of its own
-// holding one account of bench:scale's shape (10 keys x 3 networks x 4 methods, 35 days by the hour,
+// Issue 28: what one cold `GET /usage/analytics` query costs in storage, in process, with and
+// without the account roll-ups (C46): AnalyticsStore.query (roll-ups, no filter) against
+// querySeries (the series rows alone: what a question with a key, network or method reads), and a
+// question with one key, one at a time, on a PostgreSQL database of its own holding one account of bench:scale's shape (10 keys x 3 networks x 4 methods, 35 days by the hour,
 // 400 by the day, the days the sums of their hours), seeded in SQL and rolled up by migration
 // 0014's own statements. Also checks that both paths answer the same.
 //
@@ -79,15 +79,17 @@ try {
   ];
   for (const [label, q] of questions) {
     if (JSON.stringify(await store.query(q)) !== JSON.stringify(await store.querySeries(q))) throw new Error(`${label}: the two paths answer differently`);
-    const times = { query: [] as number[], querySeries: [] as number[] };
+    const times = { query: [] as number[], querySeries: [] as number[], oneKey: [] as number[] };
     // This process's CPU (user + system) per query: the gateway's share (building the SQL, the
     // driver's parsing, the answer), PostgreSQL's being another process's.
-    const cpu = { query: 0, querySeries: 0 };
+    const cpu = { query: 0, querySeries: 0, oneKey: 0 };
+    // What a filtered question reads: one key's series (12 of the 120), from the series rows.
+    const oneKey = { ...q, keyId: 'bk1' };
     for (let i = 0; i < RUNS; i++) {
-      for (const f of ['query', 'querySeries'] as const) {
+      for (const f of ['query', 'querySeries', 'oneKey'] as const) {
         const c = process.cpuUsage();
         const t = performance.now();
-        await store[f](q);
+        await (f === 'oneKey' ? store.query(oneKey) : store[f](q));
         times[f].push(performance.now() - t);
         const d = process.cpuUsage(c);
         cpu[f] += (d.user + d.system) / 1000;
@@ -95,7 +97,7 @@ try {
     }
     const each = (f: keyof typeof cpu) => `${(cpu[f] / RUNS).toFixed(2)} ms CPU here`;
     process.stdout.write(
-      `${label.padEnd(15)} roll-ups: p50 ${ms(times.query, 0.5)} ms, min ${ms(times.query, 0)} ms, ${each('query')};  series rows: p50 ${ms(times.querySeries, 0.5)} ms, min ${ms(times.querySeries, 0)} ms, ${each('querySeries')}  (same answer)\n`,
+      `${label.padEnd(15)} roll-ups: p50 ${ms(times.query, 0.5)} ms, min ${ms(times.query, 0)} ms, ${each('query')};  series rows: p50 ${ms(times.querySeries, 0.5)} ms, min ${ms(times.querySeries, 0)} ms, ${each('querySeries')};  one key: p50 ${ms(times.oneKey, 0.5)} ms, ${each('oneKey')}  (same answer)\n`,
     );
   }
 } finally {

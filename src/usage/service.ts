@@ -5,6 +5,7 @@ import type { Config } from '../config/schema.ts';
 import type { KeyUsageReader } from '../keys/service.ts';
 import { currentPeriods } from '../metering/periods.ts';
 import type { Db } from '../storage/db.ts';
+import { prepareSql } from '../storage/prepared.ts';
 import { type Column, unnest } from '../storage/unnest.ts';
 import { usageAccountDaily, usageDaily } from './schema.ts';
 import type { UsageEvent, UsageSink } from './sink.ts';
@@ -93,6 +94,8 @@ export class UsageService implements UsageSink, KeyUsageReader {
   readonly #db: Db;
   /** `stats` of an account without a filter, prepared once. */
   readonly #accountStats;
+  /** `ownsKey`'s read, prepared once. */
+  readonly #ownsKey: ReturnType<typeof prepareSql>;
   readonly #log: Logger;
   readonly #intervalMs: number;
   readonly #networks: ReadonlySet<string>;
@@ -136,6 +139,12 @@ export class UsageService implements UsageSink, KeyUsageReader {
     this.#onStored = deps.onStored;
     const at = { userId: sql.placeholder('userId'), start: sql.placeholder('start'), end: sql.placeholder('end') };
     this.#accountStats = this.#stats(usageAccountDaily, at).prepare('usage_stats_account');
+    this.#ownsKey = prepareSql(
+      deps.db,
+      'usage_owns_key',
+      sql`select (exists (select 1 from api_keys where id = ${sql.placeholder('keyId')} and user_id = ${sql.placeholder('userId')})
+        or exists (select 1 from usage_daily where user_id = ${sql.placeholder('userId')} and key_id = ${sql.placeholder('keyId')})) as owned`,
+    );
   }
 
   /** Whether `slug` is a configured network (the stats filter rejects others, as C16 does). */
@@ -394,10 +403,8 @@ export class UsageService implements UsageSink, KeyUsageReader {
    * is still stored. Another account's key is neither (C7: 404).
    */
   async ownsKey(userId: string, keyId: string): Promise<boolean> {
-    const result: unknown = await this.#db.execute(sql`
-      select (exists (select 1 from api_keys where id = ${keyId} and user_id = ${userId})
-           or exists (select 1 from usage_daily where user_id = ${userId} and key_id = ${keyId})) as owned`);
-    return (result as { rows: Array<{ owned: boolean }> }).rows[0]?.owned === true;
+    const result = await this.#ownsKey({ userId, keyId });
+    return (result.rows as Array<{ owned: boolean }>)[0]?.owned === true;
   }
 
   /** C27: the account's counts over [start, end], with every day of the period present, oldest first. */

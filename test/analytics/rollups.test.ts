@@ -171,8 +171,8 @@ for (const backend of backends) {
         }
       }
       assert.ok(refusals > 0);
-      // Issue 28: the roll-up reads were prepared once each, by name (planned once on PostgreSQL), not at each query.
-      assert.deepEqual(prepared, ['analytics_rollups_hour', 'analytics_rollups_day']);
+      // Issue 28: the roll-up and series reads were prepared once each, by name (planned once on PostgreSQL), not at each query.
+      assert.deepEqual(prepared, ['analytics_rollups_hour', 'analytics_rollups_day', 'analytics_series_hour', 'analytics_series_day', 'analytics_owns_key']);
       // Deleted key k3: its rows count, without a name.
       const all = await store.query({ userId: 'u1', start: '2026-03-01', end: '2026-03-04', granularity: 'day' });
       assert.deepEqual(
@@ -181,14 +181,29 @@ for (const backend of backends) {
       );
     });
 
-    test('with a key, network or method, the series rows as before', async () => {
+    test('with a key, network or method, the series rows: one prepared statement, histograms merged here, not in SQL', async () => {
       const { store, seen } = spiedStore(storage.db);
-      for (const filter of [{ keyId: 'k1' }, { network: 'polygon' }, { method: 'eth_call' }]) {
-        const q: AnalyticsQuery = { userId: 'u1', start: '2026-03-01', end: '2026-03-04', granularity: 'hour', ...filter };
-        seen.length = 0;
-        assert.deepEqual(await store.query(q), await store.querySeries(q));
-        assert.doesNotMatch(seen.join('\n'), /analytics_account_/);
+      const all = await store.query({ userId: 'u1', start: '2026-03-01', end: '2026-03-04', granularity: 'hour' });
+      for (const filter of [{ keyId: 'k1' }, { network: 'polygon' }, { method: 'eth_call' }, { keyId: 'k3', method: 'eth_call' }]) {
+        for (const granularity of ['hour', 'day'] as const) {
+          const q: AnalyticsQuery = { userId: 'u1', start: '2026-03-01', end: '2026-03-04', granularity, ...filter };
+          seen.length = 0;
+          const got = await store.query(q);
+          assert.equal(seen.length, 1, `one statement for ${JSON.stringify(q)}`);
+          assert.doesNotMatch(seen[0] as string, /analytics_account_|get_byte|lateral/, `series rows, histograms not decoded in SQL, for ${JSON.stringify(q)}`);
+          // The filter holds: only its key, network or method in the breakdowns, and its calls a part of all.
+          const total = got.series.reduce((n, b) => n + b.requests, 0);
+          assert.ok(total > 0 && total < all.series.reduce((n, b) => n + b.requests, 0), JSON.stringify(q));
+          if ('keyId' in filter) assert.deepEqual(got.byKey.map((k) => k.apiKeyId), [filter.keyId]);
+          if ('network' in filter) assert.deepEqual(got.byNetwork.map((n) => n.network), [filter.network]);
+          if ('method' in filter) assert.deepEqual(got.topMethods.map((m) => m.method), [filter.method]);
+          assert.equal(got.byKey.reduce((n, k) => n + k.requests, 0), total);
+        }
       }
+      // A filter no series passes: every bucket present, all zeros.
+      const none = await store.query({ userId: 'u1', start: '2026-03-01', end: '2026-03-01', granularity: 'hour', method: 'eth_nothing' });
+      assert.equal(none.series.length, 24);
+      assert.ok(none.series.every((b) => b.requests === 0 && b.latencyMs.p50 === null) && none.byKey.length === 0 && none.topMethods.length === 0);
     });
 
     test('rows the recorder did not write (the roll-ups disagree with one another): answered from the series rows', async () => {
