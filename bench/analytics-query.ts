@@ -9,6 +9,7 @@
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { sql } from 'drizzle-orm';
 import pg from 'pg';
@@ -83,19 +84,26 @@ try {
     // This process's CPU (user + system) per query: the gateway's share (building the SQL, the
     // driver's parsing, the answer), PostgreSQL's being another process's.
     const cpu = { query: 0, querySeries: 0, oneKey: 0 };
+    // The longest this thread was held while a path's queries ran (a 1 ms timer's worst lateness):
+    // what an RPC answer on the same thread would have waited for at most.
+    const held = { query: 0, querySeries: 0, oneKey: 0 };
     // What a filtered question reads: one key's series (12 of the 120), from the series rows.
     const oneKey = { ...q, keyId: 'bk1' };
     for (let i = 0; i < RUNS; i++) {
       for (const f of ['query', 'querySeries', 'oneKey'] as const) {
         const c = process.cpuUsage();
+        const loop = monitorEventLoopDelay({ resolution: 1 });
+        loop.enable();
         const t = performance.now();
         await (f === 'oneKey' ? store.query(oneKey) : store[f](q));
         times[f].push(performance.now() - t);
+        loop.disable();
+        held[f] = Math.max(held[f], loop.max / 1e6);
         const d = process.cpuUsage(c);
         cpu[f] += (d.user + d.system) / 1000;
       }
     }
-    const each = (f: keyof typeof cpu) => `${(cpu[f] / RUNS).toFixed(2)} ms CPU here`;
+    const each = (f: keyof typeof cpu) => `${(cpu[f] / RUNS).toFixed(2)} ms CPU here, loop held <= ${held[f].toFixed(1)} ms`;
     process.stdout.write(
       `${label.padEnd(15)} roll-ups: p50 ${ms(times.query, 0.5)} ms, min ${ms(times.query, 0)} ms, ${each('query')};  series rows: p50 ${ms(times.querySeries, 0.5)} ms, min ${ms(times.querySeries, 0)} ms, ${each('querySeries')};  one key: p50 ${ms(times.oneKey, 0.5)} ms, ${each('oneKey')}  (same answer)\n`,
     );
