@@ -140,9 +140,6 @@ function failure(p: PoolState, err: unknown, timeoutMs: number): Attempt<never> 
   return { ok: false, reason: code ?? 'request failed', kind: notSent ? 'connect' : 'connection', sent: !notSent };
 }
 
-/**
- * The upstreams in the order to try (see the class comment). Kept until something changes it
-
 /** The Content-Length of undici's raw header list (name, value, name, value, ...), -1 when absent. */
 function contentLength(raw: Buffer[] | string[] | null): number {
   if (raw === null) return -1;

@@ -93,7 +93,8 @@ export interface UsageStats {
 export class UsageService implements UsageSink, KeyUsageReader {
   readonly #db: Db;
   /** `stats` of an account without a filter, prepared once. */
-  readonly #accountStats;
+  /** The `/usage/stats` reads, prepared once each (issue 28: planned once, not at each call): account-wide, one network, one key, one key on one network. */
+  readonly #statsReads;
   /** `ownsKey`'s read, prepared once. */
   readonly #ownsKey: ReturnType<typeof prepareSql>;
   readonly #log: Logger;
@@ -138,7 +139,14 @@ export class UsageService implements UsageSink, KeyUsageReader {
     this.#onFlush = deps.onFlush;
     this.#onStored = deps.onStored;
     const at = { userId: sql.placeholder('userId'), start: sql.placeholder('start'), end: sql.placeholder('end') };
-    this.#accountStats = this.#stats(usageAccountDaily, at).prepare('usage_stats_account');
+    const network = sql.placeholder('network');
+    const key = eq(usageDaily.keyId, sql.placeholder('keyId'));
+    this.#statsReads = {
+      account: this.#stats(usageAccountDaily, at).prepare('usage_stats_account'),
+      network: this.#stats(usageAccountDaily, { ...at, network }).prepare('usage_stats_network'),
+      key: this.#stats(usageDaily, at, key).prepare('usage_stats_key'),
+      keyNetwork: this.#stats(usageDaily, { ...at, network }, key).prepare('usage_stats_key_network'),
+    };
     this.#ownsKey = prepareSql(
       deps.db,
       'usage_owns_key',
@@ -410,14 +418,9 @@ export class UsageService implements UsageSink, KeyUsageReader {
   /** C27: the account's counts over [start, end], with every day of the period present, oldest first. */
   async stats(q: StatsQuery): Promise<UsageStats> {
     // Issue 28: account-wide, the rows summed over keys (a tenth of the rows for ten keys); one key, its own rows.
-    // The account's whole usage (the dashboard's question) prepared once (issue 28: planned once,
-    // not at each call); with a filter, built for the call.
-    const rows =
-      q.keyId !== undefined
-        ? await this.#stats(usageDaily, q, eq(usageDaily.keyId, q.keyId))
-        : q.network !== undefined
-          ? await this.#stats(usageAccountDaily, q)
-          : await this.#accountStats.execute({ userId: q.userId, start: q.start, end: q.end });
+    const reads = this.#statsReads;
+    const read = q.keyId !== undefined ? (q.network !== undefined ? reads.keyNetwork : reads.key) : q.network !== undefined ? reads.network : reads.account;
+    const rows = await read.execute({ userId: q.userId, start: q.start, end: q.end, keyId: q.keyId, network: q.network });
     const perDay = new Map<string, number>();
     const requestsByNetwork: Record<string, number> = {};
     const requestsByMethod: Record<string, number> = {};
@@ -436,7 +439,7 @@ export class UsageService implements UsageSink, KeyUsageReader {
   }
 
   /** One pass over `t`'s rows of the period, three groupings: a row has exactly one of day, network, method set. */
-  #stats(t: typeof usageDaily | typeof usageAccountDaily, q: Pick<StatsQuery, 'network'> & Record<'userId' | 'start' | 'end', string | Placeholder>, ...also: SQL[]) {
+  #stats(t: typeof usageDaily | typeof usageAccountDaily, q: { network?: Placeholder } & Record<'userId' | 'start' | 'end', Placeholder>, ...also: SQL[]) {
     const where: SQL[] = [eq(t.userId, q.userId), gte(t.day, q.start), lte(t.day, q.end), ...also];
     if (q.network !== undefined) where.push(eq(t.network, q.network));
     return this.#db

@@ -230,6 +230,56 @@ for (const backend of backends) {
         assert.deepEqual((await statsOk(auth, `?apiKeyId=${b.id}&network=native-testnet`)).requestsByNetwork, {});
       });
 
+      test('issue 28: every /usage/stats read and the key check are statements prepared once, by name, not built per call', async () => {
+        const a = await createKey(t.app, { name: 'a' });
+        await rpc('native-mainnet', a.key, call('eth_chainId'));
+        await flushNow();
+        type Session = Db['_']['session'];
+        const prepared: Array<string | undefined> = [];
+        const ran: Array<string | undefined> = [];
+        const session = new Proxy(t.storage.db._.session, {
+          get(target, prop) {
+            if (prop === 'prepareQuery') {
+              return (...args: Parameters<Session['prepareQuery']>) => {
+                prepared.push(args[2]);
+                const statement = target.prepareQuery(...args);
+                const execute = statement.execute.bind(statement);
+                statement.execute = (values?: Record<string, unknown>) => (ran.push(args[2]), execute(values));
+                return statement;
+              };
+            }
+            const v: unknown = Reflect.get(target, prop);
+            return typeof v === 'function' ? (v as (...x: unknown[]) => unknown).bind(target) : v;
+          },
+        });
+        // Once the service is made, a statement built per call would go through the database object itself.
+        let made = false;
+        const db = new Proxy(t.storage.db, {
+          get(target, prop) {
+            if (prop === '_') return { ...target._, session };
+            if (prop === 'session') return session;
+            if (made && (prop === 'execute' || prop === 'select')) throw new Error(`db.${prop} used: a statement built per call`);
+            return Reflect.get(target, prop);
+          },
+        });
+        const usage = new UsageService({ db, config: t.config, logger: pino({ level: 'silent' }) });
+        made = true;
+        const names = ['usage_stats_account', 'usage_stats_network', 'usage_stats_key', 'usage_stats_key_network', 'usage_owns_key'];
+        assert.deepEqual([...prepared].sort(), [...names].sort());
+        const day = new Date().toISOString().slice(0, 10);
+        const q = { userId: a.user.id, start: day, end: day };
+        const figures = [
+          await usage.stats(q),
+          await usage.stats({ ...q, network: 'native-mainnet' }),
+          await usage.stats({ ...q, keyId: a.id }),
+          await usage.stats({ ...q, keyId: a.id, network: 'native-mainnet' }),
+        ].map((s) => s.totalRequests);
+        assert.deepEqual(figures, [1, 1, 1, 1]);
+        assert.equal(await usage.ownsKey(a.user.id, a.id), true);
+        assert.deepEqual(ran, names);
+        assert.equal(prepared.length, names.length, 'prepared at the start only');
+      });
+
       test('another account’s requests never show, and its key id is 404', async () => {
         const mine = await createKey(t.app, { name: 'mine' });
         const theirs = await createKey(t.app, { name: 'theirs' });
