@@ -438,6 +438,7 @@ async function main(): Promise<void> {
       ['/usage/stats 90 days', 90, (d, k) => `/usage/stats?startDate=${daysAgo(k + d - 1)}&endDate=${daysAgo(k)}`],
       ['/usage/analytics 30 days daily', 30, (d, k) => `/usage/analytics?startDate=${daysAgo(k + d - 1)}&endDate=${daysAgo(k)}&granularity=day`],
       ['/usage/analytics 7 days hourly', 7, (d, k) => `/usage/analytics?startDate=${daysAgo(k + d - 1)}&endDate=${daysAgo(k)}&granularity=hour`],
+      ['/usage/analytics 7 days hourly, one key', 7, (d, k) => `/usage/analytics?startDate=${daysAgo(k + d - 1)}&endDate=${daysAgo(k)}&granularity=hour&apiKeyId=bk1`],
     ];
     const n = Math.min(REQUESTS, 200);
     const WARM_UP = 3 * BENCH_ACCOUNTS;
@@ -455,7 +456,7 @@ async function main(): Promise<void> {
       const warm = await run(warmN, 8, () => get(auths[0]!, path(days, 0)));
       const warmCpu = (cpuMs(g2.child) - cpu) / warmN;
       out(
-        `${label.padEnd(32)} 8 in parallel: cold p50 ${ms(p(cold.lat, 0.5))} p99 ${ms(p(cold.lat, 0.99))} ${cold.perSecond.toFixed(0)} req/s ${coldCpu.toFixed(2)} ms gateway CPU each;` +
+        `${label.padEnd(40)} 8 in parallel: cold p50 ${ms(p(cold.lat, 0.5))} p99 ${ms(p(cold.lat, 0.99))} ${cold.perSecond.toFixed(0)} req/s ${coldCpu.toFixed(2)} ms gateway CPU each;` +
           `  warm p50 ${ms(p(warm.lat, 0.5))} p99 ${ms(p(warm.lat, 0.99))} ${warm.perSecond.toFixed(0)} req/s ${warmCpu.toFixed(2)} ms CPU each`,
       );
     }
