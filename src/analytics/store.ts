@@ -289,9 +289,11 @@ function rollupsSql(granularity: Granularity): SQL {
 
 /**
  * The series read of `querySeries`, one statement: the account's series that pass the filters
- * (each filter a placeholder, null for none), their rows of the period summed per bucket and per
- * series (grouping sets: one pass over the rows), then one row per series saying its key, network,
- * method and the key's name. Issue 28: the histograms are not decoded in SQL (a lateral
+ * (each filter a placeholder, null for none) first, as an array, then each one's rows of the
+ * period by the primary key (never the period's rows of every account), summed per bucket and per
+ * series (grouping sets: one pass over the rows); then one row per series saying its key, network,
+ * method and the key's name. Numbers as float8, the same on PGlite and node-postgres; counters
+ * stored NULL for zero. Issue 28: the histograms are not decoded in SQL (a lateral
  * unnesting per row, which the planner costed at a thousand rows each: 0.9 s for a year of 120
  * series, half of it JIT compilation) but concatenated like the roll-ups', for addStoredLatencies.
  * Placeholders: userId, keyId, network, method, and the period as for `rollupsSql`.
