@@ -1,9 +1,10 @@
 // Issue 28: what one cold `GET /usage/analytics` query costs in storage, in process, with and
 // without the account roll-ups (C46): AnalyticsStore.query (roll-ups, no filter) against
 // querySeries (the series rows alone: what a question with a key, network or method reads), and a
-// question with one key, one at a time, on a PostgreSQL database of its own holding one account of bench:scale's shape (10 keys x 3 networks x 4 methods, 35 days by the hour,
-// 400 by the day, the days the sums of their hours), seeded in SQL and rolled up by migration
-// 0014's own statements. Also checks that both paths answer the same.
+// question with one key, one at a time, on a PostgreSQL database of its own holding one account of
+// bench:scale's shape (10 keys x 3 networks x 4 methods, 35 days by the hour, 400 by the day, the
+// days the sums of their hours), seeded in SQL and rolled up by migration 0014's own statements.
+// Also checks that both paths answer the same.
 //
 //   npx tsx bench/analytics-query.ts [--runs 40] [--base postgres://root@127.0.0.1:5432]
 import { readFileSync } from 'node:fs';

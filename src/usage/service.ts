@@ -92,8 +92,10 @@ export interface UsageStats {
  */
 export class UsageService implements UsageSink, KeyUsageReader {
   readonly #db: Db;
-  /** `stats` of an account without a filter, prepared once. */
-  /** The `/usage/stats` reads, prepared once each (issue 28: planned once, not at each call): account-wide, one network, one key, one key on one network. */
+  /**
+   * The `/usage/stats` reads (C27), prepared once each (issue 28: planned once, not at each call):
+   * account-wide, one network, one key, one key on one network.
+   */
   readonly #statsReads;
   /** `ownsKey`'s read, prepared once. */
   readonly #ownsKey: ReturnType<typeof prepareSql>;
