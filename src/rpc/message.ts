@@ -2,6 +2,7 @@ import type { Network } from '../chains/registry.ts';
 import type { RpcError } from '../errors/rpc.ts';
 import type { ResolvedKey } from '../keys/cache.ts';
 import type { LogsPlan } from './dispatch/logs.ts';
+import type { BlockRef } from '../methods/values.ts';
 import { errorText, type RpcCall } from './jsonrpc.ts';
 
 // The shapes one JSON-RPC message takes through the pipeline (rpc/pipeline.ts): what a transport
@@ -77,6 +78,8 @@ export interface Item {
   /** The item's JSON text (the whole body for a single call). */
   text: string;
   call: RpcCall;
+  /** C53: the call's (first) block parameter as judged; set by the judge stage. */
+  block?: BlockRef;
   /** Answer text, once known. */
   answer?: string | null;
   /** An eth_getLogs wider than the network's maxLogsRange: the chunks it is split into. */

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { Network } from '../chains/registry.ts';
 import type { Config } from '../config/schema.ts';
-import { ApiKeyRevokedError, InvalidRequestError, ParseError, RpcError } from '../errors/rpc.ts';
+import { ApiKeyRevokedError, InvalidParamsError, InvalidRequestError, ParseError, RpcError } from '../errors/rpc.ts';
 import type { KeyCache, ResolvedKey } from '../keys/cache.ts';
 import { admit, Refusal } from '../keys/admission.ts';
 import type { Meter } from '../metering/meter.ts';
@@ -14,7 +14,8 @@ import { arrayElements, idText, nestsDeeperThan } from '../json/lossless.ts';
 import type { ResponseCache } from './dispatch/cache.ts';
 import { Dispatcher } from './dispatch/dispatcher.ts';
 import { GET_LOGS } from './dispatch/logs.ts';
-import { paramsProblem } from './param-guards.ts';
+import { callText, judgeParams } from '../methods/judge.ts';
+import { methodFacts } from '../methods/catalogue.ts';
 import type { MethodPolicy } from './policy.ts';
 import { OTHER_METHOD, type RpcCallMetrics, UNKNOWN_NETWORK } from '../ops/metrics.ts';
 import { type Caller, type Item, MAX_NESTING, nothing, plain, type Refused, type RpcInput, type RpcOutput, SUBSCRIBE, type SubscriptionDispatcher, UNSUBSCRIBE } from './message.ts';
@@ -279,17 +280,17 @@ export class RpcPipeline {
       if (subs && (call.method === SUBSCRIBE || call.method === UNSUBSCRIBE) && key) {
         // A subscription without an id could never be told its id: nothing to do.
         if (call.method === SUBSCRIBE && notification) continue;
-        // Issue 15: the key's method and contract lists first, so a refused call takes no slot.
-        // C50: members a node reads as one, numbers it cannot bound: refused before anything else judges the params.
-        err = paramsProblem(call.method, call.params, item.text) ?? (access !== null ? access.checkCall(call) : null);
+        // The key's method and contract lists first, so a refused call takes no slot.
+        // C50, C54: the params judged once, before anything else reads them.
+        err = judge(item) ?? (access !== null ? access.checkCall(call) : null);
         if (!err && call.method === SUBSCRIBE) {
           err = subs.reserve(key);
           if (!err) judged.reserved++;
         }
       } else {
         err = this.#policy.check(call.method, network.native, tier);
-        // C50: before the key's lists judge the params, so they judge what the node will run.
-        if (err === null) err = paramsProblem(call.method, call.params, item.text);
+        // C50, C54: before the key's lists judge the params, so they judge what the node will run.
+        if (err === null) err = judge(item);
         // Issue 15: the key's method and contract lists, item by item like the method policy.
         if (err === null && access !== null) err = access.checkCall(call);
       }
@@ -342,4 +343,22 @@ export class RpcPipeline {
     const { headers } = this.#meter.rpcNow(who, 0, 0) ?? (await this.#meter.rpc(who, 0, 0));
     return { status: err.httpStatus, body: errorText(id, err), headers, keyRefused: false, key: caller.key };
   }
+}
+
+/**
+ * C50, C53, C54: the call's params read once the way nodes read them and checked; when a value
+ * was not in its canonical form the call's text is written anew from what was judged, so the node
+ * runs exactly what the gateway (and a key's lists after it) judged. The -32602 when refused.
+ */
+function judge(item: Item): InvalidParamsError | null {
+  const { call } = item;
+  const judged = judgeParams(methodFacts(call.method), call.params, item.text);
+  if (judged instanceof InvalidParamsError) return judged;
+  item.block = judged.block;
+  if (!judged.rewritten) return null;
+  const text = callText(call.id === undefined ? null : idText(item.text), call.method, judged.params);
+  if (text instanceof InvalidParamsError) return text;
+  item.call = { id: call.id, method: call.method, params: judged.params };
+  item.text = text;
+  return null;
 }

@@ -1,0 +1,279 @@
+import { InvalidParamsError } from '../errors/rpc.ts';
+import { eachMemberName, memberSpan, skipValue } from '../json/lossless.ts';
+import { MAX_FEE_HISTORY_BLOCKS, type MethodFacts } from './catalogue.ts';
+import { type BlockRef, blockValue, canonicalMember, fold, isHash, MAX_UINT64, type MemberSet, members, quantityText, readBlock, readQuantity } from './values.ts';
+
+/**
+ * One call's params judged once and made canonical (C50, C53, C54). Every value the gateway
+ * judges (block references, bounded quantities, the members of transaction, filter and
+ * simulation objects, addresses a contract list reads) is read the way nodes read it, checked,
+ * and written back canonically, so what the gateway judged is what the node runs: a spelling
+ * cannot mean one thing here and another at the node. A call already in canonical form (the
+ * common case) is left as it is, bytes and all.
+ */
+export interface JudgedParams {
+  /** The params as judged: the caller's own object when nothing was rewritten. */
+  readonly params: unknown;
+  /** The method's (first) block parameter as read; absent when it names none (`latest` at the node). */
+  readonly block: BlockRef;
+  /** True when a value was rewritten: the call must be forwarded from `params`, not as its text. */
+  readonly rewritten: boolean;
+}
+
+const NO_BLOCK: BlockRef = Object.freeze({ kind: 'absent' });
+const UNCHANGED_EMPTY: JudgedParams = Object.freeze({ params: undefined, block: NO_BLOCK, rewritten: false });
+
+// Members of the objects inside params that the gateway judges, as nodes spell them.
+const TX = members(
+  'from', 'to', 'gas', 'gasPrice', 'maxFeePerGas', 'maxPriorityFeePerGas', 'maxFeePerBlobGas', 'value', 'data', 'input', 'nonce', 'chainId',
+  'accessList', 'type', 'blobVersionedHashes', 'blobs', 'commitments', 'proofs', 'authorizationList',
+);
+const FILTER = members('fromBlock', 'toBlock', 'blockHash', 'address', 'topics');
+const SIMULATE = members('blockStateCalls', 'traceTransfers', 'validation', 'returnFullTransactions');
+const BLOCK_STATE = members('blockOverrides', 'stateOverrides', 'calls');
+const BLOCK_OVERRIDES = members('number', 'difficulty', 'time', 'gasLimit', 'feeRecipient', 'prevRandao', 'baseFeePerGas', 'blobBaseFee', 'beaconRoot', 'withdrawals');
+/** Members read as 64-bit integers by nodes (C50): a transaction's gas and nonce, a simulated block's number, time and gas limit. */
+const TX_UINT64 = ['gas', 'nonce'] as const;
+const OVERRIDE_UINT64 = ['number', 'time', 'gasLimit'] as const;
+const ADDRESS = /^0[xX][0-9a-fA-F]{40}$/;
+
+class Refusal extends Error {
+  constructor(readonly error: InvalidParamsError) {
+    super(error.message);
+  }
+}
+
+const invalid = (what: string, field: string) => new Refusal(new InvalidParamsError(`Invalid params: ${what}`, { details: { field } }));
+
+/** The params of one call judged (see {@link JudgedParams}), or the -32602 to answer. `callText`: the call as sent, for its member names as written. */
+export function judgeParams(facts: MethodFacts | undefined, params: unknown, callText: string): JudgedParams | InvalidParamsError {
+  if (params === undefined || params === null) return UNCHANGED_EMPTY;
+  // C50: two members a Go node reads as one (case, escapes) would be judged on one and run on the other.
+  const span = callText.includes('{', 1) ? memberSpan(callText, 'params') : null;
+  if (span) {
+    const repeated = repeatedMember(callText, span[0], span[1]);
+    if (repeated !== null) {
+      return new InvalidParamsError(`Invalid params: member "${repeated}" appears more than once in one object (names are compared as a node reads them: case and escapes ignored)`, {
+        details: { member: repeated },
+      });
+    }
+  }
+  if (facts === undefined || !Array.isArray(params)) return { params, block: NO_BLOCK, rewritten: false };
+  try {
+    return judgeList(facts, params as unknown[]);
+  } catch (err) {
+    if (err instanceof Refusal) return err.error;
+    throw err;
+  }
+}
+
+function judgeList(facts: MethodFacts, list: unknown[]): JudgedParams {
+  let out: unknown[] | null = null;
+  const set = (i: number, v: unknown): void => {
+    out ??= [...list];
+    out[i] = v;
+  };
+  let block: BlockRef = NO_BLOCK;
+  for (let b = 0; b < facts.blocks.length; b++) {
+    const { at, hash } = facts.blocks[b] as { at: number; hash: boolean };
+    const v = list[at];
+    const ref = readBlock(v, hash);
+    if (ref.kind === 'invalid') throw invalid(`${ref.why} (param ${at})`, `params[${at}]`);
+    if (b === 0) block = ref;
+    const canonical = blockValue(ref, v);
+    if (!same(canonical, v)) set(at, canonical);
+  }
+  if (facts.blockCount !== null) {
+    const at = facts.blockCount;
+    const n = readQuantity(list[at]);
+    if (n === null || n > BigInt(MAX_FEE_HISTORY_BLOCKS)) throw invalid(`${facts.name} blockCount must be a quantity of at most ${MAX_FEE_HISTORY_BLOCKS}`, 'blockCount');
+    if (list[at] !== quantityText(n)) set(at, quantityText(n));
+  }
+  for (const at of facts.uint64) {
+    const v = list[at];
+    if (v === undefined || v === null) continue;
+    const text = uint64Text(v, `param ${at}`, `params[${at}]`);
+    if (text !== v) set(at, text);
+  }
+  if (facts.tx !== null && isObject(list[facts.tx])) {
+    const tx = transaction(list[facts.tx] as Record<string, unknown>, `params[${facts.tx}]`);
+    if (tx !== list[facts.tx]) set(facts.tx, tx);
+  }
+  if (facts.logFilter && isObject(list[0])) {
+    const f = logFilter(list[0]);
+    if (f !== list[0]) set(0, f);
+  }
+  if (facts.contract === 'simulate' && isObject(list[0])) {
+    const s = simulation(list[0]);
+    if (s !== list[0]) set(0, s);
+  }
+  return { params: out ?? list, block, rewritten: out !== null };
+}
+
+/** A 64-bit quantity as its canonical text (C50), refused when unreadable or larger. */
+function uint64Text(v: unknown, what: string, field: string): string {
+  const n = readQuantity(v);
+  if (n === null) throw invalid(`${what} must be a quantity (0x hex)`, field);
+  if (n > MAX_UINT64) throw invalid(`${what} above 2^64-1`, field);
+  return quantityText(n);
+}
+
+/**
+ * An object with its known member names canonical (a Go node matches them case-insensitively),
+ * then `each` over the members; the same object when nothing changed.
+ */
+function canonicalObject(o: Record<string, unknown>, set: MemberSet, each: (name: string, value: unknown) => unknown): Record<string, unknown> {
+  let out: Record<string, unknown> | null = null;
+  const names = Object.keys(o);
+  for (let i = 0; i < names.length; i++) {
+    const written = names[i] as string;
+    const name = canonicalMember(written, set) ?? written;
+    const value = o[written];
+    const judged = each(name, value);
+    if (out === null && (name !== written || judged !== value)) {
+      out = {};
+      for (let j = 0; j < i; j++) out[names[j] as string] = o[names[j] as string];
+    }
+    if (out !== null) out[name] = judged;
+  }
+  return out ?? o;
+}
+
+/** A transaction object (eth_call and its kin, each call of eth_simulateV1): 64-bit members bounded, addresses canonical. */
+function transaction(tx: Record<string, unknown>, field: string): Record<string, unknown> {
+  return canonicalObject(tx, TX, (name, value) => {
+    if ((TX_UINT64 as readonly string[]).includes(name)) return value === undefined || value === null ? value : uint64Text(value, name, `${field}.${name}`);
+    if (name === 'to' || name === 'from') return address(value);
+    return value;
+  });
+}
+
+/** A log filter: block bounds read as blocks (no hash there), the block hash and addresses canonical. */
+function logFilter(f: Record<string, unknown>): Record<string, unknown> {
+  return canonicalObject(f, FILTER, (name, value) => {
+    if (name === 'fromBlock' || name === 'toBlock') {
+      const ref = readBlock(value, false);
+      if (ref.kind === 'invalid') throw invalid(`${name}: ${ref.why}`, `params[0].${name}`);
+      return ref.kind === 'absent' ? value : blockValue(ref, value);
+    }
+    if (name === 'blockHash') return isHash(value) ? value.toLowerCase() : value;
+    if (name === 'address') return Array.isArray(value) ? mapSame(value, address) : address(value);
+    return value;
+  });
+}
+
+/** eth_simulateV1's payload: every call as a transaction, each block's overrides bounded. */
+function simulation(s: Record<string, unknown>): Record<string, unknown> {
+  return canonicalObject(s, SIMULATE, (name, value) => {
+    if (name !== 'blockStateCalls' || !Array.isArray(value)) return value;
+    return mapSame(value, (block, i) => {
+      if (!isObject(block)) return block;
+      return canonicalObject(block, BLOCK_STATE, (member, v) => {
+        if (member === 'calls' && Array.isArray(v)) return mapSame(v, (c, j) => (isObject(c) ? transaction(c, `params[0].blockStateCalls[${i}].calls[${j}]`) : c));
+        if (member === 'blockOverrides' && isObject(v)) {
+          return canonicalObject(v, BLOCK_OVERRIDES, (o, x) =>
+            (OVERRIDE_UINT64 as readonly string[]).includes(o) && x !== undefined && x !== null ? uint64Text(x, `blockOverrides.${o}`, `params[0].blockStateCalls[${i}].blockOverrides.${o}`) : x,
+          );
+        }
+        return v;
+      });
+    });
+  });
+}
+
+/** An address in lower case when it is one (a contract list compares it so, and nodes read hex in any case). */
+function address(v: unknown): unknown {
+  return typeof v === 'string' && ADDRESS.test(v) ? `0x${v.slice(2).toLowerCase()}` : v;
+}
+
+/** `list.map(f)`, or the same array when `f` changed nothing. */
+function mapSame<T>(list: T[], f: (v: T, i: number) => unknown): unknown[] {
+  let out: unknown[] | null = null;
+  for (let i = 0; i < list.length; i++) {
+    const v = f(list[i] as T, i);
+    if (v !== list[i]) (out ??= [...list])[i] = v;
+  }
+  return out ?? list;
+}
+
+function same(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  // A canonical EIP-1898 object equals the caller's when the members and values are the same.
+  if (!isObject(a) || !isObject(b)) return false;
+  const ka = Object.keys(a);
+  const kb = Object.keys(b);
+  return ka.length === kb.length && ka.every((k) => a[k] === b[k]);
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/**
+ * The first member name that two members of one object inside `t[from, to)` share as a Go node
+ * reads names (escapes decoded, case folded), or null. Each object is checked once, at any depth.
+ */
+export function repeatedMember(t: string, from: number, to: number): string | null {
+  for (let j = from; j < to; j++) {
+    const c = t.charCodeAt(j);
+    if (c === 0x22) j = skipValue(t, j) - 1;
+    else if (c === 0x7b) {
+      const r = repeatedIn(t, j);
+      if (r !== null) return r;
+    }
+  }
+  return null;
+}
+
+/** The repeated member name of the object whose `{` is at `at`, or null. */
+function repeatedIn(t: string, at: number): string | null {
+  let seen: Set<string> | undefined;
+  let first: string | undefined;
+  let repeated: string | null = null;
+  eachMemberName(
+    t,
+    (start, end) => {
+      const written = t.slice(start, end);
+      const name = decodedFold(written);
+      if (first === undefined) first = name;
+      else {
+        seen ??= new Set([first]);
+        if (seen.has(name)) {
+          repeated = written.length > 64 ? written.slice(0, 64) : written;
+          return false;
+        }
+        seen.add(name);
+      }
+      return true;
+    },
+    at,
+  );
+  return repeated;
+}
+
+/** A member name as written, escapes decoded, then case folded. */
+export function decodedFold(written: string): string {
+  let name = written;
+  if (written.includes('\\')) {
+    try {
+      name = JSON.parse(`"${written}"`) as string;
+    } catch {
+      return written;
+    }
+  }
+  return fold(name);
+}
+
+/**
+ * The call's text to forward, written from the judged params when they were rewritten: the
+ * caller's id exactly as written (C23), the method, the canonical params. A number the caller
+ * wrote that JSON.parse cannot hold exactly (an integer above 2^53) cannot be written back, so such
+ * a call is refused rather than changed.
+ */
+export function callText(idText: string | null, method: string, params: unknown): string | InvalidParamsError {
+  let inexact = false;
+  const json = JSON.stringify(params, (_k, v: unknown) => {
+    if (typeof v === 'number' && Number.isInteger(v) && !Number.isSafeInteger(v)) inexact = true;
+    return v;
+  });
+  if (inexact) return new InvalidParamsError('Invalid params: an integer above 2^53 written as a JSON number cannot be forwarded exactly; send quantities as 0x hex strings', { details: { field: 'params' } });
+  return `{"jsonrpc":"2.0",${idText === null ? '' : `"id":${idText},`}"method":${JSON.stringify(method)},"params":${json}}`;
+}

@@ -1,0 +1,248 @@
+// C50, C53, C54: params judged once, the way nodes read them, and forwarded as judged.
+import assert from 'node:assert/strict';
+import { after, before, describe, test } from 'node:test';
+import { InvalidParamsError } from '../../src/errors/rpc.ts';
+import { methodFacts } from '../../src/methods/catalogue.ts';
+import { callText, judgeParams, type JudgedParams, repeatedMember } from '../../src/methods/judge.ts';
+import { createKey, startTestApp, type TestApp } from '../support/app.ts';
+import { type FakeNode, startFakeNode } from '../support/fake-node.ts';
+import { connect, withUpstreams, wsAddress } from '../ws/helpers.ts';
+
+const judged = (method: string, params: unknown, text?: string): JudgedParams | InvalidParamsError => {
+  const t = text ?? JSON.stringify({ jsonrpc: '2.0', id: 1, method, params });
+  return judgeParams(methodFacts(method), JSON.parse(t).params, t);
+};
+/** The refusal, or null when the call passes. */
+const call = (method: string, params: unknown, text?: string) => {
+  const j = judged(method, params, text);
+  return j instanceof InvalidParamsError ? j : null;
+};
+/** The params as forwarded (the call passes). */
+const forwarded = (method: string, params: unknown): unknown => {
+  const j = judged(method, params);
+  assert.ok(!(j instanceof InvalidParamsError), `${method} ${JSON.stringify(params)} passes: ${j instanceof InvalidParamsError ? j.message : ''}`);
+  return j.params;
+};
+const ALLOWED = '0x' + '11'.repeat(20);
+const OTHER = '0x' + '22'.repeat(20);
+
+describe('members inside params that a Go node reads as one (C50)', () => {
+  const cases: Array<[string, string]> = [
+    ['the same name twice', `{"jsonrpc":"2.0","id":1,"method":"eth_call","params":[{"to":"${ALLOWED}","to":"${OTHER}"},"latest"]}`],
+    ['names that differ only by case', `{"jsonrpc":"2.0","id":1,"method":"eth_call","params":[{"to":"${ALLOWED}","To":"${OTHER}","data":"0x"},"latest"]}`],
+    ['a name written with an escape', `{"jsonrpc":"2.0","id":1,"method":"eth_call","params":[{"to":"${ALLOWED}","\\u0074o":"${OTHER}"},"latest"]}`],
+    ['address and ADDRESS in a log filter', `{"jsonrpc":"2.0","id":1,"method":"eth_getLogs","params":[{"address":"${ALLOWED}","ADDRESS":"${OTHER}"}]}`],
+    ['a long s folding to s', `{"jsonrpc":"2.0","id":1,"method":"eth_call","params":[{"input":"0x","ſtate":{},"state":{}},"latest"]}`],
+    ['a repeat three objects deep', `{"jsonrpc":"2.0","id":1,"method":"eth_simulateV1","params":[{"blockStateCalls":[{"calls":[{"to":"${ALLOWED}","TO":"${OTHER}"}]}]},"latest"]}`],
+  ];
+  for (const [what, text] of cases) {
+    test(`${what} is -32602`, () => {
+      const err = call(JSON.parse(text).method, JSON.parse(text).params, text);
+      assert.ok(err, 'refused');
+      assert.equal(err.code, -32602);
+    });
+  }
+
+  test('distinct names, and the same name in two different objects, pass', () => {
+    assert.equal(call('eth_call', [{ to: ALLOWED, data: '0x', from: OTHER }, 'latest']), null);
+    assert.equal(call('eth_getLogs', [{ address: [ALLOWED], topics: [null], fromBlock: '0x1', toBlock: '0x2' }]), null);
+    assert.equal(call('eth_call', [{ to: ALLOWED }, { blockHash: '0x' + '00'.repeat(32) }, { [ALLOWED]: { balance: '0x1' }, [OTHER]: { balance: '0x2' } }]), null);
+  });
+
+  test('a name inside a string value is not a member', () => {
+    assert.equal(repeatedMember('["{\\"to\\":1,\\"to\\":2}"]', 0, 24), null);
+  });
+});
+
+describe('numbers a node cannot bound (C50)', () => {
+  test('eth_feeHistory with a block count above 1024 is -32602, in every spelling', () => {
+    for (const count of ['0xffffffffffffffffffffffffffffffffffffffff', '0x401', 1025, '1025', 1e300]) {
+      const err = call('eth_feeHistory', [count, 'latest', []]);
+      assert.equal(err?.code, -32602, JSON.stringify(count));
+    }
+    for (const count of ['0x400', 1024, '0x1', 5]) assert.equal(call('eth_feeHistory', [count, 'latest', []]), null, JSON.stringify(count));
+  });
+
+  test('block numbers above 2^64-1 are -32602 wherever a block is named', () => {
+    const big = '0x10000000000000000';
+    assert.equal(call('eth_getBlockByNumber', [big, false])?.code, -32602);
+    assert.equal(call('eth_getBalance', [ALLOWED, big])?.code, -32602);
+    assert.equal(call('eth_getBalance', [ALLOWED, { blockNumber: big }])?.code, -32602);
+    assert.equal(call('eth_getStorageAt', [ALLOWED, '0x0', big])?.code, -32602);
+    assert.equal(call('eth_call', [{ to: ALLOWED }, big])?.code, -32602);
+    assert.equal(call('eth_feeHistory', ['0x1', big, []])?.code, -32602);
+    assert.equal(call('eth_getLogs', [{ fromBlock: '0x0', toBlock: big }])?.code, -32602);
+    assert.equal(call('eth_getTransactionByBlockNumberAndIndex', ['0x1', big])?.code, -32602);
+  });
+
+  test('2^64-1 itself, tags and hashes pass', () => {
+    const max = '0xffffffffffffffff';
+    assert.equal(call('eth_getBlockByNumber', [max, false]), null);
+    assert.equal(call('eth_getBalance', [ALLOWED, 'latest']), null);
+    assert.equal(call('eth_getBalance', [ALLOWED, { blockHash: '0x' + 'ff'.repeat(32) }]), null);
+    assert.equal(call('eth_getLogs', [{ fromBlock: 'earliest', toBlock: 'finalized' }]), null);
+  });
+
+  test("a transaction's gas and nonce above 2^64-1 are -32602; its value may be 256 bits", () => {
+    const big = '0x1' + '0'.repeat(16);
+    assert.equal(call('eth_call', [{ to: ALLOWED, gas: big }, 'latest'])?.code, -32602);
+    assert.equal(call('eth_estimateGas', [{ to: ALLOWED, nonce: big }])?.code, -32602);
+    assert.equal(call('eth_call', [{ to: ALLOWED, value: '0x' + 'f'.repeat(64) }, 'latest']), null);
+  });
+});
+
+describe('values read the way nodes read them (C54)', () => {
+  test('0X and long zero-padded decimals cannot slip past a bound', () => {
+    const f40 = '0X' + 'F'.repeat(40);
+    const padded = '0'.repeat(86) + '1025';
+    for (const count of [f40, padded, '0X401', '0x0000000000000000000000000000000000000000401']) {
+      assert.equal(call('eth_feeHistory', [count, 'latest', []])?.code, -32602, count);
+    }
+    assert.equal(call('eth_getBlockByNumber', ['0X10000000000000000', false])?.code, -32602);
+    assert.equal(call('eth_getBlockByNumber', ['0'.repeat(80) + '18446744073709551616', false])?.code, -32602);
+    assert.equal(call('eth_call', [{ to: ALLOWED, gas: '0X' + 'F'.repeat(17) }, 'latest'])?.code, -32602);
+  });
+
+  test("eth_simulateV1's call gas and its blocks' number, time and gas limit are bounded at 2^64-1", () => {
+    const big = '0x1' + '0'.repeat(16);
+    const sim = (block: Record<string, unknown>) => [{ blockStateCalls: [block] }, 'latest'];
+    assert.equal(call('eth_simulateV1', sim({ calls: [{ to: ALLOWED, gas: big }] }))?.code, -32602);
+    assert.equal(call('eth_simulateV1', sim({ blockOverrides: { number: big } }))?.code, -32602);
+    assert.equal(call('eth_simulateV1', sim({ blockOverrides: { Time: '0X' + 'f'.repeat(17) } }))?.code, -32602);
+    assert.equal(call('eth_simulateV1', sim({ blockOverrides: { gasLimit: '1' + '0'.repeat(30) } }))?.code, -32602);
+    assert.equal(call('eth_simulateV1', sim({ blockOverrides: { number: '0x10' }, calls: [{ to: ALLOWED, gas: '0x5208' }] })), null);
+  });
+
+  test('a block is named every way the standard allows: number, tag, hash where allowed, EIP-1898 objects', () => {
+    const hash = '0x' + 'ab'.repeat(32);
+    for (const block of ['0x1', 'latest', 'pending', 'safe', 'finalized', 'earliest', hash, { blockHash: hash }, { blockHash: hash, requireCanonical: true }, { blockNumber: '0x1' }]) {
+      for (const [method, params] of [
+        ['eth_getBalance', [ALLOWED, block]],
+        ['eth_getProof', [ALLOWED, [], block]],
+        ['eth_getBlockReceipts', [block]],
+        ['eth_getStorageValues', [{ [ALLOWED]: ['0x0'] }, block]],
+        ['eth_call', [{ to: ALLOWED }, block]],
+      ] as const) {
+        assert.equal(call(method, params), null, `${method} ${JSON.stringify(block)}`);
+      }
+    }
+    // Where the spec allows no hash, a 32-byte value is a number far above 2^64-1.
+    assert.equal(call('eth_getBlockByNumber', [hash, false])?.code, -32602);
+    assert.equal(call('eth_getBlockByNumber', [{ blockHash: hash }, false])?.code, -32602);
+    // Malformed block objects.
+    assert.equal(call('eth_getBalance', [ALLOWED, { blockHash: hash, blockNumber: '0x1' }])?.code, -32602);
+    assert.equal(call('eth_getBalance', [ALLOWED, { blockHash: '0x12' }])?.code, -32602);
+    assert.equal(call('eth_getBalance', [ALLOWED, 'Latest'])?.code, -32602);
+  });
+
+  test('a call in canonical form is forwarded as it is, object for object', () => {
+    const params = [{ to: ALLOWED, data: '0x12', gas: '0x5208' }, '0x10'];
+    const j = judged('eth_call', params);
+    assert.ok(!(j instanceof InvalidParamsError));
+    assert.equal(j.rewritten, false);
+    assert.equal(j.block.kind, 'number');
+  });
+
+  test('other spellings are forwarded re-encoded from what was judged: canonical quantities, hashes, addresses and member names', () => {
+    const hash = '0x' + 'AB'.repeat(32);
+    assert.deepEqual(forwarded('eth_getBalance', [ALLOWED, '0X1F']), [ALLOWED, '0x1f']);
+    assert.deepEqual(forwarded('eth_getBalance', [ALLOWED, '0031']), [ALLOWED, '0x1f']);
+    assert.deepEqual(forwarded('eth_getBalance', [ALLOWED, 31]), [ALLOWED, '0x1f']);
+    assert.deepEqual(forwarded('eth_getBalance', [ALLOWED, hash]), [ALLOWED, hash.toLowerCase()]);
+    assert.deepEqual(forwarded('eth_getBalance', [ALLOWED, { BlockHash: hash, REQUIRECANONICAL: true }]), [ALLOWED, { blockHash: hash.toLowerCase(), requireCanonical: true }]);
+    assert.deepEqual(forwarded('eth_feeHistory', ['0X00A', 'latest', [25]]), ['0xa', 'latest', [25]]);
+    const upper = '0X' + 'AA'.repeat(20);
+    assert.deepEqual(forwarded('eth_call', [{ To: upper, GAS: '0X10', Data: '0x' }, 'latest']), [{ to: '0x' + 'aa'.repeat(20), gas: '0x10', data: '0x' }, 'latest']);
+    assert.deepEqual(forwarded('eth_getLogs', [{ FromBlock: '0X1', toblock: 'latest', Address: [upper] }]), [{ fromBlock: '0x1', toBlock: 'latest', address: ['0x' + 'aa'.repeat(20)] }]);
+  });
+
+  test('a rewritten call keeps the caller id exactly as written; a JSON integer above 2^53 cannot be written back and is refused', () => {
+    assert.equal(callText('9007199254740993', 'eth_getBalance', [ALLOWED, '0x1']), `{"jsonrpc":"2.0","id":9007199254740993,"method":"eth_getBalance","params":["${ALLOWED}","0x1"]}`);
+    assert.equal(callText(null, 'eth_blockNumber', []), '{"jsonrpc":"2.0","method":"eth_blockNumber","params":[]}');
+    assert.ok(callText('1', 'eth_call', [{ to: ALLOWED, value: 2 ** 60 }, '0x1']) instanceof InvalidParamsError);
+  });
+});
+
+describe('param guards on the running gateway, before any node sees the call (C50, C54)', () => {
+  let t: TestApp;
+  let key: string;
+  before(async () => {
+    t = await startTestApp({ devnet: true, devnetNetworks: ['native-mainnet'], listen: true });
+    key = (await createKey(t.app)).key;
+  });
+  after(() => t?.close());
+
+  const post = async (path: string, body: string, headers: Record<string, string> = {}) => {
+    const res = await fetch(`${t.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body });
+    return { status: res.status, json: (await res.json()) as { error?: { code: number }; result?: string } | Array<{ error?: { code: number }; result?: string }> };
+  };
+
+  test('a keyless eth_feeHistory with a 160-bit block count is -32602 in every spelling, and the chain still answers afterwards', async () => {
+    for (const count of ['"0xffffffffffffffffffffffffffffffffffffffff"', `"0X${'F'.repeat(40)}"`, `"${'0'.repeat(90)}"`.replace(/0"$/, '1025"'), `"${'9'.repeat(90)}"`]) {
+      const killer = `{"jsonrpc":"2.0","id":1,"method":"eth_feeHistory","params":[${count},"latest"]}`;
+      const res = await post('/public/main', killer);
+      assert.equal(res.status, 200);
+      assert.equal((res.json as { error?: { code: number } }).error?.code, -32602, count);
+    }
+    const alive = await post('/public/main', '{"jsonrpc":"2.0","id":2,"method":"eth_blockNumber","params":[]}');
+    assert.equal(alive.status, 200);
+    assert.match(String((alive.json as { result?: string }).result), /^0x[0-9a-f]+$/);
+  });
+
+  test('repeated members inside params are -32602 over HTTP, item by item in a batch, and over WebSocket', async () => {
+    const dup = `{"jsonrpc":"2.0","id":7,"method":"eth_call","params":[{"to":"${ALLOWED}","To":"${OTHER}","data":"0x"},"latest"]}`;
+    const single = await post('/rpc/main/evm/50', dup, { 'x-api-key': key });
+    assert.equal((single.json as { error?: { code: number } }).error?.code, -32602);
+    const batch = await post('/rpc/main/evm/50', `[${dup},{"jsonrpc":"2.0","id":8,"method":"eth_chainId","params":[]}]`, { 'x-api-key': key });
+    const items = batch.json as Array<{ id: number; error?: { code: number }; result?: string }>;
+    assert.equal(items.find((i) => i.id === 7)?.error?.code, -32602);
+    assert.equal(items.find((i) => i.id === 8)?.result, '0x32');
+    const ws = await connect(wsAddress(t, `/ws?apiKey=${key}`));
+    try {
+      const answer = await ws.send(dup);
+      assert.equal(answer.error?.code, -32602);
+    } finally {
+      await ws.close();
+    }
+  });
+});
+
+describe('the node runs what the gateway judged (C54)', () => {
+  let fake: FakeNode;
+  let t: TestApp;
+  let key: string;
+  before(async () => {
+    fake = await startFakeNode();
+    t = await startTestApp({ listen: true, overrides: { networks: withUpstreams({ ethereum: [{ http: fake.url }] }) } });
+    key = (await createKey(t.app, { networks: ['ethereum'] })).key;
+  });
+  after(async () => {
+    await t?.close();
+    await fake?.close();
+  });
+
+  const send = async (body: string) => {
+    const res = await fetch(`${t.url}/v1/ethereum/${key}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+    return res.text();
+  };
+  const lastBody = () => fake.bodies.filter((b) => !b.includes('eth_blockNumber')).at(-1) ?? '';
+
+  test('a call in canonical form reaches the node byte for byte', async () => {
+    const body = `{"jsonrpc":"2.0","id":"a b","method":"eth_getBalance","params":["${ALLOWED}", "0x1f"]}`;
+    await send(body);
+    assert.equal(lastBody(), body);
+  });
+
+  test('other spellings reach the node re-encoded, under the caller id as written', async () => {
+    await send(`{"jsonrpc":"2.0","id":9007199254740993,"method":"eth_getBalance","params":["${ALLOWED}","0X1F"]}`);
+    assert.equal(lastBody(), `{"jsonrpc":"2.0","id":9007199254740993,"method":"eth_getBalance","params":["${ALLOWED}","0x1f"]}`);
+    await send(`{"jsonrpc":"2.0","id":2,"method":"eth_call","params":[{"To":"${ALLOWED}","Gas":"0031"},"latest"]}`);
+    assert.equal(lastBody(), `{"jsonrpc":"2.0","id":2,"method":"eth_call","params":[{"to":"${ALLOWED}","gas":"0x1f"},"latest"]}`);
+  });
+
+  test('in a batch, each call is judged and re-encoded alone', async () => {
+    const answer = JSON.parse(await send(`[{"jsonrpc":"2.0","id":1,"method":"eth_getBalance","params":["${ALLOWED}","0X2"]},{"jsonrpc":"2.0","id":2,"method":"eth_chainId","params":[]}]`)) as Array<{ id: number }>;
+    assert.deepEqual(answer.map((a) => a.id).sort(), [1, 2]);
+    assert.match(lastBody(), new RegExp(`"params":\\["${ALLOWED}","0x2"\\]`));
+  });
+});
