@@ -6,6 +6,7 @@ import { Value } from '@sinclair/typebox/value';
 import { allowed, isSecretPath, pointerSegments, schemaAt, settingPath, showValue, unwrapUnion, valueAt } from './describe.ts';
 import { type Config, ConfigSchema } from './schema.ts';
 import { ConfigError } from '../errors/config.ts';
+import { STANDARD_METHODS } from '../methods/catalogue.ts';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 /** The shipped default config: all 16 networks with public upstreams (C32). */
@@ -180,7 +181,7 @@ function setAt(root: Record<string, Json>, dotted: string, value: Json): void {
 export function loadConfig(opts: LoadOptions = {}): Config {
   const env = opts.env ?? process.env;
   const sources: ConfigSources = { env: new Map() };
-  let merged = readJson(DEFAULT_CONFIG_FILE, 'default config');
+  let merged = withCatalogue(readJson(DEFAULT_CONFIG_FILE, 'default config'));
   const file = opts.configFile ?? (env.GATEWAY_CONFIG || undefined);
   const fileLabel = opts.configFile ? '--config' : 'GATEWAY_CONFIG';
   const user = file ? readJson(path.resolve(file), fileLabel) : undefined;
@@ -408,4 +409,13 @@ export function publicUrlIsHttps(cfg: Config): boolean {
 /** The address users see (C2). */
 export function publicUrl(cfg: Config, listeningPort?: number): string {
   return (cfg.server.publicUrl ?? `http://localhost:${listeningPort ?? cfg.server.port}`).replace(/\/+$/, '');
+}
+
+/**
+ * C24, C53: the methods every plan may call default to those the method catalogue passes
+ * (src/methods/catalogue.ts); a config file that names `methods.standard` replaces the list.
+ */
+function withCatalogue(defaults: Json): Json {
+  if (!isObject(defaults) || !isObject(defaults.methods) || defaults.methods.standard !== undefined) return defaults;
+  return { ...defaults, methods: { ...defaults.methods, standard: [...STANDARD_METHODS] } };
 }

@@ -133,14 +133,15 @@ export const ConfigSchema = T.Object(
     methods: T.Object(
       {
         // C24: the exact, case-sensitive allowlist of standard methods, for every plan and network.
-        standard: T.Array(StandardMethod, { description: 'methods every key may call on every network (exact names)' }),
+        // C53: absent from config/default.json; loadConfig fills in what the method catalogue passes.
+        standard: T.Array(StandardMethod, { description: 'methods every key may call on every network (exact names); default: every standard method of the method catalogue (docs/rpc.md)' }),
         native: T.Record(T.String({ pattern: '^nat_[A-Za-z0-9]+$' }), T.String({ minLength: 1 }), {
           description: 'nat_* methods of the native networks and the node method each stands for',
         }),
         // C24: debug_*, trace_*, txpool_* methods a plan may call besides, each by its exact name.
         planExtras: Tiers(() => T.Array(ExtraMethod), 'debug_*, trace_*, txpool_* methods a plan may call besides (exact names)'),
         computeUnits: T.Record(T.String(), T.Integer({ minimum: 0 }), {
-          description: 'compute units by method for the monthly quota; a method not listed costs 1',
+          description: "compute units by method for the monthly quota; a method not listed costs the method catalogue's weight for it (docs/rpc.md), else `default`",
         }),
       },
       { additionalProperties: false, description: 'the JSON-RPC methods served' },

@@ -278,3 +278,30 @@ export function withId(t: string, id: string): string {
   const span = idSpan(t);
   return span ? t.slice(0, span[0]) + id + t.slice(span[1]) : t;
 }
+
+const ANSWER_MEMBERS: ReadonlySet<string> = new Set(['jsonrpc', 'id', 'result', 'error']);
+
+/**
+ * C54: whether a node's answer to one call names each of its members once and plainly, so that
+ * every JSON reader sees the same answer. An answer object whose top-level member names repeat,
+ * or spell `jsonrpc`, `id`, `result` or `error` with an escape or in another case, reads
+ * differently to different parsers (JSON.parse keeps the last of a repeated member, a scanner
+ * the first, a Go client folds case): the gateway cannot decide on it. True for text that is not
+ * an object (other checks judge that).
+ */
+export function answerMembersPlain(t: string): boolean {
+  let plain = true;
+  // An answer has a handful of members: a list is cheaper than a set.
+  const names: string[] = [];
+  eachMemberName(t, (start, end) => {
+    const written = t.slice(start, end);
+    const lower = written.toLowerCase();
+    if (written.includes('\\') || (ANSWER_MEMBERS.has(lower) && written !== lower) || names.includes(lower)) {
+      plain = false;
+      return false;
+    }
+    names.push(lower);
+    return true;
+  });
+  return plain;
+}

@@ -2,6 +2,8 @@ import { createPublicKey, type KeyObject } from 'node:crypto';
 import { BlockList, isIP } from 'node:net';
 import { decodeProtectedHeader, jwtVerify } from 'jose';
 import { KeyAccessDeniedError } from '../errors/rpc.ts';
+import { methodFacts } from '../methods/catalogue.ts';
+import { BLOCK_STATE_MEMBERS, SIMULATE_MEMBERS, TRANSACTION_MEMBERS } from '../methods/judge.ts';
 import { type KeyAccessSettings, normaliseAddress } from './access.ts';
 
 /** Longest a request JWT may live (exp minus iat, or minus now without iat). */
@@ -46,59 +48,6 @@ const RAW_TX_REFUSED = new KeyAccessDeniedError(
   'This API key allows transactions to its allowed contracts only: a deployment, a set-code (EIP-7702) transaction or one that cannot be read is refused',
 );
 
-/**
- * C50: how a key with a contract allowlist judges each method. A method not here runs or reads
- * what the gateway cannot judge and is refused (-32003): the list fails closed, so a method an
- * operator adds to `methods.standard` or a plan's extras is refused to such keys until it is
- * placed here. docs/rest-api.md "How the contract list judges each method" is the same table.
- * - `none`: names no contract (chain data, an account's balance and nonce, fees, filters by id).
- * - `call`: param 0 is a transaction whose `to` must be listed; no override in later params.
- * - `logs`: param 0 is a log filter whose `address` (one or a list) must all be listed.
- * - `account`: param 0 is the address whose code or storage is read.
- * - `simulate`: every call of every block of `eth_simulateV1`; no override anywhere.
- * - `subscribe`: a `logs` subscription as `logs`; `newHeads`, `newPendingTransactions`, `syncing` free.
- * - `rawTx`: the signed transaction's `to`, read from its encoding.
- * - `refused`: runs code or replays transactions at addresses the gateway cannot bound (tracers).
- */
-export type ContractRule = 'none' | 'call' | 'logs' | 'account' | 'simulate' | 'subscribe' | 'rawTx' | 'refused';
-const RULES: Record<Exclude<ContractRule, 'none' | 'refused'>, readonly string[]> = {
-  call: ['eth_call', 'eth_estimateGas', 'eth_createAccessList'],
-  logs: ['eth_getLogs', 'eth_newFilter'],
-  account: ['eth_getCode', 'eth_getStorageAt', 'eth_getProof'],
-  simulate: ['eth_simulateV1'],
-  subscribe: ['eth_subscribe'],
-  rawTx: ['eth_sendRawTransaction'],
-};
-const FREE = [
-  'eth_chainId', 'eth_blockNumber', 'eth_syncing', 'eth_protocolVersion', 'eth_mining', 'eth_gasPrice', 'eth_maxPriorityFeePerGas',
-  'eth_feeHistory', 'eth_blobBaseFee', 'eth_getBalance', 'eth_getTransactionCount', 'eth_getBlockByNumber', 'eth_getBlockByHash',
-  'eth_getBlockReceipts', 'eth_getBlockTransactionCountByNumber', 'eth_getBlockTransactionCountByHash', 'eth_getTransactionByHash',
-  'eth_getTransactionByBlockHashAndIndex', 'eth_getTransactionByBlockNumberAndIndex', 'eth_getTransactionReceipt',
-  'eth_getUncleByBlockHashAndIndex', 'eth_getUncleByBlockNumberAndIndex', 'eth_getUncleCountByBlockHash', 'eth_getUncleCountByBlockNumber',
-  'eth_newBlockFilter', 'eth_newPendingTransactionFilter', 'eth_getFilterChanges', 'eth_getFilterLogs', 'eth_uninstallFilter',
-  'eth_unsubscribe', 'net_version', 'net_listening', 'net_peerCount', 'web3_clientVersion', 'web3_sha3',
-  // The native networks' methods as the gateway translates them (C25): blocks, epochs and rewards, no contract.
-  'nat_getBlockByNumber', 'nat_getCandidates', 'nat_getMasternodes', 'nat_getValidatorReward', 'nat_getVoterReward',
-];
-// Named to document them; any method not in this map is refused the same way.
-const REFUSED = [
-  'debug_traceCall', 'debug_traceTransaction', 'debug_traceBlockByNumber', 'debug_traceBlockByHash', 'trace_call', 'trace_callMany',
-  'trace_rawTransaction', 'trace_replayTransaction', 'trace_replayBlockTransactions', 'trace_transaction', 'trace_block', 'trace_filter',
-  'eth_callMany', 'eth_callBundle', 'txpool_content', 'txpool_contentFrom', 'txpool_inspect', 'txpool_status',
-];
-/** Method -> how a key's contract list judges it (C50); a method not here is refused. */
-export const CONTRACT_RULES: ReadonlyMap<string, ContractRule> = new Map<string, ContractRule>([
-  ...FREE.map((m): [string, ContractRule] => [m, 'none']),
-  ...Object.entries(RULES).flatMap(([rule, list]) => list.map((m): [string, ContractRule] => [m, rule as ContractRule])),
-  ...REFUSED.map((m): [string, ContractRule] => [m, 'refused']),
-]);
-/** Members of a call object that change nothing but the call itself; any other (`authorizationList` with entries, a case variant) is refused. */
-const CALL_MEMBERS: ReadonlySet<string> = new Set([
-  'from', 'to', 'gas', 'gasPrice', 'maxFeePerGas', 'maxPriorityFeePerGas', 'maxFeePerBlobGas', 'value', 'data', 'input', 'nonce', 'chainId',
-  'accessList', 'type', 'blobVersionedHashes', 'blobs', 'commitments', 'proofs', 'authorizationList',
-]);
-const SIMULATE_MEMBERS: ReadonlySet<string> = new Set(['blockStateCalls', 'traceTransfers', 'validation', 'returnFullTransactions']);
-const BLOCK_STATE_MEMBERS: ReadonlySet<string> = new Set(['blockOverrides', 'stateOverrides', 'calls']);
 const FREE_SUBSCRIPTIONS: ReadonlySet<string> = new Set(['newHeads', 'newPendingTransactions', 'syncing']);
 
 interface Wildcard {
@@ -189,9 +138,13 @@ export class KeyAccess {
     return this.#checkContracts(method, Array.isArray(call.params) ? (call.params as unknown[]) : []);
   }
 
-  /** C50: the call judged against the contract list by its method's rule; a method without one is refused. */
+  /**
+   * C50: the call judged against the contract list by its method's rule in the method catalogue
+   * (src/methods/catalogue.ts); a method it does not know is refused, so the list fails closed. The
+   * params are the judged ones (C54): member names canonical, as the node will read them.
+   */
   #checkContracts(method: string, params: readonly unknown[]): KeyAccessDeniedError | null {
-    switch (CONTRACT_RULES.get(method)) {
+    switch (methodFacts(method)?.contract) {
       case 'none':
         return null;
       case 'call':
@@ -201,6 +154,9 @@ export class KeyAccess {
         return this.#checkTargets(method, fieldOf(params[0], 'address'), true);
       case 'account':
         return this.#checkTargets(method, params[0], false);
+      case 'accounts':
+        // eth_getStorageValues: the member names of param 0 are the accounts read.
+        return isObject(params[0]) ? this.#checkTargets(method, Object.keys(params[0]), true) : CONTRACT_MISSING;
       case 'simulate':
         return this.#checkSimulate(method, params);
       case 'subscribe':
@@ -221,7 +177,7 @@ export class KeyAccess {
   #checkCallObject(method: string, tx: unknown): KeyAccessDeniedError | null {
     if (!isObject(tx)) return CONTRACT_MISSING;
     for (const name in tx) {
-      if (!CALL_MEMBERS.has(name)) return OVERRIDES_REFUSED;
+      if (!TRANSACTION_MEMBERS.has(name)) return OVERRIDES_REFUSED;
     }
     if (!isEmpty(tx.authorizationList)) return OVERRIDES_REFUSED;
     return this.#checkTargets(method, tx.to, false);

@@ -10,6 +10,7 @@ import type { Db } from '../storage/db.ts';
 import { accessView, applyAccessInput, hasAccessInput, type KeyAccessInput, type KeyAccessSettings } from './access.ts';
 import { generateKey, hashKey, KeyCipher } from './crypto.ts';
 import { apiKeys } from './schema.ts';
+import { WEBSOCKET_METHODS } from '../methods/catalogue.ts';
 
 export type KeyRow = typeof apiKeys.$inferSelect;
 export type KeyStatus = 'active' | 'inactive' | 'revoked' | 'expired';
@@ -451,7 +452,7 @@ export class KeyService {
   #planMethods(user: UserRow): ReadonlySet<string> {
     const m = this.#cfg.methods;
     const extras = (m.planExtras as Record<string, string[] | undefined>)[user.tier] ?? [];
-    return new Set([...m.standard, ...extras, ...Object.keys(m.native), 'eth_subscribe', 'eth_unsubscribe']);
+    return new Set([...m.standard, ...extras, ...Object.keys(m.native), ...WEBSOCKET_METHODS]);
   }
 
   /** C14: 1 <= rateLimit <= the plan's rate (any >= 1 when the plan is unlimited); omitted = plan rate. */

@@ -1,6 +1,10 @@
 import type { Config } from '../config/schema.ts';
+import { methodFacts } from '../methods/catalogue.ts';
 
-/** Compute units per method (C10): the table in config; methods not listed cost `default`. */
+/**
+ * Compute units per method (C10): `methods.computeUnits` in config where it names the method,
+ * else the method catalogue's default for it, else the config's `default`.
+ */
 export class ComputeUnits {
   readonly #table: ReadonlyMap<string, number>;
   readonly #default: number;
@@ -10,6 +14,6 @@ export class ComputeUnits {
     this.#table = new Map(Object.entries(rest));
   }
   of(method: string): number {
-    return this.#table.get(method) ?? this.#default;
+    return this.#table.get(method) ?? methodFacts(method)?.cu ?? this.#default;
   }
 }

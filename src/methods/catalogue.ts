@@ -80,8 +80,8 @@ export interface MethodFacts {
   readonly uint64: readonly number[];
   /** Position of a block count bounded by `maxBlockCount` (eth_feeHistory, C50), or null. */
   readonly blockCount: number | null;
-  /** Default compute units (C10); `methods.computeUnits` may set others. */
-  readonly cu: number;
+  /** Default compute units (C10), null for the config's `default`; `methods.computeUnits` may set others. */
+  readonly cu: number | null;
 }
 
 /** C50: eth_feeHistory's block count at most this (a huge one makes a node allocate without bound). */
@@ -89,12 +89,12 @@ export const MAX_FEE_HISTORY_BLOCKS = 1024;
 
 const NODE_ACCOUNT = 'needs an account held by the node; sign in your app and use eth_sendRawTransaction';
 
-type Entry = Partial<Omit<MethodFacts, 'name' | 'blocks'>> & { blocks?: ReadonlyArray<readonly [number, 'tag' | 'hash']> };
+type Entry = Partial<Omit<MethodFacts, 'name' | 'blocks' | 'cu'>> & { blocks?: ReadonlyArray<readonly [number, 'tag' | 'hash']>; cu?: number };
 
 const state = (at: number, extra: Entry = {}): Entry => ({ blocks: [[at, 'hash']], cache: 'block', archive: 'block', ...extra });
 const S = true; // in the specification
 
-// One row per method. Defaults: standard, not in the spec, no block, not cached, hedged, contract rule none, 1 CU.
+// One row per method. Defaults: standard, not in the spec, no block, not cached, hedged, contract rule none, the default CU.
 const TABLE: Readonly<Record<string, Entry>> = {
   // Client and chain.
   eth_chainId: { spec: S, cache: 'always' },
@@ -220,7 +220,7 @@ function facts(name: string, e: Entry): MethodFacts {
     tx: e.tx ?? null,
     uint64: Object.freeze([...(e.uint64 ?? [])]),
     blockCount: e.blockCount ?? null,
-    cu: e.cu ?? 1,
+    cu: e.cu ?? null,
   });
 }
 
@@ -256,9 +256,12 @@ export function planMayOpen(name: string): boolean {
 /** The default of `methods.standard`: every method the catalogue passes to the nodes on every plan. */
 export const STANDARD_METHODS: readonly string[] = Object.freeze([...CATALOGUE.values()].filter((f) => f.access === 'standard').map((f) => f.name));
 
-/** The default compute units of every method that costs other than 1 (C10). */
+/** Methods the gateway answers itself on a WebSocket (subscriptions). */
+export const WEBSOCKET_METHODS: readonly string[] = Object.freeze([...CATALOGUE.values()].filter((f) => f.access === 'websocket').map((f) => f.name));
+
+/** The default compute units of every method that does not cost the config's `default` (C10). */
 export function defaultComputeUnits(): Record<string, number> {
   const out: Record<string, number> = {};
-  for (const f of CATALOGUE.values()) if (f.cu !== 1) out[f.name] = f.cu;
+  for (const f of CATALOGUE.values()) if (f.cu !== null) out[f.name] = f.cu;
   return out;
 }

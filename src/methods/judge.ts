@@ -32,6 +32,10 @@ const FILTER = members('fromBlock', 'toBlock', 'blockHash', 'address', 'topics')
 const SIMULATE = members('blockStateCalls', 'traceTransfers', 'validation', 'returnFullTransactions');
 const BLOCK_STATE = members('blockOverrides', 'stateOverrides', 'calls');
 const BLOCK_OVERRIDES = members('number', 'difficulty', 'time', 'gasLimit', 'feeRecipient', 'prevRandao', 'baseFeePerGas', 'blobBaseFee', 'beaconRoot', 'withdrawals');
+/** The members of a transaction object, of eth_simulateV1's payload and of one of its blocks, by their canonical names. */
+export const TRANSACTION_MEMBERS: ReadonlySet<string> = new Set(TX.values());
+export const SIMULATE_MEMBERS: ReadonlySet<string> = new Set(SIMULATE.values());
+export const BLOCK_STATE_MEMBERS: ReadonlySet<string> = new Set(BLOCK_STATE.values());
 /** Members read as 64-bit integers by nodes (C50): a transaction's gas and nonce, a simulated block's number, time and gas limit. */
 const TX_UINT64 = ['gas', 'nonce'] as const;
 const OVERRIDE_UINT64 = ['number', 'time', 'gasLimit'] as const;

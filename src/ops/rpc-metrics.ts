@@ -1,4 +1,5 @@
 import { type Metrics, RpcCallMetrics } from './metrics.ts';
+import { WEBSOCKET_METHODS } from '../methods/catalogue.ts';
 
 // What the RPC side shows on /metrics besides its calls: the upstream pools (calls, failures,
 // health) and the response cache, read at scrape time; and the labels of RPC methods.
@@ -116,7 +117,7 @@ export function rpcMethodLabels(methods: {
   native: Readonly<Record<string, string>>;
   planExtras: Readonly<Record<string, readonly string[]>>;
 }): string[] {
-  return [...methods.standard, ...Object.keys(methods.native), ...Object.values(methods.planExtras).flat(), 'eth_subscribe', 'eth_unsubscribe'];
+  return [...methods.standard, ...Object.keys(methods.native), ...Object.values(methods.planExtras).flat(), ...WEBSOCKET_METHODS];
 }
 
 /**

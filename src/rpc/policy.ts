@@ -1,20 +1,10 @@
 import type { Config, Tier } from '../config/schema.ts';
 import { MethodNotSupportedError } from '../errors/rpc.ts';
 import { ConfigError } from '../errors/config.ts';
+import { planMayOpen, refusedWhy, WEBSOCKET_METHODS } from '../methods/catalogue.ts';
 
-const NODE_ACCOUNT = 'needs an account held by the node; sign in your app and use eth_sendRawTransaction';
-
-// C24: refused whatever the config says, each with the reason it gives. The config schema refuses
-// these names in `methods.standard` and `methods.planExtras` too.
-const NEVER: Array<[RegExp, string]> = [
-  [/^eth_(accounts|sign|signTransaction|signTypedData(_v\d)?|sendTransaction|sendTransactionSync|sendUnsignedTransaction)$/, NODE_ACCOUNT],
-  [/^personal_/, NODE_ACCOUNT],
-  [/^(anvil|hardhat|evm|ganache|tenderly)_/, 'is a devnet control method and is not available through the gateway'],
-  [/^(admin|miner|engine)_/, 'controls the node and is not available'],
-];
-// Node namespaces a plan may open, method by method, in `methods.planExtras`.
-const GATED = /^(debug|trace|txpool)_/;
-const SUBSCRIPTIONS: ReadonlySet<string> = new Set(['eth_subscribe', 'eth_unsubscribe']);
+/** Methods the gateway answers itself on a WebSocket only (the catalogue's `websocket` access: subscriptions). */
+const SUBSCRIPTIONS: ReadonlySet<string> = new Set(WEBSOCKET_METHODS);
 
 /** How the call arrived: subscriptions exist only on a WebSocket. */
 export type Transport = 'http' | 'ws';
@@ -53,8 +43,8 @@ export class MethodPolicy {
     const named: Array<[string, string[]]> = [['methods.standard', methods.standard], ...Object.entries(methods.planExtras).map(([tier, list]): [string, string[]] => [`methods.planExtras.${tier}`, list])];
     for (const [setting, list] of named) {
       for (const m of list) {
-        // The schema already refuses these; a config built another way must not open them either.
-        if (NEVER.some(([re]) => re.test(m))) throw new ConfigError(`${setting}: ${m} can never be allowed (C24)`);
+        // C24, C53: the catalogue refuses these whatever the config says; a config must not open them.
+        if (refusedWhy(m) !== null) throw new ConfigError(`${setting}: ${m} can never be allowed (C24)`);
         this.#byLowerCase.set(m.toLowerCase(), m);
       }
     }
@@ -91,8 +81,9 @@ export class MethodPolicy {
       if (!nativeNetwork) return 'exists only on the native networks (native-mainnet, native-testnet)';
       return 'is not a supported native method';
     }
-    for (const [re, why] of NEVER) if (re.test(method)) return why;
-    if (GATED.test(method)) {
+    const refused = refusedWhy(method);
+    if (refused !== null) return refused;
+    if (planMayOpen(method)) {
       // Issue 31: the refusal names what would allow the call (the plans whose methods.planExtras list it).
       const plans = (Object.entries(this.#extras) as Array<[Tier, ReadonlySet<string>]>).filter(([, set]) => set.has(method)).map(([tier]) => tier);
       return plans.length > 0 ? `is not enabled for this plan; the ${plans.join(', ')} plan${plans.length > 1 ? 's' : ''} allow${plans.length > 1 ? '' : 's'} it` : 'is not enabled for this plan, nor for any other (methods.planExtras)';

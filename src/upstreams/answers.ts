@@ -1,3 +1,5 @@
+import { answerMembersPlain } from '../json/lossless.ts';
+
 /** Reading a node's answer: a cheap JSON-RPC shape check, the parsed answer, a head. */
 
 const isSpace = (b: number | undefined): boolean => b === 0x20 || b === 0x0a || b === 0x0d || b === 0x09;
@@ -19,10 +21,16 @@ export interface RpcResponse {
   error?: { code?: unknown; message?: unknown; data?: unknown };
 }
 
+/**
+ * A node's answer to one call of the gateway's own (heads, the faucet, the follower), parsed; undefined
+ * when it is not one, or names a member twice or in disguise (C54: it reads differently to different parsers).
+ */
 export function parseResponse(buf: Buffer): RpcResponse | undefined {
   let parsed: unknown;
+  const text = buf.toString('utf8');
+  if (!answerMembersPlain(text)) return undefined;
   try {
-    parsed = JSON.parse(buf.toString('utf8'));
+    parsed = JSON.parse(text);
   } catch {
     return undefined;
   }

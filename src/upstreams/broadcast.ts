@@ -1,6 +1,5 @@
 import { keccak256 } from 'viem/utils';
 import { type FailedAttempt, NoUpstreamError } from '../errors/upstream.ts';
-import { idText } from '../json/lossless.ts';
 import { looksLikeJsonRpc } from './answers.ts';
 import { attempt } from './attempt.ts';
 import { markFailed, markOk } from './health.ts';
@@ -45,24 +44,13 @@ export function classifyTxAnswer(body: Buffer): TxAnswer {
 }
 
 /**
- * The signed transaction of a single `eth_sendRawTransaction` call, its hash (keccak256 of the
- * raw bytes, as every node computes it) and the call's id exactly as written; null for anything
- * else (a batch, a malformed param): such a call is sent the ordinary way.
+ * The signed transaction of a single `eth_sendRawTransaction` call as the gateway judged it, its
+ * hash (keccak256 of the raw bytes, as every node computes it) and the call's id exactly as
+ * written; null for a param that is not hex bytes: such a call is sent the ordinary way.
  */
-export function rawTransaction(body: string | Buffer): { raw: `0x${string}`; hash: `0x${string}`; id: string } | null {
-  const text = typeof body === 'string' ? body : body.toString('utf8');
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch {
-    return null;
-  }
-  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) return null;
-  const { method, params } = parsed as { method?: unknown; params?: unknown };
-  if (method !== 'eth_sendRawTransaction' || !Array.isArray(params)) return null;
-  const raw: unknown = params[0];
-  if (typeof raw !== 'string' || !/^0x([0-9a-fA-F]{2})+$/.test(raw)) return null;
-  return { raw: raw as `0x${string}`, hash: keccak256(raw as `0x${string}`), id: idText(text) };
+export function rawTransaction(raw: string, id: string): { raw: `0x${string}`; hash: `0x${string}`; id: string } | null {
+  if (!/^0x([0-9a-fA-F]{2})+$/.test(raw)) return null;
+  return { raw: raw as `0x${string}`, hash: keccak256(raw as `0x${string}`), id };
 }
 
 /** The answer given for a transaction a node already held: its hash under the caller's id. */

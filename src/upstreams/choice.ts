@@ -15,12 +15,12 @@ const LATENCY_CLASS_MS = 20; // milliseconds; see latencyClass()
 
 /**
  * The upstreams to try for one call, in order: {@link order}, with archive nodes first for reads
- * of old state, and the first place shared by weight among equally good upstreams.
+ * of old state (`block`: the oldest block the call reads state at, as the gateway judged it), and the first place shared by weight among equally good upstreams.
  */
-export function candidatesFor(p: PoolState, body: string | Buffer, methods: readonly string[]): Upstream[] {
+export function candidatesFor(p: PoolState, methods: readonly string[], block: number | null | undefined): Upstream[] {
   let list = p.consensus === undefined ? order(p) : withoutMisbehaving(order(p));
   if (list.length < 2) return list;
-  if (p.mixedArchive && mayNeedArchive(methods) && needsArchive(body, methods, p.head, p.pruneDepthBlocks)) {
+  if (p.mixedArchive && mayNeedArchive(methods) && needsArchive(methods, block, p.head, p.pruneDepthBlocks)) {
     // Issue 15: archive nodes first, but a node known down stays behind every answering one.
     const rank = (u: Upstream): number => (u.state === 'down' ? 2 : u.archive ? 0 : 1);
     list = [...list].sort((a, b) => rank(a) - rank(b));

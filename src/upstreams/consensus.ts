@@ -1,12 +1,12 @@
 import { NoConsensusError } from '../errors/rpc.ts';
 import { type FailedAttempt, NetworkDownError, NoUpstreamError } from '../errors/upstream.ts';
-import { memberSpan, skipValue } from '../json/lossless.ts';
+import { answerMembersPlain, memberSpan, skipValue } from '../json/lossless.ts';
 import { looksLikeJsonRpc } from './answers.ts';
 import { attempt } from './attempt.ts';
 import { candidatesFor } from './choice.ts';
 import { isDown, markFailed, markOk } from './health.ts';
 import { type ConsensusSettings, observe, type PoolState, type Upstream } from './state.ts';
-import type { FailureKind, ForwardResult } from './types.ts';
+import type { CallOptions, FailureKind, ForwardResult } from './types.ts';
 
 /**
  * Consensus reads (C49), per network and off by default: a configured method, in a single call,
@@ -52,11 +52,12 @@ interface Vote {
  * @throws NoUpstreamError when no upstream answered.
  * @throws NoConsensusError when the answers have no majority.
  */
-export async function consensusForward(p: PoolState, c: ConsensusSettings, body: string | Buffer, method: string, reqId: string | undefined): Promise<ForwardResult> {
+export async function consensusForward(p: PoolState, c: ConsensusSettings, body: string | Buffer, method: string, opts: CallOptions): Promise<ForwardResult> {
+  const reqId = opts.reqId;
   if (isDown(p)) throw new NetworkDownError(p.network, p.upstreams.map((u) => ({ upstream: u.index, reason: u.lastError ?? 'down' })));
   const deadline = Date.now() + p.totalTimeoutMs;
   const attemptMs = p.methodTimeoutsMs[method] ?? p.requestTimeoutMs;
-  const candidates = p.closed ? [] : candidatesFor(p, body, [method]);
+  const candidates = p.closed ? [] : candidatesFor(p, [method], opts.block);
   const failed: FailedAttempt[] = [];
   /** A provider error answered by some node: passed on when no node gave a vote. */
   let fallback: Vote | undefined;
@@ -82,7 +83,14 @@ export async function consensusForward(p: PoolState, c: ConsensusSettings, body:
         continue;
       }
       u.window.add(ms);
-      const vote: Vote = { u, status: outcome.value.status, body: outcome.value.body, key: keyOf(outcome.value.body) };
+      const text = outcome.value.body.toString('utf8');
+      if (!answerMembersPlain(text)) {
+        // C54: repeated or disguised members read differently to different parsers: no vote, and it counts against the node.
+        fail(u, 'invalid_answer', 'answer with repeated or escaped members');
+        markFailed(p, u, 'answer with repeated or escaped members', reqId);
+        continue;
+      }
+      const vote: Vote = { u, status: outcome.value.status, body: outcome.value.body, key: keyOf(text) };
       const verdict = p.providerErrors.active ? p.providerErrors.judge(vote.body) : null;
       if (verdict !== null) {
         // Throttled or missing state: says nothing about the chain, so it is no vote (issue 15).
@@ -139,8 +147,7 @@ function answer(v: Vote): ForwardResult {
 }
 
 /** What two answers must share to agree: their `result` (or `error`) member, without blanks outside strings. */
-export function keyOf(buf: Buffer): string {
-  const text = buf.toString('utf8');
+export function keyOf(text: string): string {
   const result = memberSpan(text, 'result');
   if (result) return `r${compact(text.slice(result[0], result[1]))}`;
   const error = memberSpan(text, 'error');

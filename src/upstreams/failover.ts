@@ -4,10 +4,11 @@ import { type Attempt, attempt } from './attempt.ts';
 import { broadcast, rawTransaction } from './broadcast.ts';
 import { candidatesFor } from './choice.ts';
 import { isDown, markFailed, markOk } from './health.ts';
-import { Cancel, hedgeDelay, NEVER_HEDGED } from './hedge.ts';
+import { Cancel, hedgeDelay } from './hedge.ts';
 import type { ProviderVerdict } from './provider-errors.ts';
 import { observe, type PoolState, type Upstream } from './state.ts';
-import { type FailureKind, STATE_CHANGING_METHODS } from './types.ts';
+import type { CallOptions, FailureKind } from './types.ts';
+import { methodFacts } from '../methods/catalogue.ts';
 
 /**
  * Sending one call through a pool (C26): the upstreams in the order of choice.ts, one attempt
@@ -29,8 +30,9 @@ export async function send<T>(
   body: string | Buffer,
   methods: readonly string[],
   read: (status: number, body: Buffer) => T | undefined,
-  reqId: string | undefined,
+  opts: CallOptions,
 ): Promise<{ value: T; upstream: number }> {
+  const reqId = opts.reqId;
   if (isDown(p)) {
     // Known down: no node is asked (the probes keep asking), the caller learns it at once.
     throw new NetworkDownError(
@@ -46,13 +48,15 @@ export async function send<T>(
   let attemptMs = methods.length === 0 ? p.requestTimeoutMs : 0;
   for (const m of methods) {
     attemptMs = Math.max(attemptMs, p.methodTimeoutsMs[m] ?? p.requestTimeoutMs);
-    if (STATE_CHANGING_METHODS.has(m)) stateChanging = true;
-    if (NEVER_HEDGED.has(m)) neverHedged = true;
+    // The catalogue's facts (C26): a method it does not know is a read that may be hedged.
+    const facts = methodFacts(m);
+    if (facts?.stateChanging) stateChanging = true;
+    if (facts?.hedge === false) neverHedged = true;
   }
-  const candidates = p.closed ? [] : candidatesFor(p, body, methods);
-  if (stateChanging && p.broadcastTransactions && methods.length === 1 && methods[0] === 'eth_sendRawTransaction') {
+  const candidates = p.closed ? [] : candidatesFor(p, methods, opts.block);
+  if (stateChanging && p.broadcastTransactions && opts.transaction && methods.length === 1 && methods[0] === 'eth_sendRawTransaction') {
     const targets = candidates.filter((u) => u.state !== 'down');
-    const tx = targets.length > 1 ? rawTransaction(body) : null;
+    const tx = targets.length > 1 ? rawTransaction(opts.transaction.raw, opts.transaction.id) : null;
     if (tx) return broadcast(p, targets, body, tx, Math.min(attemptMs, p.totalTimeoutMs), read, reqId, request);
   }
   const hedge = p.hedge !== undefined && !stateChanging && candidates.length > 1 && !neverHedged ? p.hedge : undefined;
@@ -186,8 +190,11 @@ function settle<T>(
  * @throws NoUpstreamError when no upstream answered.
  */
 export async function request<T = unknown>(p: PoolState, method: string, params: readonly unknown[], reqId: string | undefined): Promise<T> {
-  const body = JSON.stringify({ jsonrpc: '2.0', id: p.nextId++, method, params });
-  const { value, upstream } = await send(p, body, [method], (_status, buf) => parseResponse(buf), reqId);
+  const id = p.nextId++;
+  const body = JSON.stringify({ jsonrpc: '2.0', id, method, params });
+  // A transaction sent by the gateway itself (the faucet's, the solver's) is broadcast like a caller's.
+  const transaction = method === 'eth_sendRawTransaction' && typeof params[0] === 'string' ? { raw: params[0], id: String(id) } : undefined;
+  const { value, upstream } = await send(p, body, [method], (_status, buf) => parseResponse(buf), { reqId, transaction });
   if (value.error !== undefined) {
     const { code, message, data } = value.error;
     throw new UpstreamRpcError(

@@ -1,6 +1,8 @@
 /**
  * Hedged reads (issue 15, point 4): a read that a node has not answered within the hedge delay is
- * also sent to the next node; the first good answer wins and the other attempt is aborted.
+ * also sent to the next node; the first good answer wins and the other attempt is aborted. Which
+ * methods may be hedged is the method catalogue's `hedge` (never a filter, a transaction or a
+ * subscription: src/methods/catalogue.ts).
  */
 
 /** Settings of a pool's hedging. */
@@ -16,25 +18,6 @@ export interface HedgeOptions {
 }
 
 export const DEFAULT_HEDGE: HedgeOptions = { enabled: true, delayMs: null, minDelayMs: 50, maxDelayMs: 1_000 };
-
-/**
- * Never hedged: filter methods (a filter lives on the node that made it) and whatever is not a
- * plain read. State-changing methods (STATE_CHANGING_METHODS) are excluded by the pool as well.
- */
-export const NEVER_HEDGED: ReadonlySet<string> = new Set([
-  'eth_sendRawTransaction',
-  'eth_sendRawTransactionSync',
-  'eth_sendRawTransactionConditional',
-  'eth_sendTransaction',
-  'eth_newFilter',
-  'eth_newBlockFilter',
-  'eth_newPendingTransactionFilter',
-  'eth_getFilterChanges',
-  'eth_getFilterLogs',
-  'eth_uninstallFilter',
-  'eth_subscribe',
-  'eth_unsubscribe',
-]);
 
 const SIZE = 64;
 /** Samples a node needs before its own p90 is trusted. */

@@ -15,7 +15,6 @@ export {
   type ForwardResult,
   type PoolLogger,
   type PoolOptions,
-  STATE_CHANGING_METHODS,
   UPSTREAM_BUCKETS,
   type UpstreamCallStats,
   type UpstreamConfig,
@@ -111,7 +110,7 @@ export class UpstreamPool {
     const c = this.#p.consensus;
     // C49: a single call of a consensus method is answered only when nodes agree (consensus.ts).
     if (c !== undefined && opts.expectAnswer !== false && isConsensusCall(this.#p, body, methods)) {
-      return consensusForward(this.#p, c, body, methods[0] as string, opts.reqId);
+      return consensusForward(this.#p, c, body, methods[0] as string, opts);
     }
     // Notifications only: nodes answer 2xx with an empty body, which is a success here.
     const quiet = opts.expectAnswer === false;
@@ -120,7 +119,7 @@ export class UpstreamPool {
       body,
       methods,
       (status, buf) => (looksLikeJsonRpc(buf) || (quiet && status >= 200 && status < 300) ? { status, body: buf } : undefined),
-      opts.reqId,
+      opts,
     );
     // Built whole, not spread: a spread gives the object its shape property by property on every call.
     return { status: value.status, body: value.body, upstream };

@@ -75,6 +75,10 @@ export interface PoolOptions {
 export interface CallOptions {
   /** The request this call belongs to: carried by the pool's log lines about it. */
   reqId?: string | undefined;
+  /** C26, C53: the oldest block the request reads state at, as the gateway judged it (archive routing); absent: recent. */
+  block?: number | null | undefined;
+  /** A single eth_sendRawTransaction as judged: its signed transaction and the caller's id text (broadcast). */
+  transaction?: { raw: string; id: string } | undefined;
 }
 
 /** A node's answer, byte for byte. */
@@ -141,14 +145,3 @@ export type FailureKind =
 
 /** Upper bounds (seconds) of the upstream call duration histogram. */
 export const UPSTREAM_BUCKETS: readonly number[] = [0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30];
-
-/**
- * Methods that change chain state. They are never repeated on a second node once the request
- * may have reached the first (C26), only after a connection error that proves nothing was sent.
- */
-export const STATE_CHANGING_METHODS: ReadonlySet<string> = new Set([
-  'eth_sendRawTransaction',
-  'eth_sendRawTransactionSync',
-  'eth_sendRawTransactionConditional',
-  'eth_sendTransaction',
-]);

@@ -9,7 +9,11 @@ import { after, before, describe, test } from 'node:test';
 import { createPublicClient, createWalletClient, encodeFunctionData, type Hex, http, parseGwei, serializeTransaction } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { loadConfig } from '../../src/config/load.ts';
-import { CONTRACT_RULES, type ContractRule, rawTransactionTarget } from '../../src/keys/key-access.ts';
+import { rawTransactionTarget } from '../../src/keys/key-access.ts';
+import { catalogue, type ContractRule, methodFacts } from '../../src/methods/catalogue.ts';
+
+/** Method -> its contract rule, from the method catalogue (C50). */
+const CONTRACT_RULES: ReadonlyMap<string, ContractRule> = new Map([...catalogue()].map((f) => [f.name, f.contract]));
 import { type BareAnvil, startAnvil } from '../support/anvil.ts';
 import { createKey, startTestApp, type TestApp } from '../support/app.ts';
 import { type FakeNode, startFakeNode } from '../support/fake-node.ts';
@@ -229,7 +233,7 @@ describe('the docs table of how the contract list judges each method agrees with
   test('every method the shipped config serves is judged, none refused', () => {
     const { methods } = loadConfig({ env: {} });
     for (const m of [...methods.standard, ...Object.keys(methods.native), 'eth_subscribe', 'eth_unsubscribe']) {
-      const rule = CONTRACT_RULES.get(m);
+      const rule = methodFacts(m)?.contract;
       assert.ok(rule !== undefined && rule !== 'refused', `${m}: ${rule}`);
     }
   });

@@ -100,11 +100,11 @@ describe('response cache: which calls are cacheable (C44)', () => {
     }
   });
 
-  test('block numbers that are not JSON-RPC quantities are not cacheable', () => {
-    for (const bad of [10, '10', '0x010', '0x', '0xzz', '0x1fffffffffffffff']) {
+  test('block numbers are read as nodes read them (C54); what no node reads as a block is not cacheable', () => {
+    for (const bad of ['0x', '0xzz', '0x1fffffffffffffff', 'Latest', '-1']) {
       assert.equal(key('eth_getBlockByNumber', [bad, false]), null, String(bad));
     }
-    assert.ok(key('eth_getBlockByNumber', ['0x3A8', false]), 'upper-case hex digits are a quantity');
+    for (const good of [10, '10', '0x010', '0x3A8', '0X3a8']) assert.ok(key('eth_getBlockByNumber', [good, false]), String(good));
     // By number only: a hash where a number is expected is the node's error to give.
     assert.equal(key('eth_getBlockByNumber', [HASH, false]), null);
   });

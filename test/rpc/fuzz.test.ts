@@ -234,7 +234,8 @@ describe('fuzzing inside params against devnet chains (seeded)', () => {
 
   test('a call the node cannot read at all (a lone surrogate, which JSON.parse accepts) is answered under the caller\'s id, not the node\'s null (C23)', async () => {
     // anvil refuses the whole request text and answers {"id":null,"error":{"code":-32600}}.
-    const lone = (method: string, id: string) => `{"jsonrpc":"2.0","method":"${method}","params":["0x8ba1f109551bd432803012645ac136ddd64dba72","\\ud800"],"id":${id}}`;
+    // In the address, which the gateway passes on unjudged: a lone surrogate as a block is the gateway's -32602 (C53).
+    const lone = (method: string, id: string) => `{"jsonrpc":"2.0","method":"${method}","params":["\\ud800","latest"],"id":${id}}`;
     const filter = (id: string) => `{"jsonrpc":"2.0","method":"eth_newFilter","params":[{"topics":["\\ud800"]}],"id":${id}}`;
     for (const [path, headers] of [['/public/main', {}], ['/rpc/main/evm/1', { 'x-api-key': dkey }]] as const) {
       for (const [input, id] of [[lone('eth_getBalance', '7'), 7], [lone('eth_getCode', '"abc"'), 'abc'], [filter('12345678901234567890'), '12345678901234567890']] as const) {

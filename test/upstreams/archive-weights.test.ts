@@ -2,12 +2,22 @@
 // share the calls among equally good upstreams.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import { methodFacts } from '../../src/methods/catalogue.ts';
+import { judgeParams } from '../../src/methods/judge.ts';
+import { blockNumberOf } from '../../src/methods/values.ts';
 import { needsArchive } from '../../src/upstreams/archive.ts';
 import { call, fakes, pool } from './helpers.ts';
 
 const HEAD = 10_000;
 const hex = (n: number) => `0x${n.toString(16)}`;
 const ADDR = '0x0000000000000000000000000000000000000001';
+
+/** The block a call reads state at, as the pipeline's judge stage hands it to the pool (C53). */
+function judgedBlock(method: string, params: unknown[]): number | null {
+  const j = judgeParams(methodFacts(method), params, call(method, params));
+  assert.ok(!('code' in j), `${method} is judged`);
+  return blockNumberOf(j.block);
+}
 
 describe('archive routing (issue 15)', () => {
   async function setup() {
@@ -33,7 +43,7 @@ describe('archive routing (issue 15)', () => {
   for (const c of cases) {
     test(`${c.what} goes to ${c.upstream === 1 ? 'the archive node first' : 'the first node as usual'}`, async () => {
       const { p } = await setup();
-      const res = await p.forward(call(c.method, c.params), [c.method]);
+      const res = await p.forward(call(c.method, c.params), [c.method], { block: judgedBlock(c.method, c.params) });
       if (c.upstream === 1) assert.equal(res.upstream, 1);
       // As usual: where a call without a block goes (probe latency may put either node first).
       else assert.equal(res.upstream, (await p.forward(call('eth_chainId'), ['eth_chainId'])).upstream);
@@ -43,13 +53,13 @@ describe('archive routing (issue 15)', () => {
   test('a batch with one old-state read goes to the archive node', async () => {
     const { p } = await setup();
     const batch = `[${call('eth_chainId')},${call('eth_getBalance', [ADDR, OLD], 2)}]`;
-    assert.equal((await p.forward(batch, ['eth_chainId', 'eth_getBalance'])).upstream, 1);
+    assert.equal((await p.forward(batch, ['eth_chainId', 'eth_getBalance'], { block: judgedBlock('eth_getBalance', [ADDR, OLD]) })).upstream, 1);
   });
 
   test('a failing archive node hands the old read to the full node (its answer beats none)', async () => {
     const { p, archive } = await setup();
     await archive.setMode('refuse');
-    assert.equal((await p.forward(call('eth_getBalance', [ADDR, OLD]), ['eth_getBalance'])).upstream, 0);
+    assert.equal((await p.forward(call('eth_getBalance', [ADDR, OLD]), ['eth_getBalance'], { block: HEAD - 1_000 })).upstream, 0);
   });
 
   test('a pruned full node answering "missing trie node" moves the read to the archive node even without the flag', async () => {
@@ -59,13 +69,14 @@ describe('archive routing (issue 15)', () => {
     assert.equal((await p.forward(call('eth_getBalance', [ADDR, OLD]), ['eth_getBalance'])).upstream, 1);
   });
 
-  test('needsArchive: unknown head, tags and junk are recent', () => {
-    const body = (p: unknown[]) => call('eth_getBalance', p);
-    assert.equal(needsArchive(body([ADDR, '0x1']), ['eth_getBalance'], null, 128), false);
-    assert.equal(needsArchive(body([ADDR, '0x1']), ['eth_getBalance'], 200, 128), true);
-    assert.equal(needsArchive(body([ADDR, '0x48']), ['eth_getBalance'], 200, 128), false);
-    assert.equal(needsArchive(body([ADDR, 'safe']), ['eth_getBalance'], 200, 128), false);
-    assert.equal(needsArchive('{not json', ['eth_getBalance'], 200, 128), false);
+  test('needsArchive: unknown head, tags and hashes are recent', () => {
+    assert.equal(needsArchive(['eth_getBalance'], judgedBlock('eth_getBalance', [ADDR, '0x1']), null, 128), false);
+    assert.equal(needsArchive(['eth_getBalance'], judgedBlock('eth_getBalance', [ADDR, '0x1']), 200, 128), true);
+    assert.equal(needsArchive(['eth_getBalance'], judgedBlock('eth_getBalance', [ADDR, '0X1']), 200, 128), true);
+    assert.equal(needsArchive(['eth_getBalance'], judgedBlock('eth_getBalance', [ADDR, '0x48']), 200, 128), false);
+    assert.equal(needsArchive(['eth_getBalance'], judgedBlock('eth_getBalance', [ADDR, 'safe']), 200, 128), false);
+    assert.equal(needsArchive(['eth_getBalance'], judgedBlock('eth_getBalance', [ADDR, `0x${'ab'.repeat(32)}`]), 200, 128), false);
+    assert.equal(needsArchive(['eth_getBlockByNumber'], 1, 200, 128), false);
   });
 });
 

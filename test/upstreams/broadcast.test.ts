@@ -14,6 +14,8 @@ const RAW = '0x02f86b0180843b9aca00843b9aca0082520894000000000000000000000000000
 const HASH = keccak256(RAW);
 const send = (id: number | string = 1) => call('eth_sendRawTransaction', [RAW], id);
 const M = ['eth_sendRawTransaction'];
+/** What the pipeline hands the pool with a judged transaction (C53): the signed bytes and the caller's id text. */
+const judged = (id: number | string = 1, raw: string = RAW) => ({ transaction: { raw, id: JSON.stringify(id) } });
 
 describe('transactions broadcast (issue 15)', () => {
   test('every healthy upstream gets the transaction once, and the first hash is the answer', async () => {
@@ -22,7 +24,7 @@ describe('transactions broadcast (issue 15)', () => {
     const p = pool(list, { broadcastTransactions: true });
     await p.checkHealth();
     list[0]?.setDelay(300);
-    const res = await p.forward(send(7), M);
+    const res = await p.forward(send(7), M, judged(7));
     assert.notEqual(res.upstream, 0);
     assert.equal(JSON.parse(res.body.toString()).result.method, 'eth_sendRawTransaction');
     await waitFor(() => list.every((f) => f.callCount('eth_sendRawTransaction') === 1), { what: 'every node to receive it once' });
@@ -35,7 +37,7 @@ describe('transactions broadcast (issue 15)', () => {
     await stalled?.setMode('stall');
     known?.setRaw('eth_sendRawTransaction', rpcError(-32000, 'already known'));
     const t0 = Date.now();
-    const res = await p.forward(send('12345678901234567890'), M);
+    const res = await p.forward(send('12345678901234567890'), M, judged('12345678901234567890'));
     assert.ok(Date.now() - t0 < 5_000, 'not held for the stalled node');
     assert.equal(res.upstream, 1);
     assert.equal(res.body.toString(), `{"jsonrpc":"2.0","id":"12345678901234567890","result":"${HASH}"}`);
@@ -48,7 +50,7 @@ describe('transactions broadcast (issue 15)', () => {
       for (const f of [a, b]) f?.setRaw('eth_sendRawTransaction', rpcError(-32000, message));
       const p = pool([a!, b!], { broadcastTransactions: true });
       await p.checkHealth();
-      assert.equal(JSON.parse((await p.forward(send(), M)).body.toString()).result, HASH);
+      assert.equal(JSON.parse((await p.forward(send(), M, judged())).body.toString()).result, HASH);
     });
   }
 
@@ -58,7 +60,7 @@ describe('transactions broadcast (issue 15)', () => {
     // The fake answers eth_getTransactionByHash with an object: the transaction is known.
     const p = pool([a!, b!], { broadcastTransactions: true });
     await p.checkHealth();
-    const res = await p.forward(send(3), M);
+    const res = await p.forward(send(3), M, judged(3));
     assert.equal(res.body.toString(), `{"jsonrpc":"2.0","id":3,"result":"${HASH}"}`);
     assert.equal((a?.callCount('eth_getTransactionByHash') ?? 0) + (b?.callCount('eth_getTransactionByHash') ?? 0), 1);
   });
@@ -72,7 +74,7 @@ describe('transactions broadcast (issue 15)', () => {
     }
     const p = pool([a!, b!], { broadcastTransactions: true });
     await p.checkHealth();
-    assert.equal((await p.forward(send(), M)).body.toString(), low);
+    assert.equal((await p.forward(send(), M, judged())).body.toString(), low);
   });
 
   test('a refusal by every node (insufficient funds) is passed on, each node asked once', async () => {
@@ -81,7 +83,7 @@ describe('transactions broadcast (issue 15)', () => {
     for (const f of [a, b]) f?.setRaw('eth_sendRawTransaction', poor);
     const p = pool([a!, b!], { broadcastTransactions: true });
     await p.checkHealth();
-    assert.equal((await p.forward(send(), M)).body.toString(), poor);
+    assert.equal((await p.forward(send(), M, judged())).body.toString(), poor);
     assert.deepEqual([a, b].map((f) => f?.callCount('eth_sendRawTransaction')), [1, 1]);
   });
 
@@ -90,7 +92,7 @@ describe('transactions broadcast (issue 15)', () => {
     const p = pool([a!, b!], { broadcastTransactions: true, requestTimeoutMs: 500, totalTimeoutMs: 3_000 });
     await p.checkHealth();
     await Promise.all([a?.setMode('stall'), b?.setMode('stall')]);
-    const err = await p.forward(send(), M).catch((e: unknown) => e);
+    const err = await p.forward(send(), M, judged()).catch((e: unknown) => e);
     assert.ok(err instanceof NoUpstreamError);
     assert.equal(err.maybeSent, true);
     assert.deepEqual([a, b].map((f) => f?.callCount('eth_sendRawTransaction')), [1, 1]);
@@ -101,7 +103,7 @@ describe('transactions broadcast (issue 15)', () => {
     await c?.setMode('refuse');
     const p = pool([a!, b!, c!], { broadcastTransactions: true });
     await p.checkHealth();
-    await p.forward(send(), M);
+    await p.forward(send(), M, judged());
     await waitFor(() => a?.callCount('eth_sendRawTransaction') === 1 && b?.callCount('eth_sendRawTransaction') === 1);
     assert.equal(p.health()[2]?.state, 'down');
     assert.equal(c?.callCount('eth_sendRawTransaction'), 0);
@@ -152,7 +154,7 @@ describe('transactions broadcast on a devnet chain (two upstreams of one anvil)'
       maxFeePerGas: gasPrice * 2n,
       maxPriorityFeePerGas: 1n,
     });
-    const res = await p.forward(call('eth_sendRawTransaction', [raw], 42), M);
+    const res = await p.forward(call('eth_sendRawTransaction', [raw], 42), M, judged(42, raw));
     const answer = JSON.parse(res.body.toString()) as { id: number; result: string };
     assert.equal(answer.id, 42);
     assert.equal(answer.result, keccak256(raw));
@@ -161,7 +163,7 @@ describe('transactions broadcast on a devnet chain (two upstreams of one anvil)'
     assert.equal(receipt.status, '0x1');
     assert.equal(Number.parseInt(await rpc<string>('eth_getTransactionCount', [account.address, 'latest']), 16), nonce + 1);
     // Sent again (a client retry): the nodes say known or nonce too low, and the answer is still the hash.
-    const again = JSON.parse((await p.forward(call('eth_sendRawTransaction', [raw], 43), M)).body.toString()) as { result?: string; error?: unknown };
+    const again = JSON.parse((await p.forward(call('eth_sendRawTransaction', [raw], 43), M, judged(43, raw))).body.toString()) as { result?: string; error?: unknown };
     assert.equal(again.result, keccak256(raw), JSON.stringify(again));
   });
 });

@@ -97,6 +97,29 @@ describe('consensus reads (C49)', () => {
     assert.equal(total('eth_getBalance'), before + 3);
   });
 
+  test('an answer with a repeated or escaped result member is no vote (C54): the caller gets what the honest nodes agree on', async () => {
+    const firstUp = async () =>
+      waitFor(
+        async () => ((await t.app.inject({ method: 'GET', url: '/health/ready' })).json<{ networks: Record<string, Report> }>().networks[NET]?.upstreams[0]?.state === 'up' ? true : undefined),
+        { what: 'the first upstream up again' },
+      );
+    for (const sly of ['{"jsonrpc":"2.0","id":1,"result":"0x1","result":"0xdead"}', '{"jsonrpc":"2.0","id":1,"r\\u0065sult":"0xdead","result":"0x1"}', '{"jsonrpc":"2.0","id":1,"result":"0x1","Result":"0xdead"}']) {
+      // A failed answer puts the node behind the others for a while; the probes bring it back first.
+      await firstUp();
+      setAll(sly, answer('"0x1"'), answer('"0x1"'));
+      const before = counts('eth_getBalance');
+      const res = await post(NET, 'eth_getBalance', ['0x0000000000000000000000000000000000000001', 'latest']);
+      assert.equal(res.status, 200, sly);
+      assert.equal(res.body.result, '0x1', sly);
+      // The caller's parser keeps the last member: what it received is what was compared.
+      const raw = JSON.stringify(res.body);
+      assert.doesNotMatch(raw, /dead/, sly);
+      assert.deepEqual(counts('eth_getBalance').map((n, i) => n - (before[i] ?? 0)), [1, 1, 1], sly);
+    }
+    setAll(answer('"0x1"'), answer('"0x1"'), answer('"0x1"'));
+    await firstUp();
+  });
+
   test('a method not configured goes to one node', async () => {
     const before = total('eth_getCode');
     const res = await post(NET, 'eth_getCode', ['0x0000000000000000000000000000000000000001', 'latest']);
@@ -148,7 +171,7 @@ describe('consensus reads (C49)', () => {
 describe('what consensus compares (C49)', () => {
   test('result or error text, blanks outside strings removed, blanks inside strings kept', async () => {
     const { keyOf } = await import('../../src/upstreams/consensus.ts');
-    const k = (s: string) => keyOf(Buffer.from(s));
+    const k = (s: string) => keyOf(s);
     assert.equal(k('{"jsonrpc":"2.0","id":1,"result":{"a":[1,2]}}'), k('{ "id" : 7,\n "result" : { "a" : [ 1 , 2 ] } ,"jsonrpc":"2.0"}'));
     assert.notEqual(k('{"id":1,"result":"a b"}'), k('{"id":1,"result":"ab"}'));
     assert.notEqual(k('{"id":1,"result":"0x1"}'), k('{"id":1,"error":"0x1"}'));

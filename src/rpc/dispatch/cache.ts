@@ -1,4 +1,6 @@
-import { memberSpan, skipValue, withId } from '../../json/lossless.ts';
+import { answerMembersPlain, memberSpan, skipValue, withId } from '../../json/lossless.ts';
+import { type BlockParam, type MethodFacts, methodFacts } from '../../methods/catalogue.ts';
+import { blockNumberOf, isHash, readBlock } from '../../methods/values.ts';
 
 /**
  * C44: answers that cannot change, served from memory, and identical concurrent reads sharing
@@ -25,7 +27,8 @@ import { memberSpan, skipValue, withId } from '../../json/lossless.ts';
  * clients resolve to the oldest block they still hold), errors, and `null` results (an unknown
  * block or transaction may appear later).
  *
- * Coalescing covers these reads and the other side-effect-free ones (`FLIGHT_ONLY`), whatever
+ * Coalescing covers these reads and the other side-effect-free ones (the catalogue's `flight`
+ * rule, src/methods/catalogue.ts, which holds every method's cache rule), whatever
  * their block: a call that joins a flight started a moment earlier gets that flight's answer, as
  * if it had arrived a round trip sooner (what eRPC does). Never coalesced: transactions, filters
  * and subscriptions, whose calls each mean something on their own.
@@ -76,85 +79,19 @@ export interface NetworkCacheStats {
   entries: number;
 }
 
-type Rule =
-  | { kind: 'always' }
-  | { kind: 'hash'; settle: boolean }
-  | { kind: 'block'; at: number; byHash: boolean }
-  | { kind: 'logs' };
-
-const ALWAYS: Rule = { kind: 'always' };
-const byHash = (settle = false): Rule => ({ kind: 'hash', settle });
-const atBlock = (at: number, hash: boolean): Rule => ({ kind: 'block', at, byHash: hash });
-
-const RULES: ReadonlyMap<string, Rule> = new Map<string, Rule>([
-  ['eth_chainId', ALWAYS],
-  ['net_version', ALWAYS],
-  ['eth_getBlockByHash', byHash()],
-  ['eth_getBlockTransactionCountByHash', byHash()],
-  ['eth_getTransactionByBlockHashAndIndex', byHash()],
-  ['eth_getUncleCountByBlockHash', byHash()],
-  ['eth_getUncleByBlockHashAndIndex', byHash()],
-  ['eth_getTransactionByHash', byHash(true)],
-  ['eth_getTransactionReceipt', byHash(true)],
-  ['eth_getBlockByNumber', atBlock(0, false)],
-  ['eth_getBlockTransactionCountByNumber', atBlock(0, false)],
-  ['eth_getTransactionByBlockNumberAndIndex', atBlock(0, false)],
-  ['eth_getUncleCountByBlockNumber', atBlock(0, false)],
-  ['eth_getUncleByBlockNumberAndIndex', atBlock(0, false)],
-  ['eth_getBlockReceipts', atBlock(0, true)],
-  ['eth_getBalance', atBlock(1, true)],
-  ['eth_getCode', atBlock(1, true)],
-  ['eth_getTransactionCount', atBlock(1, true)],
-  ['eth_call', atBlock(1, true)],
-  ['eth_getStorageAt', atBlock(2, true)],
-  ['eth_getProof', atBlock(2, true)],
-  ['eth_getLogs', { kind: 'logs' }],
-]);
-
-/** Reads without side effects that are coalesced but never stored (besides those in RULES). */
-const FLIGHT_ONLY: ReadonlySet<string> = new Set([
-  'eth_blockNumber',
-  'eth_gasPrice',
-  'eth_maxPriorityFeePerGas',
-  'eth_blobBaseFee',
-  'eth_feeHistory',
-  'eth_estimateGas',
-  'eth_createAccessList',
-  'eth_simulateV1',
-  'eth_syncing',
-  'eth_mining',
-  'eth_protocolVersion',
-  'net_listening',
-  'net_peerCount',
-  'web3_clientVersion',
-  'web3_sha3',
-]);
-
-const HASH = /^0x[0-9a-fA-F]{64}$/;
-// A JSON-RPC quantity: no leading zeros; at most 13 hex digits so it stays an exact number.
-const QUANTITY = /^0x(0|[1-9a-fA-F][0-9a-fA-F]{0,12})$/;
-
-/** A block parameter: 'hash' (fixed content), a block number, or null (a tag, missing, malformed). */
+/** A block parameter (read as nodes read it, C54): 'hash' (fixed content), a block number, or null (a tag, missing, malformed). */
 function blockRef(v: unknown, hashAllowed: boolean): 'hash' | number | null {
-  if (typeof v === 'string') {
-    if (QUANTITY.test(v)) return Number.parseInt(v, 16);
-    return hashAllowed && HASH.test(v) ? 'hash' : null;
-  }
-  // EIP-1898: {blockHash, requireCanonical?} or {blockNumber}. requireCanonical may turn a later
-  // call into an error once the block leaves the chain, so it is not stored.
-  if (hashAllowed && typeof v === 'object' && v !== null && !Array.isArray(v)) {
-    const o = v as { blockHash?: unknown; blockNumber?: unknown; requireCanonical?: unknown };
-    if (o.blockHash !== undefined) return typeof o.blockHash === 'string' && HASH.test(o.blockHash) && o.requireCanonical !== true && o.blockNumber === undefined ? 'hash' : null;
-    if (typeof o.blockNumber === 'string' && QUANTITY.test(o.blockNumber)) return Number.parseInt(o.blockNumber, 16);
-  }
-  return null;
+  const ref = readBlock(v, hashAllowed);
+  // EIP-1898 requireCanonical may turn a later call into an error once the block leaves the chain, so it is not stored.
+  if (ref.kind === 'hash') return ref.requireCanonical ? null : 'hash';
+  return ref.kind === 'number' ? blockNumberOf(ref) : null;
 }
 
 /** Whether the filter of an `eth_getLogs` call names a fixed set of blocks. */
 function logsSettled(filter: unknown, safe: number | null): boolean {
   if (typeof filter !== 'object' || filter === null || Array.isArray(filter)) return false;
   const f = filter as { blockHash?: unknown; fromBlock?: unknown; toBlock?: unknown };
-  if (f.blockHash !== undefined) return typeof f.blockHash === 'string' && HASH.test(f.blockHash) && f.fromBlock === undefined && f.toBlock === undefined;
+  if (f.blockHash !== undefined) return isHash(f.blockHash) && f.fromBlock === undefined && f.toBlock === undefined;
   if (safe === null) return false;
   const from = blockRef(f.fromBlock, false);
   const to = blockRef(f.toBlock, false);
@@ -174,6 +111,8 @@ function skipWs(t: string, i: number): number {
  * well-formed answer object (nothing doubtful is stored).
  */
 export function successResult(answer: string): string | null {
+  // C54: an answer whose members repeat or hide behind escapes or case is not one answer: never stored.
+  if (!answerMembersPlain(answer)) return null;
   let i = skipWs(answer, 0);
   if (answer.charCodeAt(i) !== 0x7b) return null;
   i = skipWs(answer, i + 1);
@@ -288,19 +227,22 @@ export class ResponseCache {
    */
   plan(network: { readonly slug: string }, method: string, params: unknown, head: number | null, finalized: number | null = null): CachePlan | null {
     if (!this.#options.enabled) return null;
-    const rule = RULES.get(method);
-    if (rule === undefined) return FLIGHT_ONLY.has(method) ? { slug: network.slug, key: keyText(network.slug, method, params), cacheable: false } : null;
-    if (rule.kind === 'always') return { slug: network.slug, key: `${network.slug} ${method}`, cacheable: true };
+    const facts = methodFacts(method);
+    const rule = facts?.cache ?? null;
+    if (rule === null) return null;
+    if (rule === 'flight') return { slug: network.slug, key: keyText(network.slug, method, params), cacheable: false };
+    if (rule === 'always') return { slug: network.slug, key: `${network.slug} ${method}`, cacheable: true };
     const key = keyText(network.slug, method, params);
     const list = Array.isArray(params) ? (params as unknown[]) : null;
     let cacheable = false;
     let settledAt: number | null | undefined;
     if (list !== null) {
-      if (rule.kind === 'hash') {
-        cacheable = typeof list[0] === 'string' && HASH.test(list[0]);
-        if (rule.settle) settledAt = this.safeBlock(head, finalized);
-      } else if (rule.kind === 'block') {
-        const ref = blockRef(list[rule.at], rule.byHash);
+      if (rule === 'hash' || rule === 'hashSettled') {
+        cacheable = isHash(list[0]);
+        if (rule === 'hashSettled') settledAt = this.safeBlock(head, finalized);
+      } else if (rule === 'block') {
+        const param = (facts as MethodFacts).blocks[0] as BlockParam;
+        const ref = blockRef(list[param.at], param.hash);
         if (ref === 'hash') cacheable = true;
         else if (ref !== null) {
           const safe = this.safeBlock(head, finalized);
@@ -447,6 +389,6 @@ function minedAtOrBelow(result: string, safe: number | null): boolean {
   if (!span) return false;
   const v = result.slice(span[0], span[1]);
   if (v.charCodeAt(0) !== 0x22) return false;
-  const n = v.slice(1, -1);
-  return QUANTITY.test(n) && Number.parseInt(n, 16) <= safe;
+  const n = blockNumberOf(readBlock(v.slice(1, -1), false));
+  return n !== null && n <= safe;
 }

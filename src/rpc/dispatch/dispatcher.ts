@@ -4,12 +4,15 @@ import { RpcError, toRpcError, UpstreamError } from '../../errors/rpc.ts';
 import { answerIdIsNull, arrayElements, idSpan, idText, withId } from '../../json/lossless.ts';
 import type { ResolvedKey } from '../../keys/cache.ts';
 import type { ComputeUnits } from '../../metering/weights.ts';
+import type { CallOptions } from '../../upstreams/types.ts';
 import type { Upstreams } from '../../upstreams/upstreams.ts';
+import { methodFacts } from '../../methods/catalogue.ts';
+import { blockNumberOf } from '../../methods/values.ts';
 import { errorText, resultText } from '../jsonrpc.ts';
 import { type Caller, type DispatchAnswer, HIT, type Item, MISS, nothing, type Refused, type RpcOutput, SUBSCRIBE, type SubscriptionDispatcher, UNSUBSCRIBE } from '../message.ts';
 import type { CallTally } from '../tally.ts';
 import { answerText, type CachePlan, type ResponseCache } from './cache.ts';
-import { FILTER_METHODS, FilterPins } from './filters.ts';
+import { FilterPins, isFilterMethod } from './filters.ts';
 import { GET_LOGS, type LogsLimits, planLogs, runLogs } from './logs.ts';
 import { callNativeMethod, nodeCallFromPool } from './native.ts';
 
@@ -60,7 +63,7 @@ export class Dispatcher {
       return answerOf(notification, a.status, a.text, headers, caller.key, undefined);
     }
     // Issue 15: a split eth_getLogs, and filters kept on the node that made them.
-    if (item.logs || FILTER_METHODS.has(call.method)) {
+    if (item.logs || isFilterMethod(call.method)) {
       const a = await this.#routed(caller, item);
       return answerOf(notification, a.status, a.text, headers, caller.key, undefined);
     }
@@ -77,14 +80,14 @@ export class Dispatcher {
           this.#tally.ok(slug, call.method);
           return answerOf(notification, 200, answerText(id, stored), headers, caller.key, HIT);
         }
-        const body = underCallerId(await cache.shared(plan, id, async () => (await pool.forward(item.text, [call.method], { expectAnswer: true, reqId: caller.requestId })).body), item);
+        const body = underCallerId(await cache.shared(plan, id, async () => (await pool.forward(item.text, [call.method], forwardOptions(caller, item, true))).body), item);
         const code = this.#tally.answer(slug, call.method, body);
         const o = answerOf(notification, 200, body, headers, caller.key, MISS);
         if (code !== undefined) o.nodeError = code !== null;
         return o;
       }
       // The client's bytes go to the node and the node's bytes come back (C22: 200, unchanged).
-      const res = await pool.forward(item.text, [call.method], { expectAnswer: !notification, reqId: caller.requestId });
+      const res = await pool.forward(item.text, [call.method], forwardOptions(caller, item, !notification));
       const body = underCallerId(res.body, item);
       const code = this.#tally.answer(slug, call.method, body);
       const o = answerOf(notification, 200, body, headers, caller.key, undefined);
@@ -195,7 +198,7 @@ export class Dispatcher {
     const head = cache ? pool.head() : null;
     for (const item of admitted) {
       const m = item.call.method;
-      if (m.startsWith('nat_') || item.logs || FILTER_METHODS.has(m) || (subs && (m === SUBSCRIBE || m === UNSUBSCRIBE))) {
+      if (m.startsWith('nat_') || item.logs || isFilterMethod(m) || (subs && (m === SUBSCRIBE || m === UNSUBSCRIBE))) {
         others.push(item);
         continue;
       }
@@ -222,7 +225,7 @@ export class Dispatcher {
           const body = `[${forward.map((f) => (f.call.id === undefined ? f.text : withId(f.text, String(f.index)))).join(',')}]`;
           const expectAnswer = forward.some((f) => f.call.id !== undefined);
           try {
-            const res = await pool.forward(body, forward.map((f) => f.call.method), { expectAnswer, reqId: caller.requestId });
+            const res = await pool.forward(body, forward.map((f) => f.call.method), { expectAnswer, reqId: caller.requestId, block: oldestBlock(forward) });
             if (expectAnswer) matchBatch(forward, res.body, answers);
             for (const [index, plan] of plans) {
               const a = answers.get(index);
@@ -245,7 +248,7 @@ export class Dispatcher {
         let a: DispatchAnswer;
         if (item.call.method.startsWith('nat_')) {
           a = { text: id === null ? null : (await this.#native(item, caller)).text };
-        } else if (item.logs || FILTER_METHODS.has(item.call.method)) {
+        } else if (item.logs || isFilterMethod(item.call.method)) {
           a = { text: (await this.#routed(caller, item)).text };
         } else {
           a = await this.#subscription(item, subs as SubscriptionDispatcher, caller.key as ResolvedKey);
@@ -322,4 +325,30 @@ function matchBatch(forward: Item[], body: Buffer, answers: Map<number, string |
     return;
   }
   for (const [index, f] of expected) answers.set(index, errorText(idText(f.text), new UpstreamError('Upstream RPC error: no answer for this call')));
+}
+
+/**
+ * What the pool is told of a single call as judged (C53): the block it reads state at (archive
+ * routing) and, for a signed transaction, the transaction itself (broadcast): nothing upstream
+ * parses the call's text again.
+ */
+function forwardOptions(caller: Caller, item: Item, expectAnswer: boolean): CallOptions & { expectAnswer: boolean } {
+  const { call } = item;
+  const raw = methodFacts(call.method)?.contract === 'rawTx' && Array.isArray(call.params) ? (call.params as unknown[])[0] : undefined;
+  return {
+    expectAnswer,
+    reqId: caller.requestId,
+    block: blockNumberOf(item.block),
+    transaction: typeof raw === 'string' && call.id !== undefined ? { raw, id: idText(item.text) } : undefined,
+  };
+}
+
+/** The oldest block the calls of a batch read state at, as judged (null: none named by number). */
+function oldestBlock(items: Item[]): number | null {
+  let oldest: number | null = null;
+  for (const item of items) {
+    const n = blockNumberOf(item.block);
+    if (n !== null && (oldest === null || n < oldest)) oldest = n;
+  }
+  return oldest;
 }

@@ -1,21 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import { InvalidParamsError, NodeAnsweredError, type RpcError, toRpcError } from '../../errors/rpc.ts';
 import { answerIdIsNull, withId } from '../../json/lossless.ts';
+import { methodFacts } from '../../methods/catalogue.ts';
 import type { UpstreamPool } from '../../upstreams/pool.ts';
 import { errorText, resultText } from '../jsonrpc.ts';
 
-/**
- * The filter methods and what they do with a filter id: `new` makes one on a node, `use` reads
- * or removes one. Looked up by method name in the dispatch step; other methods never get here.
- */
-export const FILTER_METHODS: ReadonlyMap<string, 'new' | 'use'> = new Map([
-  ['eth_newFilter', 'new'],
-  ['eth_newBlockFilter', 'new'],
-  ['eth_newPendingTransactionFilter', 'new'],
-  ['eth_getFilterChanges', 'use'],
-  ['eth_getFilterLogs', 'use'],
-  ['eth_uninstallFilter', 'use'],
-]);
+/** Whether a method works on a filter kept by one node (the catalogue's `filter`: new or use). */
+export const isFilterMethod = (method: string): boolean => (methodFacts(method)?.filter ?? null) !== null;
 
 /** A filter as the gateway keeps it: the node that made it and the node's own id for it. */
 interface Pin {
@@ -91,7 +82,7 @@ export class FilterPins {
   async handle(pool: UpstreamPool, owner: string, call: FilterCall): Promise<FilterAnswer> {
     this.#sweep(Date.now());
     try {
-      return FILTER_METHODS.get(call.method) === 'new' ? await this.#create(pool, owner, call) : await this.#use(pool, owner, call);
+      return methodFacts(call.method)?.filter === 'new' ? await this.#create(pool, owner, call) : await this.#use(pool, owner, call);
     } catch (err) {
       const e = toRpcError(err);
       return { status: e.httpStatus, text: call.idText === null ? null : errorText(call.idText, e) };
