@@ -330,7 +330,10 @@ export class RedisLimiter implements Limiter {
       }
       return { allowed: raw[2 + i * 4] === 1, remaining, resetAt: Number(raw[4 + i * 4]), retryAfterMs: Number(raw[5 + i * 4]) };
     });
-    if (this.#link && raw[0] === 1) this.#keepSent(checks, Number(raw[1]), late);
+    if (this.#link) {
+      this.#skew = Number(raw[1]) - Date.now();
+      if (raw[0] === 1) this.#keepSent(checks, Number(raw[1]), late);
+    }
     return { allowed: raw[0] === 1, states };
   }
 
@@ -390,7 +393,6 @@ export class RedisLimiter implements Limiter {
    * Redis goes away, what goes back if it returns empty. `late`: memory is in charge already.
    */
   #keepSent(checks: readonly Check[], now: number, late: boolean): void {
-    this.#skew = now - Date.now();
     for (const c of checks) {
       if (c.kind !== 'window' || c.cost <= 0) continue;
       const m = this.#mineOf(c);
