@@ -59,21 +59,22 @@ export function admit(keys: KeyCache, apiKey: string | undefined, network: strin
 }
 
 async function admitFromStorage(keys: KeyCache, apiKey: string | undefined, network: string, from: RequestOrigin, allowance: LookupAllowance | undefined): Promise<Admission> {
-  const guard = allowance ? await allowance.reserveKeyLookup(from.ip) : undefined;
-  if (guard?.error) return new Refusal(guard.error, 'rate', null, guard.headers);
   let found: ResolvedKey | null;
   try {
-    found = await keys.lookup(apiKey);
+    if (allowance) {
+      // C17: one place per lookup of a key from an address, shared by every request waiting on it;
+      // given back when storage knows the key (whatever its state), kept when it found nothing.
+      const looked = await keys.lookupAllowed(apiKey, from.ip, () => allowance.reserveKeyLookup(from.ip));
+      if (looked.refused) return new Refusal(looked.refused.error as RpcError, 'rate', null, looked.refused.headers);
+      found = looked.key;
+    } else found = await keys.lookup(apiKey);
   } catch (err) {
     if (!isStorageUnavailable(err)) throw err;
     // C48: the key is not in memory and the database cannot tell: try again later, not a 500.
-    await guard?.release();
     const error = new StorageUnavailableRpcError('Storage unavailable: this API key cannot be checked now; retry later', { details: { retryAfter: STORAGE_RETRY_AFTER_SECONDS } });
     return new Refusal(error, 'key', null, { 'retry-after': String(STORAGE_RETRY_AFTER_SECONDS) });
   }
   const key = usable(found, Date.now());
-  // An inactive key counts as a failed lookup, as an unknown one does (both answer -32001).
-  if (guard && !(key instanceof Refusal && key.error instanceof InvalidApiKeyError)) await guard.release();
   return key instanceof Refusal ? key : judge(key, network, from);
 }
 

@@ -35,6 +35,17 @@ interface RawEntry {
   until: number;
 }
 
+/** A place in a caller's failed-lookup allowance (C17), taken before storage is asked about a key. */
+export interface LookupPlace {
+  /** Set when the allowance is spent: no place was taken, storage is not asked. */
+  error: unknown;
+  /** Gives the place back (the key was found). */
+  release(): Promise<void>;
+}
+
+/** What a lookup under an allowance answered: the key (null: storage does not know it), or the refused place. */
+export type AllowedLookup<P extends LookupPlace> = { key: ResolvedKey | null; refused?: undefined } | { refused: P };
+
 /**
  * Key lookups by SHA-256 hash, cached in process. Every key change (PATCH, revoke, rotate,
  * delete, tier or limit change) evicts at once through KeyService.onChange (C20); the TTL only
@@ -52,6 +63,8 @@ export class KeyCache {
   /** Keys as sent that storage does not know, until when. */
   readonly #unknown = new Map<string, number>();
   readonly #inflight = new Map<string, Promise<ResolvedKey | null>>();
+  /** Lookups under an allowance in flight, by party and key as sent: joined, never made twice. */
+  readonly #allowed = new Map<string, Promise<AllowedLookup<LookupPlace>>>();
   /** Keys as sent whose expired entry is being looked up again in the background. */
   readonly #refreshing = new Set<string>();
   readonly #off: () => void;
@@ -144,6 +157,41 @@ export class KeyCache {
       }
     }
     return key;
+  }
+
+  /**
+   * {@link lookup} for a caller with an allowance of failed lookups (C17): a place is taken by
+   * `reserve` before storage is asked, and given back when storage knows the key, so only a
+   * lookup that found nothing keeps it. Lookups of one key by one `party` (a client address)
+   * while one is in flight join it: one place, one storage read, however many ask at once (a
+   * burst of WebSocket upgrades with a new key). Different keys each take their own place, so
+   * concurrency cannot pass the allowance.
+   */
+  async lookupAllowed<P extends LookupPlace>(apiKey: string | undefined, party: string, reserve: () => Promise<P>): Promise<AllowedLookup<P>> {
+    const known = this.peek(apiKey);
+    if (known !== undefined) return { key: known };
+    const id = `${party}\n${apiKey as string}`;
+    let flight = this.#allowed.get(id) as Promise<AllowedLookup<P>> | undefined;
+    if (!flight) {
+      flight = this.#lookupWithPlace(apiKey as string, reserve).finally(() => this.#allowed.delete(id));
+      this.#allowed.set(id, flight);
+    }
+    return flight;
+  }
+
+  async #lookupWithPlace<P extends LookupPlace>(raw: string, reserve: () => Promise<P>): Promise<AllowedLookup<P>> {
+    const place = await reserve();
+    if (place.error) return { refused: place };
+    let key: ResolvedKey | null;
+    try {
+      key = await this.lookup(raw);
+    } catch (err) {
+      // Storage could not tell: not a failed lookup.
+      await place.release();
+      throw err;
+    }
+    if (key !== null) await place.release();
+    return { key };
   }
 
   /** Looks an expired key up again; until it is answered, and while storage cannot answer, the entry is served as it was. */

@@ -84,7 +84,7 @@ export interface Limiter {
 }
 
 /** A deque of timestamps (ascending) for one sliding window. */
-class TimeLog {
+export class TimeLog {
   ts: number[] = [];
   head = 0;
   get size(): number {
@@ -105,6 +105,16 @@ class TimeLog {
   }
   removeNewest(n: number): void {
     for (let i = 0; i < n && this.size > 0; i++) this.ts.pop();
+  }
+  /** The timestamps in the log, oldest first. */
+  values(): number[] {
+    return this.ts.slice(this.head);
+  }
+  /** Adds timestamps of any age, keeping the log in order. */
+  merge(at: readonly number[]): void {
+    if (at.length === 0) return;
+    this.ts = [...this.values(), ...at].sort((x, y) => x - y);
+    this.head = 0;
   }
 }
 
@@ -209,6 +219,20 @@ export class MemoryLimiter implements Limiter {
       if (ctr && ctr.resetAt > now) ctr.value = Math.max(ctr.value, s.value);
       else this.#counters.set(s.key, { value: s.value, resetAt: s.resetAt });
     }
+  }
+
+  /**
+   * Adds requests admitted elsewhere (epoch ms, this process' clock) to a window: what this
+   * instance admitted through Redis before it went away (C48), so memory starts from them.
+   */
+  seedWindow(key: string, at: readonly number[]): void {
+    if (at.length === 0) return;
+    let log = this.#logs.get(key);
+    if (!log) {
+      log = new TimeLog();
+      this.#logs.set(key, log);
+    }
+    log.merge(at);
   }
 
   #collect(): void {

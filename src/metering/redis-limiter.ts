@@ -1,5 +1,5 @@
 import { isCluster, type RedisClient, type RedisLink } from '../storage/redis.ts';
-import { type Check, type CheckState, type ConsumeResult, type CounterSeed, type Limiter, MemoryLimiter } from './limiter.ts';
+import { type Check, type CheckState, type ConsumeResult, type CounterSeed, type Limiter, MemoryLimiter, TimeLog, type WindowCheck } from './limiter.ts';
 
 // All checks of one request in one script: atomic under concurrency, one round trip (C12).
 // Time comes from Redis (TIME), so instances with skewed clocks share one notion of "now".
@@ -104,6 +104,57 @@ end
 return 1
 `;
 
+// C48: puts back, when Redis answers again, what this instance admitted on each window. Per key:
+// the window's length, then the requests admitted in memory meanwhile (always added), then the
+// ones admitted through Redis before (added only as far as the window holds fewer than they are:
+// a Redis that kept its data has them already, one that came back empty gets them back, newest
+// first). So the window holds at least this instance's own count of it, and instances writing
+// back one after the other add up what each admitted in memory.
+const RESTORE_WINDOWS = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local a = 1
+for i = 1, #KEYS do
+  local key = KEYS[i]
+  local p, owed, sent = tonumber(ARGV[a]), tonumber(ARGV[a + 1]), tonumber(ARGV[a + 2])
+  a = a + 3
+  redis.call('ZREMRANGEBYSCORE', key, '-inf', now - p)
+  local add = {}
+  for j = 0, owed - 1 do
+    local ts = tonumber(ARGV[a + j])
+    if ts > now - p then add[#add + 1] = ts end
+  end
+  a = a + owed
+  local before = {}
+  for j = 0, sent - 1 do
+    local ts = tonumber(ARGV[a + j])
+    if ts > now - p then before[#before + 1] = ts end
+  end
+  a = a + sent
+  local have, need = redis.call('ZCARD', key) + #add, #before + #add
+  local k = #before
+  while have < need and k >= 1 do
+    add[#add + 1] = before[k]
+    have = have + 1
+    k = k - 1
+  end
+  if #add > 0 then
+    local seq = redis.call('INCRBY', key .. ':seq', #add)
+    for from = 1, #add, 1000 do
+      local args = {}
+      for j = from, math.min(#add, from + 999) do
+        args[#args + 1] = add[j]
+        args[#args + 1] = seq - #add + j
+      end
+      redis.call('ZADD', key, unpack(args))
+    end
+    redis.call('PEXPIRE', key, p)
+    redis.call('PEXPIRE', key .. ':seq', p)
+  end
+end
+return 1
+`;
+
 /** A counter's value, epoch ms when its period ends. */
 interface Count {
   value: number;
@@ -112,6 +163,8 @@ interface Count {
 }
 
 const RESTORE_CHUNK = 200;
+/** Arguments of one window write-back script at most (a window of a large limit goes alone). */
+const RESTORE_WINDOW_ARGS = 8_000;
 /** Scripts of a write-back in flight at once (a Redis Cluster: one per shard). */
 const RESTORE_PARALLEL = 16;
 
@@ -123,9 +176,41 @@ interface Row {
   resetAt: number;
 }
 
-function chunks<T>(rows: readonly T[], size: number): T[][] {
+/**
+ * What this instance admitted on one window (C48), in Redis' clock: through Redis (`sent`), and
+ * in memory while Redis was away, not written back yet (`owed`).
+ */
+interface Mine {
+  windowMs: number;
+  shard: string | undefined;
+  sent: TimeLog;
+  owed: TimeLog;
+}
+
+interface WindowRow {
+  key: string;
+  shard: string | undefined;
+  windowMs: number;
+  owed: number[];
+  sent: number[];
+}
+
+/** Rows in chunks of at most `budget` weight (a row heavier than that alone). */
+function chunks<T>(rows: readonly T[], budget: number, weight: (row: T) => number = () => 1): T[][] {
   const out: T[][] = [];
-  for (let i = 0; i < rows.length; i += size) out.push(rows.slice(i, i + size));
+  let chunk: T[] = [];
+  let used = 0;
+  for (const r of rows) {
+    const w = weight(r);
+    if (chunk.length > 0 && used + w > budget) {
+      out.push(chunk);
+      chunk = [];
+      used = 0;
+    }
+    chunk.push(r);
+    used += w;
+  }
+  if (chunk.length > 0) out.push(chunk);
   return out;
 }
 
@@ -149,7 +234,10 @@ function groupBy<T>(rows: readonly T[], by: (row: T) => string): Map<string, T[]
  * never unlimited) until the link's probe finds Redis again. The daily and monthly counters do not
  * start from zero in memory: they start from the last count Redis gave for each (noted on every
  * answer, in place) or from stored usage, whichever is higher, and what was counted in memory is
- * written back before shared limits resume. Per-minute windows start empty in memory.
+ * written back before shared limits resume. Windows (per minute, per hour) start in memory from
+ * what this instance admitted in them through Redis, and go back to Redis with what it admitted
+ * in memory, so one instance never admits more than a window's limit across the loss and the
+ * return of Redis, even when Redis comes back empty.
  */
 export class RedisLimiter implements Limiter {
   readonly #redis: RedisClient;
@@ -162,6 +250,10 @@ export class RedisLimiter implements Limiter {
   readonly #known = new Map<string, Count>();
   /** What memory admitted on counters while Redis was away: written back when it answers. */
   #owed = new Map<string, Count>();
+  /** What this instance admitted on each window (only with a `link`: carried both ways, C48). */
+  readonly #mine = new Map<string, Mine>();
+  /** Redis' clock minus this process' (ms), from the latest answer: windows carried across are in Redis' time. */
+  #skew = 0;
   #sweep: NodeJS.Timeout | undefined;
   /** Calls whose limits were enforced in memory because Redis did not answer (metrics). */
   memoryCalls = 0;
@@ -180,6 +272,9 @@ export class RedisLimiter implements Limiter {
     if (!('junctionRestore' in redis)) {
       redis.defineCommand('junctionRestore', { lua: RESTORE });
     }
+    if (!('junctionRestoreWindows' in redis)) {
+      redis.defineCommand('junctionRestoreWindows', { lua: RESTORE_WINDOWS });
+    }
     opts.link?.onChange((up) => (up ? this.#resumed() : this.#degraded()));
     opts.link?.onRecover(() => this.#writeBack());
   }
@@ -187,6 +282,7 @@ export class RedisLimiter implements Limiter {
   async refund(checks: readonly Check[]): Promise<void> {
     if (checks.length === 0) return;
     if (this.#link && !this.#link.up) return this.#refundLocal(checks);
+    if (this.#link) for (const c of checks) if (c.kind === 'window' && c.cost > 0) this.#mine.get(c.key)?.sent.removeNewest(c.cost);
     const argv = checks.flatMap((c) => [c.kind === 'window' ? 'w' : 'c', c.cost]);
     try {
       await (this.#redis as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>).junctionRefund?.(
@@ -223,12 +319,21 @@ export class RedisLimiter implements Limiter {
       this.#link.failed(err);
       return this.#consumeLocal(checks);
     }
+    // An answer that arrived after Redis was taken for away: memory, already in charge, learns it too.
+    const late = this.#link !== undefined && !this.#link.up;
     const states: CheckState[] = checks.map((c, i) => {
       const remaining = Number(raw[3 + i * 4]);
       // Where memory would start this counter from (C48): updated in place, no allocation once known.
-      if (c.kind === 'counter') this.#note(c.key, c.limit - remaining, c.resetAt, c.shard);
+      if (c.kind === 'counter') {
+        this.#note(c.key, c.limit - remaining, c.resetAt, c.shard);
+        if (late) void this.#local.seed([{ key: c.key, shard: c.shard, value: c.limit - remaining, resetAt: c.resetAt }]);
+      }
       return { allowed: raw[2 + i * 4] === 1, remaining, resetAt: Number(raw[4 + i * 4]), retryAfterMs: Number(raw[5 + i * 4]) };
     });
+    if (this.#link) {
+      this.#skew = Number(raw[1]) - Date.now();
+      if (raw[0] === 1) this.#keepSent(checks, Number(raw[1]), late);
+    }
     return { allowed: raw[0] === 1, states };
   }
 
@@ -247,6 +352,12 @@ export class RedisLimiter implements Limiter {
     this.#sweep = setInterval(() => {
       const now = Date.now();
       for (const [k, c] of this.#known) if (c.resetAt <= now) this.#known.delete(k);
+      for (const [k, m] of this.#mine) {
+        const from = now + this.#skew - m.windowMs;
+        m.sent.prune(from);
+        m.owed.prune(from);
+        if (m.sent.size === 0 && m.owed.size === 0) this.#mine.delete(k);
+      }
     }, 60_000);
     this.#sweep.unref();
   }
@@ -277,12 +388,43 @@ export class RedisLimiter implements Limiter {
     } else if (value > k.value) k.value = value;
   }
 
+  /**
+   * Notes what Redis admitted on each window, at Redis' `now` (C48): where memory starts from if
+   * Redis goes away, what goes back if it returns empty. `late`: memory is in charge already.
+   */
+  #keepSent(checks: readonly Check[], now: number, late: boolean): void {
+    for (const c of checks) {
+      if (c.kind !== 'window' || c.cost <= 0) continue;
+      const m = this.#mineOf(c);
+      m.sent.prune(now - c.windowMs);
+      m.sent.add(now, c.cost);
+      if (late) this.#local.seedWindow(c.key, new Array<number>(c.cost).fill(now - this.#skew));
+    }
+  }
+
+  #mineOf(c: WindowCheck): Mine {
+    let m = this.#mine.get(c.key);
+    if (!m) {
+      m = { windowMs: c.windowMs, shard: c.shard, sent: new TimeLog(), owed: new TimeLog() };
+      this.#mine.set(c.key, m);
+    }
+    return m;
+  }
+
   #consumeLocal(checks: readonly Check[]): ConsumeResult {
     this.memoryCalls++;
     const result = this.#local.consumeSync(checks);
     if (result.allowed) {
+      const at = Date.now() + this.#skew;
       for (const c of checks) {
-        if (c.kind !== 'counter' || c.cost <= 0) continue;
+        if (c.cost <= 0) continue;
+        if (c.kind === 'window') {
+          if (!this.#link) continue;
+          const m = this.#mineOf(c);
+          m.owed.prune(at - c.windowMs);
+          m.owed.add(at, c.cost);
+          continue;
+        }
         const o = this.#owed.get(c.key);
         if (o && o.resetAt === c.resetAt) o.value += c.cost;
         else this.#owed.set(c.key, { value: c.cost, resetAt: c.resetAt, shard: c.shard });
@@ -294,24 +436,119 @@ export class RedisLimiter implements Limiter {
   async #refundLocal(checks: readonly Check[]): Promise<void> {
     await this.#local.refund(checks);
     for (const c of checks) {
-      const o = c.kind === 'counter' ? this.#owed.get(c.key) : undefined;
+      if (c.kind === 'window') {
+        this.#mine.get(c.key)?.owed.removeNewest(c.cost);
+        continue;
+      }
+      const o = this.#owed.get(c.key);
       if (o) o.value = Math.max(0, o.value - c.cost);
     }
   }
 
-  /** Redis went away: memory starts each counter from the last count known (C48). */
+  /**
+   * Redis went away: memory starts each counter from the last count known, and each window from
+   * what this instance admitted in it, through Redis or in memory not yet written back (C48).
+   */
   #degraded(): void {
     const now = Date.now();
     const seeds: CounterSeed[] = [];
     for (const [key, c] of this.#known) if (c.resetAt > now) seeds.push({ key, value: c.value, resetAt: c.resetAt, shard: c.shard });
     void this.#local.seed(seeds);
+    for (const [key, m] of this.#mine) {
+      const from = now + this.#skew - m.windowMs;
+      m.sent.prune(from);
+      m.owed.prune(from);
+      this.#local.seedWindow(key, [...m.sent.values(), ...m.owed.values()].map((t) => t - this.#skew));
+    }
   }
 
   /** Shared limits again: memory starts afresh for the next outage; anything counted since the write-back goes to Redis too. */
   #resumed(): void {
     void this.#local.close();
     this.#local = new MemoryLimiter();
-    if (this.#owed.size > 0) this.#writeBack().catch((err: unknown) => this.#link?.failed(err));
+    let owedWindows = false;
+    for (const m of this.#mine.values()) if (m.owed.size > 0) owedWindows = true;
+    if (this.#owed.size > 0 || owedWindows) this.#writeBack().catch((err: unknown) => this.#link?.failed(err));
+  }
+
+  /** What this instance counted while Redis was away goes back to it: counters, then windows. */
+  async #writeBack(): Promise<void> {
+    const failures: unknown[] = [];
+    await this.#writeBackCounters().catch((err: unknown) => failures.push(err));
+    await this.#writeBackWindows().catch((err: unknown) => failures.push(err));
+    if (failures.length > 0) throw failures[0] instanceof Error ? failures[0] : new Error(String(failures[0]));
+  }
+
+  /**
+   * Runs `restore` over the rows: on a Redis Cluster one script per shard (its keys share a slot),
+   * a few at a time, else in chunks; `done` after each chunk written. A failed chunk (its primary
+   * away) stops its shard; the first failure is thrown once every batch has run.
+   */
+  async #inBatches<R extends { key: string; shard: string | undefined }>(
+    rows: readonly R[],
+    split: (rows: readonly R[]) => R[][],
+    restore: (chunk: readonly R[]) => Promise<void>,
+    done: (chunk: readonly R[]) => void,
+  ): Promise<void> {
+    const batches = this.#tagged ? [...groupBy(rows, (r) => r.shard ?? r.key).values()] : split(rows);
+    let failure: Error | undefined;
+    for (let i = 0; i < batches.length; i += RESTORE_PARALLEL) {
+      await Promise.all(
+        batches.slice(i, i + RESTORE_PARALLEL).map(async (batch) => {
+          for (const chunk of split(batch)) {
+            try {
+              await restore(chunk);
+            } catch (err) {
+              failure ??= err instanceof Error ? err : new Error(String(err));
+              return;
+            }
+            done(chunk);
+          }
+        }),
+      );
+    }
+    if (failure !== undefined) throw failure;
+  }
+
+  /**
+   * Puts back into Redis, per window, what this instance admitted: in memory meanwhile (taken
+   * out, and put back if Redis fails) and through Redis before, as far as Redis lacks it.
+   */
+  async #writeBackWindows(): Promise<void> {
+    const now = Date.now() + this.#skew;
+    const rows: WindowRow[] = [];
+    for (const [key, m] of this.#mine) {
+      m.sent.prune(now - m.windowMs);
+      m.owed.prune(now - m.windowMs);
+      if (m.sent.size === 0 && m.owed.size === 0) continue;
+      rows.push({ key, shard: m.shard, windowMs: m.windowMs, owed: m.owed.values(), sent: m.sent.values() });
+      m.owed = new TimeLog();
+    }
+    try {
+      await this.#inBatches(
+        rows,
+        (r) => chunks(r, RESTORE_WINDOW_ARGS, (w) => 4 + w.owed.length + w.sent.length),
+        (chunk) => this.#restoreWindows(chunk),
+        (chunk) => {
+          // Written: those requests are in Redis now, as if admitted through it.
+          for (const r of chunk) {
+            this.#mine.get(r.key)?.sent.merge(r.owed);
+            r.owed = [];
+          }
+        },
+      );
+    } catch (err) {
+      for (const r of rows) if (r.owed.length > 0) this.#mine.get(r.key)?.owed.merge(r.owed);
+      throw err;
+    }
+  }
+
+  async #restoreWindows(chunk: readonly WindowRow[]): Promise<void> {
+    await (this.#redis as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>).junctionRestoreWindows?.(
+      chunk.length,
+      ...chunk.map((r) => this.#name(r.key, r.shard)),
+      ...chunk.flatMap((r) => [r.windowMs, r.owed.length, r.sent.length, ...r.owed, ...r.sent]),
+    );
   }
 
   /**
@@ -319,7 +556,7 @@ export class RedisLimiter implements Limiter {
    * memory admitted meanwhile. Counted requests taken out first and put back if Redis fails, so
    * that requests admitted during the write-back are written by the next round.
    */
-  async #writeBack(): Promise<void> {
+  async #writeBackCounters(): Promise<void> {
     const now = Date.now();
     const owed = this.#owed;
     this.#owed = new Map();
@@ -334,28 +571,16 @@ export class RedisLimiter implements Limiter {
       if (k.resetAt > now && !owed.has(key)) rows.push({ key, shard: k.shard, owed: 0, floor: k.value, resetAt: k.resetAt });
     }
     try {
-      // On a Redis Cluster one script per shard (its keys share a slot), a few at a time; a
-      // failed one (its primary away) keeps its rows owed for the next round.
-      const batches = this.#tagged ? [...groupBy(rows, (r) => r.shard ?? r.key).values()] : chunks(rows, RESTORE_CHUNK);
-      let failure: Error | undefined;
-      for (let i = 0; i < batches.length; i += RESTORE_PARALLEL) {
-        await Promise.all(
-          batches.slice(i, i + RESTORE_PARALLEL).map(async (batch) => {
-            for (const chunk of chunks(batch, RESTORE_CHUNK)) {
-              try {
-                await this.#restore(chunk);
-              } catch (err) {
-                failure ??= err instanceof Error ? err : new Error(String(err));
-                return;
-              }
-              // Written: those requests are part of the last count known now.
-              for (const r of chunk) this.#note(r.key, r.floor, r.resetAt, r.shard);
-              for (const r of chunk) owed.delete(r.key);
-            }
-          }),
-        );
-      }
-      if (failure !== undefined) throw failure;
+      await this.#inBatches(
+        rows,
+        (r) => chunks(r, RESTORE_CHUNK),
+        (chunk) => this.#restore(chunk),
+        (chunk) => {
+          // Written: those requests are part of the last count known now.
+          for (const r of chunk) this.#note(r.key, r.floor, r.resetAt, r.shard);
+          for (const r of chunk) owed.delete(r.key);
+        },
+      );
     } catch (err) {
       for (const [key, o] of owed) {
         const now2 = this.#owed.get(key);

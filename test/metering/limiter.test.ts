@@ -4,6 +4,8 @@ import { after, before, describe, test } from 'node:test';
 import { Redis } from 'ioredis';
 import { type Check, type Limiter, MemoryLimiter } from '../../src/metering/limiter.ts';
 import { RedisLimiter } from '../../src/metering/redis-limiter.ts';
+import { RedisLink } from '../../src/storage/redis.ts';
+import { pino } from 'pino';
 import { REDIS_URL, serviceSkip } from '../support/services.ts';
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -142,3 +144,56 @@ for (const store of stores) {
     });
   });
 }
+
+describe('Redis limiter across an outage: windows carried into memory and back (C48)', { skip: redisSkip }, () => {
+  let redis: Redis;
+  const prefix = `test:${randomUUID()}:`;
+  /** One instance: its own link to Redis, probed by the test (no timer). */
+  const instance = () => {
+    const link = new RedisLink(redis, { log: pino({ level: 'silent' }), probeMs: 3_600_000 });
+    return { link, limiter: new RedisLimiter(redis, { prefix, link }) };
+  };
+  const fire = async (limiter: Limiter, key: string, n: number) =>
+    (await Promise.all(Array.from({ length: n }, () => limiter.consume([win(key, 10, 60_000)])))).filter((r) => r.allowed).length;
+  before(async () => {
+    redis = new Redis(REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 1 });
+    await redis.connect();
+  });
+  after(() => redis?.disconnect());
+
+  test('Redis kept its data: the requests admitted in memory are added, the ones admitted through it are not counted twice', async () => {
+    const { link, limiter } = instance();
+    const k = randomUUID();
+    assert.equal(await fire(limiter, k, 6), 6);
+    link.failed(new Error('taken for away by the test'));
+    assert.equal(await fire(limiter, k, 10), 4, 'memory starts from the 6 admitted through Redis');
+    assert.equal(await link.probe(), true);
+    assert.equal(await redis.zcard(prefix + k), 10);
+    assert.equal(await fire(limiter, k, 5), 0);
+    link.close();
+    await limiter.close();
+  });
+
+  test('Redis came back empty: two instances put back what each admitted, through Redis and in memory; none admits more in the window', async () => {
+    const a = instance();
+    const b = instance();
+    const k = randomUUID();
+    assert.equal(await fire(a.limiter, k, 6), 6);
+    a.link.failed(new Error('taken for away by the test'));
+    b.link.failed(new Error('taken for away by the test'));
+    // N instances: at most N x the limit while Redis is away; a only the rest of its own 10.
+    assert.equal(await fire(a.limiter, k, 14), 4);
+    assert.equal(await fire(b.limiter, k, 14), 10);
+    await redis.del(prefix + k, `${prefix + k}:seq`);
+    assert.equal(await a.link.probe(), true);
+    assert.equal(await redis.zcard(prefix + k), 10, "a's 6 through Redis and 4 in memory");
+    assert.equal(await b.link.probe(), true);
+    assert.equal(await redis.zcard(prefix + k), 20, "b's 10 in memory added");
+    assert.equal(await fire(a.limiter, k, 5), 0);
+    assert.equal(await fire(b.limiter, k, 5), 0);
+    for (const i of [a, b]) {
+      i.link.close();
+      await i.limiter.close();
+    }
+  });
+});

@@ -69,10 +69,11 @@ describe('Redis away: every limit enforced per instance in memory, shared again 
     assert.equal((await rpc(b, key)) !== 'hung', true, 'b knows the key');
     await redis.kill();
 
-    // C48: a key gets at most its limit per instance, never unlimited: 5 + 3 at once on each.
-    for (const t of [a, b]) {
+    // C48: a key gets at most its limit per instance, never unlimited: 5 + 3 at once on each. b
+    // starts from the one call it admitted through Redis: 4 more in this minute.
+    for (const [t, admitted] of [[a, 5], [b, 4]] as const) {
       const s = statuses(await Promise.all(Array.from({ length: 8 }, () => rpc(t, key))));
-      assert.deepEqual([count(s, 200), count(s, 429)], [5, 3], `5 admitted, 3 refused, nothing else: ${s.join(' ')}`);
+      assert.deepEqual([count(s, 200), count(s, 429)], [admitted, 8 - admitted], `${admitted} admitted, the rest refused, nothing else: ${s.join(' ')}`);
     }
     for (const t of [a, b]) {
       const ready = await redisState(t);
@@ -114,6 +115,28 @@ describe('Redis away: every limit enforced per instance in memory, shared again 
     }
   });
 
+  test('a key limited to 30 a minute gets 30 in the minute on one instance across the loss of Redis and its return empty, not 30 more each time; two instances 2 x 30', async () => {
+    await bothUp();
+    const { key } = await createKey(a.app, { rateLimit: 30 });
+    const fire = async (t: TestApp) => statuses(await Promise.all(Array.from({ length: 40 }, () => rpc(t, key))));
+    const refusedAll = (s: Array<number | string>) => assert.deepEqual([count(s, 200), count(s, 429)], [0, 40], s.join(' '));
+    let s = await fire(a);
+    assert.deepEqual([count(s, 200), count(s, 429)], [30, 10], `with Redis: ${s.join(' ')}`);
+
+    await redis.kill();
+    // a carries the 30 it admitted through Redis into memory: none more this minute.
+    refusedAll(await fire(a));
+    // b admitted none of them itself: its own 30 (C48: N instances, at most N x the limit).
+    s = await fire(b);
+    assert.deepEqual([count(s, 200), count(s, 429)], [30, 10], `b in memory: ${s.join(' ')}`);
+
+    await redis.restart();
+    await bothUp();
+    // Redis came back empty: a put back the 30 it admitted before, b the 30 of the outage.
+    refusedAll(await fire(a));
+    refusedAll(await fire(b));
+  });
+
   test('Redis hung (SIGSTOP): calls wait at most redis.commandTimeoutMs, then limits hold in memory until it answers again', async () => {
     const { key } = await createKey(a.app, { rateLimit: 5 });
     assert.notEqual(await rpc(a, key), 'hung');
@@ -121,7 +144,8 @@ describe('Redis away: every limit enforced per instance in memory, shared again 
     try {
       const s = statuses(await Promise.all(Array.from({ length: 8 }, () => rpc(a, key))));
       assert.equal(count(s, 'hung'), 0, `no call waits on a hung Redis: ${s.join(' ')}`);
-      assert.deepEqual([count(s, 200), count(s, 429)], [5, 3], s.join(' '));
+      // Memory starts from the call admitted through Redis just before: 4 more.
+      assert.deepEqual([count(s, 200), count(s, 429)], [4, 4], s.join(' '));
       const ready = await redisState(a);
       assert.equal(ready.status, 200);
       assert.equal(ready.redis.state, 'degraded');

@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { type FakeNode, startFakeNode } from '../support/fake-node.ts';
 import { createKey, startTestApp, type TestApp } from '../support/app.ts';
+import { waitFor } from '../support/wait.ts';
 import { connect, type Head, type Json, tryUpgrade, wsAddress } from '../ws/helpers.ts';
 
 let t: TestApp;
@@ -238,6 +239,101 @@ describe('unknown API keys at the WebSocket upgrade (C17 failed-auth limit)', ()
     } finally {
       await small.close();
     }
+  });
+});
+
+describe('a burst of lookups of one key (C17: one storage read, one place of the allowance)', () => {
+  const ALLOWANCE = 5;
+  let small: TestApp;
+  /** Storage reads of a key by hash, counted at the key service. */
+  let reads: string[];
+  before(async () => {
+    small = await startTestApp({
+      listen: true,
+      env: { UPSTREAM_NATIVE_MAINNET: fake.url },
+      overrides: { limits: { failedAuthPerMinute: ALLOWANCE }, ws: { plans: { free: { connectionsPerKey: 1_000, subscriptionsPerConnection: 20 } } } },
+    });
+    reads = [];
+    const keys = small.app.parts.keys;
+    const read = keys.lookupByHash.bind(keys);
+    keys.lookupByHash = async (hash: string) => {
+      reads.push(hash);
+      // A storage read that takes its time: answered only once every request of the burst has
+      // asked for the key, so all of them are waiting on a lookup at once.
+      const h = held;
+      if (h) await waitFor(() => h.asked >= h.burst, { what: `${h.burst} requests to ask for the key` });
+      return read(hash);
+    };
+    const cache = small.app.parts.keyCache;
+    const peek = cache.peek.bind(cache);
+    cache.peek = (apiKey: string | undefined) => {
+      if (held && apiKey === held.key) held.asked++;
+      return peek(apiKey);
+    };
+  });
+  /** The burst in progress: its key, its size, and how many times the key was asked for so far. */
+  let held: { key: string; burst: number; asked: number } | undefined;
+  async function burst<T>(key: string, n: number, fire: (i: number) => Promise<T>): Promise<T[]> {
+    held = { key, burst: n, asked: 0 };
+    try {
+      return await Promise.all(Array.from({ length: n }, (_, i) => fire(i)));
+    } finally {
+      held = undefined;
+    }
+  }
+  after(() => small?.close());
+  const unknownKey = (tag: string) => `jk_live_unknown${tag}x${'q'.repeat(30)}`;
+  const codeOf = (body: string) => (JSON.parse(body) as Json).error?.code;
+
+  test('60 HTTP calls and batches at once with a valid key not yet in memory are all served, after one storage read', async () => {
+    // First: the WebSocket test below spends this address's (127.0.0.1) allowance on unknown keys.
+    const { key } = await createKey(small.app);
+    reads.length = 0;
+    // 30 calls and 30 batches of 2: 90 requests, within the free plan's 100 a minute (C10).
+    const answers = await burst(key, 60, (i) =>
+      fetch(`${small.url}/v1/native-mainnet/${key}`, {
+        method: 'POST',
+        body: JSON.stringify(i % 2 ? call('eth_chainId', i) : [call('eth_chainId', i), call('eth_chainId', -i)]),
+      }).then((r) => r.status),
+    );
+    assert.deepEqual(answers.filter((s) => s !== 200), [], 'every call is served');
+    assert.equal(reads.length, 1, 'one storage read for the 60');
+  });
+
+  test('200 WebSocket upgrades at once with a valid key not yet in memory are all 101, after one storage read, and keep no place of the allowance', async () => {
+    const { key } = await createKey(small.app);
+    reads.length = 0;
+    const answers = await burst(key, 200, () => tryUpgrade(wsAddress(small, `/ws/native-mainnet?apiKey=${key}`)));
+    try {
+      const refused = answers.filter((a) => a.status !== 101);
+      assert.deepEqual(refused.map((a) => `${a.status} ${a.body}`), [], 'every upgrade is 101');
+      assert.equal(reads.length, 1, 'one storage read for the 200');
+    } finally {
+      for (const a of answers) a.ws?.close();
+    }
+    // The place was given back: the address still has its whole allowance for unknown keys.
+    const unknown = await Promise.all(Array.from({ length: ALLOWANCE + 3 }, (_, i) => tryUpgrade(wsAddress(small, `/ws/native-mainnet?apiKey=${unknownKey(`ws${i}`)}`))));
+    assert.equal(unknown.filter((a) => a.status === 401 && codeOf(a.body) === -32001).length, ALLOWANCE);
+    assert.equal(unknown.filter((a) => a.status === 429 && codeOf(a.body) === -32005).length, 3);
+  });
+
+  test('one unknown key asked 200 times at once from one address is one storage read and one failed lookup: the rest of the allowance stays', async () => {
+    const ip = '10.43.4.1';
+    reads.length = 0;
+    const same = await burst(unknownKey('same'), 200, (i) =>
+      small.app.inject({ method: 'POST', url: `/v1/native-mainnet/${unknownKey('same')}`, remoteAddress: ip, payload: call('eth_chainId', i) }),
+    );
+    assert.deepEqual([...new Set(same.map((r) => r.statusCode))], [401]);
+    assert.equal(reads.length, 1);
+    // Fired at once, different unknown keys still meet the allowance exactly: 1 spent, 4 left.
+    const others = await Promise.all(
+      Array.from({ length: ALLOWANCE + 3 }, (_, i) =>
+        small.app.inject({ method: 'POST', url: `/v1/native-mainnet/${unknownKey(`other${i}`)}`, remoteAddress: ip, payload: call('eth_chainId', i) }),
+      ),
+    );
+    assert.equal(others.filter((r) => r.statusCode === 401 && r.json().error.code === -32001).length, ALLOWANCE - 1);
+    assert.equal(others.filter((r) => r.statusCode === 429 && r.json().error.code === -32005).length, 4);
+    assert.equal(reads.length, ALLOWANCE, 'only the admitted lookups reached storage');
   });
 });
 
