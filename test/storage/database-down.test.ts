@@ -92,8 +92,11 @@ describe('the database unreachable under a running gateway (C48)', { skip }, () 
     // Readiness names storage as down.
     const ready = await fetch(`${t.url}/health/ready`);
     assert.equal(ready.status, 503);
-    const checks = ((await ready.json()) as { checks: Record<string, { ok: boolean }> }).checks;
+    const checks = ((await ready.json()) as { checks: Record<string, { ok: boolean; error?: string }> }).checks;
     assert.equal(checks.storage?.ok, false);
+    // C3: it says why (the refused connection), not which statement probed it.
+    assert.match(checks.storage?.error ?? '', /ECONNREFUSED|Connection terminated|the database system is shutting down/, checks.storage?.error);
+    assert.doesNotMatch(checks.storage?.error ?? '', /Failed query|select 1|params:/);
     assert.equal((await fetch(`${t.url}/health/live`)).status, 200);
 
     // Usage is held in memory, shown by the metrics; the warning is logged once, not per flush.
