@@ -13,6 +13,7 @@ import { maskUrl } from './config/describe.ts';
 import { ConfigError, loadConfig, publicUrl, validateConfig } from './config/load.ts';
 import type { Config } from './config/schema.ts';
 import { resolveSecrets } from './config/secrets.ts';
+import { refuseWeakSecrets } from './config/weak-secrets.ts';
 import { listenStartError, redisStartError, StartError, storageStartError } from './config/start-errors.ts';
 import type { Devnet } from './devnet/devnet.ts';
 import { bindEarly, type EarlyListener } from './ops/early-listener.ts';
@@ -126,6 +127,8 @@ async function main(): Promise<void> {
     return;
   }
   let config = loadConfig({ configFile: values.config, devnet: values.devnet });
+  // C59: outside the devnet, no secret from the repository's examples or of obviously low entropy.
+  refuseWeakSecrets(config);
   const log = createLogger(config.logLevel, undefined, config.logFormat);
   // On a terminal a start line carries its message only; JSON lines keep their fields for machines.
   const terse = prettyLogs(config.logFormat);

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { createKey, startTestApp, type TestApp } from '../support/app.ts';
 import { type FakeNode, startFakeNode } from '../support/fake-node.ts';
@@ -134,7 +135,7 @@ describe('a gateway started while the database is down (C48)', { skip }, () => {
 
   test('it says it waits for the database, retries, and listens once the database is started', async () => {
     const gw = await launchGateway({
-      env: { DATABASE_URL: cluster.url, DATA_DIR: 'memory', LOG_FORMAT: 'json', JWT_SECRET: 'j'.repeat(40), KEY_ENCRYPTION_SECRET: 'k'.repeat(40), DEVNET: 'false' },
+      env: { DATABASE_URL: cluster.url, DATA_DIR: 'memory', LOG_FORMAT: 'json', JWT_SECRET: randomBytes(32).toString('hex'), KEY_ENCRYPTION_SECRET: randomBytes(32).toString('hex'), DEVNET: 'false' },
     });
     try {
       await waitFor(() => (gw.output().match(/waiting for the database/g) ?? []).length >= 2, { timeoutMs: 60_000, what: `two waiting lines:\n${gw.output()}` });
