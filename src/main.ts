@@ -24,11 +24,13 @@ import type { Storage } from './storage/db.ts';
 
 /** The config with every network's upstream pointed at its local devnet chain (C31) and the devnet's prices (C45). */
 async function onDevnet(cfg: Config, devnet: Devnet, tokens: Readonly<Record<string, Address>>): Promise<Config> {
-  const [{ applyDevnetPrices }, { applyDevnetTokens }] = await Promise.all([import('./devnet/prices.ts'), import('./devnet/tokens.ts')]);
+  const [{ applyDevnetPrices }, { applyDevnetTokens }, { DEVNET_BLOCK_TIME_MS }] = await Promise.all([import('./devnet/prices.ts'), import('./devnet/tokens.ts'), import('./devnet/devnet.ts')]);
   const copy = structuredClone<Config>(cfg);
   for (const n of copy.networks) {
     const u = devnet.upstreams[n.slug];
-    if (u) n.upstreams = [{ http: u.http, ws: u.ws }];
+    if (!u) continue;
+    n.upstreams = [{ http: u.http, ws: u.ws }];
+    n.blockTimeMs = DEVNET_BLOCK_TIME_MS; // anvil's pace, not the real chain's
   }
   applyDevnetPrices(copy, devnet.priceFeeds);
   applyDevnetTokens(copy, tokens);

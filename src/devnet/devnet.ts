@@ -95,6 +95,13 @@ const SIGNALLED_GRACE_MS = 3_000;
 // the devnet.
 const DEV_KEYS = ANVIL_DEV_KEYS;
 
+/**
+ * `networks[].blockTimeMs` of a network on its devnet chain: anvil mines a block per transaction
+ * and as many as asked at once (`anvil_mine`), so the chain has no pace of its own; a head may
+ * move as fast as on the fastest shipped chain (C26: the head jump bound).
+ */
+export const DEVNET_BLOCK_TIME_MS = 250;
+
 const DEV_ACCOUNTS = Object.freeze(
   DEV_KEYS.map((privateKey) => Object.freeze({ address: privateKeyToAddress(privateKey), privateKey })),
 );
