@@ -6,6 +6,7 @@
 // limiter's script included) and redis-server CPU per call, then PostgreSQL's transactions and
 // rows written per second while idle and while under load (pg_stat_database, pg_stat_user_tables).
 import { execFileSync, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -61,8 +62,8 @@ try {
         env: {
           REDIS_URL: `redis://127.0.0.1:${port}`,
           DATABASE_URL: `postgres://root@127.0.0.1:5432/${DB}`,
-          JWT_SECRET: 'bench-scaling-jwt-secret-0123456789abcdef',
-          KEY_ENCRYPTION_SECRET: 'bench-scaling-key-secret-0123456789abcdef',
+          JWT_SECRET: randomBytes(32).toString('hex'), // C59: generated, never an example
+          KEY_ENCRYPTION_SECRET: randomBytes(32).toString('hex'),
         },
       },
       up.url,

@@ -5,7 +5,7 @@
 // memory, or PostgreSQL when DATABASE_URL is set. The receiver runs in this process.
 //
 //   npx tsx bench/webhook-delivery.ts [--burst 1000] [--steady 200] [--rate 20]
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
@@ -60,7 +60,7 @@ export async function main(argv: string[] = process.argv.slice(2)): Promise<void
   const url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
 
   const storage = await openStorage(databaseUrl ? { databaseUrl } : { dataDir: 'memory' });
-  const webhooks = new Webhooks({ db: storage.db, config, logger: pino({ level: 'warn' }), encryptionSecret: 'bench-secret-0123456789abcdef0123456789' });
+  const webhooks = new Webhooks({ db: storage.db, config, logger: pino({ level: 'warn' }), encryptionSecret: randomBytes(32).toString('hex') });
   try {
     const userId = randomUUID();
     await storage.db.insert(users).values({ id: userId, email: `${userId}@bench.invalid`, name: 'bench', passwordHash: 'x', tier: 'enterprise' });

@@ -199,6 +199,9 @@ say "usage kept across the stop: 5 requests"
 # --- 2. two containers on PostgreSQL and Redis share one key's limit ------------------------------
 PG=${TEST_PG:-postgres://root@127.0.0.1:5432}
 REDIS=${TEST_REDIS:-redis://127.0.0.1:6379}
+# C59: secrets made for this run; a gateway outside the devnet refuses one written in the repository.
+JWT=$(node -e 'process.stdout.write(require("node:crypto").randomBytes(32).toString("hex"))')
+KEK=$(node -e 'process.stdout.write(require("node:crypto").randomBytes(32).toString("hex"))')
 db=junction_ct_$$_$RANDOM
 psql -q "$PG/postgres" -c "CREATE DATABASE $db" >/dev/null
 trap 'cleanup; psql -q "$PG/postgres" -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" >/dev/null 2>&1 || true' EXIT
@@ -209,7 +212,7 @@ anvil=$(node -p 'require("@foundry-rs/anvil-linux-amd64/package.json") && requir
 anvil_pid=$!
 trap 'kill $anvil_pid 2>/dev/null || true; cleanup; psql -q "$PG/postgres" -c "DROP DATABASE IF EXISTS $db WITH (FORCE)" >/dev/null 2>&1 || true' EXIT
 shared=(-e "DATABASE_URL=$PG/$db" -e "REDIS_URL=$REDIS" -e "UPSTREAM_NATIVE_MAINNET=http://127.0.0.1:$ANVIL_PORT" -e TRUSTED_PROXIES=127.0.0.1
-  -e JWT_SECRET=container-test-jwt-secret-0123456789abcdef -e KEY_ENCRYPTION_SECRET=container-test-key-secret-0123456789abcdef)
+  -e "JWT_SECRET=$JWT" -e "KEY_ENCRYPTION_SECRET=$KEK")
 PORT2=28181 PORT3=28182
 run junction-ct-a "$PORT2" "${shared[@]}" --
 secs=$(ready "$PORT2" junction-ct-a 120)
@@ -257,7 +260,7 @@ cat > "$WORK/podman" <<FAKE
 echo "\$@" >> "$WORK/compose-commands"
 FAKE
 chmod +x "$WORK/podman"
-POSTGRES_PASSWORD=pg-secret JWT_SECRET=jwt-secret KEY_ENCRYPTION_SECRET=key-secret \
+POSTGRES_PASSWORD=pg-secret JWT_SECRET="$JWT" KEY_ENCRYPTION_SECRET="$KEK" \
   podman-compose --podman-path "$WORK/podman" -f compose.yaml up -d --no-build > "$WORK/compose-out" 2>&1 \
   || { cat "$WORK/compose-out"; fail "podman-compose could not read compose.yaml"; }
 runs=$(grep '^run ' "$WORK/compose-commands")
@@ -267,7 +270,7 @@ done
 for gw in gateway-1 gateway-2; do
   line=$(grep -- "--network-alias $gw " <<<"$runs")
   for want in "DATABASE_URL=postgres://junction:pg-secret@postgres:5432/junction" "REDIS_URL=redis://redis:6379" \
-    "JWT_SECRET=jwt-secret" "KEY_ENCRYPTION_SECRET=key-secret" "--init" "--stop-signal SIGTERM"; do
+    "JWT_SECRET=$JWT" "KEY_ENCRYPTION_SECRET=$KEK" "--init" "--stop-signal SIGTERM"; do
     grep -q -- "$want" <<<"$line" || fail "compose.yaml: $gw lacks $want"
   done
 done

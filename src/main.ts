@@ -13,6 +13,7 @@ import { maskUrl } from './config/describe.ts';
 import { ConfigError, loadConfig, publicUrl, validateConfig } from './config/load.ts';
 import type { Config } from './config/schema.ts';
 import { resolveSecrets } from './config/secrets.ts';
+import { refuseWeakSecrets } from './config/weak-secrets.ts';
 import { listenStartError, redisStartError, StartError, storageStartError } from './config/start-errors.ts';
 import type { Devnet } from './devnet/devnet.ts';
 import { bindEarly, type EarlyListener } from './ops/early-listener.ts';
@@ -23,11 +24,13 @@ import type { Storage } from './storage/db.ts';
 
 /** The config with every network's upstream pointed at its local devnet chain (C31) and the devnet's prices (C45). */
 async function onDevnet(cfg: Config, devnet: Devnet, tokens: Readonly<Record<string, Address>>): Promise<Config> {
-  const [{ applyDevnetPrices }, { applyDevnetTokens }] = await Promise.all([import('./devnet/prices.ts'), import('./devnet/tokens.ts')]);
+  const [{ applyDevnetPrices }, { applyDevnetTokens }, { DEVNET_BLOCK_TIME_MS }] = await Promise.all([import('./devnet/prices.ts'), import('./devnet/tokens.ts'), import('./devnet/devnet.ts')]);
   const copy = structuredClone<Config>(cfg);
   for (const n of copy.networks) {
     const u = devnet.upstreams[n.slug];
-    if (u) n.upstreams = [{ http: u.http, ws: u.ws }];
+    if (!u) continue;
+    n.upstreams = [{ http: u.http, ws: u.ws }];
+    n.blockTimeMs = DEVNET_BLOCK_TIME_MS; // anvil's pace, not the real chain's
   }
   applyDevnetPrices(copy, devnet.priceFeeds);
   applyDevnetTokens(copy, tokens);
@@ -126,6 +129,8 @@ async function main(): Promise<void> {
     return;
   }
   let config = loadConfig({ configFile: values.config, devnet: values.devnet });
+  // C59: outside the devnet, no secret from the repository's examples or of obviously low entropy.
+  refuseWeakSecrets(config);
   const log = createLogger(config.logLevel, undefined, config.logFormat);
   // On a terminal a start line carries its message only; JSON lines keep their fields for machines.
   const terse = prettyLogs(config.logFormat);

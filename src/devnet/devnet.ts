@@ -4,6 +4,7 @@ import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import type { Address } from 'viem';
 import { privateKeyToAddress } from 'viem/accounts';
+import { ANVIL_DEV_KEYS } from '../config/weak-secrets.ts';
 import { type AnvilOptions, AnvilProcess } from './anvil.ts';
 import { deployPriceFeed, setFeedPrice } from './feeds.ts';
 import { rpc } from '../json/rpc-client.ts';
@@ -89,20 +90,17 @@ const RESTART_MAX_MS = 30_000;
 /** A chain stopped by a signal from outside waits this long for the gateway's own stop before it is restarted. */
 const SIGNALLED_GRACE_MS = 3_000;
 
-// The keys anvil derives from its default mnemonic "test test ... junk" (m/44'/60'/0'/0/i),
-// public knowledge and funded with 10,000,000 coins each on every chain. Never use them elsewhere.
-const DEV_KEYS = [
-  '0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80',
-  '0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d',
-  '0x5de4111afa1a4b94908f83103eb1f1706367c2e68ca870fc3fb9a804cdab365a',
-  '0x7c852118294e51e653712a81e05800f419141751be58f605c371e15141b007a6',
-  '0x47e179ec197488593b187f80a00eb0da91f1b9d0b13f8733639f19c30a34926a',
-  '0x8b3a350cf5c34c9194ca85829a2df0ec3153be0318b5e2d3348e872092edffba',
-  '0x92db14e403b83dfe3df233f83dfa3a0d7096f21ca9b0d6d6b8d88b2b4ec1564e',
-  '0x4bbbf85ce3377467afe5d46f804f221813b2bb87f24d81f60f1fcdbf7cbf4356',
-  '0xdbda1821b80551c9d65939329250298aa3472ba22feea921c0cf5d620ea67b97',
-  '0x2a871d0798f97d79848a013d4936a73bf4cc922c825d33c1cf7073dff6d409c6',
-] as const;
+// The keys anvil derives from its default mnemonic "test test ... junk", public knowledge and
+// funded with 10,000,000 coins each on every chain. Never used elsewhere: C59 refuses them outside
+// the devnet.
+const DEV_KEYS = ANVIL_DEV_KEYS;
+
+/**
+ * `networks[].blockTimeMs` of a network on its devnet chain: anvil mines a block per transaction
+ * and as many as asked at once (`anvil_mine`), so the chain has no pace of its own; a head may
+ * move as fast as on the fastest shipped chain (C26: the head jump bound).
+ */
+export const DEVNET_BLOCK_TIME_MS = 250;
 
 const DEV_ACCOUNTS = Object.freeze(
   DEV_KEYS.map((privateKey) => Object.freeze({ address: privateKeyToAddress(privateKey), privateKey })),

@@ -39,3 +39,23 @@ export function isStorageUnavailable(err: unknown): boolean {
   }
   return false;
 }
+
+/**
+ * C3: why a storage call failed, in words a reader can act on: the innermost cause's message
+ * ("connect ECONNREFUSED 127.0.0.1:5432"), not the wrapper's (Drizzle's "Failed query: select 1
+ * params:", which names the statement but not the cause). An AggregateError (every address of a
+ * name refused) says each of its errors.
+ */
+export function failureCause(err: unknown): string {
+  let e: unknown = err;
+  let text = '';
+  for (let depth = 0; depth < 6 && e && typeof e === 'object'; depth++) {
+    const o = e as { message?: unknown; cause?: unknown; errors?: unknown };
+    const own = Array.isArray(o.errors) && o.errors.length > 0 ? o.errors.map((x) => failureCause(x)).filter(Boolean).join('; ') : '';
+    const message = own || (typeof o.message === 'string' ? o.message : '');
+    if (message) text = message;
+    if (own) break;
+    e = o.cause;
+  }
+  return text || String(err);
+}

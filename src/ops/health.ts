@@ -1,6 +1,7 @@
 import { Type as T } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import { DeadlineError } from '../errors/deadline.ts';
+import { failureCause } from '../errors/storage.ts';
 import type { NetworkHealth } from '../upstreams/upstreams.ts';
 
 export interface ReadinessCheck {
@@ -117,7 +118,8 @@ export function healthRoutes(app: FastifyInstance, checks: ReadinessCheck[], ups
             const outcome = await withTimeout(c.check(), 2000);
             results[c.name] = outcome ? { ok: true, state: 'degraded', error: outcome.degraded.slice(0, 200) } : { ok: true, state: 'up' };
           } catch (err) {
-            results[c.name] = { ok: false, state: 'down', error: (err as Error).message.slice(0, 200) };
+            // C3: the cause (a refused connection), not the statement that probed it.
+            results[c.name] = { ok: false, state: 'down', error: failureCause(err).slice(0, 200) };
           }
         }),
       );

@@ -97,7 +97,8 @@ const JUMP_SLACK_BLOCKS = 32; // and this many blocks more: probe timing, a burs
  *
  * - The heads of the answering upstreams count (all known heads when none answers).
  * - A head further above the highest head believed so far than the chain could have moved since
- *   (`blockTimeMs`, times 4, plus 32 blocks) is set aside while another answering upstream has a
+ *   (`blockTimeMs`, times 4, plus 32 blocks; the 32 are not given afresh at each reading, see
+ *   {@link jumpCeiling}) is set aside while another answering upstream has a
  *   head within reach, or, when only one answers, while an upstream that fails now last reported
  *   one: one node's word does not move the network that far. When every answering upstream made
  *   the jump (several together, or the only one with nothing to compare it with) they count.
@@ -135,16 +136,21 @@ export function updateHead(p: PoolState, now = Date.now()): void {
     else p.log.info(line, `${p.network}: upstream ${u.name} is back in line with the others' head`);
   }
   if (head !== null && head > p.lastHead) {
+    // The room above a head just believed is at most the slack, and never more than the time since
+    // the last one earned: a node that climbs faster than the chain spends it and is then set aside,
+    // however often it is read (a per-reading slack would let it creep 32 blocks a reading).
+    const ceiling = jumpCeiling(p, now);
+    p.ceiling = head > ceiling ? head + JUMP_SLACK_BLOCKS : Math.min(ceiling, head + JUMP_SLACK_BLOCKS);
+    p.ceilingAt = now;
     p.lastHead = head;
-    p.lastHeadAt = now;
     p.onHead?.(head);
   }
 }
 
-/** The highest head one reading may bring now: the highest believed so far plus what the chain could have added since. */
+/** The highest head one reading may bring now: the ceiling left by the last head believed plus what the chain could have added since (4 times its pace). */
 export function jumpCeiling(p: PoolState, now: number): number {
   if (p.lastHead < 0) return Number.POSITIVE_INFINITY;
-  return p.lastHead + JUMP_SLACK_BLOCKS + Math.ceil((Math.max(0, now - p.lastHeadAt) * JUMP_FACTOR) / p.blockTimeMs);
+  return p.ceiling + Math.ceil((Math.max(0, now - p.ceilingAt) * JUMP_FACTOR) / p.blockTimeMs);
 }
 
 /** The network's head as last set by {@link updateHead} (null before any probe answered). */

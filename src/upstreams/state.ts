@@ -78,9 +78,15 @@ export class PoolState {
   readonly weighted: boolean;
   /** The network's head (health.ts `updateHead`), null before any probe answered; read per call, set only when heads or states change. */
   head: number | null = null;
-  /** The highest head believed so far and when it was first seen (-1: none yet): a reading cannot jump far past it. */
+  /** The highest head believed so far (-1: none yet): a reading cannot jump far past it. */
   lastHead = -1;
-  lastHeadAt = 0;
+  /**
+   * The highest head a reading may bring (health.ts `jumpCeiling`) as it stood at `ceilingAt`: it
+   * grows with time at 4 times the network's pace and is never more than 32 blocks above a head
+   * just believed, so a node climbing faster than the chain is caught however often it is read.
+   */
+  ceiling = Number.POSITIVE_INFINITY;
+  ceilingAt = 0;
   ordered: Upstream[] | null = null;
   orderedUntil = 0;
   timer: NodeJS.Timeout | undefined;

@@ -20,6 +20,7 @@ import { StorageOutageLog } from '../jobs/storage-outage.ts';
 /** One claimed delivery with what its attempt needs. */
 interface Claimed {
   id: string;
+  /** Attempts counted so far, this one included (counted as it was claimed). */
   attempts: number;
   endpointId: string;
   eventId: string;
@@ -208,8 +209,10 @@ export class Sender {
         limit ${n}
         for update of d skip locked
       )
+      -- The attempt is counted as it is claimed, before anything is sent: a process killed in the
+      -- middle of sending leaves the count true, and the next claim counts one more (C39).
       update webhook_deliveries d
-      set claimed_until = now() + ${this.#leaseSeconds} * interval '1 second', claim_token = ${token}
+      set claimed_until = now() + ${this.#leaseSeconds} * interval '1 second', claim_token = ${token}, attempts = d.attempts + 1
       from picked, webhook_endpoints e, webhook_events ev
       where d.id = picked.id and e.id = d.endpoint_id and ev.id = d.event_id
       returning d.id, d.attempts, d.endpoint_id, d.event_id, ev.body, e.url, e.secret_ciphertext,
@@ -252,7 +255,7 @@ export class Sender {
     }
     if (extra.length) {
       await this.#db.execute(sql`
-        update webhook_deliveries set claimed_until = null, claim_token = null
+        update webhook_deliveries set claimed_until = null, claim_token = null, attempts = attempts - 1
         where claim_token = ${token} and id = any(string_to_array(${extra.join(',')}::text, ','))`);
     }
     return taken;
@@ -312,8 +315,11 @@ export class Sender {
       await res.body.dump({ limit: 64 * 1024 }).catch(() => {});
     } catch (err) {
       if (this.#shutdown.signal.aborted) {
-        // Stopped mid-attempt: not an attempt of the endpoint's; the row is due again at once.
-        await this.#db.execute(sql`update webhook_deliveries set claimed_until = null, claim_token = null where id = ${c.id} and claim_token = ${c.token}`);
+        // Stopped mid-attempt (a graceful stop aborted it): not an attempt of the endpoint's, so the
+        // count taken at the claim is given back; the row is due again at once.
+        await this.#db.execute(
+          sql`update webhook_deliveries set claimed_until = null, claim_token = null, attempts = attempts - 1 where id = ${c.id} and claim_token = ${c.token}`,
+        );
         return;
       }
       outcome.error = describe(err, this.#cfg.timeoutMs);
@@ -326,7 +332,7 @@ export class Sender {
   /** Stores an attempt's outcome and what follows from it, only if this instance still holds the claim. */
   async #record(c: Claimed, o: Outcome): Promise<void> {
     const ok = o.statusCode !== null && o.statusCode >= 200 && o.statusCode < 300;
-    const n = c.attempts + 1;
+    const n = c.attempts; // counted at the claim
     const delays = this.#cfg.retryDelaysSeconds;
     const gone = o.statusCode === 410;
     const final = gone || n > delays.length;

@@ -3,6 +3,7 @@
 // and no stack trace. `--help` prints the options.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { ended, ensureBuilt, ROOT } from '../support/process.ts';
@@ -120,11 +121,21 @@ describe('starting the gateway process the wrong way', { concurrency: true }, ()
     assert.equal(line.msg, `Cannot start: PORT=${busyPort}, HOST=127.0.0.1: cannot listen on 127.0.0.1:${busyPort}: the address is already in use by another process (EADDRINUSE)`);
   });
 
+  test('a secret copied from the Kubernetes example: one line naming JWT_SECRET and how to make one, never the value (C59)', async () => {
+    const example = 'CHANGE-ME-32-characters-or-more-000000';
+    const r = await run([], { JWT_SECRET: example, KEY_ENCRYPTION_SECRET: randomBytes(32).toString('hex') });
+    assert.equal(r.code, 1);
+    assert.equal(r.stdout, '');
+    assert.match(r.stderr, /^Configuration error: JWT_SECRET \(auth\.jwtSecret\): refused, it is an example shown in the repository.*openssl rand -hex 32/);
+    assert.equal(r.stderr.trim().split('\n').length, 1, r.stderr);
+    assert.ok(!r.stderr.includes(example));
+  });
+
   test('a DATABASE_URL whose host does not exist: one line naming DATABASE_URL and the address, password masked', async () => {
     const r = await run([], {
       DATABASE_URL: 'postgres://app:hunter2secret@nohost.invalid:5432/junction',
-      JWT_SECRET: 'j'.repeat(40),
-      KEY_ENCRYPTION_SECRET: 'k'.repeat(40),
+      JWT_SECRET: randomBytes(32).toString('hex'),
+      KEY_ENCRYPTION_SECRET: randomBytes(32).toString('hex'),
     });
     const line = logLine(r);
     assert.equal(line, 'Cannot start: DATABASE_URL: cannot reach the database at postgres://app:***@nohost.invalid:5432/junction: host not found (ENOTFOUND)');

@@ -211,6 +211,30 @@ describe('an HTTP/1.1 request without Host (C7, C22)', () => {
     assert.match(error.message, /Host/);
   });
 
+  test('a WebSocket upgrade without Host is refused 400 with a JSON-RPC -32600, never 101', async () => {
+    const upgrade = (host: string) =>
+      raw(`GET /ws/native-mainnet?apiKey=${key} HTTP/1.1\r\n${host}Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n`);
+    const answer = await upgrade('');
+    assert.match(answer, /^HTTP\/1\.1 400 /);
+    const { head, body } = split(answer);
+    assert.match(head, /\r\nconnection: close/i);
+    const error = body.error as { code: number; message: string };
+    assert.equal(error.code, -32600);
+    assert.match(error.message, /Host/);
+    // The same upgrade with Host is taken: the refusal is about Host alone.
+    const u = new URL(t.url);
+    const socket = net.connect(Number(u.port), u.hostname);
+    const status = await new Promise<string>((resolve, reject) => {
+      socket.on('connect', () =>
+        socket.write(`GET /ws/native-mainnet?apiKey=${key} HTTP/1.1\r\nHost: ${u.host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n`),
+      );
+      socket.once('data', (d) => resolve(String(d).split('\r\n', 1)[0] ?? ''));
+      socket.on('error', reject);
+    });
+    socket.destroy();
+    assert.equal(status, 'HTTP/1.1 101 Switching Protocols');
+  });
+
   test('HTTP/1.0 needs no Host: REST and RPC answer as usual', async () => {
     assert.match(await raw('GET /api/v1/networks HTTP/1.0\r\n\r\n'), /^HTTP\/1\.1 200 /);
     const answer = await post(`/v1/native-mainnet/${key}`, '1.0');

@@ -4,6 +4,7 @@
 // key in an upstream URL, a password or a session token. Under `--devnet` the public anvil dev keys
 // are shown on purpose; every other key stays out.
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -14,9 +15,9 @@ import { type GatewayProcess, spawnGateway } from '../support/process.ts';
 const ADMIN_TOKEN = 'adminTokenSecret-7c1e0f9a2b4d';
 const METRICS_TOKEN = 'metricsTokenSecret-5d8a3c6e1f07';
 const PASSWORD = 'passwordSecret-93kq7x';
-// Valid secp256k1 keys that are not among anvil's public dev keys.
-const FAUCET_KEY = `0x${'5a'.repeat(32)}`;
-const SOLVER_KEY = `0x${'6b'.repeat(32)}`;
+// Valid secp256k1 keys that are not among anvil's public dev keys, and random as C59 asks.
+const FAUCET_KEY = `0x${randomBytes(32).toString('hex')}`;
+const SOLVER_KEY = `0x${randomBytes(32).toString('hex')}`;
 const JWT_SECRET = 'jwtSecretGiven-0123456789abcdefghijklmnop';
 const KEY_ENCRYPTION_SECRET = 'keyEncSecretGiven-0123456789abcdefghijklm';
 const PROVIDER_KEY = 'providerKeySecret0123456789abcdef';

@@ -5,7 +5,7 @@ import pg from 'pg';
 import { buildApp } from '../../src/app.ts';
 import { loadConfig, validateConfig } from '../../src/config/load.ts';
 import type { Config } from '../../src/config/schema.ts';
-import { type Devnet, startDevnet } from '../../src/devnet/devnet.ts';
+import { type Devnet, DEVNET_BLOCK_TIME_MS, startDevnet } from '../../src/devnet/devnet.ts';
 import { applyDevnetPrices } from '../../src/devnet/prices.ts';
 import { withDevnetFaucetKeys } from '../../src/faucet/wallets.ts';
 import { openStorage, type Storage } from '../../src/storage/db.ts';
@@ -143,6 +143,7 @@ export async function startTestApp(opts: TestAppOptions = {}): Promise<TestApp> 
       const u = devnet.upstreams[n.slug];
       // Upstreams given in env (UPSTREAM_<SLUG>) come first, the devnet chain after them.
       if (u) n.upstreams = [...(opts.env?.[`UPSTREAM_${n.slug.toUpperCase().replaceAll('-', '_')}`] ? n.upstreams : []), { http: u.http, ws: u.ws }];
+      if (u) n.blockTimeMs = DEVNET_BLOCK_TIME_MS; // as --devnet: anvil's pace, not the real chain's
     }
     config = validateConfig(copy);
   }

@@ -3,6 +3,7 @@
 // out (webhooks.leaseSeconds) and the other instance sends them: every event arrives at least
 // once, and a duplicate carries the same webhook-id and body, its signature verifying (C39).
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -16,6 +17,8 @@ import { ADMIN_TOKEN, type Receiver, startReceiver } from './helpers.ts';
 
 const skip = await serviceSkip('PostgreSQL');
 const EVENTS = 30;
+// C59: a gateway outside the devnet takes real secrets only; both instances share these.
+const SECRETS = { jwt: randomBytes(32).toString('hex'), key: randomBytes(32).toString('hex') };
 
 describe('an instance SIGKILLed in the middle of webhook deliveries (C39)', { skip, timeout: 60_000 }, () => {
   let db: Awaited<ReturnType<typeof createTestDatabase>> | undefined;
@@ -49,8 +52,8 @@ describe('an instance SIGKILLed in the middle of webhook deliveries (C39)', { sk
     const g = await spawnGateway({
       env: {
         DATABASE_URL: db?.url ?? '',
-        JWT_SECRET: 'kill-test-jwt-secret-0123456789abcdef0123',
-        KEY_ENCRYPTION_SECRET: 'kill-test-key-secret-0123456789abcdef012',
+        JWT_SECRET: SECRETS.jwt,
+        KEY_ENCRYPTION_SECRET: SECRETS.key,
         ADMIN_TOKEN,
         READY_WHEN: 'storage',
         GATEWAY_CONFIG: config,
@@ -71,7 +74,7 @@ describe('an instance SIGKILLed in the middle of webhook deliveries (C39)', { sk
     return JSON.parse(text).data;
   };
 
-  test('every event is delivered at least once; a duplicate has the same webhook-id', async () => {
+  test('every event is delivered at least once; a duplicate has the same webhook-id, and its delivery counts both attempts', async () => {
     const [a, b] = await Promise.all([start(), start()]);
     assert.ok(a && b);
     const reg = await call(a, 'POST', '/auth/register', { email: `kill-${Date.now()}@example.com`, password: 'long enough pw', name: 'K' });
@@ -100,12 +103,18 @@ describe('an instance SIGKILLed in the middle of webhook deliveries (C39)', { sk
     assert.ok(duplicated.length >= 1, 'the killed instance had attempts in flight: sent again by the other one');
     for (const bodies of duplicated) assert.ok(bodies.every((x) => x === bodies[0]), 'a duplicate carries the same body');
     // The survivor records them all delivered (its last answers come 1.5 s after they arrive).
-    await waitFor(
+    const list = await waitFor(
       async () => {
-        const list = (await call(b, 'GET', `/webhooks/${hook.id}/deliveries?limit=100`, undefined, auth)) as Array<{ status: string }>;
-        return list.filter((d) => d.status === 'delivered').length === EVENTS || undefined;
+        const all = (await call(b, 'GET', `/webhooks/${hook.id}/deliveries?limit=100`, undefined, auth)) as Array<{ status: string; eventId: string; attempts: number }>;
+        return all.filter((d) => d.status === 'delivered').length === EVENTS ? all : undefined;
       },
       { what: 'every delivery recorded delivered', timeoutMs: 10_000 },
     );
+    // C39: an attempt is counted before it is sent, so the one cut by the kill is counted too.
+    const attemptsOf = new Map(list.map((d) => [d.eventId, d.attempts]));
+    for (const [id, bodies] of byId) {
+      if (bodies.length > 1) assert.equal(attemptsOf.get(id), bodies.length, `event ${id}: received ${bodies.length} times, attempts ${attemptsOf.get(id)}`);
+      else assert.ok((attemptsOf.get(id) ?? 0) >= 1);
+    }
   });
 });

@@ -44,7 +44,7 @@ for (const doc of docs) {
 
 // What the deployment promises (C3, C47; docs/deploy.md).
 const byKind = (kind) => docs.filter((d) => d.kind === kind);
-for (const kind of ['Deployment', 'Service', 'HorizontalPodAutoscaler', 'PodDisruptionBudget', 'ConfigMap']) {
+for (const kind of ['Deployment', 'Service', 'HorizontalPodAutoscaler', 'PodDisruptionBudget', 'ConfigMap', 'NetworkPolicy']) {
   if (byKind(kind).length !== 1) fail(`expected one ${kind}, found ${byKind(kind).length}`);
 }
 const [deployment] = byKind('Deployment');
@@ -68,6 +68,20 @@ if (deployment) {
   if (!from.some((e) => e.secretRef?.name === 'junction-secrets')) fail('no environment from the Secret junction-secrets');
   const annotations = deployment.spec.template.metadata?.annotations ?? {};
   if (annotations['prometheus.io/scrape'] !== 'true' && byKind('ServiceMonitor').length === 0) fail('neither scrape annotations nor a ServiceMonitor');
+  // A pinned image: `latest` (or no tag) runs whatever was pushed last, pod by pod.
+  for (const container of pod.containers) {
+    const tag = /:([^:/@]+)$/.exec(container.image)?.[1];
+    if (!container.image.includes('@') && (!tag || tag === 'latest')) fail(`container ${container.name}: image ${container.image} is not pinned to a release`);
+  }
+  // Only the ingress is a trusted proxy: a whole private range would let any pod set X-Forwarded-For.
+  const settings = byKind('ConfigMap')[0]?.data ?? {};
+  for (const entry of (settings.TRUSTED_PROXIES ?? '').split(',').map((e) => e.trim()).filter(Boolean)) {
+    const prefix = entry.includes('/') ? Number(entry.split('/')[1]) : entry.includes(':') ? 128 : 32;
+    if (prefix < 16 || ['10.0.0.0/8', '172.16.0.0/12', '192.168.0.0/16'].includes(entry)) fail(`TRUSTED_PROXIES trusts a whole network (${entry}): the ingress only`);
+  }
+  const policy = byKind('NetworkPolicy')[0];
+  if (policy && !(policy.spec.policyTypes ?? []).includes('Ingress')) fail('the NetworkPolicy does not restrict ingress');
+  if (policy && !(policy.spec.policyTypes ?? []).includes('Egress')) fail('the NetworkPolicy does not restrict egress');
   const hpa = byKind('HorizontalPodAutoscaler')[0];
   if (hpa && hpa.spec.scaleTargetRef.name !== deployment.metadata.name) fail('the HorizontalPodAutoscaler scales something else');
   console.log(`[kubernetes] Deployment: liveness /health/live, readiness /health/ready, preStop ${preStopSeconds} s, termination grace ${termination} s > ${preStopSeconds} s + shutdownGraceMs ${graceMs} ms`);

@@ -14,6 +14,7 @@ import type { KeyChange } from '../../keys/service.ts';
 import type { Meter } from '../../metering/meter.ts';
 import { genReqId, redactSecrets } from '../../ops/logging.ts';
 import type { Upstreams } from '../../upstreams/upstreams.ts';
+import { lacksHost, MISSING_HOST } from '../../http/host-header.ts';
 import { errorText } from '../jsonrpc.ts';
 import type { RpcPipeline } from '../pipeline.ts';
 import { clientIpResolver } from '../client-ip.ts';
@@ -186,6 +187,8 @@ export class WsGateway {
       return;
     }
     socket.on('error', ignore); // a client gone mid-handshake is not an error of ours
+    // C7, C22: an HTTP/1.1 upgrade without Host is refused as any HTTP/1.1 request without it is.
+    if (lacksHost(req)) return refuse(socket, 400, new InvalidRequestError(MISSING_HOST));
     const slug = match[1] || DEFAULT_NETWORK;
     this.#accept(req, socket, head, slug).catch((err: unknown) => {
       this.#d.logger.error({ err }, 'websocket upgrade failed');
