@@ -46,6 +46,11 @@ export const DEFAULT_PROVIDER_ERRORS: readonly ProviderErrorRule[] = [
   { message: 'unknown block', kind: 'missing' },
   { message: 'received invalid block tag', kind: 'missing' },
   { message: 'blockHash cannot be found', kind: 'missing' },
+  // C26: a method this node does not serve, which another client may (Hardhat has no
+  // eth_getBlockReceipts): -32601 "Method not found" (anvil, geth), -32004 "Method ... is not
+  // supported" (Hardhat). The gateway's own refusals are made before any node is asked.
+  { code: -32601, kind: 'missing' },
+  { code: -32004, kind: 'missing' },
 ];
 
 export interface ProviderVerdict {

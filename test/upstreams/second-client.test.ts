@@ -266,6 +266,19 @@ describe('a second node implementation: anvil and Hardhat behind the gateway (C2
     }
   });
 
+  test('a method one client lacks (eth_getBlockReceipts on Hardhat) is answered by the other, and passed on from the one alone', async () => {
+    const params = ['latest'];
+    const own = await node('hardhat', 'eth_getBlockReceipts', params);
+    assert.equal(own.error?.code, -32004, JSON.stringify(own));
+    assert.deepEqual(await rpc(NETWORK.hardhat, 'eth_getBlockReceipts', params), own, 'Hardhat alone: its error as it wrote it');
+    const p = pool([direct.hardhat, direct.anvil]); // the shipped table; no probes: config order
+    const res = await p.forward(call('eth_getBlockReceipts', params), ['eth_getBlockReceipts']);
+    const answer = JSON.parse(res.body.toString()) as Answer;
+    assert.ok(Array.isArray(answer.result), JSON.stringify(answer));
+    assert.equal(res.upstream, 1, 'answered by anvil');
+    assert.equal(p.callStats()[0]?.errors.get('node_missing'), 1, 'Hardhat was asked first');
+  });
+
   test('a network of both clients answers with either one stopped, both ways round', async () => {
     const clientOf = async () => String((await rpc(NETWORK.both, 'web3_clientVersion', [])).result);
     const upstreamUp = async (index: number) => {
