@@ -92,14 +92,15 @@ function differences(a: Shape, b: Shape, path = 'result'): string[] {
 }
 
 /**
- * The members one client gives and the other does not, for the calls where the two differ (each
- * optional in the execution-apis specification, or a field of a later fork): docs/rpc.md lists
- * them. Every other call, and every member both give, has the same JSON type on both.
+ * The members one client gives and the other does not, for the calls where the two differ
+ * (docs/rpc.md lists them). Every other call, and every member both give, has the same JSON type
+ * on both.
  */
 const KNOWN_DIFFERENCES: Record<string, string[]> = {
-  // Hardhat's node gives no `blockTimestamp` in logs, receipts and transactions (added to the
-  // specification in 2025), no `yParity` in a full block's transactions (its eth_getTransactionByHash
-  // has it), and no blob members where the specification makes them optional.
+  // anvil adds `blockTimestamp` to logs, receipts and a block's transactions, and `blobGasPrice`
+  // to every receipt (the specification: blob transactions only); Hardhat leaves out the optional
+  // blob members of eth_feeHistory, and a full block's typed transactions have its deprecated `v`
+  // without the `yParity` the specification requires.
   eth_getBlockByNumber: ['result.transactions[].blockTimestamp: anvil only', 'result.transactions[].yParity: anvil only'],
   eth_getTransactionReceipt: ['result.blobGasPrice: anvil only', 'result.blockTimestamp: anvil only', 'result.logs[].blockTimestamp: anvil only'],
   eth_getLogs: ['result[].blockTimestamp: anvil only'],
