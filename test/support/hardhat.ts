@@ -18,8 +18,8 @@ export type BareHardhat = BareAnvil;
  * temporary folder, removed on stop, so nothing is written to the project; nothing is compiled or
  * downloaded. Resolves once it answers eth_chainId.
  */
-export async function startHardhat(opts: { timeoutMs?: number } = {}): Promise<BareHardhat> {
-  const port = await freePort();
+export async function startHardhat(opts: { timeoutMs?: number; port?: number } = {}): Promise<BareHardhat> {
+  const port = opts.port ?? (await freePort());
   const dir = mkdtempSync(path.join(tmpdir(), 'junction-hardhat-'));
   const configFile = path.join(dir, 'hardhat.config.cjs');
   // `paths.root`: Hardhat's cache folder, should it make one, goes to the temporary folder.

@@ -13,7 +13,7 @@ import { type BareAnvil, startAnvil } from '../support/anvil.ts';
 import { createKey, startTestApp, type TestApp } from '../support/app.ts';
 import { type BareHardhat, startHardhat } from '../support/hardhat.ts';
 import { TINY_ABI, TINY_BYTECODE, TINY_REVERTING_CALLDATA } from '../support/tiny-contract.ts';
-import { waitFor } from '../support/wait.ts';
+import { freePort, waitFor } from '../support/wait.ts';
 import { call, pool } from './helpers.ts';
 
 // The first dev account of both nodes (the same mnemonic), and the one after it.
@@ -117,20 +117,28 @@ describe('a second node implementation: anvil and Hardhat behind the gateway (C2
   const direct: Record<Client, string> = { anvil: '', hardhat: '' };
 
   before(async () => {
-    [anvil, hardhat] = await Promise.all([startAnvil(), startHardhat()]);
-    direct.anvil = anvil.url;
-    direct.hardhat = hardhat.url;
-    t = await startTestApp({
-      listen: true,
-      // Probes twice a second: a node that answers again is seen soon (the failover test).
-      overrides: { rpc: { healthIntervalMs: 500 } },
-      env: {
-        ADMIN_TOKEN: ADMIN,
-        UPSTREAM_ETHEREUM: anvil.url,
-        UPSTREAM_POLYGON: hardhat.url,
-        UPSTREAM_BASE: `${anvil.url},${hardhat.url}`,
-      },
-    });
+    // The nodes start while the gateway does, on ports chosen first (a network's upstreams are
+    // not asked before its first call).
+    const [anvilPort, hardhatPort] = [await freePort(), await freePort()];
+    direct.anvil = `http://127.0.0.1:${anvilPort}`;
+    direct.hardhat = `http://127.0.0.1:${hardhatPort}`;
+    // All three settle before going on: whatever started is stopped by after() if another failed.
+    const started = await Promise.allSettled([
+      startAnvil({ port: anvilPort }).then((n) => (anvil = n)),
+      startHardhat({ port: hardhatPort }).then((n) => (hardhat = n)),
+      startTestApp({
+        listen: true,
+        // Probes twice a second: a node that answers again is seen soon (the failover test).
+        overrides: { rpc: { healthIntervalMs: 500 } },
+        env: {
+          ADMIN_TOKEN: ADMIN,
+          UPSTREAM_ETHEREUM: direct.anvil,
+          UPSTREAM_POLYGON: direct.hardhat,
+          UPSTREAM_BASE: `${direct.anvil},${direct.hardhat}`,
+        },
+      }).then((app) => (t = app)),
+    ]);
+    for (const s of started) if (s.status === 'rejected') throw s.reason;
     const k = await createKey(t.app);
     // Enterprise: no rate limit, every network; the calls here are what is tested, not the plan.
     const res = await t.app.inject({ method: 'PATCH', url: `/api/v1/admin/users/${k.user.id}`, headers: { 'x-admin-token': ADMIN }, payload: { tier: 'enterprise' } });
