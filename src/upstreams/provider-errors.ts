@@ -37,6 +37,20 @@ export const DEFAULT_PROVIDER_ERRORS: readonly ProviderErrorRule[] = [
   { message: 'missing trie node', kind: 'missing' },
   { message: 'state is not available', kind: 'missing' },
   { message: 'state histories haven', kind: 'missing' },
+  // C26: a block this node has not reached, or a hash it does not know, as each client words it:
+  // another node may have it (docs/rpc.md lists each client's answers). anvil: -32602
+  // "BlockOutOfRangeError: ...", -32001 "Resource not found", -32000 "unknown block" (geth's words
+  // too); Hardhat: -32000 "Received invalid block tag ...", -32602 "blockHash cannot be found".
+  { message: 'BlockOutOfRangeError', kind: 'missing' },
+  { message: 'resource not found', kind: 'missing' },
+  { message: 'unknown block', kind: 'missing' },
+  { message: 'received invalid block tag', kind: 'missing' },
+  { message: 'blockHash cannot be found', kind: 'missing' },
+  // C26: a method this node does not serve, which another client may (Hardhat has no
+  // eth_getBlockReceipts): -32601 "Method not found" (anvil, geth), -32004 "Method ... is not
+  // supported" (Hardhat). The gateway's own refusals are made before any node is asked.
+  { code: -32601, kind: 'missing' },
+  { code: -32004, kind: 'missing' },
 ];
 
 export interface ProviderVerdict {

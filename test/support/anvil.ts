@@ -14,8 +14,9 @@ export interface BareAnvil {
  * One bare anvil (chain id 31337, silent) on a free port, for tests that need a real node but
  * not the devnet (no gateway config, no contracts). Resolves once it answers eth_chainId.
  */
-export async function startAnvil(opts: { timeoutMs?: number } = {}): Promise<BareAnvil> {
-  const port = await freePort();
+export async function startAnvil(opts: { timeoutMs?: number; port?: number } = {}): Promise<BareAnvil> {
+  // `port`: the one a stopped anvil had, to stand in for it at the same URL (a node restarting).
+  const port = opts.port ?? (await freePort());
   const anvil = spawn(anvilBinary(), ['--port', String(port), '--chain-id', '31337', '--silent'], { stdio: 'ignore' });
   const url = `http://127.0.0.1:${port}`;
   const stop = async () => {
