@@ -197,7 +197,7 @@ describe('transparency: recorded exchanges come back unchanged through the gatew
       try {
         for (const e of exchanges) {
           const text = await new Promise<string>((resolve) => {
-            ws.once('message', (data) => resolve(String(data)));
+            ws.once('message', (data: Buffer) => resolve(data.toString('utf8')));
             ws.send(e.request);
           });
           got.push({ e, text });
