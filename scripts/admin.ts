@@ -4,7 +4,7 @@
 // same against one instance or many, embedded storage or PostgreSQL.
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { adminTokenFile } from '../src/devnet/admin-token.ts';
+import { adminTokenFile, adminUrlFile } from '../src/devnet/admin-token.ts';
 
 const HELP = `Manage Junction accounts through a running gateway's admin API (C8, C52).
 
@@ -21,14 +21,18 @@ Commands:
   revoke-key <email|id> --all          revoke every key of the account
 
 Options:
-  --url URL      the gateway (default: env GATEWAY_URL, else PUBLIC_URL, else http://localhost:$PORT, port 8080)
+  --url URL      the gateway (default: env GATEWAY_URL, else PUBLIC_URL, else http://localhost:$PORT,
+                 else the devnet's gateway recorded in $DATA_DIR/devnet/admin-url, else http://localhost:8080)
   --token TOKEN  the admin token (default: env ADMIN_TOKEN, else the devnet's own in
-                 $DATA_DIR/devnet/admin-token, DATA_DIR default ./data; prefer these: a command line shows in ps)
+                 $DATA_DIR/devnet/admin-token, DATA_DIR default ./data, and only for the devnet's own
+                 gateway; prefer these to --token: a command line shows in ps)
   --json         print the API's answers as JSON
   -h, --help     this text
 
 The gateway serves the admin API only when it was started with ADMIN_TOKEN set
-(npm start -- --devnet makes one into $DATA_DIR/devnet/admin-token, read from there). Exit status: 0 done, 1 refused or failed, 2 usage.
+(npm start -- --devnet makes one into $DATA_DIR/devnet/admin-token, read from there). A redirect
+is never followed: the token goes to the address given and nowhere else.
+Exit status: 0 done, 1 refused or failed, 2 usage.
 `;
 
 const TIERS = ['free', 'pro', 'max', 'enterprise'] as const;
@@ -60,18 +64,46 @@ interface AdminKey {
   lastUsedAt: string | null;
 }
 
-/** C52: the token `npm start -- --devnet` made for its data folder, when there is one. */
-function devnetToken(): string | undefined {
+interface DevnetAdmin {
+  token: string;
+  tokenFile: string;
+  /** The address of the gateway the devnet runs, recorded once it listened; undefined for an older data folder. */
+  url: string | undefined;
+}
+
+const readTrimmed = (file: string) => {
   try {
-    return readFileSync(adminTokenFile(process.env.DATA_DIR ?? './data'), 'utf8').trim() || undefined;
+    return readFileSync(file, 'utf8').trim() || undefined;
   } catch {
     return undefined;
   }
+};
+
+/** C52: the token `npm start -- --devnet` made for its data folder, and its gateway's address, when there is one. */
+function devnetAdmin(): DevnetAdmin | undefined {
+  const dataDir = process.env.DATA_DIR ?? './data';
+  const tokenFile = adminTokenFile(dataDir);
+  const token = readTrimmed(tokenFile);
+  return token === undefined ? undefined : { token, tokenFile, url: readTrimmed(adminUrlFile(dataDir)) };
 }
 
-function gatewayUrl(given: string | undefined): string {
+const LOOPBACK = new Set(['localhost', '127.0.0.1', '[::1]']);
+
+/** Same scheme, host and port; the loopback names count as one host (the devnet records localhost). */
+function sameGateway(a: string, b: string): boolean {
+  try {
+    const x = new URL(a);
+    const y = new URL(b);
+    if (x.origin === y.origin) return true;
+    return x.protocol === y.protocol && x.port === y.port && LOOPBACK.has(x.hostname) && LOOPBACK.has(y.hostname);
+  } catch {
+    return false;
+  }
+}
+
+function gatewayUrl(given: string | undefined, devnet: DevnetAdmin | undefined): string {
   const env = process.env;
-  const url = given ?? env.GATEWAY_URL ?? env.PUBLIC_URL ?? `http://localhost:${env.PORT ?? '8080'}`;
+  const url = given ?? env.GATEWAY_URL ?? env.PUBLIC_URL ?? (env.PORT ? `http://localhost:${env.PORT}` : (devnet?.url ?? 'http://localhost:8080'));
   try {
     return new URL(url).toString().replace(/\/$/, '');
   } catch {
@@ -79,7 +111,7 @@ function gatewayUrl(given: string | undefined): string {
   }
 }
 
-function client(base: string, token: string) {
+function client(base: string, token: string, tokenFrom: string) {
   return async function call<T>(method: string, path: string, body?: unknown): Promise<T> {
     let res: Response;
     try {
@@ -87,11 +119,18 @@ function client(base: string, token: string) {
         method,
         headers: { 'x-admin-token': token, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
         ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+        // The token is for this address only: a redirect is reported, never followed with it.
+        redirect: 'manual',
         signal: AbortSignal.timeout(15_000),
       });
     } catch (err) {
       const why = err instanceof Error ? ((err.cause as Error | undefined)?.message ?? err.message) : String(err);
       throw new Refused(`no answer from ${base} (${why}): is the gateway running there? (--url)`);
+    }
+    if (res.status >= 300 && res.status < 400) {
+      await res.body?.cancel();
+      const to = res.headers.get('location');
+      throw new Refused(`${base} answered ${res.status}, a redirect${to ? ` to ${to}` : ''}: the admin token is not sent on; if that is the gateway, pass its address with --url`);
     }
     const text = await res.text();
     let json: { success?: boolean; data?: T; error?: { code?: string; message?: string } } | undefined;
@@ -104,7 +143,7 @@ function client(base: string, token: string) {
     if (res.status === 404 && json?.error?.message?.startsWith('No route')) {
       throw new Refused(`${base} serves no admin API: start the gateway with ADMIN_TOKEN set`);
     }
-    if (res.status === 401) throw new Refused('the gateway refused the admin token (ADMIN_TOKEN or --token)');
+    if (res.status === 401) throw new Refused(`the gateway at ${base} refused the admin token (${tokenFrom})`);
     throw new Refused(`${res.status} ${json?.error?.code ?? ''}: ${json?.error?.message ?? text.slice(0, 200)}`.replace(/ +:/, ':'));
   };
 }
@@ -178,9 +217,18 @@ async function run(argv: string[]): Promise<void> {
     if (!command && !values.help) process.exitCode = 2;
     return;
   }
-  const token = values.token ?? process.env.ADMIN_TOKEN ?? devnetToken();
-  if (!token) throw new UsageError('no admin token: set ADMIN_TOKEN (the one the gateway was started with) or pass --token');
-  const call = client(gatewayUrl(values.url), token);
+  const devnet = devnetAdmin();
+  const base = gatewayUrl(values.url, devnet);
+  // C52: the devnet's token goes only to the devnet's own gateway. Sent to another one it would be
+  // refused (and told to a gateway it is not for): there, no token is a usage error.
+  const fromDevnet = devnet?.url !== undefined && sameGateway(devnet.url, base) ? devnet.token : undefined;
+  const token = values.token ?? process.env.ADMIN_TOKEN ?? fromDevnet;
+  if (!token) {
+    const why = devnet ? `; the devnet's token in ${devnet.tokenFile} is for ${devnet.url ? `its gateway at ${devnet.url}, not ${base}` : 'a devnet that recorded no address: start it again'}` : '';
+    throw new UsageError(`no admin token: set ADMIN_TOKEN (the one the gateway was started with) or pass --token${why}`);
+  }
+  const tokenFrom = values.token !== undefined ? '--token' : process.env.ADMIN_TOKEN !== undefined ? 'ADMIN_TOKEN' : `the devnet's, from ${devnet?.tokenFile}`;
+  const call = client(base, token, tokenFrom);
   const print = (json: unknown, text: string) => process.stdout.write(`${values.json ? JSON.stringify(json, null, 2) : text}\n`);
 
   switch (command) {

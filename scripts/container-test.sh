@@ -98,9 +98,18 @@ if [ -n "$cafile" ] && [ "$cafile" != null ] && [ -f "$cafile" ]; then
 fi
 say "building $IMAGE on $NODE_BASE"
 t0=$(date +%s)
+# Untagged images before the build: the ones this build leaves (its build stage, and the previous
+# $IMAGE that the new one takes the tag from) are removed after it, and only those.
+untagged_before=$("${P[@]}" images --quiet --no-trunc --filter dangling=true | sort -u)
 "${P[@]}" build --quiet --format docker --network host "${RUN_OPTS[@]:2}" "${secrets[@]}" \
   --build-arg "NODE_IMAGE=$NODE_BASE" -t "$IMAGE" . >/dev/null
 say "built in $(( $(date +%s) - t0 )) s"
+left=$(comm -13 <(printf '%s\n' "$untagged_before") <("${P[@]}" images --quiet --no-trunc --filter dangling=true | sort -u) | grep . || true)
+if [ -n "$left" ]; then
+  # shellcheck disable=SC2086 # one image id a word
+  "${P[@]}" rmi $left >/dev/null 2>&1 || true
+  say "removed $(wc -l <<<"$left") untagged image(s) the build left"
+fi
 size=$("${P[@]}" image inspect --format '{{.Size}}' "$IMAGE")
 base_size=$("${P[@]}" image inspect --format '{{.Size}}' "$NODE_BASE")
 say "image size: $(( size / 1000000 )) MB ($(( (size - base_size) / 1000000 )) MB over the $(( base_size / 1000000 )) MB Node base)"

@@ -50,6 +50,7 @@ import type { Storage } from './storage/db.ts';
 import { RedisLink, type RedisClient } from './storage/redis.ts';
 import { type Limiter, MemoryLimiter } from './metering/limiter.ts';
 import { Meter } from './metering/meter.ts';
+import { effectiveLimits } from './metering/plans.ts';
 import { RestLimits } from './metering/rest-limits.ts';
 import { RedisLimiter } from './metering/redis-limiter.ts';
 import { UsageRetention } from './usage/retention.ts';
@@ -358,7 +359,11 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
     { name: 'solver', start: () => solver.start(), close: () => solver.close() },
   ]);
 
-  const restLimits = new RestLimits(config, limiter);
+  // C13: a REST answer's X-CU-Remaining is the signed-in account's, as its RPC answers say it.
+  const restLimits = new RestLimits(config, limiter, async (userId) => {
+    const user = await accounts.findById(userId);
+    return user ? meter.computeUnitsLeft(userId, effectiveLimits(config, user).monthlyComputeUnits) : -1;
+  });
   await app.register(
     async (api) => {
       // C17: signed-out REST traffic is limited per client IP...

@@ -18,7 +18,7 @@ import { listenStartError, redisStartError, StartError, storageStartError } from
 import type { Devnet } from './devnet/devnet.ts';
 import { bindEarly, type EarlyListener } from './ops/early-listener.ts';
 import { createLogger, prettyLogs } from './ops/logging.ts';
-import { devnetAdminToken } from './devnet/admin-token.ts';
+import { devnetAdminToken, recordDevnetAdminUrl } from './devnet/admin-token.ts';
 import { installBenchGc } from './ops/bench-gc.ts';
 import type { Storage } from './storage/db.ts';
 
@@ -105,7 +105,8 @@ async function startChains(cfg: Config, log: Logger, stateDir: string | undefine
     await devnet.stop();
     throw err;
   });
-  log.info(terse ? {} : { tokens, settlers: settlers.settlers, solver: solver.address, wallets, ms: Date.now() - started }, 'devnet contracts deployed (test token JUSD, intent settlers)');
+  // The addresses (a token and two settlers per chain, the wallets) go to the file and to debug.
+  log.info(terse ? {} : { networks: Object.keys(tokens).length, solver: solver.address, ms: Date.now() - started }, 'devnet contracts deployed (test token JUSD, intent settlers)');
   const details = {
     note: '10 dev accounts with 10,000,000 coins each on every chain; public keys (the anvil mnemonic), never use them elsewhere; index 9 is the devnet\'s own',
     accounts,
@@ -169,11 +170,12 @@ async function main(): Promise<void> {
     }
   };
   // A stop sent to the whole process group (systemd, Ctrl-C in a terminal, `kill -- -PGID`) arrives
-  // twice: directly and relayed by `npm start`. The handlers stay installed, so a repeat is logged
-  // and ignored instead of falling to Node's default, which would kill the process in the middle of
-  // writing the last usage counts. What bounds the stop is server.shutdownGraceMs.
+  // twice: directly and relayed by `npm start`. The handlers stay installed, so a repeat is ignored
+  // instead of falling to Node's default, which would kill the process in the middle of writing the
+  // last usage counts. The relayed copy is normal, so it is only a debug line. What bounds the stop
+  // is server.shutdownGraceMs.
   const onSignal = (signal: NodeJS.Signals) => {
-    if (stopping) log.warn({ signal }, 'already stopping; signal ignored');
+    if (stopping) log.debug({ signal }, 'already stopping; signal ignored');
     else void stop(signal);
   };
   process.on('SIGTERM', onSignal);
@@ -188,12 +190,16 @@ async function main(): Promise<void> {
       throw listenStartError(err, config);
     });
     const secrets = resolveSecrets(config);
+    // Redis first, as the port: one connection, answered or refused within a second, so a REDIS_URL
+    // nothing listens on stops the start at once, before the storage (seconds of loading; a new
+    // embedded database must not be left half made) and the chains begin.
+    // (Not beside the loading below: that holds this thread, and the refusal would wait for it.)
+    redis = await connectRedis(config);
     // Every module is loaded before anything starts: loading is work on this thread, and done
     // while the storage opens it would delay the chains' answers past their timeouts.
-    const [{ buildApp }, { openStorage }, { openRedis, openRedisCluster }, { openWhenReachable }] = await Promise.all([
+    const [{ buildApp }, { openStorage }, { openWhenReachable }] = await Promise.all([
       import('./app.ts'),
       import('./storage/db.ts'),
-      import('./storage/redis.ts'),
       import('./storage/wait.ts'),
       config.devnet.enabled ? devnetModules() : undefined,
     ]);
@@ -217,11 +223,9 @@ async function main(): Promise<void> {
       config = validateConfig({ ...structuredClone<Config>(config), admin: { token: adminToken.token } });
     }
     const detailsFile = path.join(devnetStateDir ?? tmpdir(), devnetStateDir ? 'accounts.json' : `junction-devnet-${process.pid}.json`);
-    // The storage, Redis and the chains (their own processes) start side by side; storage first, as
-    // its loading goes on in the background while the chains are being spawned.
-    const redisUrl = config.redis.url;
-    const clusterNodes = config.redis.clusterNodes;
-    const [opened, connected, chains] = await Promise.allSettled([
+    // The storage and the chains (their own processes) start side by side; storage first, as its
+    // loading goes on in the background while the chains are being spawned.
+    const [opened, chains] = await Promise.allSettled([
       // C48: a PostgreSQL that is not there yet is waited for (logged at each attempt), not a failed start.
       openWhenReachable(
         () => openStorage({ databaseUrl: config.storage.databaseUrl, dataDir: config.storage.dataDir, queryTimeoutMs: config.storage.queryTimeoutMs, sharedBuffersMb: config.storage.embeddedSharedBuffersMb }),
@@ -229,21 +233,11 @@ async function main(): Promise<void> {
       ).catch((err: unknown) => {
         throw storageStartError(err, config);
       }),
-      clusterNodes
-        ? openRedisCluster(clusterNodes, { commandTimeoutMs: config.redis.commandTimeoutMs }).catch((err: unknown) => {
-            throw redisStartError(err, clusterNodes[0] ?? '', 'REDIS_CLUSTER_NODES');
-          })
-        : redisUrl
-          ? openRedis(redisUrl, { commandTimeoutMs: config.redis.commandTimeoutMs }).catch((err: unknown) => {
-              throw redisStartError(err, redisUrl);
-            })
-          : undefined,
       config.devnet.enabled ? startChains(config, log, devnetStateDir, detailsFile, terse) : undefined,
     ]);
     if (chains.status === 'fulfilled' && chains.value) ({ config, devnet } = chains.value);
     if (opened.status === 'fulfilled') storage = opened.value;
-    if (connected.status === 'fulfilled') redis = connected.value;
-    for (const r of [chains, opened, connected]) if (r.status === 'rejected') throw r.reason;
+    for (const r of [chains, opened]) if (r.status === 'rejected') throw r.reason;
     if (!storage) throw new Error('storage did not open');
     const where = config.storage.databaseUrl ? maskUrl(config.storage.databaseUrl) : config.storage.dataDir === 'memory' ? 'memory' : dataDir;
     log.info(terse ? {} : { storage: storage.kind, where }, `storage ready (${storage.kind === 'postgres' ? 'PostgreSQL' : 'embedded PGlite'}, ${where}), migrations applied`);
@@ -259,6 +253,8 @@ async function main(): Promise<void> {
       throw listenStartError(err, config);
     });
     const base = publicUrl(config, (app.server.address() as { port?: number } | null)?.port);
+    // C52: the admin command sends the devnet's token to this gateway only, and finds it here by itself.
+    if (config.devnet.enabled) recordDevnetAdminUrl(config.storage.dataDir, adminToken?.file ? base : undefined);
     log.info(terse ? {} : { address, publicUrl: base, dashboard: `${base}/`, docs: `${base}/docs`, devnet: config.devnet.enabled }, 'Junction is listening');
     // The per-network states of the first probe round, in one line (they are at debug), then the banner.
     const round = await app.parts.upstreams.firstRound();
@@ -268,10 +264,10 @@ async function main(): Promise<void> {
       : round.answering.length === 0 ? `0 of ${total} networks answering`
       : `${round.answering.length} of ${total} networks answering; down: ${round.down.join(', ')}`;
     (round.down.length === 0 ? log.info : log.warn).call(log, terse ? {} : { networks: total, answering: round.answering, down: round.down }, summary);
-    log.info(
-      terse ? {} : { dashboard: `${base}/`, docs: `${base}/docs`, ...(adminToken ? { adminTokenFile: adminToken.file ?? null } : {}), ...(config.devnet.enabled ? { devnetFile: detailsFile } : {}) },
-      banner({ base, devnet: config.devnet.enabled, adminToken, detailsFile, noNode: total > 0 && round.answering.length === 0 }),
-    );
+    const ready = banner({ base, devnet: config.devnet.enabled, adminToken, detailsFile, noNode: total > 0 && round.answering.length === 0 });
+    // A terminal gets the banner's lines; a JSON line is one event: its lines are its fields.
+    if (terse) log.info(ready.lines.join('\n'));
+    else log.info({ dashboard: `${base}/`, ...ready.fields, ...(adminToken ? { adminTokenFile: adminToken.file ?? null } : {}) }, ready.lines[0]);
   } catch (err) {
     if (!plainStartError(err, log)) log.error({ err }, 'start failed');
     // Whatever had started is closed, but a failed start never hangs on it.
@@ -282,6 +278,21 @@ async function main(): Promise<void> {
     await devnet?.stop().catch(() => {});
     process.exit(1);
   }
+}
+
+/** The Redis of `redis.url` or `redis.clusterNodes`, connected, or undefined when there is none (one instance). */
+async function connectRedis(config: Config): Promise<RedisClient | undefined> {
+  const { url, clusterNodes, commandTimeoutMs } = config.redis;
+  if (!url && !clusterNodes) return undefined;
+  const { openRedis, openRedisCluster } = await import('./storage/redis.ts');
+  if (clusterNodes) {
+    return openRedisCluster(clusterNodes, { commandTimeoutMs }).catch((err: unknown) => {
+      throw redisStartError(err, clusterNodes[0] ?? '', 'REDIS_CLUSTER_NODES');
+    });
+  }
+  return openRedis(url as string, { commandTimeoutMs }).catch((err: unknown) => {
+    throw redisStartError(err, url as string);
+  });
 }
 
 /** Where the secrets come from, for the start line (never their values). */
@@ -296,15 +307,25 @@ function secretsSource(cfg: Config): string {
  * how to reach the paid features (C52). The admin token is shown on the devnet only, where it was
  * made for this data folder; a given ADMIN_TOKEN is never printed.
  */
-function banner(o: { base: string; devnet: boolean; adminToken: { token: string; file?: string } | undefined; detailsFile: string; noNode: boolean }): string {
-  const rpc = `curl -s ${o.base}/public/main -H 'content-type: application/json' -d '{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber","params":[]}'`;
-  const lines = [`Junction is ready: dashboard ${o.base}/`, `  API docs   ${o.base}/docs`, `  try        ${rpc}`];
+function banner(o: { base: string; devnet: boolean; adminToken: { token: string; file?: string } | undefined; detailsFile: string; noNode: boolean }): {
+  lines: string[];
+  fields: Record<string, string>;
+} {
+  const fields: Record<string, string> = {
+    docs: `${o.base}/docs`,
+    try: `curl -s ${o.base}/public/main -H 'content-type: application/json' -d '{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber","params":[]}'`,
+  };
   if (o.devnet) {
-    lines.push(`  accounts   dev accounts, private keys and addresses in ${o.detailsFile}`);
-    if (o.adminToken) lines.push(`  admin      ADMIN_TOKEN=${o.adminToken.token} npm run admin -- set-tier me@example.com max`);
+    fields.accounts = o.detailsFile;
+    // C52: with this gateway's address, so the command reaches it on any port, from any folder.
+    if (o.adminToken) fields.admin = `ADMIN_TOKEN=${o.adminToken.token} npm run admin -- set-tier me@example.com max --url ${o.base}`;
   }
-  if (o.noNode) lines.push('  no node answers: offline? try --devnet');
-  return lines.join('\n');
+  if (o.noNode) fields.hint = 'no node answers: offline? try --devnet';
+  const lines = [`Junction is ready: dashboard ${o.base}/`, `  API docs   ${fields.docs}`, `  try        ${fields.try}`];
+  if (fields.accounts) lines.push(`  accounts   dev accounts, private keys and addresses in ${fields.accounts}`);
+  if (fields.admin) lines.push(`  admin      ${fields.admin}`);
+  if (fields.hint) lines.push(`  ${fields.hint}`);
+  return { lines, fields };
 }
 
 /**

@@ -152,6 +152,9 @@ export interface ConfigSources {
 
 /** Defaults that differ under `--devnet`. */
 const DEVNET_DEFAULTS: Json = {
+  // C59: a devnet (an admin API on, its token printed, webhooks to private addresses) stays on
+  // this machine unless HOST or the config file says otherwise.
+  server: { host: '127.0.0.1' },
   events: { confirmations: 1 },
   webhooks: { allowPrivateTargets: true },
 };

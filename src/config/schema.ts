@@ -13,7 +13,7 @@ export const ConfigSchema = T.Object(
     server: T.Object(
       {
         port: T.Integer({ minimum: 0, maximum: 65535, description: 'listen port; 0 = any free port' }),
-        host: T.String({ minLength: 1, description: 'listen address' }),
+        host: T.String({ minLength: 1, description: 'listen address; 127.0.0.1 under --devnet' }), // C59
         publicUrl: T.Union([T.String({ format: 'uri', pattern: '^https?://', allowed: 'an http:// or https:// URL' }), T.Null()], {
           description: 'the address users see in rpcUrl and wsUrl; null: http://localhost:$PORT', // C2
         }),

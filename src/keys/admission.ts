@@ -90,8 +90,10 @@ function usable(key: ResolvedKey | null, now: number): ResolvedKey | Refusal {
 /** The network, then the key's origin, IP and JWT rules (a key without any costs one null check). */
 function judge(key: ResolvedKey, network: string, from: RequestOrigin): Admission | Promise<Admission> {
   if (!key.networks.has(network)) {
-    // Issue 31: the refusal says what would allow it (the key's networks, within the plan's).
-    const err = new NetworkNotAllowedError(`API key not authorized for network ${network}: add it to the key's networks (PATCH /api/v1/api-keys/{id}), within the plan's`, {
+    // The refusal says what would allow it: the key's networks, and how many the plan allows (C16).
+    const max = key.limits.maxNetworks;
+    const allowance = max === null ? `the ${key.tier} plan allows every network` : `the ${key.tier} plan allows ${max} networks over all of the account's keys`;
+    const err = new NetworkNotAllowedError(`API key not authorized for network ${network}. Add it to the key's networks with PATCH /api/v1/api-keys/{id}: ${allowance}.`, {
       details: { network, allowed: [...key.networks] },
     });
     return new Refusal(err, 'network', key);

@@ -171,6 +171,14 @@ export class Meter {
     return { checks, roles, perMinute };
   }
 
+  /** An account's compute units left this month (`monthly`: its plan's, null: unlimited, answered -1), read without consuming. */
+  async computeUnitsLeft(userId: string, monthly: number | null): Promise<number> {
+    if (monthly === null) return -1;
+    const p = currentPeriods();
+    const { states } = await this.#limiter.consume([{ kind: 'counter', key: `cu:${userId}:${p.month}`, shard: userId, limit: monthly, resetAt: p.monthEndsAt, cost: 0 }]);
+    return states[0]?.remaining ?? -1;
+  }
+
   /**
    * What an account has left now of its per-minute rate, daily requests and monthly compute units
    * (`limits`: its plan with overrides; null: unlimited), read without consuming anything.

@@ -6,13 +6,14 @@ import type { CheckState, Limiter, WindowCheck } from './limiter.ts';
 const MINUTE_MS = 60_000;
 const HOUR_MS = 3_600_000;
 
-function headersOf(limit: number, s: CheckState): Record<string, string> {
+/** `cuLeft`: the signed-in account's compute units left this month; -1 when unlimited or signed out. */
+function headersOf(limit: number, s: CheckState, cuLeft: number): Record<string, string> {
   const resetAt = s.remaining === 0 ? Date.now() + Math.max(1, s.retryAfterMs) : s.resetAt;
   return {
     'x-ratelimit-limit': String(limit),
     'x-ratelimit-remaining': String(s.remaining),
     'x-ratelimit-reset': String(Math.ceil(resetAt / 1000)),
-    'x-cu-remaining': '-1',
+    'x-cu-remaining': String(cuLeft),
   };
 }
 
@@ -35,18 +36,28 @@ export class RestLimits {
   readonly #limiter: Limiter;
   readonly #cfg: Config['limits'];
 
-  constructor(config: Config, limiter: Limiter) {
+  readonly #cuLeft: ((userId: string) => Promise<number>) | undefined;
+
+  /**
+   * `cuLeft` answers a signed-in account's compute units left this month (-1: unlimited), read
+   * without consuming: C13's X-CU-Remaining on REST answers is the account's, as on its RPC answers.
+   */
+  constructor(config: Config, limiter: Limiter, cuLeft?: (userId: string) => Promise<number>) {
     this.#limiter = limiter;
     this.#cfg = config.limits;
+    this.#cuLeft = cuLeft;
   }
 
   /** The general REST limit; `userId` once the bearer token is known, else the client IP. */
   async request(req: FastifyRequest, reply: FastifyReply, userId?: string): Promise<void> {
     const key = userId ? `rest:u:${userId}` : `rest:ip:${req.ip}`;
     const limit = this.#cfg.restPerMinute;
-    const r = await this.#limiter.consume([{ kind: 'window', key, limit, windowMs: MINUTE_MS, cost: 1 }]);
+    const [r, cuLeft] = await Promise.all([
+      this.#limiter.consume([{ kind: 'window', key, limit, windowMs: MINUTE_MS, cost: 1 }]),
+      userId && this.#cuLeft ? this.#cuLeft(userId) : -1,
+    ]);
     const s = r.states[0] as CheckState;
-    reply.headers(headersOf(limit, s));
+    reply.headers(headersOf(limit, s, cuLeft));
     if (!r.allowed) throw throttled(s, 'Too many requests: REST API limit reached');
   }
 

@@ -2,6 +2,10 @@
 // The script runs as its own process against a listening gateway, as an operator would run it.
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type IncomingHttpHeaders } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { promisify } from 'node:util';
@@ -18,10 +22,17 @@ interface Ran {
   stderr: string;
 }
 
-async function admin(args: string[], env: Record<string, string> = {}): Promise<Ran> {
+const TSX = path.join(root, 'node_modules/.bin/tsx');
+
+/**
+ * Runs the admin command with only `env` (and PATH), in `cwd`: by default an empty folder, so a
+ * devnet's data/ in the project folder (its admin token, C52) has no say in what a test sees.
+ */
+async function admin(args: string[], env: Record<string, string> = {}, cwd?: string): Promise<Ran> {
+  const dir = cwd ?? mkdtempSync(path.join(tmpdir(), 'junction-admin-cli-'));
   try {
-    const { stdout, stderr } = await run(process.execPath, ['--import', 'tsx', SCRIPT, ...args], {
-      cwd: root,
+    const { stdout, stderr } = await run(TSX, [SCRIPT, ...args], {
+      cwd: dir,
       env: { PATH: process.env.PATH ?? '', ...env },
       timeout: 60_000,
     });
@@ -29,7 +40,18 @@ async function admin(args: string[], env: Record<string, string> = {}): Promise<
   } catch (err) {
     const e = err as { code?: number; stdout?: string; stderr?: string };
     return { code: typeof e.code === 'number' ? e.code : -1, stdout: e.stdout ?? '', stderr: e.stderr ?? '' };
+  } finally {
+    if (cwd === undefined) rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** A working folder holding what `npm start -- --devnet` leaves in ./data/devnet: its admin token, and the address it listened on. */
+function devnetFolder(token: string, url: string | undefined): string {
+  const dir = mkdtempSync(path.join(tmpdir(), 'junction-admin-devnet-'));
+  mkdirSync(path.join(dir, 'data', 'devnet'), { recursive: true });
+  writeFileSync(path.join(dir, 'data', 'devnet', 'admin-token'), `${token}\n`);
+  if (url !== undefined) writeFileSync(path.join(dir, 'data', 'devnet', 'admin-url'), `${url}\n`);
+  return dir;
 }
 
 describe('npm run admin (C52)', () => {
@@ -122,5 +144,54 @@ describe('npm run admin (C52)', () => {
     const down = await admin(['users', '--url', 'http://127.0.0.1:9'], env);
     assert.equal(down.code, 1);
     assert.match(down.stderr, /no answer from http:\/\/127\.0\.0\.1:9/);
+  });
+
+  test('a devnet\'s data folder in the working folder: its token goes to the devnet\'s own gateway only; for another gateway no token is still a usage error (2)', async () => {
+    // The devnet ran on 8080 (or recorded no address, as an older one did): this gateway is not it.
+    for (const recorded of ['http://localhost:8080', undefined]) {
+      const cwd = devnetFolder('the-devnet-token-0123456789abcdef', recorded);
+      try {
+        const none = await admin(['users'], { GATEWAY_URL: t.url }, cwd);
+        assert.equal(none.code, 2, `${recorded}: ${none.stderr}`);
+        assert.match(none.stderr, /no admin token: set ADMIN_TOKEN/);
+        assert.ok(none.stderr.includes(path.join(cwd, 'data', 'devnet', 'admin-token')), 'names the devnet\'s token file');
+        assert.ok(!none.stderr.includes('the-devnet-token'), 'never the token itself');
+      } finally {
+        rmSync(cwd, { recursive: true, force: true });
+      }
+    }
+    // The devnet's own gateway: found by its recorded address (localhost or 127.0.0.1), with its token.
+    const cwd = devnetFolder(TOKEN, t.url.replace('127.0.0.1', 'localhost'));
+    try {
+      const own = await admin(['users', '--json'], {}, cwd);
+      assert.equal(own.code, 0, own.stderr);
+      assert.ok(Array.isArray(JSON.parse(own.stdout)));
+      const named = await admin(['users', '--json', '--url', t.url], {}, cwd);
+      assert.equal(named.code, 0, named.stderr);
+    } finally {
+      rmSync(cwd, { recursive: true, force: true });
+    }
+  });
+
+  test('a gateway that redirects elsewhere: the admin token is not sent on, and the command says where it was sent (1)', async () => {
+    const seen: IncomingHttpHeaders[] = []; // what the other origin received, headers and all
+    const elsewhere = createServer((req, res) => {
+      seen.push(req.headers);
+      res.writeHead(200, { 'content-type': 'application/json' }).end('{"success":true,"data":[]}');
+    });
+    const redirecting = createServer((req, res) => {
+      const to = `http://127.0.0.1:${(elsewhere.address() as AddressInfo).port}${req.url ?? '/'}`;
+      res.writeHead(307, { location: to }).end();
+    });
+    await Promise.all([elsewhere, redirecting].map((srv) => new Promise<void>((r) => srv.listen(0, '127.0.0.1', r))));
+    try {
+      const from = `http://127.0.0.1:${(redirecting.address() as AddressInfo).port}`;
+      const r = await admin(['users'], { ADMIN_TOKEN: TOKEN, GATEWAY_URL: from });
+      assert.equal(r.code, 1, r.stderr);
+      assert.match(r.stderr, /answered 307, a redirect to http:\/\/127\.0\.0\.1:\d+\/api\/v1\/admin\/users: the admin token is not sent on/);
+      assert.equal(seen.length, 0, 'the other origin got no request');
+    } finally {
+      await Promise.all([elsewhere, redirecting].map((srv) => new Promise<void>((r) => srv.close(() => r()))));
+    }
   });
 });

@@ -72,6 +72,22 @@ for (const setup of [
       assert.deepEqual(again.remaining, first.remaining, 'reading /me consumed nothing');
     });
 
+    test('C13: a REST answer\'s X-CU-Remaining is the account\'s compute units left this month (not -1 on a free plan); -1 when unlimited or signed out', async () => {
+      const u = await registerUser(t.app);
+      const fresh = await get(u.auth, '/api/v1/api-keys');
+      assert.equal(fresh.statusCode, 200);
+      assert.equal(fresh.headers['x-cu-remaining'], '100000', 'the free plan\'s 100,000 a month, none used');
+      const { key } = await createKey(t.app, {}, u);
+      const logs = await rpc(key, 'eth_getLogs');
+      const after = await get(u.auth);
+      assert.equal(after.headers['x-cu-remaining'], logs.headers['x-cu-remaining'], 'the count the RPC answer showed');
+      assert.equal(after.headers['x-cu-remaining'], String(100_000 - 10));
+      assert.equal(after.json().data.remaining.computeUnitsThisMonth, 100_000 - 10, 'and /me says the same');
+      await admin(u.id, { tier: 'enterprise' });
+      assert.equal((await get(u.auth)).headers['x-cu-remaining'], '-1', 'enterprise: unlimited');
+      assert.equal((await t.app.inject({ method: 'GET', url: '/api/v1/networks' })).headers['x-cu-remaining'], '-1', 'signed out: no account to count');
+    });
+
     test('/me of an enterprise account shows null (unlimited) limits and remaining', async () => {
       const u = await registerUser(t.app);
       await admin(u.id, { tier: 'enterprise' });

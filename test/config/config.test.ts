@@ -50,6 +50,17 @@ describe('config (C32)', () => {
     );
   });
 
+  test('C59: the devnet listens on 127.0.0.1 unless HOST or the config file says otherwise; outside the devnet on every interface', () => {
+    assert.equal(loadConfig({ env: {}, devnet: true }).server.host, '127.0.0.1', '--devnet');
+    assert.equal(loadConfig({ env: { DEVNET: '1' } }).server.host, '127.0.0.1', 'DEVNET=1');
+    assert.equal(loadConfig({ env: { HOST: '0.0.0.0' }, devnet: true }).server.host, '0.0.0.0', 'HOST has the last word');
+    const dir = mkdtempSync(path.join(tmpdir(), 'junction-host-'));
+    const file = path.join(dir, 'c.json');
+    writeFileSync(file, JSON.stringify({ server: { host: '::' } }));
+    assert.equal(loadConfig({ env: {}, devnet: true, configFile: file }).server.host, '::', 'so has the config file');
+    assert.equal(loadConfig({ env: {} }).server.host, '0.0.0.0', 'no devnet: the shipped default');
+  });
+
   test('a config file merges over the defaults (GATEWAY_CONFIG or --config)', () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'junction-cfg-'));
     const file = path.join(dir, 'gw.json');

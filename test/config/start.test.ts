@@ -4,6 +4,9 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { createServer, type Server } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { ended, ensureBuilt, ROOT } from '../support/process.ts';
@@ -142,10 +145,19 @@ describe('starting the gateway process the wrong way', { concurrency: true }, ()
     assert.ok(!`${r.stdout}${r.stderr}`.includes('hunter2secret'));
   });
 
-  test('a dead Redis: one line naming REDIS_URL and the address', async () => {
+  test('a dead Redis: one line naming REDIS_URL and the address, before the storage opens (as early as a port in use)', async () => {
     const port = await closedPort();
-    const line = logLine(await run([], { REDIS_URL: `redis://127.0.0.1:${port}` }));
-    assert.equal(line, `Cannot start: REDIS_URL: cannot reach Redis at redis://127.0.0.1:${port}: connection refused (nothing listens there) (ECONNREFUSED)`);
+    const dir = mkdtempSync(path.join(tmpdir(), 'junction-dead-redis-'));
+    try {
+      const r = await run([], { REDIS_URL: `redis://127.0.0.1:${port}`, DATA_DIR: dir, LOG_LEVEL: 'info' });
+      const line = logLine(r);
+      assert.equal(line, `Cannot start: REDIS_URL: cannot reach Redis at redis://127.0.0.1:${port}: connection refused (nothing listens there) (ECONNREFUSED)`);
+      // The refusal does not wait for the embedded database to be made (seconds), nor leaves one half made.
+      assert.doesNotMatch(r.stdout, /"msg":"data folder/);
+      assert.equal(existsSync(path.join(dir, 'pglite')), false, 'the storage was never opened');
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   test('a URL that does not parse: one line naming the variable, before anything starts', async () => {

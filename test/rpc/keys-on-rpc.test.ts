@@ -222,7 +222,21 @@ describe('key failures (C20, C22)', () => {
     const { key } = await createKey(t.app, { networks: ['native-mainnet'] });
     assertError(await rpc('/rpc/main/evm/51', { key, body: call('eth_chainId', 'n1') }), -32003, 403, 'n1');
     assertError(await rpc(`/v1/ethereum/${key}`, { body: call('eth_chainId', 'n2') }), -32003, 403, 'n2');
-    assertError(await rpc('/rpc/main/evm/1', { key }), -32003, 403);
+    const refused = await rpc('/rpc/main/evm/1', { key });
+    assertError(refused, -32003, 403);
+    // A whole sentence that says how to get the network, and how many networks the plan allows (C16).
+    assert.equal(
+      refused.json.error?.message,
+      "API key not authorized for network ethereum. Add it to the key's networks with PATCH /api/v1/api-keys/{id}: the free plan allows 5 networks over all of the account's keys.",
+    );
+  });
+
+  test('a network the key may not use on a plan without a network cap says the plan allows every network', async () => {
+    const { key, user } = await createKey(t.app, { networks: ['native-mainnet'] });
+    await setTier(t.app, user.id, 'enterprise', ADMIN);
+    const refused = await rpc('/rpc/main/evm/1', { key });
+    assertError(refused, -32003, 403);
+    assert.match(refused.json.error?.message ?? '', /^API key not authorized for network ethereum\. Add it to the key's networks with PATCH \/api\/v1\/api-keys\/\{id\}: the enterprise plan allows every network\.$/);
   });
 
   test('a network narrowed by PATCH is -32003 at once', async () => {

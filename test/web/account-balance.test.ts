@@ -53,6 +53,9 @@ describe('dashboard: account, balance and plan texts (C43)', { skip: await brows
     assert.equal(await cell('monthlyLimit', 0), '90,000');
     assert.equal(await cell('maxKeys', 0), '4');
     assert.equal(await cell('maxNetworks', 0), '6');
+    // Left now for keys and networks too, from the account's keys (none yet), not a dash.
+    assert.equal(await cell('maxKeys', 1), '4');
+    assert.equal(await cell('maxNetworks', 1), '6');
     await page.getByText('Every plan').click();
     assert.match(await mainText(page), /Free \(yours\) 90 9,000 90,000 4 6 Pro 1,000 100,000 1,000,000 10 all/);
     await d.check(page, 'account');
@@ -142,8 +145,13 @@ describe('dashboard: account, balance and plan texts (C43)', { skip: await brows
     await d.check(page, 'balance');
   });
 
-  test("the key box says where the key can be seen again; the edit form holds the key's own rate, the plan's as a hint", async () => {
+  test("the key form says the plan's network allowance before a submit; the key box says where the key can be seen again; the edit form holds the key's own rate, the plan's as a hint; the account counts the key", async () => {
     const { page } = await member();
+    // C16: said up front, not only in a refusal after the submit.
+    assert.equal(
+      await page.getByTestId('network-allowance').first().innerText(),
+      'Your plan allows 6 networks over all your keys; they use 0 now. None checked: the networks your plan gives by default.',
+    );
     await page.getByLabel('Name', { exact: true }).fill('hinted');
     await page.getByRole('button', { name: 'Create key' }).click();
     await page.locator('.new-key').getByText('the Endpoints page shows it in full').waitFor();
@@ -160,5 +168,12 @@ describe('dashboard: account, balance and plan texts (C43)', { skip: await brows
     await page.getByRole('button', { name: 'Edit hinted' }).click();
     assert.equal(await page.getByLabel('Rate limit of this key (requests per minute)').inputValue(), '30');
     await d.check(page, 'keys-edit');
+
+    // The account's "Left now" counts the key and its networks.
+    await d.go(page, '/account');
+    await page.getByTestId('account-tier').waitFor();
+    const cell = (limit: string, col: number) => page.locator(`tr[data-limit="${limit}"] td`).nth(col).innerText();
+    assert.equal(await cell('maxKeys', 1), '3');
+    assert.match(await cell('maxNetworks', 1), /^[0-5]$/, 'fewer than the 6 networks are left');
   });
 });

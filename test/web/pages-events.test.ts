@@ -195,6 +195,7 @@ describe('dashboard: faucet, whale alerts, webhooks, analytics (C43, C46)', { sk
     await page.getByRole('button', { name: 'New webhook' }).click();
     await page.getByLabel('Endpoint URL').fill(receiverUrl);
     await page.getByLabel('Description, optional').fill('dashboard test');
+    await page.getByLabel('Minimum amount (whole coins), optional').fill('50000');
     await page.getByRole('button', { name: 'Create webhook' }).click();
     const secretBox = page.locator('.secret-once');
     await secretBox.waitFor();
@@ -224,6 +225,8 @@ describe('dashboard: faucet, whale alerts, webhooks, analytics (C43, C46)', { sk
         'webhook-signature': String(got.headers['webhook-signature']),
       }),
     );
+    // Figures grouped as on every other page (100,000), not 50000.
+    assert.equal(await card.getByTestId('webhook-min').innerText(), '50,000 coins');
     await d.check(page, 'webhooks');
 
     // Delete, after a confirmation; Cancel first keeps it.

@@ -55,6 +55,30 @@ describe('dashboard: intents (C41)', { skip: await browserSkip() }, () => {
     return d.newMember({ page });
   }
 
+  test("the form starts on a route the account's keys cover, or says which networks to add and the plan's allowance; the amount starts empty, with no look-alike value", async () => {
+    const m = await member();
+    const { page } = m;
+    await d.go(page, '/intents');
+    await page.getByText('No intents yet').waitFor();
+    const amount = page.getByLabel(/^Amount \(/);
+    assert.equal(await amount.inputValue(), '');
+    assert.equal(await amount.getAttribute('placeholder'), null, 'a placeholder such as 0.5 looks filled in');
+    // No key yet: the first testnet route, and what to add (C16: the free plan allows 5 networks).
+    const note = page.getByTestId('route-keys');
+    assert.match(await note.innerText(), /^Your API keys do not cover .+: the wallet sends the open through a key that does\. Add them to a key on the Keys page \(your plan allows 5 networks over all your keys\)\.$/);
+    await d.check(page, 'intents-form-no-key');
+
+    const token = ((await d.api('/api/v1/auth/login', { body: { email: m.email, password: m.password } })).body as { data: { tokens: { accessToken: string } } }).data.tokens.accessToken;
+    await d.api('/api/v1/api-keys', { token, body: { name: 'for intents', networks: ['ethereum', 'arbitrum'] } });
+    await d.go(page, '/intents');
+    await page.getByText('No intents yet').waitFor();
+    assert.equal(await page.getByLabel('From', { exact: true }).inputValue(), 'ethereum');
+    assert.equal(await page.getByLabel('To', { exact: true }).inputValue(), 'arbitrum');
+    assert.equal(await page.getByTestId('route-keys').count(), 0, 'the route is covered');
+    await d.check(page, 'intents-form');
+    await page.close();
+  });
+
   test('without a wallet: the quote shows route, amount, fee and the open transaction to send elsewhere', async () => {
     const { page } = await member();
     await d.go(page, '/intents');

@@ -95,9 +95,24 @@ function PasswordForm() {
   );
 }
 
+/** What the account's keys use of the key and network allowances (C15, C16): keys not revoked, and their distinct networks. */
+function keyUse(keys: Array<{ status: string; networks: string[] }>): { maxKeys: number; maxNetworks: number } {
+  const live = keys.filter((k) => k.status !== 'revoked');
+  return { maxKeys: live.length, maxNetworks: new Set(live.flatMap((k) => k.networks)).size };
+}
+
 export default function Account() {
   const me = useApi(() => api.get<Me & { remaining: Remaining }>('/me'));
   const plans = useApi(loadPlans);
+  const keys = useApi(() => api.get<Array<{ status: string; networks: string[] }>>('/api-keys'));
+  const used = keys.data ? keyUse(keys.data) : undefined;
+  /** Left now: the meter's count for the request limits, the keys' use for the key and network allowances. */
+  const left = (m: Me & { remaining: Remaining }, r: (typeof ROWS)[number]): string => {
+    if (r.left) return m.remaining[r.left] === null ? '—' : formatNumber(m.remaining[r.left]);
+    const max = m.limits[r.key];
+    if (max === null || max === undefined || !used || (r.key !== 'maxKeys' && r.key !== 'maxNetworks')) return '—';
+    return formatNumber(Math.max(0, max - used[r.key]));
+  };
   const [confirming, setConfirming] = useState(false);
   const m = me.data;
   return (
@@ -146,7 +161,7 @@ export default function Account() {
                       <small class="muted">{r.unit}</small>
                     </th>
                     <td class="num">{shown(m.limits[r.key], r.key)}</td>
-                    <td class="num">{r.left ? (m.remaining[r.left] === null ? '—' : formatNumber(m.remaining[r.left])) : '—'}</td>
+                    <td class="num">{left(m, r)}</td>
                   </tr>
                 ))}
               </tbody>
@@ -157,7 +172,7 @@ export default function Account() {
       ) : null}
 
       {plans.data ? (
-        <details>
+        <details class="account-plans">
           <summary>Every plan</summary>
           <div class="table-wrap" tabIndex={0} role="region" aria-label="Every plan">
             <table class="striped">

@@ -6,7 +6,7 @@ import { api, errorText, fieldErrors, useApi } from '../api.ts';
 import { EmptyState, ErrorBanner, formatTime, Link, Loading, Notice, Page } from '../components.tsx';
 import { setQuery, useLocation } from '../router.ts';
 import { checkAddress, checkAmount, isNativeChain } from '../components/address.ts';
-import { formatUnits, loadNetwork, loadNetworks, type NetworkSummary, shortHex, TxHash, usePolling, ScrollTable, WrapCopy } from '../components/chain.tsx';
+import { formatUnits, loadMe, loadNetwork, loadNetworks, type NetworkSummary, shortHex, TxHash, usePolling, ScrollTable, WrapCopy } from '../components/chain.tsx';
 import { estimateWithWallet, injectedWallet, sendWithWallet, walletAccount, walletErrorText } from '../components/wallet.ts';
 import '../components/chain.css';
 
@@ -74,15 +74,31 @@ function StatusTag(props: { status: Status }) {
   return <span class={`tag status-${props.status}`}>{STATUS_WORDS[props.status]}</span>;
 }
 
-function QuoteForm(props: { networks: NetworkSummary[]; onQuoted: (i: Intent) => void }) {
+/**
+ * The route the form starts on: the first (testnets first) whose two networks the account's keys
+ * cover, since the wallet sends the open through a key; else the first testnet route.
+ */
+function firstRoute(routes: Map<string, NetworkSummary[]>, froms: NetworkSummary[], covered: ReadonlySet<string>): { from: string; to: string } {
+  const ordered = [...froms.filter((n) => n.type === 'testnet'), ...froms.filter((n) => n.type !== 'testnet')];
+  for (const f of ordered) {
+    const to = covered.has(f.slug) ? routes.get(f.slug)?.find((n) => covered.has(n.slug)) : undefined;
+    if (to) return { from: f.slug, to: to.slug };
+  }
+  const from = ordered[0]?.slug ?? '';
+  return { from, to: routes.get(from)?.[0]?.slug ?? '' };
+}
+
+function QuoteForm(props: { networks: NetworkSummary[]; covered: ReadonlySet<string>; maxNetworks: number | null | undefined; onQuoted: (i: Intent) => void }) {
   const routes = routesOf(props.networks);
   const froms = props.networks.filter((n) => routes.has(n.slug));
-  const [from, setFrom] = useState(froms.find((n) => n.type === 'testnet')?.slug ?? froms[0]?.slug ?? '');
+  const [start] = useState(() => firstRoute(routes, froms, props.covered));
+  const [from, setFrom] = useState(start.from);
   const tos = routes.get(from) ?? [];
-  const [to, setTo] = useState(tos[0]?.slug ?? '');
+  const [to, setTo] = useState(start.to);
   useEffect(() => {
-    if (!tos.some((n) => n.slug === to)) setTo(tos[0]?.slug ?? '');
+    if (!tos.some((n) => n.slug === to)) setTo((tos.find((n) => props.covered.has(n.slug)) ?? tos[0])?.slug ?? '');
   }, [from]);
+  const uncovered = [from, to].filter((slug) => slug && !props.covered.has(slug)).map((slug) => props.networks.find((n) => n.slug === slug)?.name ?? slug);
   const [amount, setAmount] = useState('');
   const [sender, setSender] = useState('');
   const [recipient, setRecipient] = useState('');
@@ -177,7 +193,13 @@ function QuoteForm(props: { networks: NetworkSummary[]; onQuoted: (i: Intent) =>
           </select>
         </div>
       </div>
-      {field('amount', `Amount (${fromNet?.currency.symbol ?? ''})`, amount, setAmount, 'Locked on the origin; the recipient gets it less the fee.', { inputMode: 'decimal', placeholder: '0.5' })}
+      {uncovered.length ? (
+        <p class="muted" data-testid="route-keys">
+          Your API keys do not cover {uncovered.join(' or ')}: the wallet sends the open through a key that does. Add {uncovered.length > 1 ? 'them' : 'it'} to a key on the{' '}
+          <Link href="/keys">Keys</Link> page{props.maxNetworks ? ` (your plan allows ${props.maxNetworks} networks over all your keys)` : ''}.
+        </p>
+      ) : null}
+      {field('amount', `Amount (${fromNet?.currency.symbol ?? ''})`, amount, setAmount, 'Locked on the origin, e.g. 0.5; the recipient gets it less the fee.', { inputMode: 'decimal' })}
       {field('sender', 'Sender (the address that sends the open)', sender, setSender, 'The open transaction must come from this address.', { placeholder: '0x…' })}
       {wallet ? (
         <button
@@ -446,6 +468,10 @@ function IntentList(props: { networks: NetworkSummary[]; tick: number; selected:
 
 export default function IntentsPage() {
   const nets = useApi(loadNetworks);
+  const keys = useApi(() => api.get<Array<{ status: string; networks: string[] }>>('/api-keys'));
+  const me = useApi(loadMe);
+  // The networks the account's usable keys cover: the form starts on a route they can send on.
+  const covered = new Set((keys.data ?? []).filter((k) => k.status === 'active').flatMap((k) => k.networks));
   const { query } = useLocation();
   const selected = query.get('id') ?? undefined;
   const [quote, setQuote] = useState<Intent | undefined>(undefined);
@@ -455,7 +481,7 @@ export default function IntentsPage() {
   return (
     <Page title="Intents" intro="Move the native coin from one network to another: lock it on one side, the recipient is paid on the other within seconds.">
       <ErrorBanner error={nets.error} />
-      {!nets.data ? (
+      {!nets.data || (!keys.data && !keys.error) ? (
         nets.error ? null : (
           <Loading />
         )
@@ -478,6 +504,8 @@ export default function IntentsPage() {
           ) : (
             <QuoteForm
               networks={networks}
+              covered={covered}
+              maxNetworks={me.data?.limits.maxNetworks}
               onQuoted={(i) => {
                 setQuote(i);
                 setQuery({ id: i.id });

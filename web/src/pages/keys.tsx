@@ -56,12 +56,14 @@ function NewKey(props: { created: ApiKey; rotated: boolean; onDone: () => void }
 }
 
 /** Network checkboxes; none checked means every network the plan allows. */
-function NetworkChoice(props: { idPrefix: string; networks: Network[]; chosen: string[]; onChange: (s: string[]) => void; error?: string | undefined }) {
+function NetworkChoice(props: { idPrefix: string; networks: Network[]; chosen: string[]; onChange: (s: string[]) => void; error?: string | undefined; allowance?: string | undefined }) {
   const toggle = (slug: string, on: boolean) => props.onChange(on ? [...props.chosen, slug] : props.chosen.filter((s) => s !== slug));
   return (
     <fieldset>
       <legend>Networks</legend>
-      <small class="muted">None checked: every network your plan allows.</small>
+      <small class="muted" data-testid="network-allowance">
+        {props.allowance ? `${props.allowance} ` : ''}None checked: the networks your plan gives by default.
+      </small>
       <div class="checks">
         {props.networks.map((n) => (
           <label key={n.slug} for={`${props.idPrefix}-${n.slug}`}>
@@ -80,7 +82,7 @@ function NetworkChoice(props: { idPrefix: string; networks: Network[]; chosen: s
   );
 }
 
-function CreateForm(props: { networks: Network[]; planRate: number | null | undefined; onCreated: (k: ApiKey) => void }) {
+function CreateForm(props: { networks: Network[]; planRate: number | null | undefined; allowance: string | undefined; onCreated: (k: ApiKey) => void }) {
   const [name, setName] = useState('');
   const [chosen, setChosen] = useState<string[]>([]);
   const [rate, setRate] = useState('');
@@ -121,7 +123,7 @@ function CreateForm(props: { networks: Network[]; planRate: number | null | unde
             <input id="key-rate" type="number" min={1} inputMode="numeric" value={rate} placeholder={props.planRate === undefined ? "the plan's rate" : props.planRate === null ? "the plan's: unlimited" : `the plan's: ${formatNumber(props.planRate)} / min`} onInput={(e) => setRate(e.currentTarget.value)} aria-invalid={fields.rateLimit ? true : undefined} />
           </label>
         </div>
-        <NetworkChoice idPrefix="new-net" networks={props.networks} chosen={chosen} onChange={setChosen} error={fields.networks} />
+        <NetworkChoice idPrefix="new-net" networks={props.networks} chosen={chosen} onChange={setChosen} error={fields.networks} allowance={props.allowance} />
         <button type="submit" aria-busy={busy} disabled={busy || !name.trim()}>
           Create key
         </button>
@@ -130,7 +132,7 @@ function CreateForm(props: { networks: Network[]; planRate: number | null | unde
   );
 }
 
-function EditForm(props: { item: ApiKey; networks: Network[]; planRate: number | null | undefined; onSaved: () => void; onCancel: () => void }) {
+function EditForm(props: { item: ApiKey; networks: Network[]; planRate: number | null | undefined; allowance: string | undefined; onSaved: () => void; onCancel: () => void }) {
   // None checked keeps an all-networks key following the plan (C52).
   const [chosen, setChosen] = useState<string[]>(props.item.allNetworks ? [] : props.item.networks);
   // The key's own rate (empty: it follows the plan's), not the plan's rate shown as if set here.
@@ -178,7 +180,7 @@ function EditForm(props: { item: ApiKey; networks: Network[]; planRate: number |
           <small id={`edit-rate-help-${id}`}>{fields.rateLimit ?? `Empty: the key follows your plan's rate${planRate ? ` (${planRate})` : ''}.`}</small>
         </label>
       </div>
-      <NetworkChoice idPrefix={`edit-net-${id}`} networks={props.networks} chosen={chosen} onChange={setChosen} error={fields.networks} />
+      <NetworkChoice idPrefix={`edit-net-${id}`} networks={props.networks} chosen={chosen} onChange={setChosen} error={fields.networks} allowance={props.allowance} />
       <div class="actions">
         <button type="submit" aria-busy={busy} disabled={busy}>
           Save
@@ -238,6 +240,13 @@ export default function Keys() {
   };
 
   const list = keys.data ?? [];
+  // C16: said before a submit, not only in its refusal: how many networks the plan allows over all keys.
+  const maxNetworks = me.data?.limits.maxNetworks;
+  const usedNetworks = new Set(list.filter((k) => k.status !== 'revoked').flatMap((k) => k.networks)).size;
+  const allowance =
+    maxNetworks === undefined ? undefined
+    : maxNetworks === null ? 'Your plan allows every network.'
+    : `Your plan allows ${formatNumber(maxNetworks)} networks over all your keys; they use ${formatNumber(usedNetworks)} now.`;
   return (
     <Page title="API keys" intro="Each key identifies your app on the RPC addresses; usage and limits are counted per key and per account.">
       {query.get('welcome') && list.length === 0 && !shown ? (
@@ -251,6 +260,7 @@ export default function Keys() {
       <CreateForm
         networks={nets}
         planRate={me.data?.limits.requestsPerMinute}
+        allowance={allowance}
         onCreated={(k) => {
           setShown({ key: k, rotated: false });
           setNote(undefined);
@@ -312,6 +322,7 @@ export default function Keys() {
                 <EditForm
                   item={k}
                   planRate={me.data?.limits.requestsPerMinute}
+                  allowance={allowance}
                   networks={nets}
                   onCancel={() => setEditing(undefined)}
                   onSaved={() => {

@@ -7,6 +7,12 @@ import { ConfirmDialog, EmptyState, ErrorBanner, formatTime, Loading, Notice, Pa
 import { FEATURE_PLANS, loadMe, loadNetworks, type NetworkSummary, PlanFeature, type Tier, usePolling, ScrollTable, WrapCopy } from '../components/chain.tsx';
 import '../components/chain.css';
 
+/** A whole-coin amount as a decimal string, its digits grouped as every other figure of the dashboard (100,000.5). */
+function groupDigits(v: string): string {
+  const [whole = '', fraction] = v.split('.');
+  return `${whole.replace(/\B(?=(\d{3})+(?!\d))/g, ',')}${fraction ? `.${fraction}` : ''}`;
+}
+
 /** C38's event types, in the order the form offers them. */
 const EVENTS = [
   { type: 'whale.alert', label: 'Whale alerts', help: 'large native-coin transfers (filters: networks, minimum amount)' },
@@ -327,7 +333,7 @@ function EndpointCard(props: { endpoint: Endpoint; networks: NetworkSummary[]; o
         {e.filters.minValue ? (
           <>
             <dt>Minimum</dt>
-            <dd>{e.filters.minValue} coins</dd>
+            <dd data-testid="webhook-min">{groupDigits(e.filters.minValue)} coins</dd>
           </>
         ) : null}
         {e.filters.addresses?.length ? (
