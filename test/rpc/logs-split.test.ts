@@ -22,13 +22,15 @@ const MAX_CHUNKS = 20;
 let devnet: Devnet;
 let t: TestApp;
 let key: string;
-let proxy: { url: string; ranges: Array<[number, number] | 'hash' | 'tag'>; close(): Promise<void> };
+let proxy: { url: string; ranges: Array<[number, number] | 'hash' | 'tag'>; blockTags: string[]; close(): Promise<void> };
 let contract: Hex;
 let anvil: string;
 
 /** Forwards to the chain; eth_getLogs over more than NODE_CAP blocks is refused as a provider refuses it. */
 async function rangeCappedNode(target: string): Promise<typeof proxy> {
   const ranges: Array<[number, number] | 'hash' | 'tag'> = [];
+  /** The tags of every eth_getBlockByNumber asked by one (how a node resolves `safe` and `finalized`). */
+  const blockTags: string[] = [];
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
@@ -36,6 +38,7 @@ async function rangeCappedNode(target: string): Promise<typeof proxy> {
       void (async () => {
         const body = Buffer.concat(chunks).toString('utf8');
         const call = JSON.parse(body) as { id?: unknown; method?: string; params?: Array<Record<string, string>> };
+        if (call.method === 'eth_getBlockByNumber') blockTags.push(String(call.params?.[0]));
         if (call.method === 'eth_getLogs') {
           const f = call.params?.[0] ?? {};
           if (f.blockHash) ranges.push('hash');
@@ -61,6 +64,7 @@ async function rangeCappedNode(target: string): Promise<typeof proxy> {
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     ranges,
+    blockTags,
     close: () => new Promise<void>((r) => server.close(() => r())),
   };
 }
@@ -129,6 +133,28 @@ describe('eth_getLogs over a wide range', () => {
     const client = createPublicClient({ transport: viemHttp(gateway()) });
     const viaViem = await client.getLogs({ address: contract, fromBlock: 0n, toBlock: 'latest' });
     assert.deepEqual(viaViem.map((l) => BigInt(l.data)), [1n, 2n, 3n, 4n, 5n, 6n]);
+  });
+
+  test('a wide range up to finalized is resolved by a node only once metered, then split and answered', async () => {
+    const truth = await rpc<unknown[]>(anvil, 'eth_getLogs', [{ address: contract, fromBlock: '0x0', toBlock: 'finalized' }]);
+    const asked = proxy.blockTags.length;
+    const wide = await getLogs({ address: contract, fromBlock: 'earliest', toBlock: 'finalized' }, 'fin');
+    assert.equal(wide.status, 200);
+    assert.deepEqual(wide.json.result, truth);
+    assert.deepEqual(proxy.blockTags.slice(asked), ['finalized'], 'one node call resolves the tag');
+  });
+
+  test('a key over its limit sending a batch of such eth_getLogs makes no node call: tags resolve from the known head (C10)', async () => {
+    const limited = (await createKey(t.app, { networks: ['ethereum'], rateLimit: 1 })).key;
+    const post = (body: unknown) => fetch(`${t.url}/v1/ethereum/${limited}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    assert.equal((await post({ jsonrpc: '2.0', id: 0, method: 'eth_chainId', params: [] })).status, 200);
+    const ranges = proxy.ranges.length;
+    const asked = proxy.blockTags.length;
+    const batch = Array.from({ length: 100 }, (_, i) => ({ jsonrpc: '2.0', id: i, method: 'eth_getLogs', params: [{ fromBlock: i % 2 ? 'safe' : '0x0', toBlock: 'finalized' }] }));
+    const res = await post(batch);
+    assert.equal(res.status, 429);
+    assert.deepEqual(proxy.blockTags.slice(asked), [], 'no block asked of a node');
+    assert.equal(proxy.ranges.length, ranges, 'no eth_getLogs sent');
   });
 
   test('a range within maxLogsRange and a blockHash query go to the node as they are', async () => {

@@ -121,7 +121,7 @@ export class Dispatcher {
   async planLogs(caller: Caller, item: Item): Promise<RpcError | null> {
     const limits = this.#logsLimits(caller.network);
     if (limits.maxRange === null) return null;
-    const plan = await planLogs(item.call.params, limits, this.#upstreams.pool(caller.network.slug), caller.requestId);
+    const plan = planLogs(item.call.params, limits, this.#upstreams.pool(caller.network.slug));
     if (plan instanceof RpcError) return plan;
     if (plan) {
       item.logs = plan;

@@ -24,7 +24,14 @@ export interface LogsPlan {
   to: number;
   /** Inclusive block ranges, in order. */
   chunks: Array<[number, number]>;
+  /**
+   * Bounds named by a tag: planned (and metered) at the network's agreed head, and resolved by a
+   * node only when the plan runs, after the meter admitted the call.
+   */
+  tags?: { from?: Tag; to?: Tag };
 }
+
+type Tag = 'latest' | 'safe' | 'finalized';
 
 const QUANTITY = /^0x[0-9a-fA-F]{1,13}$/; // up to 2^52: block numbers, never beyond
 const LATEST = new Set(['latest', 'pending']);
@@ -50,11 +57,11 @@ const hex = (n: number) => `0x${n.toString(16)}`;
  * Decides how an `eth_getLogs` call goes (issue 15, point 5): null when it goes to a node as it
  * is (a `blockHash` query, a range within `maxRange`, params the node should judge), a plan of
  * chunks when it is wider, or the -32602 to answer when it would take more than `maxChunks`.
- * Block tags are resolved first, only when they could make the range too wide: `latest` and
- * `pending` by one `eth_blockNumber`, `safe` and `finalized` by the node's block of that tag,
- * `earliest` is 0. When a tag cannot be resolved the call goes on as it is.
+ * It runs before the meter, so it asks no node: a tag (`latest`, `pending`, `safe`, `finalized`)
+ * is planned and metered at the pool's agreed head and resolved by a node in {@link runLogs},
+ * once the call is admitted; `earliest` is 0. With no head known yet the call goes on as it is.
  */
-export async function planLogs(params: unknown, limits: LogsLimits, pool: UpstreamPool, reqId?: string): Promise<LogsPlan | RpcError | null> {
+export function planLogs(params: unknown, limits: LogsLimits, pool: UpstreamPool): LogsPlan | RpcError | null {
   const maxRange = limits.maxRange;
   if (maxRange === null || !Array.isArray(params) || params.length !== 1) return null;
   const filter = params[0] as Record<string, unknown> | null;
@@ -65,25 +72,27 @@ export async function planLogs(params: unknown, limits: LogsLimits, pool: Upstre
   if (typeof from === 'number' && typeof to === 'number') {
     if (to < from || to - from + 1 <= maxRange) return null;
   } else {
-    // From a number to the head: the pool's best head tells whether it can be wide at all.
+    // Tags resolve from the pool's known head (issue of nodes called before the meter: the plan is
+    // made before the call is metered, so it asks no node). `safe` and `finalized` are at most the
+    // head: planned up to it and resolved when the plan runs. No head known: the call goes on as it is.
     const head = pool.head();
-    if (typeof from === 'number' && to === 'latest' && head !== null && head - from + 1 + HEAD_SLACK <= maxRange) return null;
-    try {
-      let latest: number | undefined;
-      const resolve = async (b: Bound): Promise<number | null> => {
-        if (typeof b === 'number' || b === null) return b;
-        if (b === 'latest') return (latest ??= Number.parseInt(await pool.request<string>('eth_blockNumber', [], { reqId }), 16));
-        const block = await pool.request<{ number?: unknown } | null>('eth_getBlockByNumber', [b, false], { reqId });
-        return typeof block?.number === 'string' ? Number.parseInt(block.number, 16) : null;
-      };
-      from = await resolve(from);
-      to = await resolve(to);
-    } catch {
-      return null; // no node told: the call goes on as it is and meets the same trouble there
-    }
-    if (from === null || to === null || !Number.isSafeInteger(from) || !Number.isSafeInteger(to)) return null;
-    if (to < from || to - from + 1 <= maxRange) return null;
+    if (head === null) return null;
+    const tags: NonNullable<LogsPlan['tags']> = {};
+    if (typeof from !== 'number') tags.from = from;
+    if (typeof to !== 'number') tags.to = to;
+    from = typeof from === 'number' ? from : head;
+    to = typeof to === 'number' ? to : head;
+    // A node may be a little ahead of the agreed head: a range that could reach past it by that much is not planned as narrow.
+    if (to < from || to - from + 1 + (tags.to === 'latest' ? HEAD_SLACK : 0) <= maxRange) return null;
+    const plan = cut(filter, from, to, maxRange, limits);
+    if ('chunks' in plan) plan.tags = tags;
+    return plan;
   }
+  return cut(filter, from, to, maxRange, limits);
+}
+
+/** The plan of `from`..`to` in chunks of `maxRange`, or the -32602 for a range wider than `maxChunks` allow. */
+function cut(filter: Record<string, unknown>, from: number, to: number, maxRange: number, limits: LogsLimits): LogsPlan | RpcError {
   const width = to - from + 1;
   const count = Math.ceil(width / maxRange);
   if (count > limits.maxChunks) {
@@ -116,7 +125,30 @@ export interface LogsAnswer {
  * with the widest leading range that fits as a suggestion. Nothing more is sent once the outcome
  * is known.
  */
-export async function runLogs(plan: LogsPlan, limits: LogsLimits, pool: UpstreamPool, idText: string, reqId?: string): Promise<LogsAnswer> {
+export async function runLogs(planned: LogsPlan, limits: LogsLimits, pool: UpstreamPool, idText: string, reqId?: string): Promise<LogsAnswer> {
+  let plan = planned;
+  if (plan.tags) {
+    // Now that the call is metered: the tags as a node knows them.
+    let resolved: LogsPlan | RpcError;
+    try {
+      const at = async (tag: Tag | undefined, planned: number): Promise<number> => {
+        if (tag === undefined) return planned;
+        if (tag === 'latest') return Number.parseInt(await pool.request<string>('eth_blockNumber', [], { reqId }), 16);
+        const block = await pool.request<{ number?: unknown } | null>('eth_getBlockByNumber', [tag, false], { reqId });
+        if (typeof block?.number !== 'string') throw new UpstreamError(`Upstream RPC error: no ${tag} block known to the node`);
+        return Number.parseInt(block.number, 16);
+      };
+      const from = await at(plan.tags.from, plan.from);
+      const to = await at(plan.tags.to, plan.to);
+      if (to < from) return { status: 200, text: `{"jsonrpc":"2.0","id":${idText},"result":[]}`, sent: 0 };
+      resolved = cut(plan.filter, from, to, limits.maxRange ?? to - from + 1, limits);
+    } catch (err) {
+      const e = toRpcError(err);
+      return { status: e.httpStatus, text: errorText(idText, e), sent: 0 };
+    }
+    if (!('chunks' in resolved)) return { status: resolved.httpStatus, text: errorText(idText, resolved), sent: 0 };
+    plan = resolved;
+  }
   const results: Array<unknown[] | undefined> = plan.chunks.map(() => undefined);
   let next = 0;
   let total = 0;
