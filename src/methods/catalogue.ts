@@ -82,6 +82,8 @@ export interface MethodFacts {
   readonly blockCount: number | null;
   /** Default compute units (C10), null for the config's `default`; `methods.computeUnits` may set others. */
   readonly cu: number | null;
+  /** Whether any value of its params is judged (a block, a bound, a transaction, filter or simulation object). */
+  readonly judged: boolean;
 }
 
 /** C50: eth_feeHistory's block count at most this (a huge one makes a node allocate without bound). */
@@ -204,7 +206,9 @@ const REFUSED_NAMESPACES: ReadonlyArray<readonly [RegExp, string]> = [
 const PLAN_NAMESPACE = /^(debug|trace|txpool)_/;
 
 function facts(name: string, e: Entry): MethodFacts {
+  const judged = (e.blocks ?? []).length > 0 || e.blockCount !== undefined || (e.uint64 ?? []).length > 0 || e.tx !== undefined || e.logFilter === true || e.contract === 'simulate';
   return Object.freeze({
+    judged,
     name,
     access: e.access ?? 'standard',
     why: e.why ?? null,

@@ -62,7 +62,8 @@ export function judgeParams(facts: MethodFacts | undefined, params: unknown, cal
       });
     }
   }
-  if (facts === undefined || !Array.isArray(params)) return { params, block: NO_BLOCK, rewritten: false };
+  // Nothing of these params is judged (eth_blockNumber, eth_chainId, ...): nothing to read or rewrite.
+  if (facts === undefined || !facts.judged || !Array.isArray(params)) return { params, block: NO_BLOCK, rewritten: false };
   try {
     return judgeList(facts, params as unknown[]);
   } catch (err) {

@@ -25,6 +25,15 @@ export async function startAnvil(opts: { timeoutMs?: number; port?: number } = {
     anvil.kill('SIGTERM');
     await exited;
   };
+  await whenAnswering(url, 'anvil to start', opts.timeoutMs ?? 20_000, stop);
+  return { url, stop };
+}
+
+/**
+ * Waits until the node at `url` answers `eth_chainId`; on a timeout stops it (`stop`) and throws.
+ * Shared by the node processes tests start (anvil, Hardhat).
+ */
+export async function whenAnswering(url: string, what: string, timeoutMs: number, stop: () => Promise<void>): Promise<void> {
   const answers = async () => {
     try {
       const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_chainId', params: [] });
@@ -34,10 +43,9 @@ export async function startAnvil(opts: { timeoutMs?: number; port?: number } = {
     }
   };
   try {
-    await waitFor(answers, { timeoutMs: opts.timeoutMs ?? 20_000, intervalMs: 100, what: 'anvil to start' });
+    await waitFor(answers, { timeoutMs, intervalMs: 100, what });
   } catch (err) {
     await stop();
     throw err;
   }
-  return { url, stop };
 }

@@ -5,9 +5,9 @@ import { once } from 'node:events';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import type { BareAnvil } from './anvil.ts';
+import { type BareAnvil, whenAnswering } from './anvil.ts';
 import { ROOT } from './process.ts';
-import { freePort, waitFor } from './wait.ts';
+import { freePort } from './wait.ts';
 
 /** A started Hardhat node: the same shape as a bare anvil. */
 export type BareHardhat = BareAnvil;
@@ -40,20 +40,7 @@ export async function startHardhat(opts: { timeoutMs?: number; port?: number } =
     }
     rmSync(dir, { recursive: true, force: true });
   };
-  const answers = async () => {
-    try {
-      const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_chainId', params: [] });
-      return (await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body })).ok;
-    } catch {
-      return false; // not up yet
-    }
-  };
-  try {
-    // Slower to start than anvil (~3 s of Node.js loading on an idle machine).
-    await waitFor(answers, { timeoutMs: opts.timeoutMs ?? 60_000, intervalMs: 100, what: 'the Hardhat node to start' });
-  } catch (err) {
-    await stop();
-    throw err;
-  }
+  // Slower to start than anvil (~3 s of Node.js loading on an idle machine).
+  await whenAnswering(url, 'the Hardhat node to start', opts.timeoutMs ?? 60_000, stop);
   return { url, stop };
 }
