@@ -104,7 +104,7 @@ test('a stop under steady keep-alive traffic drains by itself: answers carry Con
     await Promise.all([...clients, idle].map((c) => c.close().catch(() => {})));
 
     assert.equal(exit.code, 0, `a clean stop:\n${gw.output().slice(-3000)}`);
-    assert.ok(stopMs < GRACE_MS / 2, `the stop ended well before the drain limit: ${Math.round(stopMs)} ms`);
+    assert.ok(stopMs < GRACE_MS / 2, `the stop ended well before the drain limit: ${Math.round(stopMs)} ms\n${gw.output().split("\n").filter((l) => /stop|drain|closing|1001/.test(l)).join("\n")}`);
     assert.doesNotMatch(gw.output(), /requests still running after the drain|graceful stop took too long/);
     // Calls in flight finish, and their answers close their connections.
     for (const [c, list] of outcomes.entries()) {
