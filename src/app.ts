@@ -22,6 +22,9 @@ import { contentSecurityPolicy, SWAGGER_UI_STYLE_HASHES } from './http/csp.ts';
 import { dashboardRoutes } from './http/dashboard.ts';
 import { refuseMissingHost } from './http/host-header.ts';
 import { applyServerTimeouts } from './http/server-timeouts.ts';
+import { ConnectionDrain, STOPPING_RETRY_AFTER_S } from './http/drain.ts';
+import { Outbound } from './http/outbound.ts';
+import { HttpError } from './errors/http.ts';
 import { installValidators } from './http/validation.ts';
 import { openapiOptions } from './http/openapi.ts';
 import { KeyChangeBus } from './keys/bus.ts';
@@ -95,6 +98,10 @@ export interface AppParts {
   upstreams: Upstreams;
   usage: UsageService;
   ws: WsGateway;
+  /** C57: the HTTP connections' drain on a stop. */
+  drain: ConnectionDrain;
+  /** C60: unsent answers of every client. */
+  outbound: Outbound;
   follower: BlockFollower;
   prices: Prices;
   whales: WhaleAlerts;
@@ -209,7 +216,10 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   const analyticsStore = new AnalyticsStore({ db, logger });
   const usageRetention = new UsageRetention({ db, logger, retentionDays: config.usage.retentionDays });
   const pipeline = new RpcPipeline({ config, keys: keyCache, policy, upstreams, logger, meter, usage, metrics: rpcMetrics, ...(cache ? { cache } : {}), ...(analytics ? { analytics } : {}) });
-  const rpcHttp = rpcFastPath({ config, registry, pipeline, logger, metrics: new RpcHttpMetrics(metrics.registry) });
+  // C60: unsent answers bounded in time and bytes; C57: a stop that lets connections drain.
+  const outbound = new Outbound({ writeTimeoutMs: config.server.writeTimeoutMs, maxPendingBytes: config.server.maxPendingBytes, logger });
+  const drain = new ConnectionDrain(logger);
+  const rpcHttp = rpcFastPath({ config, registry, pipeline, logger, metrics: new RpcHttpMetrics(metrics.registry), outbound, stopping: () => drain.stopping });
 
   const app = Fastify({
     // The server asks the fast path first for every request. A request without Host is let
@@ -234,6 +244,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
     forceCloseConnections: 'idle',
   }).withTypeProvider<TypeBoxTypeProvider>() as unknown as FastifyInstance;
   applyServerTimeouts(app.server, config);
+  drain.attach(app.server);
   app.addHook('onListen', async () => {
     const addr = app.server.address();
     if (addr && typeof addr === 'object') listeningPort = addr.port;
@@ -242,6 +253,14 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   app.addHook('onRequest', async (req, reply) => {
     reply.header('x-request-id', req.id);
     req.log.debug({ req }, 'incoming request');
+    // C57: a request that arrives during a stop is turned away; the connection closes after the answer.
+    if (drain.stopping) {
+      throw new HttpError('SERVICE_UNAVAILABLE', 'The gateway is shutting down; retry shortly', { headers: { 'retry-after': String(STOPPING_RETRY_AFTER_S), connection: 'close' } });
+    }
+  });
+  app.addHook('onSend', async (_req, reply) => {
+    // C57: an answer finished during a stop closes its connection.
+    if (drain.stopping) reply.header('connection', 'close');
   });
   app.addHook('onResponse', async (req, reply) => {
     req.log.debug({ res: reply, responseTime: reply.elapsedTime }, 'request completed');
@@ -295,6 +314,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
     meter,
     upstreams,
     logger,
+    outbound,
     onKeyChange: (listener) => keys.onChange(listener),
     metricsRegistry: metrics.registry,
   });
@@ -328,7 +348,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   follower.register(solver);
   // C40: the unified balance reads through the same pools and values with the same prices.
   const balances = new BalanceService({ registry, upstreams, prices, logger });
-  app.decorate('parts', { config, registry, accounts, tokens, keys, metrics, keyCache, upstreams, usage, ws, follower, prices, whales, webhooks, intents, solver } satisfies AppParts);
+  app.decorate('parts', { config, registry, accounts, tokens, keys, metrics, keyCache, upstreams, usage, ws, drain, outbound, follower, prices, whales, webhooks, intents, solver } satisfies AppParts);
 
   // Started in this order once the app is ready, closed in the reverse order when it closes.
   installLifecycle(app, [
@@ -351,6 +371,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
     { name: 'usage retention', start: () => usageRetention.start(), close: () => usageRetention.close() },
     // Closed already before the server waits for its connections (installWebSocket's preClose); a no-op here.
     { name: 'websocket', start: () => ws.start(), close: () => ws.close() },
+    { name: 'unsent answers', close: () => outbound.close() },
     { name: 'faucet', start: () => faucet.start(), close: () => faucet.close() },
     { name: 'prices', close: () => prices.close() },
     { name: 'webhooks', start: () => webhooks.start(), close: () => webhooks.close() },

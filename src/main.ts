@@ -2,7 +2,6 @@
 // setting answer at once. The app, storage and devnet modules are loaded once they are needed.
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import type http from 'node:http';
 import path from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import type { RedisClient } from './storage/redis.ts';
@@ -37,25 +36,6 @@ async function onDevnet(cfg: Config, devnet: Devnet, tokens: Readonly<Record<str
   // The local chains have no block explorer: say so rather than link to the real network's.
   for (const n of copy.networks) if (devnet.upstreams[n.slug]) n.explorerUrl = null;
   return validateConfig(copy);
-}
-
-/**
- * Lets the requests in flight finish, then closes their connections. `server.close()` closes only
- * the connections idle at that moment: one whose request ends later would stay open for the whole
- * keep-alive timeout, holding the stop (and the last usage flush, which comes after the server has
- * closed) past its grace. So idle connections are closed as they appear, and after `drainMs` the
- * ones still busy are closed too. Returns the function that ends the sweep.
- */
-function drainConnections(server: http.Server, drainMs: number, log: Logger): () => void {
-  const sweep = setInterval(() => server.closeIdleConnections(), 100);
-  const cut = setTimeout(() => {
-    log.warn({ drainMs }, 'requests still running after the drain; closing their connections');
-    server.closeAllConnections();
-  }, drainMs);
-  return () => {
-    clearInterval(sweep);
-    clearTimeout(cut);
-  };
 }
 
 let devnetLoading: ReturnType<typeof loadDevnetModules> | undefined;
@@ -155,10 +135,11 @@ async function main(): Promise<void> {
     }, config.server.shutdownGraceMs);
     force.unref();
     try {
-      // Half the grace for requests in flight, the rest for the onClose hooks (the last usage flush).
-      const endDrain = app && drainConnections(app.server, Math.floor(config.server.shutdownGraceMs / 2), log);
-      await app?.close(); // stops accepting, finishes in-flight requests, runs onClose hooks
-      endDrain?.();
+      // C57: the HTTP connections drain by themselves (every answer closes its connection, a new
+      // request on one is answered 503) while the WebSocket clients get their 1001; half the
+      // grace for that, the rest for the onClose hooks (the last usage flush).
+      if (app) await Promise.all([app.parts.drain.drain(Math.floor(config.server.shutdownGraceMs / 2)), app.parts.ws.close()]);
+      await app?.close(); // runs the onClose hooks once the server has no connection left
       await storage?.close();
       redis?.disconnect();
       await devnet?.stop();
@@ -246,7 +227,7 @@ async function main(): Promise<void> {
     // listener opens: a failure of it is not reported as a port that cannot be listened on.
     await app.ready();
     const parts = app.parts;
-    installBenchGc(process.env, () => parts.ws.stats());
+    installBenchGc(process.env, () => ({ ...parts.ws.stats(), pendingBytes: parts.outbound.pendingBytes() }));
     // The early listener lets go of the port and the app takes it in the same turn.
     await early.handOver();
     const address = await app.listen({ port: early.port, host: config.server.host }).catch((err: unknown) => {

@@ -115,6 +115,7 @@ export const ENV_SETTINGS: readonly EnvSetting[] = [
   { name: 'HEADERS_TIMEOUT_MS', path: 'server.headersTimeoutMs', kind: 'int' },
   { name: 'REQUEST_TIMEOUT_MS', path: 'server.requestTimeoutMs', kind: 'int' },
   { name: 'KEEP_ALIVE_TIMEOUT_MS', path: 'server.keepAliveTimeoutMs', kind: 'int' },
+  { name: 'WRITE_TIMEOUT_MS', path: 'server.writeTimeoutMs', kind: 'int' },
   { name: 'FAUCET_PRIVATE_KEY', path: 'faucet.privateKey', kind: 'string', secret: true },
   { name: 'SOLVER_PRIVATE_KEY', path: 'intents.solverPrivateKey', kind: 'string', secret: true },
 ];

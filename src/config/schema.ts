@@ -24,6 +24,10 @@ export const ConfigSchema = T.Object(
         headersTimeoutMs: T.Integer({ minimum: 0, description: "milliseconds for a request's headers to arrive; 0 = off" }),
         requestTimeoutMs: T.Integer({ minimum: 0, description: 'milliseconds for headers and body to arrive; 0 = off' }),
         keepAliveTimeoutMs: T.Integer({ minimum: 0, description: 'milliseconds an idle keep-alive connection stays open; 0 = off' }),
+        // C60: clients that do not read (src/http/outbound.ts).
+        writeTimeoutMs: T.Integer({ minimum: 0, description: 'milliseconds for the bytes of an answer (HTTP or WebSocket) to be taken by the client; past it the connection is cut; 0 = off' }),
+        maxPendingBytesPerConnection: T.Integer({ minimum: 1024, description: 'bytes an HTTP connection may hold unsent: an answer that would go past it (with bytes still unsent) cuts the connection instead; 16 MiB by default' }),
+        maxPendingBytes: T.Integer({ minimum: 1024, description: 'bytes held unsent for all HTTP and WebSocket clients of the instance; a large answer past it first cuts the connections holding the most; 256 MiB by default' }),
       },
       { additionalProperties: false, description: 'the HTTP listener' },
     ),
@@ -187,7 +191,7 @@ export const ConfigSchema = T.Object(
         maxLagBlocks: T.Integer({ minimum: 0, description: 'blocks behind the best head before an upstream is skipped' }), // C26
         healthIntervalMs: T.Integer({ minimum: 100, description: 'milliseconds between upstream health probes (each round up to a fifth early, at random, so the networks do not all probe at once)' }),
         connectionsPerUpstream: T.Integer({ minimum: 1, description: 'kept-alive connections per upstream' }),
-        maxResponseBytes: T.Integer({ minimum: 1024, description: 'bytes an upstream answer may have; past it the call fails (-32000)' }),
+        maxResponseBytes: T.Integer({ minimum: 1024, description: 'bytes an answer may have, from a node or to a client (a whole batch); past it the call is -32000 "Response too large"' }), // C60
         providerErrors: T.Array(
           T.Object(
             {
@@ -231,7 +235,7 @@ export const ConfigSchema = T.Object(
         maxPayloadBytes: T.Integer({ minimum: 1024, description: 'bytes per incoming message' }), // C23
         pingIntervalMs: T.Integer({ minimum: 50, description: 'milliseconds between pings to each client and each upstream node' }),
         idleTimeoutMs: T.Integer({ minimum: 50, description: 'milliseconds without a pong before a client (or upstream socket) is dropped' }),
-        maxBufferedBytes: T.Integer({ minimum: 1024, description: 'bytes queued for a client that does not read before it is cut off' }),
+        maxBufferedBytes: T.Integer({ minimum: 1024, description: 'bytes queued for a client that does not read; a message past it (with bytes still queued) closes the connection with 1013 instead' }), // C60
         maxInFlight: T.Integer({ minimum: 1, description: 'messages of one connection handled at once; past it the connection is not read' }),
         upstreamTimeoutMs: T.Integer({ minimum: 1, description: 'milliseconds for an upstream node to connect or answer eth_subscribe' }),
         reconnectMinMs: T.Integer({ minimum: 1, description: 'milliseconds before the first reconnection to an upstream node' }),

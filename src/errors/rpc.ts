@@ -1,5 +1,5 @@
 import { BaseError } from './base.ts';
-import { inWords, NoUpstreamError, UpstreamRpcError } from './upstream.ts';
+import { AnswerTooLargeError, inWords, NoUpstreamError, UpstreamRpcError } from './upstream.ts';
 
 /**
  * JSON-RPC errors with pinned codes (spec section 7) and the HTTP status each answers with (C22).
@@ -78,6 +78,21 @@ export class NoConsensusError extends UpstreamError {
     super('Upstream RPC error: the nodes do not agree on the answer', { details: { reason: 'no_consensus', network, method } });
   }
 }
+/**
+ * C60: an answer larger than `rpc.maxResponseBytes`, whether one node's answer or a whole batch's
+ * answer to the client: -32000 with HTTP 502 like other calls no node could answer (C22), with
+ * `data.reason` "response_too_large" and `data.maxBytes`. Asking again the same way gets the same;
+ * the caller asks for less (a narrower block range, fewer calls per batch).
+ */
+export class ResponseTooLargeError extends UpstreamError {
+  static override code = -32000;
+  static override httpStatus = 502;
+  constructor(maxBytes: number) {
+    super(`Response too large: the answer is larger than ${maxBytes} bytes (rpc.maxResponseBytes); ask for less per call or per batch`, {
+      details: { reason: 'response_too_large', maxBytes },
+    });
+  }
+}
 export class InternalRpcError extends RpcError {
   static override code = -32603;
   static override httpStatus = 500;
@@ -89,6 +104,17 @@ export class InternalRpcError extends RpcError {
 export class StorageUnavailableRpcError extends RpcError {
   static override code = -32603;
   static override httpStatus = 503;
+}
+/**
+ * C57: a call that arrived while the gateway is stopping: -32603 with HTTP 503, `Retry-After` and
+ * `data.retryAfter`, answered before anything else runs (nothing is metered or counted).
+ */
+export class ShuttingDownRpcError extends RpcError {
+  static override code = -32603;
+  static override httpStatus = 503;
+  constructor(retryAfter: number) {
+    super('The gateway is shutting down; retry shortly', { details: { retryAfter } });
+  }
 }
 /** Which of a key's lists refused a call (`data.reason`). */
 export type AccessReason = 'origin' | 'ip' | 'method' | 'contract' | 'jwt';
@@ -127,6 +153,7 @@ export class NodeAnsweredError extends RpcError {
  */
 export function toRpcError(err: unknown): RpcError {
   if (err instanceof RpcError) return err;
+  if (err instanceof AnswerTooLargeError) return new ResponseTooLargeError(err.maxBytes);
   if (err instanceof NoUpstreamError) {
     const message = err.maybeSent
       ? 'Upstream RPC error: the transaction may have been sent; check it by hash'

@@ -31,6 +31,20 @@ export class NoUpstreamError extends BaseError {
   }
 }
 
+/**
+ * C60: a node's answer was larger than `rpc.maxResponseBytes` and was not read further; no other
+ * node would answer smaller, so the call ends here (-32000 "Response too large" for the client).
+ */
+export class AnswerTooLargeError extends NoUpstreamError {
+  override name = 'AnswerTooLargeError';
+  readonly maxBytes: number;
+
+  constructor(network: string, attempts: readonly FailedAttempt[], maxBytes: number) {
+    super(network, attempts);
+    this.maxBytes = maxBytes;
+  }
+}
+
 /** A JSON-RPC error object a node answered (its `data` in `details`), for internal callers of the pools (faucet, follower). */
 export class UpstreamRpcError extends BaseError {
   override name = 'UpstreamRpcError';

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { Network } from '../chains/registry.ts';
 import type { Config } from '../config/schema.ts';
-import { ApiKeyRevokedError, InvalidParamsError, InvalidRequestError, ParseError, RpcError } from '../errors/rpc.ts';
+import { ApiKeyRevokedError, InvalidParamsError, InvalidRequestError, ParseError, ResponseTooLargeError, RpcError } from '../errors/rpc.ts';
 import type { KeyCache, ResolvedKey } from '../keys/cache.ts';
 import { admit, Refusal } from '../keys/admission.ts';
 import type { Meter } from '../metering/meter.ts';
@@ -168,10 +168,24 @@ export class RpcPipeline {
       if (!item) return nothing(headers, key);
       const out = await this.#dispatcher.single(caller, item, headers, subs);
       if (key) this.#tally.observe(caller, key, item.call.method, out.status >= 500, out.nodeError ?? out.body);
-      return out;
+      return this.#bounded(out, msg);
     }
     if (refused.length > 0) this.#tally.refusedLine(caller, (refused[0] as Refused).err, refused.length);
-    return this.#dispatcher.batch(caller, msg.batch?.length ?? 1, admitted, refused, headers, subs);
+    return this.#bounded(await this.#dispatcher.batch(caller, msg.batch?.length ?? 1, admitted, refused, headers, subs), msg);
+  }
+
+  /**
+   * C60: an answer larger than `rpc.maxResponseBytes` (a batch's answers together, or one built
+   * here from a node's parts) is not sent: the caller gets -32000 "Response too large" instead.
+   */
+  #bounded(out: RpcOutput, msg: Message): RpcOutput {
+    const body = out.body;
+    if (body === null) return out;
+    const max = this.#config.rpc.maxResponseBytes;
+    // A string's bytes are counted only when its length leaves it in doubt (UTF-8: 1 to 3 bytes per UTF-16 unit).
+    if (body.length <= max / 3 || (typeof body === 'string' ? body.length <= max && Buffer.byteLength(body) <= max : body.length <= max)) return out;
+    const err = new ResponseTooLargeError(max);
+    return { ...out, status: err.httpStatus, body: errorText(msg.single ? msg.id() : 'null', err) };
   }
 
   /** Stage read: the body as JSON (C23: not too deeply nested), or the error answered for it. */

@@ -1,4 +1,4 @@
-import { NetworkDownError, NoUpstreamError, type FailedAttempt, UpstreamRpcError } from '../errors/upstream.ts';
+import { AnswerTooLargeError, NetworkDownError, NoUpstreamError, type FailedAttempt, UpstreamRpcError } from '../errors/upstream.ts';
 import { parseResponse } from './answers.ts';
 import { type Attempt, attempt } from './attempt.ts';
 import { broadcast, rawTransaction } from './broadcast.ts';
@@ -176,7 +176,7 @@ function settle<T>(
   tally.failed.push({ upstream: u.index, reason: outcome.reason });
   if (p.closed) return 'stop';
   p.log?.debug({ reqId, network: p.network, upstream: u.index, name: u.name, reason: outcome.reason, methods }, 'upstream attempt failed');
-  if (outcome.final) throw new NoUpstreamError(p.network, tally.failed);
+  if (outcome.final) throw outcome.kind === 'too_large' ? new AnswerTooLargeError(p.network, tally.failed, p.maxResponseBytes) : new NoUpstreamError(p.network, tally.failed);
   markFailed(p, u, outcome.reason, reqId);
   // C26: a transaction that may have reached a node is not sent again elsewhere.
   if (call.stateChanging && outcome.sent) throw new NoUpstreamError(p.network, tally.failed, true);

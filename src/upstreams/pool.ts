@@ -1,4 +1,4 @@
-import { type FailedAttempt, inWords, NetworkDownError, NoUpstreamError, UpstreamRpcError } from '../errors/upstream.ts';
+import { AnswerTooLargeError, type FailedAttempt, inWords, NetworkDownError, NoUpstreamError, UpstreamRpcError } from '../errors/upstream.ts';
 import { looksLikeJsonRpc } from './answers.ts';
 import { attempt } from './attempt.ts';
 import { consensusForward, isConsensusCall } from './consensus.ts';
@@ -146,6 +146,7 @@ export class UpstreamPool {
     }
     u.calls.errors.set(outcome.kind, (u.calls.errors.get(outcome.kind) ?? 0) + 1);
     if (!p.closed && !outcome.final) markFailed(p, u, outcome.reason, opts.reqId);
+    if (outcome.kind === 'too_large') throw new AnswerTooLargeError(p.network, [{ upstream, reason: outcome.reason }], p.maxResponseBytes);
     throw new NoUpstreamError(p.network, [{ upstream, reason: outcome.reason }]);
   }
 

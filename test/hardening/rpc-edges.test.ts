@@ -47,16 +47,18 @@ function raw(text: string): Promise<string> {
 }
 
 describe('the RPC addresses at their edges', () => {
-  test('an upstream answer larger than rpc.maxResponseBytes is -32000 with 502, and no other node is asked', async () => {
+  test('an upstream answer larger than rpc.maxResponseBytes is -32000 "Response too large" with 502, naming the limit, and no other node is asked (C60)', async () => {
     const big = `{"jsonrpc":"2.0","id":1,"result":"0x${'0'.repeat(100 * 1024)}"}`;
     node.setRaw('eth_getLogs', big);
     try {
       const before = node.callCount('eth_getLogs');
       const res = await rpc({ jsonrpc: '2.0', id: 7, method: 'eth_getLogs', params: [{}] });
       assert.equal(res.status, 502);
-      const body = (await res.json()) as { id: number; error: { code: number; data: unknown } };
+      const body = (await res.json()) as { id: number; error: { code: number; message: string; data: unknown } };
       assert.equal(body.id, 7);
       assert.equal(body.error.code, -32000);
+      assert.match(body.error.message, /^Response too large: the answer is larger than 65536 bytes \(rpc\.maxResponseBytes\)/);
+      assert.deepEqual(body.error.data, { reason: 'response_too_large', maxBytes: 65536 });
       assert.equal(node.callCount('eth_getLogs') - before, 1);
       // Under the cap the same call passes.
       node.setRaw('eth_getLogs', `{"jsonrpc":"2.0","id":1,"result":[]}`);

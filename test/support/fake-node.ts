@@ -53,6 +53,8 @@ export interface FakeNode {
   /** Methods answered with the JSON-RPC error `{code: -32000, message: refusal}`, as a node rejecting a transaction would. */
   readonly refuse: Set<string>;
   callCount(method: string): number;
+  /** HTTP answers done (sent to the end, or cut by the caller) in `ok` mode, lone `eth_blockNumber` health probes left out. */
+  answersSent(): number;
   /** Calls other than `eth_blockNumber` (the pool's health probe). */
   totalCalls(): number;
   /** `log` without the `eth_blockNumber` health probes. */
@@ -213,6 +215,7 @@ export async function startFakeNode(opts: FakeNodeOptions = {}): Promise<FakeNod
   const bodies: string[] = [];
   const refuse = new Set<string>();
   const sockets = new Set<Socket>();
+  let sent = 0;
   const flags = { blockError: false, masternodesError: false };
   const native = opts.native ? nativeAnswers(flags) : undefined;
 
@@ -283,6 +286,7 @@ export async function startFakeNode(opts: FakeNodeOptions = {}): Promise<FakeNod
           return;
         }
         res.writeHead(200, { 'content-type': 'application/json' });
+        if (!(items.length === 1 && items[0]?.method === 'eth_blockNumber')) res.once('close', () => sent++);
         res.end(top.kind === 'array' ? `[${answers.join(',')}]` : answers[0]);
       };
       if (delayMs > 0) setTimeout(send, delayMs);
@@ -317,6 +321,7 @@ export async function startFakeNode(opts: FakeNodeOptions = {}): Promise<FakeNod
     },
     refuse,
     callCount: (method) => calls.get(method) ?? 0,
+    answersSent: () => sent,
     totalCalls: () => [...calls].reduce((n, [m, c]) => (m === 'eth_blockNumber' ? n : n + c), 0),
     logWithoutProbes: () => log.filter((c) => c.method !== 'eth_blockNumber'),
     async setMode(next) {

@@ -31,6 +31,8 @@ before(async () => {
         'native-testnet': [{ http: 'http://127.0.0.1:9', ws: 'ws://127.0.0.1:9' }], // nothing listens
         ethereum: [{ http: 'http://127.0.0.1:9' }], // no WebSocket upstream at all
       }),
+      // C60: a client that reads nothing of its queue is cut soon after its 1013.
+      server: { writeTimeoutMs: 500 },
       ws: {
         pingIntervalMs: 200,
         idleTimeoutMs: 600,

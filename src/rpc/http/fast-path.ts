@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import type { Network, NetworkRegistry } from '../../chains/registry.ts';
 import type { Config } from '../../config/schema.ts';
-import { InternalRpcError, InvalidRequestError, type RpcError, UnknownNetworkError } from '../../errors/rpc.ts';
+import { InternalRpcError, InvalidRequestError, type RpcError, ShuttingDownRpcError, UnknownNetworkError } from '../../errors/rpc.ts';
 import { genReqId, redactSecrets } from '../../ops/logging.ts';
 import type { RpcHttpMetrics } from '../../ops/metrics.ts';
 import { errorText } from '../jsonrpc.ts';
@@ -10,6 +10,8 @@ import type { RpcOutput } from '../message.ts';
 import type { RpcPipeline } from '../pipeline.ts';
 import { clientIpResolver } from '../client-ip.ts';
 import { lacksHost, MISSING_HOST } from '../../http/host-header.ts';
+import type { Outbound } from '../../http/outbound.ts';
+import { STOPPING_RETRY_AFTER_S } from '../../http/drain.ts';
 
 const PUBLIC_NETWORK = 'native-mainnet';
 const EXPOSED = 'X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, X-CU-Remaining, Retry-After, X-Request-Id, X-Cache';
@@ -27,6 +29,10 @@ export interface FastPathDeps {
   pipeline: RpcPipeline;
   logger: Logger;
   metrics?: RpcHttpMetrics;
+  /** C60: the instance's unsent bytes and the write timeout. */
+  outbound?: Outbound;
+  /** C57: true once the gateway is stopping. */
+  stopping?: () => boolean;
 }
 
 /**
@@ -38,8 +44,10 @@ export interface FastPathDeps {
  * @returns a handler that answers `true` when it took the request.
  */
 export function rpcFastPath(deps: FastPathDeps): (req: IncomingMessage, res: ServerResponse) => boolean {
-  const { config, registry, pipeline, logger, metrics } = deps;
+  const { config, registry, pipeline, logger, metrics, outbound } = deps;
+  const stopping = deps.stopping ?? (() => false);
   const limit = config.server.bodyLimitBytes;
+  const perConnection = config.server.maxPendingBytesPerConnection;
   const clientIp = clientIpResolver(config.server.trustedProxies);
   const origins = new Set(config.rpc.corsOrigins);
   const anyOrigin = origins.has('*');
@@ -119,8 +127,29 @@ export function rpcFastPath(deps: FastPathDeps): (req: IncomingMessage, res: Ser
       logger.debug({ reqId: x.requestId, route: t.route }, 'client closed the connection before the answer');
       return;
     }
+    // C57: from the start of a stop every answer closes its connection, so connections drain by themselves.
+    if (stopping()) x.headers.connection = 'close';
     if (x.body === null) res.writeHead(204, x.headers).end();
-    else res.writeHead(x.status, x.headers).end(x.body);
+    else {
+      const socket = res.socket;
+      // A large text goes out as its bytes: a string waiting in the socket's queue is held twice
+      // (the string, and the copy the socket writes from).
+      const body = typeof x.body === 'string' && x.body.length > LARGE_TEXT ? Buffer.from(x.body) : x.body;
+      x.body = null; // from here on only the socket holds the answer
+      if (socket && outbound) {
+        // C60: a connection still holding unsent bytes takes no answer past its cap; it is cut instead.
+        const size = typeof body === 'string' ? Buffer.byteLength(body) : body.length;
+        const held = socket.writableLength;
+        if (held > 0 && held + size > perConnection) {
+          logger.warn({ reqId: x.requestId, route: t.route, heldBytes: held, answerBytes: size, maxPendingBytesPerConnection: perConnection }, 'client does not read its answers; connection cut');
+          socket.destroy();
+          return;
+        }
+        outbound.makeRoom(size, socket);
+      }
+      res.writeHead(x.status, x.headers).end(body);
+      if (socket && outbound) outbound.wrote(socket);
+    }
     const ms = performance.now() - x.started;
     count(t.route, x.status, ms / 1000);
     if (accessLog) logger.info({ reqId: x.requestId, route: t.route, status: x.status, ms: Math.round(ms) }, 'rpc request');
@@ -185,6 +214,13 @@ export function rpcFastPath(deps: FastPathDeps): (req: IncomingMessage, res: Ser
     }
 
     const x = new Exchange(req, res, t, headers, requestId, started);
+    // C57: a request that arrives during a stop is turned away before anything else runs.
+    if (stopping()) {
+      headers.connection = 'close';
+      finish(x, { status: 503, body: errorText('null', new ShuttingDownRpcError(STOPPING_RETRY_AFTER_S)), headers: { 'retry-after': String(STOPPING_RETRY_AFTER_S) } });
+      req.resume();
+      return true;
+    }
     // C22: an HTTP/1.1 request without Host is an invalid request, answered before its body is read.
     if (lacksHost(req)) {
       headers.connection = 'close';
@@ -206,6 +242,8 @@ export function rpcFastPath(deps: FastPathDeps): (req: IncomingMessage, res: Ser
 }
 
 type Answer = Pick<RpcOutput, 'status' | 'body' | 'headers' | 'cache'>;
+/** Characters past which an answer's text is written as its bytes (see write). */
+const LARGE_TEXT = 64 * 1024;
 const EXCHANGE = Symbol('rpc exchange');
 type WithExchange = IncomingMessage & { [EXCHANGE]: Exchange };
 const ignore = (): void => {};

@@ -13,6 +13,7 @@ import type { Upstreams } from '../../upstreams/upstreams.ts';
 import { errorText, resultText } from '../jsonrpc.ts';
 import type { DispatchAnswer, SubscriptionDispatcher } from '../message.ts';
 import type { RpcPipeline } from '../pipeline.ts';
+import type { Cuttable, CutReason, Outbound } from '../../http/outbound.ts';
 import { type NotificationFrame, SUBSCRIPTION_ID_BYTES } from './frame.ts';
 
 /** What every connection shares. */
@@ -26,6 +27,8 @@ export interface ConnectionContext {
   frameOf(note: Notification): NotificationFrame;
   /** The connection closed (its subscriptions have left their hubs). */
   closed(conn: WsConnection): void;
+  /** C60: the instance's unsent bytes and the write timeout. */
+  outbound?: Outbound | undefined;
 }
 
 /**
@@ -50,6 +53,9 @@ class ClientSubscription implements Subscriber {
   }
 }
 
+/** Characters past which a text is sent as its bytes (see WsConnection.send). */
+const LARGE_TEXT = 64 * 1024;
+
 /** The connection of each client WebSocket, for the listeners every connection shares. */
 const owners = new WeakMap<WebSocket, WsConnection>();
 
@@ -59,7 +65,7 @@ const owners = new WeakMap<WebSocket, WsConnection>();
  * does not fit, C23); this connection is the pipeline's dispatcher for `eth_subscribe` and
  * `eth_unsubscribe`, served from the network's shared subscription hub.
  */
-export class WsConnection implements SubscriptionDispatcher {
+export class WsConnection implements SubscriptionDispatcher, Cuttable {
   readonly ws: WebSocket;
   readonly network: Network;
   readonly ip: string;
@@ -135,14 +141,19 @@ export class WsConnection implements SubscriptionDispatcher {
   };
 
   /**
-   * Sends one text frame. A client that does not read lets its queue grow; past
-   * `ws.maxBufferedBytes` it is cut off, so one slow reader never holds more than that (plus one
-   * message) of the gateway's memory.
+   * Sends one text frame. A client that does not read lets its queue grow; a message that would
+   * take it past `ws.maxBufferedBytes` closes the connection instead (C60), so one slow reader
+   * never holds more than that (plus one message) of the gateway's memory.
    */
   send(data: string | Buffer): void {
     if (this.ws.readyState !== WebSocket.OPEN) return;
-    this.ws.send(data, { binary: false });
-    this.#checkQueue();
+    // A large text goes out as its bytes: a string waiting in the socket's queue is held twice
+    // (the string, and the copy the socket writes from).
+    const bytes = typeof data === 'string' && data.length > LARGE_TEXT ? Buffer.from(data) : data;
+    const size = typeof bytes === 'string' ? Buffer.byteLength(bytes) : bytes.length;
+    if (!this.#room(size)) return;
+    this.ws.send(bytes, { binary: false });
+    this.#sent();
   }
 
   /**
@@ -157,6 +168,7 @@ export class WsConnection implements SubscriptionDispatcher {
       return;
     }
     const frame = this.#ctx.frameOf(note);
+    if (!this.#room(frame.length)) return;
     // The shared parts are written together, never copied per client: a client that does not read
     // holds references to them in its queue, not copies.
     const socket = this.#socket;
@@ -165,17 +177,39 @@ export class WsConnection implements SubscriptionDispatcher {
     socket.write(subscriptionId, 'latin1');
     socket.write(frame.tail);
     socket.uncork();
-    this.#checkQueue();
+    this.#sent();
   }
 
-  /** Past `ws.maxBufferedBytes` queued for this client, it is cut off. */
-  #checkQueue(): void {
+  /**
+   * C60: whether a message of `size` bytes may be queued. One that would take a queue already
+   * holding bytes past `ws.maxBufferedBytes` is not: the client is closed with 1013 (try again
+   * later), its subscriptions released at once. The close frame waits behind what is queued; a
+   * client that reads none of it is cut by the write timeout.
+   */
+  #room(size: number): boolean {
+    const queued = this.ws.bufferedAmount;
+    if (queued > 0 && queued + size > this.#ctx.config.ws.maxBufferedBytes) {
+      this.#ctx.logger.warn({ reqId: this.reqId, network: this.network.slug, keyId: this.key.keyId, queuedBytes: queued }, 'websocket client does not read; closed (1013)');
+      this.cleanup();
+      this.ws.close(1013, 'client does not read its messages');
+      return false;
+    }
+    this.#ctx.outbound?.makeRoom(size, this.#socket);
+    return this.ws.readyState === WebSocket.OPEN;
+  }
+
+  /** After a message: the queue's peak, and a queue left behind is watched (C60: the write timeout). */
+  #sent(): void {
     const queued = this.ws.bufferedAmount;
     if (queued > this.peakBufferedBytes) this.peakBufferedBytes = queued;
-    if (queued > this.#ctx.config.ws.maxBufferedBytes) {
-      this.#ctx.logger.warn({ reqId: this.reqId, network: this.network.slug, keyId: this.key.keyId, queuedBytes: queued }, 'websocket client does not read; disconnected');
-      this.ws.terminate();
-    }
+    if (queued > 0) this.#ctx.outbound?.wrote(this.#socket, this);
+  }
+
+  /** C60: cut by the write timeout or the instance's cap on unsent bytes; subscriptions released. */
+  cut(why: CutReason): void {
+    this.#ctx.logger.warn({ reqId: this.reqId, network: this.network.slug, keyId: this.key.keyId, reason: why }, 'websocket client does not read; disconnected');
+    this.cleanup();
+    this.ws.terminate();
   }
 
   /** Pings, or drops a client that answered no ping for `ws.idleTimeoutMs`. */
@@ -233,11 +267,12 @@ export class WsConnection implements SubscriptionDispatcher {
     }
   }
 
-  async #answer(data: Buffer, isBinary: boolean): Promise<DispatchAnswer> {
+  async #answer(data: Buffer, isBinary: boolean): Promise<{ text: string | Buffer | null; after?: () => void }> {
     if (isBinary) return { text: errorText('null', new ParseError('Parse error: send JSON-RPC as text frames, not binary')) };
     const out = await this.#ctx.pipeline.handle({ network: this.network, apiKey: this.#apiKey, body: data, ip: this.ip, origin: this.#origin, authorization: this.#authorization, requestId: this.reqId, subscriptions: this, arrivedAt: performance.now() });
     if (out.key) this.key = out.key;
-    const text = out.body === null ? null : out.body.toString();
+    // The node's bytes as they came (no string made of a large answer).
+    const text = out.body;
     if (!out.keyRefused) return out.after ? { text, after: out.after } : { text };
     // The key stopped being usable here (revoked, expired, deleted, network withdrawn): it is
     // told why, then the connection ends, since everything on it depends on that key.

@@ -22,6 +22,7 @@ import { type ConnectionContext, WsConnection } from './connection.ts';
 import { flat, notificationFrame } from './frame.ts';
 import { refuse, serveAsHttp } from './http-fallback.ts';
 import { OTHER_METHOD } from '../../ops/metrics.ts';
+import type { Outbound } from '../../http/outbound.ts';
 
 export interface WsDeps {
   config: Config;
@@ -35,6 +36,8 @@ export interface WsDeps {
   onKeyChange?: (listener: (change: KeyChange) => void) => () => void;
   /** Where the connection gauges are registered. */
   metricsRegistry?: Registry;
+  /** C60: the instance's unsent bytes and the write timeout. */
+  outbound?: Outbound;
 }
 
 const ignore = (): void => {};
@@ -124,6 +127,7 @@ export class WsGateway {
       upstreams: deps.upstreams,
       logger: deps.logger,
       frameOf: (note) => note.shared(counted),
+      outbound: deps.outbound,
       closed: (conn) => {
         this.connections.delete(conn);
         this.#slots.release(conn.slotKeyId);

@@ -1,0 +1,107 @@
+import type http from 'node:http';
+import net from 'node:net';
+import type { Logger } from 'pino';
+
+/** Seconds a caller turned away during a stop is told to wait (`Retry-After`): another instance, or this one restarted. */
+export const STOPPING_RETRY_AFTER_S = 2;
+/** A kept-alive connection with no request for this long is closed during a stop; one busier than that is closed by its own next answer. */
+const QUIET_MS = 1000;
+/** How often the stop looks for connections to close. */
+const SWEEP_MS = 50;
+
+const ACTIVE = Symbol('requests under way');
+const LAST = Symbol('last request or answer (ms)');
+type Tracked = net.Socket & { [ACTIVE]: number; [LAST]: number };
+
+/**
+ * C57: a stop that lets the HTTP connections drain by themselves. From {@link drain} on, the
+ * transports answer every request with `Connection: close` ({@link stopping}), and one that
+ * arrives on an open connection with 503 and `Retry-After` before anything else runs; the
+ * listener stops taking connections. A connection is closed by its own answer, or after
+ * {@link QUIET_MS} without a request; once none is left (or after the drain limit, when the
+ * ones still busy are cut) the stop goes on.
+ *
+ * Idle connections are not closed all at once, as `server.close()` does (Node 19+): a client may
+ * have sent its next request on one already, and a close then resets a call that was never
+ * answered, where a 503 tells it to go elsewhere.
+ */
+export class ConnectionDrain {
+  #server: http.Server | undefined;
+  readonly #log: Logger;
+  readonly #open = new Set<Tracked>();
+  #stopping = false;
+  #drained: Promise<void> | undefined;
+
+  constructor(log: Logger) {
+    this.#log = log;
+  }
+
+  /** Follows the connections and requests of `server` (once, before it listens). */
+  attach(server: http.Server): void {
+    this.#server = server;
+    server.on('connection', (socket: net.Socket) => {
+      const s = socket as Tracked;
+      s[ACTIVE] = 0;
+      s[LAST] = performance.now();
+      this.#open.add(s);
+      s.once('close', () => this.#open.delete(s));
+    });
+    server.on('request', onRequest);
+    // A WebSocket is the WebSocket gateway's to close (1001), not an HTTP connection to drain.
+    server.on('upgrade', (req: http.IncomingMessage) => this.#open.delete(req.socket as Tracked));
+  }
+
+  /** True from the start of a stop: answers carry `Connection: close`, new requests get 503. */
+  get stopping(): boolean {
+    return this.#stopping;
+  }
+
+  /** HTTP connections open now (WebSockets not counted). */
+  get open(): number {
+    return this.#open.size;
+  }
+
+  /**
+   * Stops taking connections and waits for the open ones to close (see the class); after
+   * `limitMs` the connections still busy are cut. Resolves once none is left.
+   */
+  drain(limitMs: number): Promise<void> {
+    this.#drained ??= new Promise<void>((resolve) => {
+      this.#stopping = true;
+      // net's close, not http's: it stops listening without closing the kept-alive connections.
+      if (this.#server?.listening) net.Server.prototype.close.call(this.#server);
+      const sweep = setInterval(() => {
+        const now = performance.now();
+        for (const s of this.#open) if (s[ACTIVE] === 0 && now - s[LAST] >= QUIET_MS) s.destroy();
+        if (this.#open.size === 0) done();
+      }, SWEEP_MS);
+      const cut = setTimeout(() => {
+        if (this.#open.size > 0) this.#log.warn({ drainMs: limitMs, connections: this.#open.size }, 'requests still running after the drain; closing their connections');
+        for (const s of this.#open) s.destroy();
+        done();
+      }, limitMs);
+      function done(): void {
+        clearInterval(sweep);
+        clearTimeout(cut);
+        resolve();
+      }
+    });
+    return this.#drained;
+  }
+}
+
+// Listeners every request shares (`this` is the request or the response): none made per request.
+function onRequest(req: http.IncomingMessage, res: http.ServerResponse): void {
+  const s = req.socket as Tracked;
+  if (s[ACTIVE] === undefined) return;
+  s[ACTIVE]++;
+  s[LAST] = performance.now();
+  res.once('close', onAnswered);
+}
+
+function onAnswered(this: http.ServerResponse): void {
+  const s = this.req.socket as Tracked | null;
+  if (!s || s[ACTIVE] === undefined) return;
+  s[ACTIVE]--;
+  s[LAST] = performance.now();
+}

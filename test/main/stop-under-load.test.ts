@@ -1,0 +1,144 @@
+// C57: a stop under steady keep-alive traffic, on the real gateway process.
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { after, test } from 'node:test';
+import { Client } from 'undici';
+import WebSocket from 'ws';
+import { startFakeNode } from '../support/fake-node.ts';
+import { type GatewayProcess, spawnGateway } from '../support/process.ts';
+import { waitFor } from '../support/wait.ts';
+
+const GRACE_MS = 10_000;
+const CLIENTS = 6;
+
+interface Outcome {
+  status?: number;
+  connection?: string | undefined;
+  retryAfter?: string | undefined;
+  body?: string;
+  error?: string;
+  sentAt: number;
+}
+
+const running: GatewayProcess[] = [];
+after(() => {
+  for (const gw of running) if (gw.child.exitCode === null && gw.child.signalCode === null) gw.child.kill('SIGKILL');
+});
+
+async function rest(url: string, body: unknown, headers: Record<string, string> = {}): Promise<unknown> {
+  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+  return ((await res.json()) as { data: unknown }).data;
+}
+
+/** One call on `client`'s kept-alive connection: its status and headers, or the error code. */
+async function call(client: Client, key: string, id: number, address: string): Promise<Outcome> {
+  const sentAt = performance.now();
+  try {
+    const res = await client.request({
+      path: '/rpc/main/evm/50',
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': key },
+      body: JSON.stringify({ jsonrpc: '2.0', id, method: 'eth_getBalance', params: [address, 'latest'] }),
+    });
+    const body = await res.body.text();
+    return { status: res.statusCode, connection: res.headers.connection as string | undefined, retryAfter: res.headers['retry-after'] as string | undefined, body, sentAt };
+  } catch (err) {
+    const e = err as { code?: string; cause?: { code?: string } };
+    return { error: e.cause?.code ?? e.code ?? String(err), sentAt };
+  }
+}
+
+test('a stop under steady keep-alive traffic drains by itself: answers carry Connection: close, a new call on an open connection gets 503, no answered call is reset, usage counts exactly the answered calls, WebSockets get 1001 (C57)', async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'junction-stop-'));
+  const upstream = await startFakeNode({ head: 0x1234 });
+  // No rate limit in the way of the traffic.
+  const configFile = path.join(dir, 'config.json');
+  writeFileSync(configFile, JSON.stringify({ plans: { free: { requestsPerMinute: null, dailyLimit: null, monthlyComputeUnits: null } }, server: { shutdownGraceMs: GRACE_MS } }));
+  const env = { DATA_DIR: path.join(dir, 'data'), UPSTREAM_NATIVE_MAINNET: upstream.url, GATEWAY_CONFIG: configFile };
+  try {
+    let gw = await spawnGateway({ env, detached: true, seeded: true });
+    running.push(gw);
+    const reg = (await rest(`${gw.url}/api/v1/auth/register`, { email: 'stop@example.com', password: 'long enough pw', name: 'S' })) as { tokens: { accessToken: string } };
+    const auth = { authorization: `Bearer ${reg.tokens.accessToken}` };
+    const { key } = (await rest(`${gw.url}/api/v1/api-keys`, { name: 'stop' }, auth)) as { key: string };
+
+    const ws = new WebSocket(`${gw.url.replace('http', 'ws')}/ws/native-mainnet?apiKey=${key}`);
+    await new Promise((resolve, reject) => ws.once('open', resolve).once('error', reject));
+    const wsClosed = new Promise<{ code: number; at: number }>((resolve) => ws.once('close', (code) => resolve({ code, at: performance.now() })));
+
+    // Steady traffic: each client one kept-alive connection, one call after another until refused.
+    const outcomes: Outcome[][] = Array.from({ length: CLIENTS }, () => []);
+    const clients = Array.from({ length: CLIENTS }, () => new Client(gw.url, { pipelining: 1 }));
+    let id = 0;
+    const loops = clients.map(async (client, c) => {
+      const address = `0x${(c + 1).toString(16).padStart(40, '0')}`;
+      for (;;) {
+        const o = await call(client, key, id++, address);
+        outcomes[c]?.push(o);
+        if (o.error !== undefined || o.status !== 200) return;
+      }
+    });
+    await waitFor(() => outcomes.every((o) => o.length >= 20), { timeoutMs: 20_000, what: 'steady traffic from every client' });
+    // A connection kept alive and idle when the stop comes: its next call is a new one on an open connection.
+    const idle = new Client(gw.url, { pipelining: 1 });
+    const before = await call(idle, key, 1_000_000, `0x${'f'.repeat(40)}`);
+    assert.equal(before.status, 200);
+    // Every client's next call waits at the node when the stop comes: calls in flight.
+    const atNode = upstream.callCount('eth_getBalance');
+    upstream.setDelay(400);
+    await waitFor(() => upstream.callCount('eth_getBalance') >= atNode + CLIENTS, { what: 'a call of every client in flight' });
+    const inFlight = outcomes.map((o) => o.length);
+
+    // A stop sent to the whole process group, then a second signal (a terminal's Ctrl-C): it must not cut the drain short.
+    const group = -(gw.child.pid as number);
+    const stopAt = performance.now();
+    process.kill(group, 'SIGTERM');
+    await waitFor(() => gw.output().includes('"msg":"stopping"'), { what: 'the stop to begin' });
+    process.kill(group, 'SIGINT');
+    const turnedAway = await call(idle, key, 1_000_001, `0x${'f'.repeat(40)}`);
+    const exit = await gw.exited;
+    const stopMs = performance.now() - stopAt;
+    await Promise.all(loops);
+    await Promise.all([...clients, idle].map((c) => c.close().catch(() => {})));
+
+    assert.equal(exit.code, 0, `a clean stop:\n${gw.output().slice(-3000)}`);
+    assert.ok(stopMs < GRACE_MS / 2, `the stop ended well before the drain limit: ${Math.round(stopMs)} ms\n${gw.output().split("\n").filter((l) => /stop|drain|closing|1001/.test(l)).join("\n")}`);
+    assert.doesNotMatch(gw.output(), /requests still running after the drain|graceful stop took too long/);
+    // Calls in flight finish, and their answers close their connections.
+    for (const [c, list] of outcomes.entries()) {
+      const o = list[(inFlight[c] as number)] ?? list.at(-1);
+      assert.equal(o?.status, 200, `client ${c}: the call in flight was answered (${JSON.stringify(o)})`);
+      assert.equal(o?.connection, 'close', `client ${c}: the answer during the stop carries Connection: close`);
+    }
+    // A new call on a connection still open is turned away at once, and told when to come back.
+    assert.equal(turnedAway.status, 503, JSON.stringify(turnedAway));
+    assert.ok(Number(turnedAway.retryAfter) > 0, 'Retry-After');
+    assert.equal(turnedAway.connection, 'close');
+    assert.equal((JSON.parse(turnedAway.body as string) as { error: { code: number } }).error.code, -32603);
+    // No call was reset: after its answer, a client's next connection finds the port closed, nothing else.
+    const all = outcomes.flat();
+    const errors = all.filter((o) => o.error !== undefined).map((o) => o.error);
+    assert.deepEqual(errors.filter((e) => e !== 'ECONNREFUSED'), [], 'no reset or dropped call');
+    for (const o of all) if (o.status !== undefined) assert.ok(o.status === 200 || o.status === 503, `status ${o.status}`);
+    const answered = all.filter((o) => o.status === 200).length + 1; // and the idle client's first call
+    // WebSocket clients are told with a 1001 before the process exits.
+    const closed = await wsClosed;
+    assert.equal(closed.code, 1001);
+
+    gw = await spawnGateway({ env, seeded: true });
+    running.push(gw);
+    try {
+      const stats = await fetch(`${gw.url}/api/v1/usage/stats`, { headers: auth });
+      const { totalRequests } = ((await stats.json()) as { data: { totalRequests: number } }).data;
+      assert.equal(totalRequests, answered, 'usage counts exactly the calls answered, none turned away');
+    } finally {
+      gw.child.kill('SIGTERM');
+      await gw.exited;
+    }
+  } finally {
+    await upstream.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
