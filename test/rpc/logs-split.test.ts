@@ -38,7 +38,7 @@ async function rangeCappedNode(target: string): Promise<typeof proxy> {
       void (async () => {
         const body = Buffer.concat(chunks).toString('utf8');
         const call = JSON.parse(body) as { id?: unknown; method?: string; params?: Array<Record<string, string>> };
-        if (call.method === 'eth_getBlockByNumber') blockTags.push(String(call.params?.[0]));
+        if (call.method === 'eth_getBlockByNumber') blockTags.push(JSON.stringify(call.params?.[0]));
         if (call.method === 'eth_getLogs') {
           const f = call.params?.[0] ?? {};
           if (f.blockHash) ranges.push('hash');
@@ -141,7 +141,7 @@ describe('eth_getLogs over a wide range', () => {
     const wide = await getLogs({ address: contract, fromBlock: 'earliest', toBlock: 'finalized' }, 'fin');
     assert.equal(wide.status, 200);
     assert.deepEqual(wide.json.result, truth);
-    assert.deepEqual(proxy.blockTags.slice(asked), ['finalized'], 'one node call resolves the tag');
+    assert.deepEqual(proxy.blockTags.slice(asked), ['"finalized"'], 'one node call resolves the tag');
   });
 
   test('a key over its limit sending a batch of such eth_getLogs makes no node call: tags resolve from the known head (C10)', async () => {
