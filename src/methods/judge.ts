@@ -41,13 +41,8 @@ const TX_UINT64 = ['gas', 'nonce'] as const;
 const OVERRIDE_UINT64 = ['number', 'time', 'gasLimit'] as const;
 const ADDRESS = /^0[xX][0-9a-fA-F]{40}$/;
 
-class Refusal extends Error {
-  constructor(readonly error: InvalidParamsError) {
-    super(error.message);
-  }
-}
-
-const invalid = (what: string, field: string) => new Refusal(new InvalidParamsError(`Invalid params: ${what}`, { details: { field } }));
+/** The -32602 for a judged value, thrown from deep inside the params and answered by {@link judgeParams}. */
+const invalid = (what: string, field: string) => new InvalidParamsError(`Invalid params: ${what}`, { details: { field } });
 
 /** The params of one call judged (see {@link JudgedParams}), or the -32602 to answer. `callText`: the call as sent, for its member names as written. */
 export function judgeParams(facts: MethodFacts | undefined, params: unknown, callText: string): JudgedParams | InvalidParamsError {
@@ -67,7 +62,7 @@ export function judgeParams(facts: MethodFacts | undefined, params: unknown, cal
   try {
     return judgeList(facts, params as unknown[]);
   } catch (err) {
-    if (err instanceof Refusal) return err.error;
+    if (err instanceof InvalidParamsError) return err;
     throw err;
   }
 }
