@@ -25,6 +25,9 @@ type Tracked = net.Socket & { [ACTIVE]: number; [LAST]: number };
  * have sent its next request on one already, and a close then resets a call that was never
  * answered, where a 503 tells it to go elsewhere.
  */
+/** Marks an 'upgrade' listener that only watches (answers nothing): see WsGateway's fallback. */
+export const WATCHES_ONLY = Symbol.for('junction.upgradeListenerWatchesOnly');
+
 export class ConnectionDrain {
   #server: http.Server | undefined;
   readonly #log: Logger;
@@ -47,8 +50,11 @@ export class ConnectionDrain {
       s.once('close', () => this.#open.delete(s));
     });
     server.on('request', onRequest);
-    // A WebSocket is the WebSocket gateway's to close (1001), not an HTTP connection to drain.
-    server.on('upgrade', (req: http.IncomingMessage) => this.#open.delete(req.socket as Tracked));
+    // A WebSocket is the WebSocket gateway's to close (1001), not an HTTP connection to drain. The
+    // listener only watches: it is marked so that the WebSocket gateway still answers upgrades no
+    // other listener takes (ws/server.ts).
+    const forget = Object.assign((req: http.IncomingMessage) => this.#open.delete(req.socket as Tracked), { [WATCHES_ONLY]: true });
+    server.on('upgrade', forget);
   }
 
   /** True from the start of a stop: answers carry `Connection: close`, new requests get 503. */

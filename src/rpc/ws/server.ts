@@ -23,6 +23,7 @@ import { flat, notificationFrame } from './frame.ts';
 import { refuse, serveAsHttp } from './http-fallback.ts';
 import { OTHER_METHOD } from '../../ops/metrics.ts';
 import type { Outbound } from '../../http/outbound.ts';
+import { WATCHES_ONLY } from '../../http/drain.ts';
 
 export interface WsDeps {
   config: Config;
@@ -268,7 +269,9 @@ export class WsGateway {
    * answers as HTTP/1.1 as Node does when nobody listens for upgrades. A WebSocket elsewhere is 404.
    */
   #notOurs(req: IncomingMessage, socket: Duplex, head: Buffer, ourPath: boolean): void {
-    if (this.#app.server.listenerCount('upgrade') > 1) return;
+    // Another listener that answers upgrades takes them; one that only watches (the stop's drain) does not count.
+    const others = this.#app.server.listeners('upgrade').filter((l) => l !== this.onUpgrade && !(WATCHES_ONLY in l));
+    if (others.length > 0) return;
     socket.on('error', () => {});
     const wantsWebSocket = (req.headers.upgrade ?? '').toLowerCase() === 'websocket';
     if (wantsWebSocket && !ourPath) return refuse(socket, 404, new InvalidRequestError('No WebSocket endpoint here: use /ws or /ws/{network}'));
