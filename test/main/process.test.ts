@@ -6,7 +6,7 @@ import path from 'node:path';
 import { after, describe, test } from 'node:test';
 import { createPublicClient, http } from 'viem';
 import { startFakeNode } from '../support/fake-node.ts';
-import { alive, descendants, type GatewayProcess, ROOT, spawnGateway } from '../support/process.ts';
+import { alive, descendants, type GatewayProcess, ROOT, spawnGateway, usageTotal } from '../support/process.ts';
 
 // Every start here is the real `npm start`: the compiled gateway in dist/, built first when stale.
 
@@ -175,10 +175,7 @@ describe('the gateway process (npm start)', () => {
 
       gw = await start({ env, via: 'npm' });
       try {
-        const stats = await fetch(`${gw.url}/api/v1/usage/stats`, { headers: auth });
-        assert.equal(stats.status, 200);
-        const { totalRequests } = ((await stats.json()) as { data: { totalRequests: number } }).data;
-        assert.equal(totalRequests, N + 5, `${N} calls before the stop and 5 answered during it`);
+        assert.equal(await usageTotal(gw.url, auth), N + 5, `${N} calls before the stop and 5 answered during it`);
       } finally {
         gw.child.kill('SIGTERM');
         await gw.exited;

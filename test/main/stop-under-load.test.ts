@@ -7,7 +7,7 @@ import { after, test } from 'node:test';
 import { Client } from 'undici';
 import WebSocket from 'ws';
 import { startFakeNode } from '../support/fake-node.ts';
-import { type GatewayProcess, spawnGateway } from '../support/process.ts';
+import { type GatewayProcess, spawnGateway, usageTotal } from '../support/process.ts';
 import { waitFor } from '../support/wait.ts';
 
 const GRACE_MS = 10_000;
@@ -130,9 +130,7 @@ test('a stop under steady keep-alive traffic drains by itself: answers carry Con
     gw = await spawnGateway({ env, seeded: true });
     running.push(gw);
     try {
-      const stats = await fetch(`${gw.url}/api/v1/usage/stats`, { headers: auth });
-      const { totalRequests } = ((await stats.json()) as { data: { totalRequests: number } }).data;
-      assert.equal(totalRequests, answered, 'usage counts exactly the calls answered, none turned away');
+      assert.equal(await usageTotal(gw.url, auth), answered, 'usage counts exactly the calls answered, none turned away');
     } finally {
       gw.child.kill('SIGTERM');
       await gw.exited;

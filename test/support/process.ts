@@ -194,3 +194,10 @@ export function alive(pid: number): boolean {
     return false;
   }
 }
+
+/** The account's `totalRequests` from `GET /api/v1/usage/stats` of a running gateway (the usage a stop must have kept). */
+export async function usageTotal(url: string, auth: Record<string, string>): Promise<number> {
+  const stats = await fetch(`${url}/api/v1/usage/stats`, { headers: auth });
+  if (stats.status !== 200) throw new Error(`usage stats answered ${stats.status}`);
+  return ((await stats.json()) as { data: { totalRequests: number } }).data.totalRequests;
+}
