@@ -41,9 +41,17 @@ export async function createPgCluster(): Promise<PgCluster> {
   if (!bin) throw new Error('no PostgreSQL binaries under /usr/lib/postgresql');
   const dir = mkdtempSync(path.join(os.tmpdir(), 'junction-pg-'));
   const asRoot = process.getuid?.() === 0;
-  const run = (cmd: string, args: string[]) => {
+  const run = (cmd: string, args: string[], timeout = 60_000) => {
     const [file, argv] = asRoot ? ['runuser', ['-u', 'postgres', '--', path.join(bin, cmd), ...args]] : [path.join(bin, cmd), args];
-    execFileSync(file, argv, { stdio: 'pipe', timeout: 60_000 });
+    execFileSync(file, argv, { stdio: 'pipe', timeout });
+  };
+  /** Running, not a zombie (where no init reaps, a killed server stays one). */
+  const alive = (pid: number): boolean => {
+    try {
+      return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+    } catch {
+      return false;
+    }
   };
   if (asRoot) {
     const uid = Number(execFileSync('id', ['-u', 'postgres']).toString().trim());
@@ -71,7 +79,27 @@ export async function createPgCluster(): Promise<PgCluster> {
       running = true;
     },
     stopImmediate() {
-      run('pg_ctl', ['-D', data, '-m', 'immediate', '-w', 'stop']);
+      // Once (CI, a loaded host) pg_ctl waited past a minute for the postmaster to go. What a test
+      // needs is a server that is gone at once: after 15 s of pg_ctl, every process of the cluster
+      // gets SIGKILL (a crash) and its lock file goes.
+      const before = pids();
+      try {
+        run('pg_ctl', ['-D', data, '-m', 'immediate', '-w', '-t', '15', 'stop'], 20_000);
+      } catch (error) {
+        for (const pid of before) {
+          try {
+            process.kill(pid, 'SIGKILL');
+          } catch {
+            // Gone meanwhile.
+          }
+        }
+        const until = Date.now() + 10_000;
+        while (before.some(alive) && Date.now() < until) execFileSync('sleep', ['0.1']);
+        if (before.some(alive)) throw error;
+        // A zombie postmaster (no init reaps it here) would look alive to the next start, through either lock file.
+        rmSync(path.join(data, 'postmaster.pid'), { force: true });
+        rmSync(path.join(dir, `.s.PGSQL.${port}.lock`), { force: true });
+      }
       running = false;
     },
     freeze() {
