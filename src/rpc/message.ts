@@ -4,6 +4,7 @@ import type { ResolvedKey } from '../keys/cache.ts';
 import type { LogsPlan } from './dispatch/logs.ts';
 import type { BlockRef } from '../methods/values.ts';
 import { errorText, type RpcCall } from './jsonrpc.ts';
+import type { Outcomes } from './outcome.ts';
 
 // The shapes one JSON-RPC message takes through the pipeline (rpc/pipeline.ts): what a transport
 // hands in, what it gets back, and what the stages pass each other.
@@ -46,8 +47,6 @@ export interface RpcOutput {
   cache?: 'HIT' | 'MISS';
   /** Runs once the answer is on its way (a new subscription starts delivering after its id was sent). */
   after?: () => void;
-  /** The node's answer holds an error object; set when the answer was already read for it (one scan for metrics and analytics). */
-  nodeError?: boolean;
 }
 
 /** What a subscription dispatcher answers for one call. */
@@ -93,8 +92,8 @@ export interface Caller {
   network: Network;
   ip: string;
   requestId: string | undefined;
-  /** C46: when the request arrived (performance.now()); 0 when analytics are off. */
-  at: number;
+  /** What became of the message's calls, written down by each stage and recorded once at the end (outcome.ts). */
+  outcomes: Outcomes;
 }
 
 export interface Refused {
@@ -105,7 +104,7 @@ export interface Refused {
 }
 
 // C44: what a single call answered by the cache adds to its output (a stored answer is a result).
-export const HIT: Partial<RpcOutput> = { cache: 'HIT', nodeError: false };
+export const HIT: Partial<RpcOutput> = { cache: 'HIT' };
 export const MISS: Partial<RpcOutput> = { cache: 'MISS' };
 
 export const nothing = (headers: Record<string, string> | undefined, key: ResolvedKey | null): RpcOutput => ({ status: 204, body: null, headers, keyRefused: false, key });

@@ -19,7 +19,7 @@ import { methodFacts } from '../methods/catalogue.ts';
 import type { MethodPolicy } from './policy.ts';
 import { OTHER_METHOD, type RpcCallMetrics, UNKNOWN_NETWORK } from '../ops/metrics.ts';
 import { type Caller, type Item, MAX_NESTING, nothing, plain, type Refused, type RpcInput, type RpcOutput, SUBSCRIBE, type SubscriptionDispatcher, UNSUBSCRIBE } from './message.ts';
-import { CallTally } from './tally.ts';
+import { Outcomes, Settlement } from './outcome.ts';
 
 export { type DispatchAnswer, MAX_NESTING, type RpcInput, type RpcOutput, type SubscriptionDispatcher } from './message.ts';
 
@@ -53,22 +53,35 @@ function hasLogs(items: Item[]): boolean {
   return false;
 }
 
+/**
+ * C46a: the key an admission refusal counts for: a revoked or expired key's account, a key refused
+ * for the network or its allowlists; not a key that does not exist or is inactive (no account to
+ * count for), nor a refused key lookup (C17: the address's, not a key's).
+ */
+function countsFor(refusal: Refusal): ResolvedKey | null {
+  if (refusal.reason === 'rate' || (refusal.reason === 'key' && !(refusal.error instanceof ApiKeyRevokedError))) return null;
+  return refusal.key;
+}
+
 /** Gives back the subscription slots a message reserved and will not use. */
 function release(judged: Judged, subs: SubscriptionDispatcher | undefined): void {
   for (; judged.reserved > 0; judged.reserved--) subs?.release();
 }
 
 /**
- * The JSON-RPC pipeline, one for every transport. `handle` runs the stages in order, each of
- * which may answer the message itself (a refusal) or pass it on:
+ * The JSON-RPC pipeline, one for every transport. `handle` runs the stages in order; each either
+ * passes the message on or refuses it (the message whole, or calls of a batch one by one), and
+ * writes down the outcome of what it refused in the message's Outcomes:
  *
- *   read (parse, nesting) -> admit (key, network, the key's origin/IP/JWT: keys/admission.ts)
- *   -> split (a batch into its calls) -> judge (method policy, C50 parameter guards, the key's
+ *   read (parse, nesting) -> admit (network, key, the key's origin/IP/JWT: keys/admission.ts)
+ *   -> split (a batch into its calls) -> judge (method policy, C50/C54 parameters, the key's
  *   method and contract lists, subscription slots) -> cost (eth_getLogs plans) -> meter (the
  *   whole call or batch at once) -> record usage -> dispatch (dispatch/dispatcher.ts).
  *
- * A single call is forwarded as the client's own bytes and the node's answer goes back as its
- * bytes (C22). The path stays synchronous up to dispatch for a key in memory with in-process limits.
+ * When the message is answered its outcomes are recorded once (metrics, C46 analytics, log
+ * lines: outcome.ts). A single call is forwarded as the client's own bytes and the node's answer
+ * goes back as its bytes (C22). The path stays synchronous up to dispatch for a key in memory
+ * with in-process limits.
  */
 export class RpcPipeline {
   readonly #config: Config;
@@ -77,9 +90,8 @@ export class RpcPipeline {
   readonly #meter: Meter;
   readonly #cu: ComputeUnits;
   readonly #usage: UsageSink;
-  readonly #tally: CallTally;
+  readonly #settlement: Settlement;
   readonly #dispatcher: Dispatcher;
-  readonly #analytics: boolean;
 
   constructor(deps: {
     config: Config;
@@ -102,43 +114,60 @@ export class RpcPipeline {
     this.#meter = deps.meter;
     this.#cu = new ComputeUnits(deps.config);
     this.#usage = deps.usage;
-    this.#analytics = deps.analytics !== undefined;
-    this.#tally = new CallTally({ metrics: deps.metrics, analytics: deps.analytics, logger: deps.logger, cu: this.#cu });
-    this.#dispatcher = new Dispatcher({ config: deps.config, upstreams: deps.upstreams, cache: deps.cache, tally: this.#tally, cu: this.#cu });
+    this.#settlement = new Settlement({ metrics: deps.metrics, analytics: deps.analytics, logger: deps.logger });
+    this.#dispatcher = new Dispatcher({ config: deps.config, upstreams: deps.upstreams, cache: deps.cache, cu: this.#cu });
   }
 
   async handle(input: RpcInput): Promise<RpcOutput> {
-    const msg = this.#read(input);
+    const outcomes = new Outcomes(slugOf(input), input.requestId);
+    if (this.#settlement.timed) outcomes.at = input.arrivedAt ?? performance.now();
+    try {
+      return await this.#run(input, outcomes);
+    } finally {
+      this.#settlement.settle(outcomes);
+    }
+  }
+
+  /** The stages, in order (see the class comment); `outcomes` gets what each refused and what dispatch answered. */
+  async #run(input: RpcInput, outcomes: Outcomes): Promise<RpcOutput> {
+    // Stage read.
+    const msg = this.#read(input, outcomes);
     if (!('text' in msg)) return msg;
+    outcomes.single = msg.single !== undefined;
+
+    // Stage admit: the network of the address, then the key.
     if (input.network instanceof RpcError) {
-      this.#tally.call(UNKNOWN_NETWORK, msg.method, input.network, input.requestId);
+      outcomes.refused('admit', msg.method, input.network);
       return plain(input.network, msg.id());
     }
     const network = input.network;
-
     let key: ResolvedKey | null = null;
     if (input.apiKey !== null) {
       let admitted = admit(this.#keys, input.apiKey, network.slug, input, this.#meter);
       if (admitted instanceof Promise) admitted = await admitted;
-      if (admitted instanceof Refusal) return this.#refuseAdmission(admitted, network, input, msg);
+      if (admitted instanceof Refusal) return this.#refuseAdmission(admitted, network, input, msg, outcomes);
       key = admitted;
     }
-    const caller: Caller = { key, network, ip: input.ip, requestId: input.requestId, at: this.#analytics ? (input.arrivedAt ?? performance.now()) : 0 };
+    outcomes.key = key;
+    const caller: Caller = { key, network, ip: input.ip, requestId: input.requestId, outcomes };
 
+    // Stage split.
     const refused: Refused[] = [];
     const items = this.#split(caller, msg, refused);
     if (!Array.isArray(items)) return items;
+
+    // Stage judge.
     const subs = input.subscriptions;
     const judged = this.#judge(caller, msg, items, refused, subs);
     if (!('admitted' in judged)) return judged;
     const { admitted } = judged;
 
-    // Issue 15: an eth_getLogs wider than the network's maxLogsRange is planned before it is metered.
+    // Stage cost: an eth_getLogs wider than the network's maxLogsRange is planned before it is metered.
     if (hasLogs(admitted)) {
       const out = await this.#planLogs(caller, msg, admitted, refused, () => release(judged, subs));
       if (out) return out;
     }
-    // Stage cost. Over a WebSocket eth_unsubscribe is not metered (it only gives back a slot).
+    // Over a WebSocket eth_unsubscribe is not metered (it only gives back a slot).
     let cu = 0;
     let calls = 0;
     for (const item of admitted) {
@@ -154,55 +183,51 @@ export class RpcPipeline {
     const headers = metered.headers;
     if (metered.error) {
       release(judged, subs);
-      for (const item of admitted) {
-        this.#tally.call(network.slug, item.call.method, metered.error);
-        this.#tally.refusedFor(key, network.slug, item.call.method, metered.error);
-      }
-      this.#tally.refusedLine(caller, metered.error, admitted.length);
+      for (const item of admitted) outcomes.refused('meter', item.call.method, metered.error);
       return { status: metered.error.httpStatus, body: errorText(msg.single ? msg.id() : 'null', metered.error), headers, keyRefused: false, key };
     }
     if (key && calls > 0) this.#recordUsage(key, network, admitted, subs !== undefined);
 
+    // Stage dispatch.
     if (msg.single) {
       const item = admitted[0];
       if (!item) return nothing(headers, key);
-      const out = await this.#dispatcher.single(caller, item, headers, subs);
-      if (key) this.#tally.observe(caller, key, item.call.method, out.status >= 500, out.nodeError ?? out.body);
-      return this.#bounded(out, msg);
+      return this.#bounded(await this.#dispatcher.single(caller, item, headers, subs), msg, outcomes);
     }
-    if (refused.length > 0) this.#tally.refusedLine(caller, (refused[0] as Refused).err, refused.length);
-    return this.#bounded(await this.#dispatcher.batch(caller, msg.batch?.length ?? 1, admitted, refused, headers, subs), msg);
+    return this.#bounded(await this.#dispatcher.batch(caller, msg.batch?.length ?? 1, admitted, refused, headers, subs), msg, outcomes);
   }
 
   /**
    * C60: an answer larger than `rpc.maxResponseBytes` (a batch's answers together, or one built
    * here from a node's parts) is not sent: the caller gets -32000 "Response too large" instead.
    */
-  #bounded(out: RpcOutput, msg: Message): RpcOutput {
+  #bounded(out: RpcOutput, msg: Message, outcomes: Outcomes): RpcOutput {
     const body = out.body;
     if (body === null) return out;
     const max = this.#config.rpc.maxResponseBytes;
     // A string's bytes are counted only when its length leaves it in doubt (UTF-8: 1 to 3 bytes per UTF-16 unit).
     if (body.length <= max / 3 || (typeof body === 'string' ? body.length <= max && Buffer.byteLength(body) <= max : body.length <= max)) return out;
     const err = new ResponseTooLargeError(max);
+    // What was dispatched was answered with this error, not with what the nodes said.
+    for (const o of outcomes.list) if (o.stage === 'dispatch') o.err = err;
     return { ...out, status: err.httpStatus, body: errorText(msg.single ? msg.id() : 'null', err) };
   }
 
   /** Stage read: the body as JSON (C23: not too deeply nested), or the error answered for it. */
-  #read(input: RpcInput): Message | RpcOutput {
+  #read(input: RpcInput, outcomes: Outcomes): Message | RpcOutput {
     const text = input.body.toString('utf8');
     let parsed: unknown;
     try {
       parsed = JSON.parse(text);
     } catch {
       const err = new ParseError('Parse error: the body is not valid JSON');
-      this.#tally.call(slugOf(input), OTHER_METHOD, err, input.requestId);
+      outcomes.refused('read', OTHER_METHOD, err);
       return plain(err, 'null');
     }
     // C23: nesting past MAX_NESTING is refused like a parse error (the params' readers recurse).
     if (nestsDeeperThan(text, MAX_NESTING)) {
       const err = new InvalidRequestError(`Invalid request: JSON nested more than ${MAX_NESTING} levels deep`);
-      this.#tally.call(slugOf(input), OTHER_METHOD, err, input.requestId);
+      outcomes.refused('read', OTHER_METHOD, err);
       return plain(err, 'null');
     }
     const batch = Array.isArray(parsed) ? parsed : undefined;
@@ -214,40 +239,32 @@ export class RpcPipeline {
     return { text, batch, single, id, method: single?.call?.method ?? OTHER_METHOD };
   }
 
-  /** Stage admit, refused: counted (C46a) and answered; a key that cannot be used here closes a WebSocket. */
-  async #refuseAdmission(refusal: Refusal, network: Network, input: RpcInput, msg: Message): Promise<RpcOutput> {
+  /** Stage admit, refused: answered (and counted, C46a); a key that cannot be used here closes a WebSocket. */
+  async #refuseAdmission(refusal: Refusal, network: Network, input: RpcInput, msg: Message, outcomes: Outcomes): Promise<RpcOutput> {
     const { error: err, key: known } = refusal;
-    this.#tally.call(network.slug, msg.method, err, input.requestId);
-    // C46a: a batch refused whole counts each of its calls.
-    this.countRefusal(refusal, network.slug, msg.method, msg.batch?.length ?? 1);
+    // C46a: a batch refused whole counts each of its calls, for the key's account when it has one to count for.
+    outcomes.key = countsFor(refusal);
+    outcomes.refused('admit', msg.method, err, msg.batch?.length ?? 1);
     if (refusal.reason === 'rate') return { ...plain(err, msg.id()), headers: refusal.headers };
     // C48: a key the database could not be asked about carries its Retry-After.
     if (refusal.reason === 'key') return { ...plain(err, msg.id()), keyRefused: true, ...(refusal.headers ? { headers: refusal.headers } : {}) };
-    const caller: Caller = { key: known, network, ip: input.ip, requestId: input.requestId, at: 0 };
+    const caller: Caller = { key: known, network, ip: input.ip, requestId: input.requestId, outcomes };
     if (refusal.reason === 'network') return { ...(await this.#refusal(caller, msg.id(), err)), keyRefused: true };
-    // Issue 15: the key's origin, IP and JWT rules refuse the whole message.
+    // The key's origin, IP and JWT rules refuse the whole message.
     return this.#refusal(caller, msg.id(), err);
   }
 
-  /**
-   * C46a: an admission refusal counted for the key's account under its reason (`key` for a
-   * revoked or expired key, `network`, `access`); a key that does not exist or is inactive has
-   * no account to count for, and a refused key lookup (C17) is the address's, not a key's. The
-   * WebSocket upgrade counts its refusals here too, once per refused upgrade.
-   */
-  countRefusal(refusal: Refusal, slug: string, method: string, calls = 1): void {
-    const { error: err, key } = refusal;
-    if (refusal.reason === 'rate' || (refusal.reason === 'key' && !(err instanceof ApiKeyRevokedError))) return;
-    this.#tally.refusedFor(key, slug, method, err, calls);
+  /** C46a: a refused WebSocket upgrade, counted once for the key's account (the upgrade is no call: no metrics, its own log line). */
+  countRefusal(refusal: Refusal, slug: string, method: string): void {
+    this.#settlement.refusedFor(countsFor(refusal), slug, method, refusal.error);
   }
 
   /** Stage split: the message's calls with their texts; a batch's malformed items refused one by one (C23). */
   #split(caller: Caller, msg: Message, refused: Refused[]): Item[] | Promise<RpcOutput> {
-    const slug = caller.network.slug;
     const { single, text } = msg;
     if (single) {
       if (single.error) {
-        this.#tally.call(slug, OTHER_METHOD, single.error, caller.requestId);
+        caller.outcomes.refused('split', OTHER_METHOD, single.error);
         return this.#refusal(caller, msg.id(), single.error);
       }
       return [{ index: 0, text, call: single.call }];
@@ -255,13 +272,13 @@ export class RpcPipeline {
     const list = msg.batch as unknown[];
     if (list.length === 0) {
       const err = new InvalidRequestError('Invalid request: empty batch');
-      this.#tally.call(slug, OTHER_METHOD, err, caller.requestId);
+      caller.outcomes.refused('split', OTHER_METHOD, err);
       return this.#refusal(caller, 'null', err);
     }
     const max = this.#config.rpc.maxBatchSize;
     if (list.length > max) {
       const err = new InvalidRequestError(`Invalid request: a batch holds at most ${max} calls`, { details: { maxBatchSize: max } });
-      this.#tally.call(slug, OTHER_METHOD, err, caller.requestId);
+      caller.outcomes.refused('split', OTHER_METHOD, err, list.length);
       return this.#refusal(caller, 'null', err);
     }
     const elements = arrayElements(text);
@@ -271,7 +288,7 @@ export class RpcPipeline {
       const item = parseItem(raw, itemText);
       if (item.error) {
         refused.push({ index, id: item.id !== null ? idText(itemText) : 'null', err: item.error });
-        this.#tally.call(slug, OTHER_METHOD, item.error);
+        caller.outcomes.refused('split', OTHER_METHOD, item.error);
       } else items.push({ index, text: itemText, call: item.call });
     });
     return items;
@@ -309,8 +326,7 @@ export class RpcPipeline {
         if (err === null && access !== null) err = access.checkCall(call);
       }
       if (err) {
-        this.#tally.call(network.slug, call.method, err, msg.single ? caller.requestId : undefined);
-        this.#tally.refusedFor(key, network.slug, call.method, err);
+        caller.outcomes.refused('judge', call.method, err);
         if (msg.single) return notification ? nothing(undefined, key) : this.#refusal(caller, msg.id(), err);
         if (!notification) refused.push({ index: item.index, id: idText(item.text), err });
         continue;
@@ -331,7 +347,7 @@ export class RpcPipeline {
       if (item.call.method !== GET_LOGS) continue;
       const err = await this.#dispatcher.planLogs(caller, item);
       if (!err) continue;
-      this.#tally.call(caller.network.slug, GET_LOGS, err, msg.single ? caller.requestId : undefined);
+      caller.outcomes.refused('cost', GET_LOGS, err);
       if (msg.single) {
         release();
         return item.call.id === undefined ? nothing(undefined, caller.key) : this.#refusal(caller, msg.id(), err);

@@ -97,6 +97,11 @@ export class UpstreamPool {
     return p.lastHead >= 0 && head <= jumpCeiling(p, Date.now());
   }
 
+  /** C49: whether a call of `method` is a consensus read on this network (the caller sends such calls one by one). */
+  isConsensusRead(method: string): boolean {
+    return this.#p.consensus?.methods.has(method) === true;
+  }
+
   /**
    * Sends a serialised JSON-RPC request or batch and returns the first acceptable answer unchanged.
    * `methods` lists the method(s) in it: they pick the timeout and whether failover is allowed.

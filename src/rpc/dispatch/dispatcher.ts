@@ -10,7 +10,6 @@ import { methodFacts } from '../../methods/catalogue.ts';
 import { blockNumberOf } from '../../methods/values.ts';
 import { errorText, resultText } from '../jsonrpc.ts';
 import { type Caller, type DispatchAnswer, HIT, type Item, MISS, nothing, type Refused, type RpcOutput, SUBSCRIBE, type SubscriptionDispatcher, UNSUBSCRIBE } from '../message.ts';
-import type { CallTally } from '../tally.ts';
 import { answerText, type CachePlan, type ResponseCache } from './cache.ts';
 import { FilterPins, isFilterMethod } from './filters.ts';
 import { GET_LOGS, type LogsLimits, planLogs, runLogs } from './logs.ts';
@@ -29,40 +28,46 @@ function answerOf(notification: boolean, status: number, body: Buffer | string |
  * The last stage of the pipeline: admitted, metered calls to their answers. A single call is
  * answered from the cache, forwarded as the client's bytes, translated (`nat_*`, C25), split
  * (a wide eth_getLogs), pinned (filters) or subscribed; a batch's forwardable calls go to the
- * node as one batch and the others run beside it, answers back in request order (C23).
+ * node as one batch and the others (consensus reads among them, C49) run beside it, answers back
+ * in request order (C23).
  */
 export class Dispatcher {
   readonly #config: Config;
   readonly #upstreams: Upstreams;
   readonly #cache: ResponseCache | undefined;
-  readonly #tally: CallTally;
   readonly #cu: ComputeUnits;
   /** Issue 15: filters pinned to the upstream that made them, for HTTP and WebSocket alike. */
   readonly #filters = new FilterPins();
   readonly #logsLimitsBySlug = new Map<string, LogsLimits>();
 
-  constructor(deps: { config: Config; upstreams: Upstreams; cache: ResponseCache | undefined; tally: CallTally; cu: ComputeUnits }) {
+  constructor(deps: { config: Config; upstreams: Upstreams; cache: ResponseCache | undefined; cu: ComputeUnits }) {
     this.#config = deps.config;
     this.#upstreams = deps.upstreams;
     this.#cache = deps.cache;
-    this.#tally = deps.tally;
     this.#cu = deps.cu;
   }
 
+  /** The compute units a dispatched call was metered at (C10). */
+  #cuOf(item: Item): number {
+    return item.cu ?? this.#cu.of(item.call.method);
+  }
+
+  /** One call to its answer; its outcome goes into `caller.outcomes`. */
   async single(caller: Caller, item: Item, headers: Record<string, string>, subs: SubscriptionDispatcher | undefined): Promise<RpcOutput> {
     const { call } = item;
     const notification = call.id === undefined;
     const slug = caller.network.slug;
+    const outcomes = caller.outcomes;
     if (subs && caller.key && (call.method === SUBSCRIBE || call.method === UNSUBSCRIBE)) {
       const a = await this.#subscription(item, subs, caller.key);
-      this.#tally.answer(slug, call.method, a.text);
+      outcomes.answered(call.method, this.#cuOf(item), a.text);
       return answerOf(notification, 200, a.text, headers, caller.key, a.after ? { after: a.after } : undefined);
     }
     if (call.method.startsWith('nat_')) {
       const a = await this.#native(item, caller);
       return answerOf(notification, a.status, a.text, headers, caller.key, undefined);
     }
-    // Issue 15: a split eth_getLogs, and filters kept on the node that made them.
+    // A split eth_getLogs, and filters kept on the node that made them.
     if (item.logs || isFilterMethod(call.method)) {
       const a = await this.#routed(caller, item);
       return answerOf(notification, a.status, a.text, headers, caller.key, undefined);
@@ -77,26 +82,22 @@ export class Dispatcher {
         const stored = plan.cacheable ? cache.get(caller.network, plan.key) : null;
         if (stored !== null) {
           // Only results are stored: a hit is one (no node error to look for in it).
-          this.#tally.ok(slug, call.method);
+          outcomes.answered(call.method, this.#cuOf(item));
           return answerOf(notification, 200, answerText(id, stored), headers, caller.key, HIT);
         }
         const body = underCallerId(await cache.shared(plan, id, async () => (await pool.forward(item.text, [call.method], forwardOptions(caller, item, true))).body), item);
-        const code = this.#tally.answer(slug, call.method, body);
-        const o = answerOf(notification, 200, body, headers, caller.key, MISS);
-        if (code !== undefined) o.nodeError = code !== null;
-        return o;
+        outcomes.answered(call.method, this.#cuOf(item), body);
+        return answerOf(notification, 200, body, headers, caller.key, MISS);
       }
       // The client's bytes go to the node and the node's bytes come back (C22: 200, unchanged).
       const res = await pool.forward(item.text, [call.method], forwardOptions(caller, item, !notification));
       const body = underCallerId(res.body, item);
-      const code = this.#tally.answer(slug, call.method, body);
-      const o = answerOf(notification, 200, body, headers, caller.key, undefined);
-      if (code !== undefined) o.nodeError = code !== null;
-      return o;
+      outcomes.answered(call.method, this.#cuOf(item), body);
+      return answerOf(notification, 200, body, headers, caller.key, undefined);
     } catch (err) {
-      this.#tally.failure(caller, [call.method], err);
+      outcomes.failure([call.method], err);
       const e = toRpcError(err);
-      this.#tally.call(slug, call.method, e);
+      outcomes.failed(call.method, this.#cuOf(item), e);
       return answerOf(notification, e.httpStatus, errorText(idText(item.text), e), headers, caller.key, undefined);
     }
   }
@@ -145,12 +146,10 @@ export class Dispatcher {
       const owner = caller.key ? caller.key.userId : 'public';
       a = await this.#filters.handle(pool, owner, { method: call.method, params: call.params, text: item.text, idText: id, reqId: caller.requestId });
     }
-    if (a.status >= 500) this.#tally.upstreamFailed(slug, call.method);
-    else this.#tally.answer(slug, call.method, a.text);
+    if (a.status >= 500) caller.outcomes.failed(call.method, this.#cuOf(item), ROUTED_FAILURE);
+    else caller.outcomes.answered(call.method, this.#cuOf(item), a.text);
     return a;
   }
-
-  /**
 
   /** A `nat_*` call translated for the native node (C25): the answer under the caller's id, and its HTTP status. */
   async #native(item: Item, caller: Caller): Promise<{ status: number; text: string }> {
@@ -159,12 +158,12 @@ export class Dispatcher {
     try {
       const pool = this.#upstreams.pool(caller.network.slug);
       const result = await callNativeMethod(method, item.call.params, this.#config.methods.native, nodeCallFromPool(pool));
-      this.#tally.call(caller.network.slug, method, null);
+      caller.outcomes.answered(method, this.#cuOf(item));
       return { status: 200, text: resultText(id, result) };
     } catch (err) {
-      this.#tally.failure(caller, [method], err);
+      caller.outcomes.failure([method], err);
       const e = toRpcError(err);
-      this.#tally.call(caller.network.slug, method, e);
+      caller.outcomes.failed(method, this.#cuOf(item), e);
       return { status: e.httpStatus, text: errorText(id, e) };
     }
   }
@@ -188,6 +187,7 @@ export class Dispatcher {
     headers: Record<string, string>,
     subs: SubscriptionDispatcher | undefined,
   ): Promise<RpcOutput> {
+    const outcomes = caller.outcomes;
     const answers = new Map<number, string | null>();
     for (const r of refused) answers.set(r.index, errorText(r.id, r.err));
     const forward: Item[] = [];
@@ -198,7 +198,8 @@ export class Dispatcher {
     const head = cache ? pool.head() : null;
     for (const item of admitted) {
       const m = item.call.method;
-      if (m.startsWith('nat_') || item.logs || isFilterMethod(m) || (subs && (m === SUBSCRIBE || m === UNSUBSCRIBE))) {
+      // C49: a consensus read of a batch is asked of several nodes and judged alone, as a single call is.
+      if (m.startsWith('nat_') || item.logs || isFilterMethod(m) || (subs && (m === SUBSCRIBE || m === UNSUBSCRIBE)) || (item.call.id !== undefined && pool.isConsensusRead(m))) {
         others.push(item);
         continue;
       }
@@ -207,7 +208,7 @@ export class Dispatcher {
         const hit = cache.get(caller.network, plan.key);
         if (hit !== null) {
           answers.set(item.index, answerText(idText(item.text), hit));
-          this.#tally.ok(caller.network.slug, m);
+          outcomes.answered(m, this.#cuOf(item));
           continue;
         }
         plans.set(item.index, plan);
@@ -216,7 +217,6 @@ export class Dispatcher {
     }
     const afters: Array<() => void> = [];
     let allFailedUpstream = forward.length > 0 && others.length === 0;
-    let forwardFailed = false;
     await Promise.all([
       forward.length > 0 &&
         (async () => {
@@ -231,14 +231,13 @@ export class Dispatcher {
               const a = answers.get(index);
               if (a) cache?.put(plan, a);
             }
-            for (const f of forward) this.#tally.answer(caller.network.slug, f.call.method, answers.get(f.index) ?? null);
+            for (const f of forward) outcomes.answered(f.call.method, this.#cuOf(f), answers.get(f.index) ?? null);
             allFailedUpstream = false;
           } catch (err) {
-            forwardFailed = true;
             const e = toRpcError(err);
-            this.#tally.failure(caller, forward.map((f) => f.call.method), err);
+            outcomes.failure(forward.map((f) => f.call.method), err);
             for (const f of forward) {
-              this.#tally.call(caller.network.slug, f.call.method, e);
+              outcomes.failed(f.call.method, this.#cuOf(f), e);
               if (f.call.id !== undefined) answers.set(f.index, errorText(idText(f.text), e));
             }
           }
@@ -250,25 +249,19 @@ export class Dispatcher {
           a = { text: id === null ? null : (await this.#native(item, caller)).text };
         } else if (item.logs || isFilterMethod(item.call.method)) {
           a = { text: (await this.#routed(caller, item)).text };
+        } else if (item.call.method !== SUBSCRIBE && item.call.method !== UNSUBSCRIBE) {
+          // A consensus read (C49): the single call's path, the cache's included.
+          const out = await this.single(caller, item, headers, undefined);
+          a = { text: out.body === null ? null : out.body.toString() };
         } else {
           a = await this.#subscription(item, subs as SubscriptionDispatcher, caller.key as ResolvedKey);
-          this.#tally.answer(caller.network.slug, item.call.method, a.text);
+          outcomes.answered(item.call.method, this.#cuOf(item), a.text);
         }
         answers.set(item.index, a.text);
         if (a.after) afters.push(a.after);
       }),
     ]);
 
-    const key = caller.key;
-    if (key && this.#tally.analytics) {
-      // C46: forward is admitted's subsequence in the same order; a failed forward is an upstream failure for each of its calls.
-      let j = 0;
-      for (const item of admitted) {
-        const forwarded = forward[j] === item;
-        if (forwarded) j++;
-        this.#tally.observe(caller, key, item.call.method, forwarded && forwardFailed, answers.get(item.index) ?? null);
-      }
-    }
     // C23: answers in request order; notifications have none.
     const out: string[] = [];
     for (let i = 0; i < count; i++) {
@@ -287,6 +280,9 @@ export class Dispatcher {
     };
   }
 }
+
+/** What a split eth_getLogs or a filter call that no node answered counts as (its answer is the routed path's own). */
+const ROUTED_FAILURE = new UpstreamError('Upstream RPC error: no upstream answered');
 
 /**
  * C23: the answer under the caller's id. A node that could not read a call at all answers it with
