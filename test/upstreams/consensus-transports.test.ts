@@ -8,7 +8,7 @@ import { after, before, describe, test } from 'node:test';
 import { createKey, startTestApp, type TestApp } from '../support/app.ts';
 import { type FakeNode, startFakeNode } from '../support/fake-node.ts';
 import { waitFor } from '../support/wait.ts';
-import { connect, type Json, wsAddress } from '../ws/helpers.ts';
+import { connect, wsAddress } from '../ws/helpers.ts';
 
 const NET = 'avalanche-fuji'; // consensus on eth_getBalance
 const ADDRESS = '0x0000000000000000000000000000000000000001';
@@ -88,7 +88,7 @@ describe('consensus reads in batches and over WebSocket (C49)', () => {
     const client = await connect(wsAddress(t, `/ws/${NET}?apiKey=${key}`));
     try {
       setAnswers('"0x1"', '"0x2"', '"0x3"');
-      const alone = (await client.send(JSON.stringify(batch[0]))) as Json;
+      const alone = await client.send(JSON.stringify(batch[0]));
       assert.equal(alone.error?.code, -32000);
       assert.equal((alone.error as { data?: { reason?: string } } | undefined)?.data?.reason, 'no_consensus');
 
