@@ -315,7 +315,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
     upstreams,
     logger,
     outbound,
-    onKeyChange: (listener) => keys.onChange(listener),
+    onKeyChange: (listener) => keys.changes.on(listener),
     metricsRegistry: metrics.registry,
   });
   const faucet = new FaucetService({ db, config, registry, upstreams, logger });

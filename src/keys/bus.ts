@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { isCluster, type RedisClient, type RedisLink } from '../storage/redis.ts';
 import type { KeyCache } from './cache.ts';
-import type { KeyChange, KeyService } from './service.ts';
+import type { KeyChange } from './changes.ts';
+import type { KeyService } from './service.ts';
 
 const CHANNEL = 'junction:key-changes';
 /** Changes kept while Redis is away; past this, one message that clears every instance's cache. */
@@ -55,7 +56,7 @@ export class KeyChangeBus {
         const { origin, change, all } = JSON.parse(message) as { origin: string; change?: KeyChange; all?: boolean };
         if (origin === this.#origin) return;
         if (all) cache.clear();
-        else if (change) keys.emit(change, true);
+        else if (change) keys.changes.emit(change, true);
       } catch {
         log.warn('ignored a malformed key-change message');
       }
@@ -77,7 +78,7 @@ export class KeyChangeBus {
       this.#cache.clear();
       this.#flushPending();
     });
-    this.#off = this.#keys.onChange((change, remote) => {
+    this.#off = this.#keys.changes.on((change, remote) => {
       if (remote) return;
       if (this.#link && !this.#link.up) return this.#keep(change);
       this.#publish({ origin: this.#origin, change }, change);

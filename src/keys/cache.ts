@@ -78,7 +78,7 @@ export class KeyCache {
     this.#config = config;
     this.#ttlMs = opts.ttlMs;
     this.#maxEntries = opts.maxEntries ?? 100_000;
-    this.#off = keys.onChange((change) => {
+    this.#off = keys.changes.on((change) => {
       this.#generation++;
       for (const h of change.keyHashes) this.#entries.delete(h);
       if (change.type === 'account') {

@@ -10,7 +10,12 @@ import type { Db } from '../storage/db.ts';
 import { accessView, applyAccessInput, hasAccessInput, type KeyAccessInput, type KeyAccessSettings } from './access.ts';
 import { generateKey, hashKey, KeyCipher } from './crypto.ts';
 import { apiKeys } from './schema.ts';
-import { WEBSOCKET_METHODS } from '../methods/catalogue.ts';
+import { KeyChanges } from './changes.ts';
+import { type PlanEnforcement, PlanRules } from './plan-rules.ts';
+
+// The key records of an account (C19-C21): create, list, change, revoke, rotate and delete, each
+// change published to the instance's key-change listeners (changes.ts). What the plan allows is
+// judged by plan-rules.ts; lookups for the RPC path are cache.ts's.
 
 export type KeyRow = typeof apiKeys.$inferSelect;
 export type KeyStatus = 'active' | 'inactive' | 'revoked' | 'expired';
@@ -44,15 +49,6 @@ export interface KeyUsageReader {
 }
 const NO_USAGE: KeyUsageReader = { usageByKey: async () => new Map() };
 
-/** Published after every change to a key, so caches of key lookups drop it at once (C20). */
-export interface KeyChange {
-  type: 'created' | 'updated' | 'revoked' | 'rotated' | 'deleted' | 'account';
-  userId: string;
-  keyId?: string;
-  /** Hashes whose cached lookups are stale now. */
-  keyHashes: string[];
-}
-
 export interface CreateKeyInput extends KeyAccessInput {
   name: string;
   networks?: string[] | undefined;
@@ -68,20 +64,8 @@ export interface PatchKeyInput extends KeyAccessInput {
   expiresAt?: string | null | undefined;
 }
 
-const FREE_DEFAULT_NETWORKS = ['native-mainnet', 'native-testnet'];
-
 /** What an admin may change on an account (C8). */
 export type AccountLimitsPatch = Partial<Pick<UserRow, 'tier' | 'requestsPerMinute' | 'dailyLimit' | 'monthlyLimit'>>;
-
-/** Keys a plan change brought within the new plan (ids only, never key values). */
-export interface PlanEnforcement {
-  /** Switched to `inactive`: more active keys than the plan allows (C15). */
-  deactivated: string[];
-  /** Networks taken off: more distinct networks than the plan allows (C16). */
-  networksChanged: string[];
-  /** `rateLimit` lowered to the plan rate (C14). */
-  rateLimited: string[];
-}
 
 /** API keys of an account: create, list, change, revoke, rotate, delete (C14–C16, C19–C21). */
 export class KeyService {
@@ -89,17 +73,19 @@ export class KeyService {
   /** The RPC key lookup by hash, prepared once (`lookupByHash`). */
   readonly #byHash;
   readonly #cfg: Config;
-  readonly #registry: NetworkRegistry;
   readonly #cipher: KeyCipher;
-  readonly #listeners = new Set<(c: KeyChange, remote: boolean) => void>();
+  /** C20: every change to a key is published here (caches drop it; the bus relays it). */
+  readonly changes = new KeyChanges();
+  /** What the account's plan allows its keys (C14-C16, C52). */
+  readonly plan: PlanRules;
   /** Counts for the key list (C21): the usage service, given when the app builds this service. */
   readonly usage: KeyUsageReader;
 
   constructor(deps: { db: Db; config: Config; registry: NetworkRegistry; encryptionSecret: string; usage?: KeyUsageReader }) {
     this.#db = deps.db;
     this.#cfg = deps.config;
-    this.#registry = deps.registry;
     this.#cipher = new KeyCipher(deps.encryptionSecret);
+    this.plan = new PlanRules(deps.config, deps.registry);
     this.usage = deps.usage ?? NO_USAGE;
     this.#byHash = this.#db
       .select({ key: apiKeys, user: users })
@@ -109,33 +95,13 @@ export class KeyService {
       .prepare('api_key_by_hash');
   }
 
-  /** Subscribe to key changes; returns the unsubscribe function. */
-  onChange(listener: (c: KeyChange, remote: boolean) => void): () => void {
-    this.#listeners.add(listener);
-    return () => this.#listeners.delete(listener);
-  }
-
-  /** `remote`: the change was made on another instance and arrived over the bus (C20). */
-  emit(change: KeyChange, remote = false): void {
-    for (const l of this.#listeners) l(change, remote);
-  }
-
   decryptKey(row: KeyRow): string {
     return this.#cipher.decrypt(row.keyCiphertext, row.id);
   }
 
-  /**
-   * C16, C52: the networks "every network the plan allows" means for an account now: all of them
-   * on a plan without a network cap, the native networks on one with a cap (free).
-   */
-  planNetworks(account: AccountLimitsInput): string[] {
-    const max = effectiveLimits(this.#cfg, account).maxNetworks;
-    return max === null ? this.#registry.all.map((n) => n.slug) : FREE_DEFAULT_NETWORKS.slice(0, max);
-  }
-
-  /** The networks a key covers: its own list, or the plan's as it is now for a key made for every network (C52). */
+  /** The networks a key covers now (C52): see PlanRules.networksOf. */
   networksOf(row: Pick<KeyRow, 'networks' | 'allNetworks'>, account: AccountLimitsInput): string[] {
-    return row.allNetworks ? this.planNetworks(account) : row.networks;
+    return this.plan.networksOf(row, account);
   }
 
   /** The owner's plan fills `rateLimit` for a key that has none of its own (C14: omitted = plan rate) and an all-networks key's list (C52). */
@@ -201,9 +167,9 @@ export class KeyService {
           details: { limit: limits.maxKeys },
         });
       }
-      const networks = this.#resolveNetworks(user, input.networks, others.map((o) => this.networksOf(o, user)));
-      const rateLimit = this.#checkRateLimit(user, input.rateLimit);
-      const access = hasAccessInput(input) ? applyAccessInput(null, input, this.#planMethods(user)) : null;
+      const networks = this.plan.resolveNetworks(user, input.networks, others.map((o) => this.networksOf(o, user)));
+      const rateLimit = this.plan.checkRateLimit(user, input.rateLimit);
+      const access = hasAccessInput(input) ? applyAccessInput(null, input, this.plan.planMethods(user)) : null;
       const id = randomUUID();
       const { key, prefix } = generateKey(this.#cfg.keys.prefix);
       const [created] = await tx
@@ -225,7 +191,7 @@ export class KeyService {
         .returning();
       return created as KeyRow;
     });
-    this.emit({ type: 'created', userId, keyId: row.id, keyHashes: [row.keyHash] });
+    this.changes.emit({ type: 'created', userId, keyId: row.id, keyHashes: [row.keyHash] });
     return row;
   }
 
@@ -243,18 +209,18 @@ export class KeyService {
           .select({ networks: apiKeys.networks, allNetworks: apiKeys.allNetworks })
           .from(apiKeys)
           .where(and(eq(apiKeys.userId, userId), ne(apiKeys.status, 'revoked'), ne(apiKeys.id, id)));
-        patch.networks = this.#resolveNetworks(user, input.networks, others.map((o) => this.networksOf(o, user)));
+        patch.networks = this.plan.resolveNetworks(user, input.networks, others.map((o) => this.networksOf(o, user)));
         patch.allNetworks = input.networks.length === 0;
       }
-      if (input.rateLimit !== undefined) patch.rateLimit = this.#checkRateLimit(user, input.rateLimit ?? undefined);
-      if (input.status === 'active' && current.status !== 'active') await this.#checkActiveAllowance(tx, user, id);
+      if (input.rateLimit !== undefined) patch.rateLimit = this.plan.checkRateLimit(user, input.rateLimit ?? undefined);
+      if (input.status === 'active' && current.status !== 'active') await this.plan.checkActiveAllowance(tx, user, id);
       if (input.status !== undefined) patch.status = input.status;
       if (input.expiresAt !== undefined) patch.expiresAt = parseDate(input.expiresAt);
-      if (hasAccessInput(input)) patch.access = applyAccessInput(current.access, input, this.#planMethods(user));
+      if (hasAccessInput(input)) patch.access = applyAccessInput(current.access, input, this.plan.planMethods(user));
       const [updated] = await tx.update(apiKeys).set(patch).where(eq(apiKeys.id, id)).returning();
       return updated as KeyRow;
     });
-    this.emit({ type: 'updated', userId, keyId: id, keyHashes: [row.keyHash] });
+    this.changes.emit({ type: 'updated', userId, keyId: id, keyHashes: [row.keyHash] });
     return row;
   }
 
@@ -270,7 +236,7 @@ export class KeyService {
         .returning();
       return { row: updated as KeyRow, before: current };
     });
-    if (before) this.emit({ type: 'revoked', userId, keyId: id, keyHashes: [before.keyHash] });
+    if (before) this.changes.emit({ type: 'revoked', userId, keyId: id, keyHashes: [before.keyHash] });
     return row;
   }
 
@@ -287,7 +253,7 @@ export class KeyService {
         .returning();
       return { row: updated as KeyRow, oldHash: current.keyHash };
     });
-    this.emit({ type: 'rotated', userId, keyId: id, keyHashes: [oldHash] });
+    this.changes.emit({ type: 'rotated', userId, keyId: id, keyHashes: [oldHash] });
     return row;
   }
 
@@ -297,7 +263,7 @@ export class KeyService {
       .where(and(eq(apiKeys.id, id), eq(apiKeys.userId, userId)))
       .returning({ keyHash: apiKeys.keyHash });
     if (!row) throw notFound('API key');
-    this.emit({ type: 'deleted', userId, keyId: id, keyHashes: [row.keyHash] });
+    this.changes.emit({ type: 'deleted', userId, keyId: id, keyHashes: [row.keyHash] });
   }
 
   /**
@@ -338,7 +304,7 @@ export class KeyService {
         .returning();
       // Locked too: a PATCH or revoke of one of these keys waits for this change, or this for it.
       const rows = await tx.select().from(apiKeys).where(eq(apiKeys.userId, userId)).orderBy(apiKeys.createdAt, apiKeys.id).for('update');
-      const changes = this.#fitToPlan(user as UserRow, rows);
+      const changes = this.plan.fitToPlan(user as UserRow, rows);
       const keys: PlanEnforcement = { deactivated: [], networksChanged: [], rateLimited: [] };
       for (const [id, change] of changes) {
         await tx.update(apiKeys).set({ ...change, updatedAt: new Date() }).where(eq(apiKeys.id, id));
@@ -349,128 +315,18 @@ export class KeyService {
       return { user: user as UserRow, keys, hashes: rows.map((r) => r.keyHash) };
     });
     if (!out) return undefined;
-    this.emit({ type: 'account', userId, keyHashes: out.hashes });
+    this.changes.emit({ type: 'account', userId, keyHashes: out.hashes });
     return { user: out.user, keys: out.keys };
-  }
-
-  /** The changes that bring `rows` (all of one account's keys, oldest first) within the account's limits. */
-  #fitToPlan(user: UserRow, rows: KeyRow[]): Map<string, Partial<Pick<KeyRow, 'status' | 'networks' | 'allNetworks' | 'rateLimit'>>> {
-    const limits = effectiveLimits(this.#cfg, user);
-    const changes = new Map<string, Partial<Pick<KeyRow, 'status' | 'networks' | 'allNetworks' | 'rateLimit'>>>();
-    const change = (id: string) => {
-      let c = changes.get(id);
-      if (!c) changes.set(id, (c = {}));
-      return c;
-    };
-    const live = rows.filter((r) => r.status !== 'revoked');
-    const now = Date.now();
-
-    // C15: the active keys that stay active, usable ones first, then the oldest.
-    const active = live.filter((r) => r.status === 'active');
-    const usableFirst = [...active].sort((a, b) => Number(isExpired(a, now)) - Number(isExpired(b, now)));
-    const staying = new Set((limits.maxKeys === null ? usableFirst : usableFirst.slice(0, limits.maxKeys)).map((r) => r.id));
-    for (const r of active) if (!staying.has(r.id)) change(r.id).status = 'inactive';
-
-    // C16: keep the first networks named, the staying keys' first. A key made for every network
-    // names the new plan's list (C52: it follows the plan) and keeps following it if all of that
-    // list is kept; otherwise it is narrowed like the others and keeps the list it is left with.
-    if (limits.maxNetworks !== null) {
-      const max = limits.maxNetworks;
-      const ordered = [...live.filter((r) => staying.has(r.id)), ...live.filter((r) => !staying.has(r.id))];
-      const covered = new Map(ordered.map((r) => [r.id, this.networksOf(r, user)]));
-      const named = [...new Set(ordered.flatMap((r) => covered.get(r.id) ?? []))];
-      if (named.length > max) {
-        let kept = new Set(named.slice(0, max));
-        if (ordered.some((r) => !(covered.get(r.id) ?? []).some((n) => kept.has(n)))) {
-          const defaults = FREE_DEFAULT_NETWORKS.slice(0, max);
-          kept = new Set([...defaults, ...named.filter((n) => !defaults.includes(n))].slice(0, max));
-        }
-        for (const r of ordered) {
-          const before = covered.get(r.id) ?? [];
-          const left = before.filter((n) => kept.has(n));
-          const networks = left.length > 0 ? left : FREE_DEFAULT_NETWORKS.filter((n) => kept.has(n));
-          if (networks.length !== before.length) {
-            change(r.id).networks = networks;
-            if (r.allNetworks) change(r.id).allNetworks = false;
-          }
-        }
-      }
-    }
-
-    // C14: a key's own rate never above the plan rate.
-    const rate = limits.requestsPerMinute;
-    if (rate !== null) for (const r of live) if (r.rateLimit !== null && r.rateLimit > rate) change(r.id).rateLimit = rate;
-    return changes;
-  }
-
-  /** C15 after a downgrade: switching a key back on must not make more active keys than the plan allows. */
-  async #checkActiveAllowance(tx: Db, user: UserRow, id: string): Promise<void> {
-    const max = effectiveLimits(this.#cfg, user).maxKeys;
-    if (max === null) return;
-    const others = await tx
-      .select({ id: apiKeys.id })
-      .from(apiKeys)
-      .where(and(eq(apiKeys.userId, user.id), eq(apiKeys.status, 'active'), ne(apiKeys.id, id)));
-    if (others.length >= max) {
-      throw new HttpError('PLAN_LIMIT', `The ${user.tier} plan allows ${max} active API keys; switch another off first`, {
-        details: { limit: max },
-      });
-    }
   }
 
   /** Hashes of all of an account's keys: a tier or limit change makes their cached lookups stale. */
   async accountChanged(userId: string): Promise<void> {
     const rows = await this.#db.select({ keyHash: apiKeys.keyHash }).from(apiKeys).where(eq(apiKeys.userId, userId));
-    this.emit({ type: 'account', userId, keyHashes: rows.map((r) => r.keyHash) });
+    this.changes.emit({ type: 'account', userId, keyHashes: rows.map((r) => r.keyHash) });
   }
 
-  /** C16: known slugs only; empty means the plan's default; a free account's keys share 5 networks. */
-  #resolveNetworks(user: UserRow, requested: string[] | undefined, otherKeys: string[][]): string[] {
-    const unknown = (requested ?? []).filter((s) => !this.#registry.has(s));
-    if (unknown.length) {
-      throw new HttpError('VALIDATION_ERROR', `Unknown network: ${unknown.join(', ')}`, {
-        details: unknown.map((s) => ({ field: 'body.networks', message: `unknown network "${s}"` })),
-      });
-    }
-    let networks = [...new Set(requested ?? [])];
-    const limits = effectiveLimits(this.#cfg, user);
-    if (networks.length === 0) networks = this.planNetworks(user);
-    if (limits.maxNetworks !== null) {
-      const distinct = new Set([...otherKeys.flat(), ...networks]);
-      if (distinct.size > limits.maxNetworks) {
-        throw new HttpError(
-          'PLAN_LIMIT',
-          `The ${user.tier} plan allows ${limits.maxNetworks} distinct networks across all keys (this would make ${distinct.size})`,
-          { details: { limit: limits.maxNetworks, networks: [...distinct] } },
-        );
-      }
-    }
-    return networks;
-  }
-
-  /** The method names an allowlist may name: what the plan lets through (C24), subscriptions included. */
-  #planMethods(user: UserRow): ReadonlySet<string> {
-    const m = this.#cfg.methods;
-    const extras = (m.planExtras as Record<string, string[] | undefined>)[user.tier] ?? [];
-    return new Set([...m.standard, ...extras, ...Object.keys(m.native), ...WEBSOCKET_METHODS]);
-  }
-
-  /** C14: 1 <= rateLimit <= the plan's rate (any >= 1 when the plan is unlimited); omitted = plan rate. */
-  #checkRateLimit(user: UserRow, rateLimit: number | undefined): number | null {
-    if (rateLimit === undefined) return null;
-    const max = effectiveLimits(this.#cfg, user).requestsPerMinute;
-    if (rateLimit < 1 || (max !== null && rateLimit > max)) {
-      throw new HttpError('VALIDATION_ERROR', `rateLimit must be between 1 and ${max ?? 'any'} requests per minute`, {
-        details: [{ field: 'body.rateLimit', message: `must be between 1 and ${max ?? 'any'}` }],
-      });
-    }
-    return rateLimit;
-  }
 }
 
-function isExpired(r: KeyRow, now: number): boolean {
-  return r.expiresAt !== null && r.expiresAt.getTime() <= now;
-}
 
 function parseDate(v: string | null | undefined): Date | null {
   return v ? new Date(v) : null;

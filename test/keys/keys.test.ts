@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { sql } from 'drizzle-orm';
-import type { KeyChange } from '../../src/keys/service.ts';
+import type { KeyChange } from '../../src/keys/changes.ts';
 import { registerUser, startTestApp, type TestApp } from '../support/app.ts';
 import { storageBackends } from '../support/services.ts';
 
@@ -262,7 +262,7 @@ for (const backend of backends) {
 
     test('every change publishes the stale key hash, so key caches can drop it (C20)', async () => {
       const seen: KeyChange[] = [];
-      const off = t.app.parts.keys.onChange((c) => seen.push(c));
+      const off = t.app.parts.keys.changes.on((c) => seen.push(c));
       try {
         const u = await registerUser(t.app);
         const k = (await create(u.auth, { name: 'ev' })).json().data;

@@ -10,7 +10,7 @@ import type { Config } from '../../config/schema.ts';
 import { InternalRpcError, InvalidRequestError, RateLimitedError, type RpcError, UnknownNetworkError } from '../../errors/rpc.ts';
 import { admit, Refusal } from '../../keys/admission.ts';
 import type { KeyCache } from '../../keys/cache.ts';
-import type { KeyChange } from '../../keys/service.ts';
+import type { KeyChange } from '../../keys/changes.ts';
 import type { Meter } from '../../metering/meter.ts';
 import { genReqId, redactSecrets } from '../../ops/logging.ts';
 import type { Upstreams } from '../../upstreams/upstreams.ts';
