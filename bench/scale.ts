@@ -284,7 +284,7 @@ function rollUpParts(db: string, where: string, values: unknown[] = []): Promise
 }
 
 async function explainStart(db: string): Promise<void> {
-  // What a start reads from stored usage (UsageService.quotaUsage, the same SQL).
+  // What a start reads from stored usage (UsageQueries.quotaUsage, the same SQL).
   const r = await sqlAt(db, `explain (analyze, buffers, costs off, timing off)
     select user_id, coalesce(sum(requests) filter (where day = current_date), 0), sum(compute_units)
     from usage_account_daily where day >= date_trunc('month', current_date)::date and day <= current_date group by user_id`);

@@ -69,7 +69,8 @@ import { WhaleAlerts } from './whales/service.ts';
 import { webhookRoutes } from './webhooks/routes.ts';
 import { Webhooks } from './webhooks/service.ts';
 import { AddressActivity } from './webhooks/address-activity.ts';
-import { UsageService, type UsageStats } from './usage/service.ts';
+import { UsageQueries, type UsageStats } from './usage/queries.ts';
+import { UsageService } from './usage/service.ts';
 
 export interface AppDeps {
   storage: Storage;
@@ -97,6 +98,8 @@ export interface AppParts {
   keyCache: KeyCache;
   upstreams: Upstreams;
   usage: UsageService;
+  /** The reads of stored usage (stats, the key list's counts, the quotas' seed). */
+  usageQueries: UsageQueries;
   ws: WsGateway;
   /** C57: the HTTP connections' drain on a stop. */
   drain: ConnectionDrain;
@@ -198,7 +201,8 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
       answers.stats.invalidate(userIds);
     },
   });
-  const keys = new KeyService({ db, config, registry, encryptionSecret: deps.secrets.keyEncryptionSecret, usage });
+  const usageQueries = new UsageQueries({ db, config });
+  const keys = new KeyService({ db, config, registry, encryptionSecret: deps.secrets.keyEncryptionSecret, usage: usageQueries });
   const keyCache = new KeyCache(keys, config, { ttlMs: config.rpc.keyCacheTtlMs, maxEntries: config.rpc.keyCacheMaxEntries });
   const policy = new MethodPolicy({ config, wsHint: 'the WebSocket address /ws/{network}?apiKey=...' });
   // C48: whether Redis answers, as the limiter, the key-change bus and the readiness check find out.
@@ -209,7 +213,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   const meter = new Meter(config, limiter);
   // C48: the quotas of accounts this instance has not seen yet start in memory from stored usage too.
   link?.onChange((up) => {
-    if (!up) meter.seedFromUsage(usage).catch((err: unknown) => logger.warn({ error: (err as Error).message }, 'could not read stored usage for the in-memory quotas'));
+    if (!up) meter.seedFromUsage(usageQueries).catch((err: unknown) => logger.warn({ error: (err as Error).message }, 'could not read stored usage for the in-memory quotas'));
   });
   const cache = config.cache.enabled ? new ResponseCache(config.cache) : undefined;
   const rpcMetrics = observeRpc(metrics, { methods: config.methods, upstreams, upstreamBuckets: UPSTREAM_BUCKETS, cache });
@@ -348,7 +352,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   follower.register(solver);
   // C40: the unified balance reads through the same pools and values with the same prices.
   const balances = new BalanceService({ registry, upstreams, prices, logger });
-  app.decorate('parts', { config, registry, accounts, tokens, keys, metrics, keyCache, upstreams, usage, ws, drain, outbound, follower, prices, whales, webhooks, intents, solver } satisfies AppParts);
+  app.decorate('parts', { config, registry, accounts, tokens, keys, metrics, keyCache, upstreams, usage, usageQueries, ws, drain, outbound, follower, prices, whales, webhooks, intents, solver } satisfies AppParts);
 
   // Started in this order once the app is ready, closed in the reverse order when it closes.
   installLifecycle(app, [
@@ -361,7 +365,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
     {
       name: 'usage',
       start: async () => {
-        await meter.seedFromUsage(usage);
+        await meter.seedFromUsage(usageQueries);
         usage.start();
       },
       // Nothing accepted is lost on a graceful stop: the last counts reach storage (C27), analytics with them (C46).
@@ -401,7 +405,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
         protectedScope.addHook('onRequest', (req, reply) => restLimits.request(req, reply, req.userId));
         await protectedScope.register(accountRoutes, { accounts, tokens, limits: restLimits, meter, config });
         await protectedScope.register(keyRoutes, { keys, accounts, config, registry });
-        await protectedScope.register(usageRoutes, { usage, answers: answers.stats });
+        await protectedScope.register(usageRoutes, { usage: usageQueries, answers: answers.stats });
         await protectedScope.register(analyticsRoutes, { store: analyticsStore, answers: answers.analytics, accounts, networks: new Set(config.networks.map((n) => n.slug)) });
         await protectedScope.register(faucetRoutes, { faucet });
         await protectedScope.register(whaleRoutes, { whales, accounts, config });

@@ -62,7 +62,7 @@ interface CheckNames {
 
 type Role = 'keyRate' | 'accountRate' | 'daily' | 'monthly' | 'ipRate';
 
-/** Stored usage the quotas are counted from (UsageService.quotaUsage). */
+/** Stored usage the quotas are counted from (UsageQueries.quotaUsage). */
 export interface QuotaUsageSource {
   quotaUsage(): Promise<Array<{ userId: string; requestsToday: number; computeUnitsThisMonth: number }>>;
 }

@@ -5,7 +5,7 @@ import { checkLength, Day, type Problem, resolvePeriod } from '../http/period.ts
 import { ErrorResponse, ok } from '../http/schemas.ts';
 import { currentPeriods } from '../metering/periods.ts';
 import type { AnswerCache } from '../analytics/answer-cache.ts';
-import type { StatsQuery, UsageService, UsageStats } from './service.ts';
+import type { StatsQuery, UsageQueries, UsageStats } from './queries.ts';
 
 const Count = T.Integer({ minimum: 0 });
 
@@ -32,7 +32,7 @@ const UsageStats = T.Object({
 
 /** GET /usage/stats (spec 4.2; C27). Registered behind the bearer hook. */
 export const usageRoutes: FastifyPluginAsyncTypebox<{
-  usage: UsageService;
+  usage: UsageQueries;
   /** C27: answers kept one flush interval, one query for identical concurrent ones (analytics/answer-cache.ts). */
   answers?: AnswerCache<UsageStats> | undefined;
 }> = async (app, { usage, answers }) => {

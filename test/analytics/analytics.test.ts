@@ -11,7 +11,7 @@ import { RateLimitedError } from '../../src/errors/rpc.ts';
 import type { Analytics } from '../../src/analytics/store.ts';
 import { AnalyticsStore } from '../../src/analytics/store.ts';
 import { bucketOf, bucketValue, encodeLatency } from '../../src/analytics/histogram.ts';
-import type { UsageStats } from '../../src/usage/service.ts';
+import type { UsageStats } from '../../src/usage/queries.ts';
 import { UsageService } from '../../src/usage/service.ts';
 import { createKey, registerUser, setTier, startTestApp, type TestApp } from '../support/app.ts';
 import { type FakeNode, startFakeNode } from '../support/fake-node.ts';

@@ -4,7 +4,6 @@ import { after, before, describe, test } from 'node:test';
 import { SignJWT } from 'jose';
 import { createPublicClient, http } from 'viem';
 import WebSocket from 'ws';
-import type { UsageService } from '../../src/usage/service.ts';
 import { createKey, type registerUser, startTestApp, type TestApp } from '../support/app.ts';
 import { type FakeNode, startFakeNode } from '../support/fake-node.ts';
 import { storageBackends } from '../support/services.ts';
@@ -158,7 +157,7 @@ for (const backend of backends) {
     test('a refusal is counted nowhere: no usage recorded, no rate-limit place taken, nothing sent to the node', async () => {
       const k = await usedKey();
       await patch(k.user, k.id, { allowedMethods: ['eth_chainId'] });
-      const usage = t.app.parts.keys.usage as UsageService;
+      const usage = t.app.parts.usage;
       const stats = async () => {
         await usage.flush();
         const res = await t.app.inject({ method: 'GET', url: '/api/v1/usage/stats', headers: k.user.auth });

@@ -58,7 +58,7 @@ for (const backend of backends) {
       if (monthStart !== today()) await insert(user.id, 'k1', monthStart, 7);
       await insert(user.id, 'k1', lastMonth, 1000);
       await insert(user.id, 'k1', daysAgo(700), 100_000);
-      const mine = (await t.app.parts.usage.quotaUsage()).find((r) => r.userId === user.id);
+      const mine = (await t.app.parts.usageQueries.quotaUsage()).find((r) => r.userId === user.id);
       const month = 5 + 2 + (monthStart !== today() ? 7 : 0);
       assert.deepEqual(mine, { userId: user.id, requestsToday: 7, computeUnitsThisMonth: month * 10 });
     });

@@ -1,4 +1,4 @@
-import type { UsageStats } from '../../src/usage/service.ts';
+import { UsageQueries, type UsageStats } from '../../src/usage/queries.ts';
 import assert from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -52,7 +52,7 @@ for (const backend of backends) {
       return res.json().data as Array<{ id: string; usage: { daily: number; monthly: number }; lastUsedAt: string | null }>;
     };
     /** The app's own UsageService (it is the key list's usage reader): skips the wait where timing is not the point. */
-    const flushNow = () => (t.app.parts.keys.usage as UsageService).flush();
+    const flushNow = () => t.app.parts.usage.flush();
     // The account-wide sums (usage_account_daily) follow by the table's trigger (issue 28).
     const insertUsage = (userId: string, keyId: string, network: string, method: string, day: string, requests: number) =>
       t.storage.db.execute(
@@ -262,7 +262,7 @@ for (const backend of backends) {
             return Reflect.get(target, prop);
           },
         });
-        const usage = new UsageService({ db, config: t.config, logger: pino({ level: 'silent' }) });
+        const usage = new UsageQueries({ db, config: t.config });
         made = true;
         const names = ['usage_stats_account', 'usage_stats_network', 'usage_stats_key', 'usage_stats_key_network', 'usage_owns_key'];
         assert.deepEqual([...prepared].sort(), [...names].sort());
@@ -441,7 +441,7 @@ for (const backend of backends) {
           const k = await createKey(first.app, { name: 'restart' });
           const res = await first.app.inject({ method: 'POST', url: `/v1/native-mainnet/${k.key}`, payload: [call('eth_blockNumber', 1), call('eth_chainId', 2)] });
           assert.equal(res.statusCode, 200);
-          assert.equal((first.app.parts.keys.usage as UsageService).pendingRows, 2, 'not flushed yet: close() has to');
+          assert.equal(first.app.parts.usage.pendingRows, 2, 'not flushed yet: close() has to');
           await first.close();
           const second = await startTestApp(where);
           try {
