@@ -255,12 +255,6 @@ export class ResponseCache {
     return settledAt === undefined ? { slug: network.slug, key, cacheable } : { slug: network.slug, key, cacheable, settledAt };
   }
 
-  /** The LRU key of a call whose answer may be stored, or null (C44 rules above). */
-  keyOf(network: { readonly slug: string }, method: string, params: unknown, head: number | null, finalized: number | null = null): string | null {
-    const p = this.plan(network, method, params, head, finalized);
-    return p?.cacheable ? p.key : null;
-  }
-
   /** The stored result text for `key`, counted as a hit or a miss; marks it recently used. */
   get(network: { readonly slug: string }, key: string): string | null {
     return this.#lookup(network.slug, key);
@@ -337,15 +331,14 @@ export class ResponseCache {
       const hit = this.#lookup(plan.slug, plan.key);
       if (hit !== null) return { body: answerText(idText, hit), hit: true };
     }
-    return { body: await this.shared(plan, idText, fetch), hit: false };
+    return { body: await this.#shared(plan, idText, fetch), hit: false };
   }
 
   /**
-   * The part of {@link serve} after memory was asked (with {@link get}) and had nothing: the
-   * answer body for this caller through `fetch`, shared with identical calls in flight, stored
-   * when the plan allows.
+   * The part of {@link serve} after memory had nothing: the answer body for this caller through
+   * `fetch`, shared with identical calls in flight, stored when the plan allows.
    */
-  async shared(plan: CachePlan, idText: string, fetch: () => Promise<string | Buffer>): Promise<string> {
+  async #shared(plan: CachePlan, idText: string, fetch: () => Promise<string | Buffer>): Promise<string> {
     let led = false;
     const text = await this.coalesce(plan.key, async () => {
       led = true;

@@ -78,14 +78,13 @@ export class Dispatcher {
       const plan = cache && !notification ? cache.plan(caller.network, call.method, call.params, pool.head()) : null;
       if (cache && plan) {
         // C44: from memory, or shared with an identical read under way; the caller's own id either way.
-        const id = idText(item.text);
-        const stored = plan.cacheable ? cache.get(caller.network, plan.key) : null;
-        if (stored !== null) {
+        const served = await cache.serve(plan, idText(item.text), async () => (await pool.forward(item.text, [call.method], forwardOptions(caller, item, true))).body);
+        if (served.hit) {
           // Only results are stored: a hit is one (no node error to look for in it).
           outcomes.answered(call.method, this.#cuOf(item));
-          return answerOf(notification, 200, answerText(id, stored), headers, caller.key, HIT);
+          return answerOf(notification, 200, served.body, headers, caller.key, HIT);
         }
-        const body = underCallerId(await cache.shared(plan, id, async () => (await pool.forward(item.text, [call.method], forwardOptions(caller, item, true))).body), item);
+        const body = underCallerId(served.body, item);
         outcomes.answered(call.method, this.#cuOf(item), body);
         return answerOf(notification, 200, body, headers, caller.key, MISS);
       }
