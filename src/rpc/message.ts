@@ -72,7 +72,7 @@ export const MAX_NESTING = 128;
 export const UNSUBSCRIBE = 'eth_unsubscribe';
 
 /** One call of a message, once parsed. */
-export interface Item {
+export interface ParsedCall {
   index: number;
   /** The item's JSON text (the whole body for a single call). */
   text: string;
@@ -107,5 +107,7 @@ export interface Refused {
 export const HIT: Partial<RpcOutput> = { cache: 'HIT' };
 export const MISS: Partial<RpcOutput> = { cache: 'MISS' };
 
-export const nothing = (headers: Record<string, string> | undefined, key: ResolvedKey | null): RpcOutput => ({ status: 204, body: null, headers, keyRefused: false, key });
-export const plain = (err: RpcError, id: string): RpcOutput => ({ status: err.httpStatus, body: errorText(id, err), headers: undefined, keyRefused: false, key: null });
+/** The output of a message with nothing to answer (notifications only): 204, no body. */
+export const noAnswer = (headers: Record<string, string> | undefined, key: ResolvedKey | null): RpcOutput => ({ status: 204, body: null, headers, keyRefused: false, key });
+/** The output of a message answered with the gateway's error `err` under `id`, before any key or limits are known. */
+export const errorOutput = (err: RpcError, id: string): RpcOutput => ({ status: err.httpStatus, body: errorText(id, err), headers: undefined, keyRefused: false, key: null });

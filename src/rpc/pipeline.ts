@@ -18,7 +18,7 @@ import { callText, judgeParams } from '../methods/judge.ts';
 import { methodFacts } from '../methods/catalogue.ts';
 import type { MethodPolicy } from './policy.ts';
 import { OTHER_METHOD, type RpcCallMetrics, UNKNOWN_NETWORK } from '../ops/metrics.ts';
-import { type Caller, type Item, MAX_NESTING, nothing, plain, type Refused, type RpcInput, type RpcOutput, SUBSCRIBE, type SubscriptionDispatcher, UNSUBSCRIBE } from './message.ts';
+import { type Caller, type ParsedCall, MAX_NESTING, noAnswer, errorOutput, type Refused, type RpcInput, type RpcOutput, SUBSCRIBE, type SubscriptionDispatcher, UNSUBSCRIBE } from './message.ts';
 import { Outcomes, Settlement } from './outcome.ts';
 
 export { type DispatchAnswer, MAX_NESTING, type RpcInput, type RpcOutput, type SubscriptionDispatcher } from './message.ts';
@@ -37,7 +37,7 @@ interface Message {
 
 /** The calls of a message that passed the method policy and the key's lists, and the subscription slots they hold. */
 interface Judged {
-  admitted: Item[];
+  admitted: ParsedCall[];
   /** eth_subscribe slots taken before the first await, given back if the message is refused later. */
   reserved: number;
 }
@@ -48,7 +48,7 @@ function slugOf(input: RpcInput): string {
 }
 
 /** Whether any of the calls is an eth_getLogs (a loop: no closure per message). */
-function hasLogs(items: Item[]): boolean {
+function hasLogs(items: ParsedCall[]): boolean {
   for (const item of items) if (item.call.method === GET_LOGS) return true;
   return false;
 }
@@ -138,7 +138,7 @@ export class RpcPipeline {
     // Stage admit: the network of the address, then the key.
     if (input.network instanceof RpcError) {
       outcomes.refused('admit', msg.method, input.network);
-      return plain(input.network, msg.id());
+      return errorOutput(input.network, msg.id());
     }
     const network = input.network;
     let key: ResolvedKey | null = null;
@@ -191,7 +191,7 @@ export class RpcPipeline {
     // Stage dispatch.
     if (msg.single) {
       const item = admitted[0];
-      if (!item) return nothing(headers, key);
+      if (!item) return noAnswer(headers, key);
       return this.#bounded(await this.#dispatcher.single(caller, item, headers, subs), msg, outcomes);
     }
     return this.#bounded(await this.#dispatcher.batch(caller, msg.batch?.length ?? 1, admitted, refused, headers, subs), msg, outcomes);
@@ -222,13 +222,13 @@ export class RpcPipeline {
     } catch {
       const err = new ParseError('Parse error: the body is not valid JSON');
       outcomes.refused('read', OTHER_METHOD, err);
-      return plain(err, 'null');
+      return errorOutput(err, 'null');
     }
     // C23: nesting past MAX_NESTING is refused like a parse error (the params' readers recurse).
     if (nestsDeeperThan(text, MAX_NESTING)) {
       const err = new InvalidRequestError(`Invalid request: JSON nested more than ${MAX_NESTING} levels deep`);
       outcomes.refused('read', OTHER_METHOD, err);
-      return plain(err, 'null');
+      return errorOutput(err, 'null');
     }
     const batch = Array.isArray(parsed) ? parsed : undefined;
     const single = batch ? undefined : parseItem(parsed, text);
@@ -245,9 +245,9 @@ export class RpcPipeline {
     // C46a: a batch refused whole counts each of its calls, for the key's account when it has one to count for.
     outcomes.key = countsFor(refusal);
     outcomes.refused('admit', msg.method, err, msg.batch?.length ?? 1);
-    if (refusal.reason === 'rate') return { ...plain(err, msg.id()), headers: refusal.headers };
+    if (refusal.reason === 'rate') return { ...errorOutput(err, msg.id()), headers: refusal.headers };
     // C48: a key the database could not be asked about carries its Retry-After.
-    if (refusal.reason === 'key') return { ...plain(err, msg.id()), keyRefused: true, ...(refusal.headers ? { headers: refusal.headers } : {}) };
+    if (refusal.reason === 'key') return { ...errorOutput(err, msg.id()), keyRefused: true, ...(refusal.headers ? { headers: refusal.headers } : {}) };
     const caller: Caller = { key: known, network, ip: input.ip, requestId: input.requestId, outcomes };
     if (refusal.reason === 'network') return { ...(await this.#refusal(caller, msg.id(), err)), keyRefused: true };
     // The key's origin, IP and JWT rules refuse the whole message.
@@ -260,7 +260,7 @@ export class RpcPipeline {
   }
 
   /** Stage split: the message's calls with their texts; a batch's malformed items refused one by one (C23). */
-  #split(caller: Caller, msg: Message, refused: Refused[]): Item[] | Promise<RpcOutput> {
+  #split(caller: Caller, msg: Message, refused: Refused[]): ParsedCall[] | Promise<RpcOutput> {
     const { single, text } = msg;
     if (single) {
       if (single.error) {
@@ -282,7 +282,7 @@ export class RpcPipeline {
       return this.#refusal(caller, 'null', err);
     }
     const elements = arrayElements(text);
-    const items: Item[] = [];
+    const items: ParsedCall[] = [];
     list.forEach((raw, index) => {
       const itemText = elements[index] ?? 'null';
       const item = parseItem(raw, itemText);
@@ -299,7 +299,7 @@ export class RpcPipeline {
    * lists, call by call; subscription slots are taken here, before the first await (a batch of
    * 60 eth_subscribe cannot pass a limit of 50). A refused single call answers the message.
    */
-  #judge(caller: Caller, msg: Message, items: Item[], refused: Refused[], subs: SubscriptionDispatcher | undefined): Judged | Promise<RpcOutput> | RpcOutput {
+  #judge(caller: Caller, msg: Message, items: ParsedCall[], refused: Refused[], subs: SubscriptionDispatcher | undefined): Judged | Promise<RpcOutput> | RpcOutput {
     const { key, network } = caller;
     const access = key?.access ?? null;
     const tier = key?.tier ?? null;
@@ -327,7 +327,7 @@ export class RpcPipeline {
       }
       if (err) {
         caller.outcomes.refused('judge', call.method, err);
-        if (msg.single) return notification ? nothing(undefined, key) : this.#refusal(caller, msg.id(), err);
+        if (msg.single) return notification ? noAnswer(undefined, key) : this.#refusal(caller, msg.id(), err);
         if (!notification) refused.push({ index: item.index, id: idText(item.text), err });
         continue;
       }
@@ -341,16 +341,16 @@ export class RpcPipeline {
    * costs its weight per chunk; one too wide is refused (-32602) and leaves `admitted`. Answers
    * the message when that refusal is its single call.
    */
-  async #planLogs(caller: Caller, msg: Message, admitted: Item[], refused: Refused[], release: () => void): Promise<RpcOutput | null> {
+  async #planLogs(caller: Caller, msg: Message, admitted: ParsedCall[], refused: Refused[], release: () => void): Promise<RpcOutput | null> {
     for (let i = 0; i < admitted.length; i++) {
-      const item = admitted[i] as Item;
+      const item = admitted[i] as ParsedCall;
       if (item.call.method !== GET_LOGS) continue;
       const err = await this.#dispatcher.planLogs(caller, item);
       if (!err) continue;
       caller.outcomes.refused('cost', GET_LOGS, err);
       if (msg.single) {
         release();
-        return item.call.id === undefined ? nothing(undefined, caller.key) : this.#refusal(caller, msg.id(), err);
+        return item.call.id === undefined ? noAnswer(undefined, caller.key) : this.#refusal(caller, msg.id(), err);
       }
       if (item.call.id !== undefined) refused.push({ index: item.index, id: idText(item.text), err });
       admitted.splice(i--, 1);
@@ -359,7 +359,7 @@ export class RpcPipeline {
   }
 
   /** Stage usage: each metered call of a key, with its compute units (C10). */
-  #recordUsage(key: ResolvedKey, network: Network, admitted: Item[], ws: boolean): void {
+  #recordUsage(key: ResolvedKey, network: Network, admitted: ParsedCall[], ws: boolean): void {
     for (const item of admitted) {
       const m = item.call.method;
       if (ws && m === UNSUBSCRIBE) continue;
@@ -380,7 +380,7 @@ export class RpcPipeline {
  * was not in its canonical form the call's text is written anew from what was judged, so the node
  * runs exactly what the gateway (and a key's lists after it) judged. The -32602 when refused.
  */
-function judge(item: Item): InvalidParamsError | null {
+function judge(item: ParsedCall): InvalidParamsError | null {
   const { call } = item;
   const judged = judgeParams(methodFacts(call.method), call.params, item.text);
   if (judged instanceof InvalidParamsError) return judged;

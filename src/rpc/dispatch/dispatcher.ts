@@ -9,7 +9,7 @@ import type { Upstreams } from '../../upstreams/upstreams.ts';
 import { methodFacts } from '../../methods/catalogue.ts';
 import { blockNumberOf } from '../../methods/values.ts';
 import { errorText, resultText } from '../jsonrpc.ts';
-import { type Caller, type DispatchAnswer, HIT, type Item, MISS, nothing, type Refused, type RpcOutput, SUBSCRIBE, type SubscriptionDispatcher, UNSUBSCRIBE } from '../message.ts';
+import { type Caller, type DispatchAnswer, HIT, type ParsedCall, MISS, noAnswer, type Refused, type RpcOutput, SUBSCRIBE, type SubscriptionDispatcher, UNSUBSCRIBE } from '../message.ts';
 import { answerText, type CachePlan, type ResponseCache } from './cache.ts';
 import { FilterPins, isFilterMethod } from './filters.ts';
 import { GET_LOGS, type LogsLimits, planLogs, runLogs } from './logs.ts';
@@ -48,12 +48,12 @@ export class Dispatcher {
   }
 
   /** The compute units a dispatched call was metered at (C10). */
-  #cuOf(item: Item): number {
+  #cuOf(item: ParsedCall): number {
     return item.cu ?? this.#cu.of(item.call.method);
   }
 
   /** One call to its answer; its outcome goes into `caller.outcomes`. */
-  async single(caller: Caller, item: Item, headers: Record<string, string>, subs: SubscriptionDispatcher | undefined): Promise<RpcOutput> {
+  async single(caller: Caller, item: ParsedCall, headers: Record<string, string>, subs: SubscriptionDispatcher | undefined): Promise<RpcOutput> {
     const { call } = item;
     const notification = call.id === undefined;
     const slug = caller.network.slug;
@@ -118,7 +118,7 @@ export class Dispatcher {
   }
 
   /** Plans an eth_getLogs (issue 15): a wide one gets its chunks and compute units; the -32602 for one too wide. */
-  async planLogs(caller: Caller, item: Item): Promise<RpcError | null> {
+  async planLogs(caller: Caller, item: ParsedCall): Promise<RpcError | null> {
     const limits = this.#logsLimits(caller.network);
     if (limits.maxRange === null) return null;
     const plan = planLogs(item.call.params, limits, this.#upstreams.pool(caller.network.slug));
@@ -131,7 +131,7 @@ export class Dispatcher {
   }
 
   /** A split eth_getLogs or a filter call (issue 15): its answer (null for a notification) and HTTP status. */
-  async #routed(caller: Caller, item: Item): Promise<{ status: number; text: string | null }> {
+  async #routed(caller: Caller, item: ParsedCall): Promise<{ status: number; text: string | null }> {
     const { call } = item;
     const slug = caller.network.slug;
     const pool = this.#upstreams.pool(slug);
@@ -151,7 +151,7 @@ export class Dispatcher {
   }
 
   /** A `nat_*` call translated for the native node (C25): the answer under the caller's id, and its HTTP status. */
-  async #native(item: Item, caller: Caller): Promise<{ status: number; text: string }> {
+  async #native(item: ParsedCall, caller: Caller): Promise<{ status: number; text: string }> {
     const id = idText(item.text);
     const { method } = item.call;
     try {
@@ -167,7 +167,7 @@ export class Dispatcher {
     }
   }
 
-  async #subscription(item: Item, subs: SubscriptionDispatcher, key: ResolvedKey): Promise<DispatchAnswer> {
+  async #subscription(item: ParsedCall, subs: SubscriptionDispatcher, key: ResolvedKey): Promise<DispatchAnswer> {
     const { call } = item;
     const id = call.id === undefined ? null : idText(item.text);
     if (call.method === UNSUBSCRIBE) {
@@ -181,7 +181,7 @@ export class Dispatcher {
   async batch(
     caller: Caller,
     count: number,
-    admitted: Item[],
+    admitted: ParsedCall[],
     refused: Refused[],
     headers: Record<string, string>,
     subs: SubscriptionDispatcher | undefined,
@@ -189,8 +189,8 @@ export class Dispatcher {
     const outcomes = caller.outcomes;
     const answers = new Map<number, string | null>();
     for (const r of refused) answers.set(r.index, errorText(r.id, r.err));
-    const forward: Item[] = [];
-    const others: Item[] = [];
+    const forward: ParsedCall[] = [];
+    const others: ParsedCall[] = [];
     const pool = this.#upstreams.pool(caller.network.slug);
     const cache = this.#cache;
     const plans = new Map<number, CachePlan>();
@@ -268,7 +268,7 @@ export class Dispatcher {
       if (a) out.push(a);
     }
     const after = afters.length > 0 ? () => afters.forEach((f) => f()) : undefined;
-    if (out.length === 0) return { ...nothing(headers, caller.key), ...(after ? { after } : {}) };
+    if (out.length === 0) return { ...noAnswer(headers, caller.key), ...(after ? { after } : {}) };
     return {
       status: allFailedUpstream ? UpstreamError.httpStatus : 200,
       body: `[${out.join(',')}]`,
@@ -290,13 +290,13 @@ const ROUTED_FAILURE = new UpstreamError('Upstream RPC error: no upstream answer
  * client's pending call. Only an answer whose id is null to a call with another id is rewritten:
  * the common answer is only read up to its id.
  */
-function underCallerId<T extends Buffer | string>(body: T, item: Item): T | string {
+function underCallerId<T extends Buffer | string>(body: T, item: ParsedCall): T | string {
   if (item.call.id === null || item.call.id === undefined || !answerIdIsNull(body)) return body;
   return withId(body.toString(), idText(item.text));
 }
 
 /** Puts the node's answers (ids = positions) back under the client's ids, bytes otherwise untouched. */
-function matchBatch(forward: Item[], body: Buffer, answers: Map<number, string | null>): void {
+function matchBatch(forward: ParsedCall[], body: Buffer, answers: Map<number, string | null>): void {
   const text = body.toString('utf8');
   const expected = new Map(forward.filter((f) => f.call.id !== undefined).map((f) => [f.index, f]));
   const trimmed = text.trimStart();
@@ -327,7 +327,7 @@ function matchBatch(forward: Item[], body: Buffer, answers: Map<number, string |
  * routing) and, for a signed transaction, the transaction itself (broadcast): nothing upstream
  * parses the call's text again.
  */
-function forwardOptions(caller: Caller, item: Item, expectAnswer: boolean): CallOptions & { expectAnswer: boolean } {
+function forwardOptions(caller: Caller, item: ParsedCall, expectAnswer: boolean): CallOptions & { expectAnswer: boolean } {
   const { call } = item;
   const raw = methodFacts(call.method)?.contract === 'rawTx' && Array.isArray(call.params) ? (call.params as unknown[])[0] : undefined;
   return {
@@ -339,7 +339,7 @@ function forwardOptions(caller: Caller, item: Item, expectAnswer: boolean): Call
 }
 
 /** The oldest block the calls of a batch read state at, as judged (null: none named by number). */
-function oldestBlock(items: Item[]): number | null {
+function oldestBlock(items: ParsedCall[]): number | null {
   let oldest: number | null = null;
   for (const item of items) {
     const n = blockNumberOf(item.block);
