@@ -2,7 +2,7 @@
 import type { ComponentType } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { signOut, useSession } from './api.ts';
-import { ErrorBanner, Link, Loading, Page } from './components.tsx';
+import { ErrorBanner, Link, Loading, Page } from './components/page.tsx';
 import { type PageDef, pages } from './registry.ts';
 import { HOME_SIGNED_IN, HOME_SIGNED_OUT, navigate, useLocation } from './router.ts';
 

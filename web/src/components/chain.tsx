@@ -3,7 +3,7 @@
 import type { ComponentChildren } from 'preact';
 import { useEffect, useRef } from 'preact/hooks';
 import { api, type User } from '../api.ts';
-import { CopyButton, Link } from '../components.tsx';
+import { CopyButton, Link } from './page.tsx';
 
 export type Tier = User['tier'];
 

@@ -1,7 +1,7 @@
 // The plans in words, from the gateway's configuration (GET /plans, GET /me): no figure of a plan
 // is written into a page.
 import { api } from '../api.ts';
-import { formatNumber } from '../components.tsx';
+import { formatNumber } from './page.tsx';
 
 export interface PlanLimits {
   requestsPerMinute: number | null;

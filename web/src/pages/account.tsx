@@ -3,7 +3,7 @@
 // change and "sign out everywhere" (POST /auth/logout-all).
 import { useState } from 'preact/hooks';
 import { api, changePassword, fieldErrors, signOutEverywhere, useApi } from '../api.ts';
-import { ConfirmDialog, ErrorBanner, formatNumber, Loading, Notice, Page } from '../components.tsx';
+import { ConfirmDialog, ErrorBanner, formatNumber, Loading, Notice, Page } from '../components/page.tsx';
 import { type Me, PLAN_NAMES } from '../components/chain.tsx';
 import { limitWords, loadPlans, type PlanLimits } from '../components/plans.ts';
 import { HOME_SIGNED_OUT, navigate } from '../router.ts';

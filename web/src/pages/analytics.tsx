@@ -4,7 +4,7 @@
 import type { ChartConfiguration } from 'chart.js';
 import { useMemo } from 'preact/hooks';
 import { api, useApi } from '../api.ts';
-import { Chart, EmptyState, ErrorBanner, formatNumber, Loading, Page } from '../components.tsx';
+import { Chart, EmptyState, ErrorBanner, formatNumber, Loading, Page } from '../components/page.tsx';
 import { setQuery, useLocation } from '../router.ts';
 import { FEATURE_PLANS, loadMe, loadNetworks, PlanFeature, type Tier, ScrollTable } from '../components/chain.tsx';
 import '../components/chain.css';

@@ -2,7 +2,7 @@
 // every testnet), one row per network with its USD value, and the total in USD.
 import { useEffect, useState } from 'preact/hooks';
 import { api, useApi } from '../api.ts';
-import { EmptyState, ErrorBanner, formatTime, Loading, Page } from '../components.tsx';
+import { EmptyState, ErrorBanner, formatTime, Loading, Page } from '../components/page.tsx';
 import { checkAddress } from '../components/address.ts';
 import { formatUnits, formatUsd, loadNetworks, ScrollTable } from '../components/chain.tsx';
 import { setQuery, useLocation } from '../router.ts';

@@ -2,7 +2,7 @@
 // in the path and in the query), copy buttons, a curl line and a viem snippet.
 import { useMemo } from 'preact/hooks';
 import { api, useApi } from '../api.ts';
-import { Copyable, EmptyState, ErrorBanner, Link, Loading, Page } from '../components.tsx';
+import { Copyable, EmptyState, ErrorBanner, Link, Loading, Page } from '../components/page.tsx';
 import { setQuery, useLocation } from '../router.ts';
 import type { ApiKey, Network } from './keys.tsx';
 

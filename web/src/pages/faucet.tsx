@@ -2,7 +2,7 @@
 // address's own balance on the chosen network.
 import { useEffect, useState } from 'preact/hooks';
 import { api, ApiError, errorText, fieldErrors, useApi } from '../api.ts';
-import { EmptyState, ErrorBanner, Loading, Page } from '../components.tsx';
+import { EmptyState, ErrorBanner, Loading, Page } from '../components/page.tsx';
 import { checkAddress, checkAmount, isNativeChain } from '../components/address.ts';
 import { formatUnits, loadNetwork, loadNetworks, type NetworkSummary, shortHex, TxHash, usePolling, ScrollTable } from '../components/chain.tsx';
 import '../components/chain.css';

@@ -3,7 +3,7 @@
 // status view that follows one until it is settled, expired or refunded.
 import { useEffect, useState } from 'preact/hooks';
 import { api, errorText, fieldErrors, useApi } from '../api.ts';
-import { EmptyState, ErrorBanner, formatTime, Link, Loading, Notice, Page } from '../components.tsx';
+import { EmptyState, ErrorBanner, formatTime, Link, Loading, Notice, Page } from '../components/page.tsx';
 import { setQuery, useLocation } from '../router.ts';
 import { checkAddress, checkAmount, isNativeChain } from '../components/address.ts';
 import { formatUnits, loadMe, loadNetwork, loadNetworks, type NetworkSummary, shortHex, TxHash, usePolling, ScrollTable, WrapCopy } from '../components/chain.tsx';

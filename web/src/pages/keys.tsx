@@ -3,7 +3,7 @@
 // enable, rotate, revoke, delete (each destructive step confirmed first).
 import { useState } from 'preact/hooks';
 import { api, fieldErrors, useApi } from '../api.ts';
-import { ConfirmDialog, Copyable, EmptyState, ErrorBanner, formatNumber, formatTime, Link, Loading, Notice, Page } from '../components.tsx';
+import { ConfirmDialog, Copyable, EmptyState, ErrorBanner, formatNumber, formatTime, Link, Loading, Notice, Page } from '../components/page.tsx';
 import { loadMe } from '../components/chain.tsx';
 import { useLocation } from '../router.ts';
 

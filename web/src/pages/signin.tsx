@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks';
 import { fieldErrors, signIn } from '../api.ts';
-import { ErrorBanner, Link, Page } from '../components.tsx';
+import { ErrorBanner, Link, Page } from '../components/page.tsx';
 import { HOME_SIGNED_IN, navigate, useLocation } from '../router.ts';
 
 /** Where to go after signing in: the page that sent the guest here, if it is one of ours. */

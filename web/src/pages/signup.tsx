@@ -1,6 +1,6 @@
 import { useState } from 'preact/hooks';
 import { fieldErrors, signUp, useApi } from '../api.ts';
-import { ErrorBanner, Link, Page } from '../components.tsx';
+import { ErrorBanner, Link, Page } from '../components/page.tsx';
 import { loadPlans, planSummary } from '../components/plans.ts';
 import { navigate } from '../router.ts';
 

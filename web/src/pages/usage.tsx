@@ -3,7 +3,7 @@
 import type { ChartConfiguration } from 'chart.js';
 import { useEffect, useMemo, useState } from 'preact/hooks';
 import { api, useApi, useSession } from '../api.ts';
-import { Chart, EmptyState, ErrorBanner, formatNumber, Loading, Page } from '../components.tsx';
+import { Chart, EmptyState, ErrorBanner, formatNumber, Loading, Page } from '../components/page.tsx';
 import { setQuery, useLocation } from '../router.ts';
 import { PLAN_NAMES, type Tier, usePolling } from '../components/chain.tsx';
 import type { ApiKey, Network } from './keys.tsx';

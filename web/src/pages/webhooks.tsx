@@ -3,7 +3,7 @@
 // enterprise, as the API has it; other plans see what the feature would give them.
 import { useState } from 'preact/hooks';
 import { api, fieldErrors, useApi } from '../api.ts';
-import { ConfirmDialog, EmptyState, ErrorBanner, formatTime, Loading, Notice, Page } from '../components.tsx';
+import { ConfirmDialog, EmptyState, ErrorBanner, formatTime, Loading, Notice, Page } from '../components/page.tsx';
 import { FEATURE_PLANS, loadMe, loadNetworks, type NetworkSummary, PlanFeature, type Tier, usePolling, ScrollTable, WrapCopy } from '../components/chain.tsx';
 import '../components/chain.css';
 

@@ -2,7 +2,7 @@
 // few seconds; plans max and enterprise. Other plans see what the feature would give them.
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, type ApiError, useApi } from '../api.ts';
-import { EmptyState, ErrorBanner, Loading, Page } from '../components.tsx';
+import { EmptyState, ErrorBanner, Loading, Page } from '../components/page.tsx';
 import { useLocation, setQuery } from '../router.ts';
 import {
   FEATURE_PLANS,

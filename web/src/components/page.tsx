@@ -2,8 +2,8 @@
 import type { ChartConfiguration, Chart as ChartJs } from 'chart.js';
 import type { AnchorHTMLAttributes, ComponentChildren } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { errorText } from './api.ts';
-import { onLinkClick } from './router.ts';
+import { errorText } from '../api.ts';
+import { onLinkClick } from '../router.ts';
 
 /** A link inside the dashboard (no reload). */
 export function Link(props: AnchorHTMLAttributes<HTMLAnchorElement> & { href: string }) {
