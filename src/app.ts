@@ -35,6 +35,7 @@ import { healthRoutes, type ReadinessCheck } from './ops/health.ts';
 import { createLogger, genReqId } from './ops/logging.ts';
 import { instrument, Metrics, RpcHttpMetrics } from './ops/metrics.ts';
 import { observeRpc, rpcMethodLabels } from './ops/rpc-metrics.ts';
+import { observeFeatures } from './ops/feature-metrics.ts';
 import { ResponseCache } from './rpc/dispatch/cache.ts';
 import { rpcFastPath } from './rpc/http/fast-path.ts';
 import { RpcPipeline } from './rpc/pipeline.ts';
@@ -297,9 +298,6 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
         return { degraded: `${link.report().error ?? 'no answer'}; limits enforced by this instance in memory` };
       },
     });
-    metrics.define({ name: 'junction_redis_up', help: '1 while Redis answers; 0 while limits are enforced by this instance in memory (C48)', type: 'gauge', read: () => (link.up ? 1 : 0) });
-    metrics.define({ name: 'junction_redis_outages_total', help: 'Times this instance found Redis not answering (C48)', type: 'counter', read: () => link.outages });
-    if (redisLimiter) metrics.define({ name: 'junction_limiter_memory_calls_total', help: 'Limiter calls answered in memory because Redis did not (C48)', type: 'counter', read: () => redisLimiter.memoryCalls });
   }
   healthRoutes(app, checks, () => upstreams.report(), config.health.readyWhen);
   // The server hands RPC requests to the fast path before Fastify sees them; requests that
@@ -324,26 +322,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   });
   const faucet = new FaucetService({ db, config, registry, upstreams, logger });
   const whales = new WhaleAlerts({ db, config, prices, webhooks, logger, upstreams });
-  // The follower's figures per network, read at each scrape (C33).
-  const followed = (pick: (f: ReturnType<BlockFollower['stats']>[number]) => number | null) => () =>
-    follower.stats().flatMap((f): [Record<string, string>, number][] => {
-      const v = pick(f);
-      return v === null ? [] : [[{ network: f.network }, v]];
-    });
-  metrics.define({ name: 'junction_follower_cursor', help: 'Last block handed to the consumers, by network', type: 'gauge', labelNames: ['network'], read: followed((f) => f.cursor) });
-  metrics.define({ name: 'junction_follower_lag_blocks', help: 'Blocks between the newest head and the cursor (confirmations included), by network', type: 'gauge', labelNames: ['network'], read: followed((f) => f.lag) });
-  metrics.define({ name: 'junction_follower_blocks_total', help: 'Blocks handed on by this instance, by network', type: 'counter', labelNames: ['network'], read: followed((f) => f.blocksHandled) });
-  metrics.define({ name: 'junction_follower_lease_held', help: '1 where this instance holds the network\'s follower lease', type: 'gauge', labelNames: ['network'], read: followed((f) => (f.leaseHeld ? 1 : 0)) });
-  // C48: usage and analytics held in memory while storage cannot take them.
-  metrics.define({ name: 'junction_usage_pending_rows', help: 'Usage rows in memory waiting to be stored (grows while the database is unreachable)', type: 'gauge', read: () => usage.pendingRows });
-  metrics.define({ name: 'junction_analytics_pending_rows', help: 'Analytics rows in memory waiting to be stored', type: 'gauge', read: () => usage.pendingAnalyticsRows });
-  metrics.define({ name: 'junction_usage_flush_failing', help: '1 while usage flushes fail (storage unreachable): counts are held in memory', type: 'gauge', read: () => (usage.failing ? 1 : 0) });
-  metrics.define({ name: 'junction_usage_dropped_rows_total', help: 'Rows dropped past usage.maxPendingRows while storage was unreachable, by kind', type: 'counter', labelNames: ['kind'], read: () => [[{ kind: 'usage' }, usage.dropped.usageRows], [{ kind: 'analytics' }, usage.dropped.analyticsRows]] });
-  metrics.define({ name: 'junction_usage_dropped_requests_total', help: 'Requests in the usage rows dropped past usage.maxPendingRows', type: 'counter', read: () => usage.dropped.usageRequests });
-  // The webhook sender's figures on this instance (C37-C39).
-  metrics.define({ name: 'junction_webhook_attempts_total', help: 'Webhook delivery attempts sent by this instance', type: 'counter', read: () => webhooks.stats.attempts });
-  metrics.define({ name: 'junction_webhook_deliveries_total', help: 'Webhook deliveries ended by this instance, by outcome (delivered, failed after the last retry)', type: 'counter', labelNames: ['outcome'], read: () => [[{ outcome: 'delivered' }, webhooks.stats.delivered], [{ outcome: 'failed' }, webhooks.stats.failed]] });
-  metrics.define({ name: 'junction_webhook_in_flight', help: 'Webhook attempts waiting for the receiver on this instance', type: 'gauge', read: () => webhooks.stats.inFlight });
+  observeFeatures(metrics, { link, redisLimiter, follower, usage, webhooks });
   follower.register(whales);
   follower.register(new AddressActivity({ webhooks, prices, upstreams, config, logger }));
   // C41: intents; their solver follows the blocks of their networks (a new intent's at once).
