@@ -48,9 +48,17 @@ for (const [name, url] of [['PostgreSQL', pgUrl], ['Redis', redisUrl]]) {
   else console.log(`[test] ${name} does not answer at ${where}: its suites are SKIPPED.`);
 }
 
-const filter = process.argv.slice(2);
+// `--unit`: the fast tier (npm run test:unit), the files that start nothing: no app, gateway
+// process, chain, database (PGlite included), Redis, browser or child process (in-process servers of their own are
+// fine). Told by what a file imports and calls, so a new file lands in its tier by itself.
+const STARTERS = /support\/(app|process|anvil|hardhat|pg-cluster|redis-cluster|redis-server|services|scale-out|pglite-template)\.ts|\/web\/support\.ts|\/ws\/helpers\.ts|src\/devnet\/|src\/storage\/db\.ts|node:child_process|playwright/;
+const startsNothing = (f) => !STARTERS.test(readFileSync(f, 'utf8'));
+const args = process.argv.slice(2);
+const unit = args.includes('--unit');
+const filter = args.filter((a) => a !== '--unit');
 let files = findTests(path.join(root, 'test'));
 if (filter.length) files = files.filter((f) => filter.some((part) => f.includes(part)));
+if (unit) files = files.filter(startsNothing);
 if (files.length === 0) {
   console.error('[test] no test files matched');
   process.exit(1);
