@@ -38,7 +38,7 @@ export function bucketHigh(i: number): number {
 export function bucketValue(i: number): number {
   return VALUES[i <= 0 ? 0 : i >= LAST ? LAST : i] as number;
 }
-/** Every bucket's value, computed once: an hourly answer reads three per bucket (issue 28). */
+/** Every bucket's value, computed once: an hourly answer reads three per bucket (docs/scaling.md). */
 const VALUES = Array.from({ length: BUCKETS }, (_, i) => {
   const v = i <= 0 ? BASE_MS / 2 : i >= LAST ? bucketLow(LAST) : Math.sqrt(bucketLow(i) * bucketHigh(i));
   return Number(v.toPrecision(3));
@@ -77,7 +77,7 @@ export function percentiles(counts: ArrayLike<number>, qs: readonly number[]): A
 }
 
 /**
- * How a histogram is stored (issue 28: most rows have a few non-empty buckets): empty when no
+ * How a histogram is stored (for scale, docs/scaling.md: most rows have a few non-empty buckets): empty when no
  * bucket counts, else one byte `w` (1, 2, 4 or 8: the bytes the largest count needs), then for
  * each non-empty bucket in order its index (one byte) and its count (`w` bytes, big-endian). In
  * hex, for SQL's `decode(..., 'hex')` (a text parameter: PGlite and node-postgres alike).

@@ -204,7 +204,7 @@ export class AnalyticsRecorder {
       hourly.map((r) => ({ ...r, day: new Date(r.hour).toISOString().slice(0, 10) })),
       (r) => `${r.userId}|${r.keyId}|${r.network}|${r.day}|${r.method}`,
     );
-    // The series first (issue 28: a row carries its series' number, not four texts), only those not
+    // The series first (for scale, docs/scaling.md: a row carries its series' number, not four texts), only those not
     // yet numbered: an identity number is spent by each row tried, even one ON CONFLICT drops.
     const series = [...new Map(days.map((r) => [`${r.userId}|${r.keyId}|${r.network}|${r.method}`, r])).entries()]
       .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
@@ -224,7 +224,7 @@ export class AnalyticsRecorder {
     for (let i = 0; i < days.length; i += CHUNK) {
       await tx.execute(upsert('analytics_days', 'day', unnest(days.slice(i, i + CHUNK), [...SERIES, DAY, ...COUNTS])));
     }
-    // Issue 28: the account roll-ups, one row per (account, hour) and (account, day), summed from the
+    // For scale (docs/scaling.md): the account roll-ups, one row per (account, hour) and (account, day), summed from the
     // same rows in the same transaction: always the sums of the account's series rows (C46).
     const accountHours = sumRows(hourly, (r) => `${r.userId}|${r.hour}`);
     for (let i = 0; i < accountHours.length; i += CHUNK) {

@@ -1,5 +1,5 @@
 // Tables of analytics (C46); the SQL is src/storage/migrations/0012_analytics_compact.sql, which
-// replaced 0007's analytics_hourly and analytics_daily (issue 28: at most 150 bytes a stored row,
+// replaced 0007's analytics_hourly and analytics_daily (for scale, docs/scaling.md: at most 150 bytes a stored row,
 // indexes included; their rows carried over, the tables dropped by 0013). The
 // recorder and the store query them in SQL (upserts that merge histograms in SQL), so these
 // objects are above all what drizzle-kit compares a changed schema with.
@@ -77,7 +77,7 @@ const account = () =>
     .references(() => users.id, { onDelete: 'cascade' });
 
 /**
- * Issue 28: an account's rows of every series summed per UTC hour (a roll-up, written in the same
+ * For scale (docs/scaling.md): an account's rows of every series summed per UTC hour (a roll-up, written in the same
  * flush as `analytics_hours`, migration 0014), so a query without a key, network or method reads
  * one row per bucket. Kept as long as the hourly rows.
  */
@@ -95,7 +95,7 @@ export const analyticsAccountDays = pgTable(
 );
 
 /**
- * Issue 28: an account's daily rows summed per key, per network and per method (one row each per
+ * For scale (docs/scaling.md): an account's daily rows summed per key, per network and per method (one row each per
  * UTC day, `kind` saying which, in one letter, and `name` its id or name), written in the same flush as
  * `analytics_days` (migration 0016), so the breakdowns of a query without a key, network or method
  * read one row per key, network and method and day instead of one per series and day. A key's
@@ -107,7 +107,7 @@ export const analyticsAccountDayParts = pgTable(
     ...counters,
     userId: account(),
     day: date('day', { mode: 'string' }).notNull(),
-    // One letter (a row's bytes, issue 28): k a key (its id in `name`), n a network, m a method.
+    // One letter (a row's bytes count at scale): k a key (its id in `name`), n a network, m a method.
     kind: text('kind', { enum: ['k', 'n', 'm'] }).notNull(),
     name: text('name').notNull(),
     latency: bytea('latency').notNull(),

@@ -176,7 +176,7 @@ export class AnalyticsStore {
   }
 
   /**
-   * Issue 28, C46: without a key, network or method, the buckets from the account's roll-up (one
+   * C46, for scale: without a key, network or method, the buckets from the account's roll-up (one
    * row per hour or day) and the breakdowns from its daily roll-up per key, network and method
    * (`analytics_account_day_parts`), also for an hourly query: its period is whole UTC days, and a
    * flush adds each hourly row to its day's row and to every roll-up in one transaction, so per
@@ -235,7 +235,7 @@ export class AnalyticsStore {
     const today = new Date(now).toISOString().slice(0, 10);
     const hourCut = sql`hour < ${dayStart(AnalyticsStore.oldestDay('hour', today)) / HOUR_MS}::int`;
     const dayCut = sql`day < ${AnalyticsStore.oldestDay('day', today)}::date`;
-    // Issue 28: in bounded batches, through the (hour) and (day) block range indexes.
+    // For scale (docs/scaling.md): in bounded batches, through the (hour) and (day) block range indexes.
     const hourly = await deleteInBatches(this.#db, 'analytics_hours', hourCut);
     const daily = await deleteInBatches(this.#db, 'analytics_days', dayCut);
     const accountHourly = await deleteInBatches(this.#db, 'analytics_account_hours', hourCut);
@@ -293,7 +293,7 @@ function rollupsSql(granularity: Granularity): SQL {
  * period by the primary key (never the period's rows of every account), summed per bucket and per
  * series (grouping sets: one pass over the rows); then one row per series saying its key, network,
  * method and the key's name. Numbers as float8, the same on PGlite and node-postgres; counters
- * stored NULL for zero. Issue 28: the histograms are not decoded in SQL (a lateral
+ * stored NULL for zero. For scale (docs/scaling.md): the histograms are not decoded in SQL (a lateral
  * unnesting per row, which the planner costed at a thousand rows each: 0.9 s for a year of 120
  * series, half of it JIT compilation) but concatenated like the roll-ups', for addStoredLatencies.
  * Placeholders: userId, keyId, network, method, and the period as for `rollupsSql`.

@@ -34,7 +34,7 @@ export class AccountService {
   readonly #db: Db;
   readonly #hashCost: number;
   /**
-   * The account by id, prepared once (issue 28): every plan-gated REST call reads it (its plan is
+   * The account by id, prepared once (docs/scaling.md): every plan-gated REST call reads it (its plan is
    * never cached: a plan change applies to the next call), so it is not rebuilt and planned anew
    * each time.
    */

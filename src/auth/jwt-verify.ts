@@ -24,7 +24,7 @@ function json(part: string): Record<string, unknown> | undefined {
 /**
  * Verifies a compact HS256 JWT in one synchronous step (node:crypto): its claims, or why not.
  *
- * Issue 28: every REST call behind the bearer hook verifies its access token. jose's `jwtVerify`
+ * For scale (docs/scaling.md): every REST call behind the bearer hook verifies its access token. jose's `jwtVerify`
  * goes through WebCrypto, whose HMAC runs as a thread-pool job with promises around it: ~50 µs of
  * CPU and a thread handover per call, against ~5 µs here. The checks are those `jwtVerify` makes
  * with the options the gateway gave it (`algorithms: ['HS256']`, `issuer`, `requiredClaims`), and a

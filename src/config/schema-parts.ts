@@ -145,7 +145,7 @@ export const Network = T.Object(
     upstreams: T.Array(Upstream, { description: 'nodes, tried in order of health; env UPSTREAM_<SLUG> replaces them' }),
     pruneDepthBlocks: T.Optional(T.Integer({ minimum: 1, description: 'blocks of state a full node keeps (default 128); older state reads go to archive upstreams first' })),
     hedgeDelayMs: T.Optional(T.Integer({ minimum: 1, description: "milliseconds before a read is also sent to the next node on this network; default: rpc.hedge's" })),
-    // Issue 27: how far the network's head may move between two readings (4 times this pace, plus 32 blocks).
+    // C26: how far the network's head may move between two readings (4 times this pace, plus 32 blocks).
     blockTimeMs: T.Optional(T.Integer({ minimum: 1, description: 'milliseconds between blocks, the chain\'s real pace (the shipped networks set theirs: 12000 Ethereum, 2000 Polygon, 750 BNB, 250 Arbitrum...; 250 when not set; 250 on the devnet); a head climbing faster than 4 times this pace (plus 32 blocks) is not believed' })),
     // C49: consensus reads, off when absent.
     consensus: T.Optional(
@@ -160,7 +160,7 @@ export const Network = T.Object(
     ),
     price: T.Optional(T.Union(PriceSource.anyOf, { description: "the native coin's USD price; absent: none (testnets: 0)" })), // C34
     tokens: T.Optional(T.Array(Token, { description: 'ERC-20 tokens counted in the unified balance' })), // C40
-    // Issue 15: a network's own eth_getLogs limits (its nodes' caps), else those of `rpc`.
+    // C26: a network's own eth_getLogs limits (its nodes' caps), else those of `rpc`.
     maxLogsRange: T.Optional(
       T.Union([T.Integer({ minimum: 1 }), T.Null()], { description: 'blocks one eth_getLogs sent to a node may span (wider ranges are split); null = never split; absent: rpc.maxLogsRange' }),
     ),

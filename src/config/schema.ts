@@ -166,7 +166,7 @@ export const ConfigSchema = T.Object(
         flushIntervalMs: T.Integer({ minimum: 100, maximum: 2000, description: 'milliseconds between usage flushes to storage' }),
         // C48: bounds memory while the database is unreachable (rows merge: one per key, network, method and day).
         maxPendingRows: T.Integer({ minimum: 1, maximum: 10_000_000, description: 'usage rows (and as many analytics rows) held in memory while storage cannot take them; past it the oldest are dropped and counted' }),
-        // Issue 28: GET /usage/stats shows at most 366 days (C27) and the daily analytics keep 400 (C46).
+        // For scale (docs/scaling.md): GET /usage/stats shows at most 366 days (C27) and the daily analytics keep 400 (C46).
         retentionDays: T.Integer({
           minimum: 32,
           maximum: 36_500,
@@ -216,11 +216,11 @@ export const ConfigSchema = T.Object(
         ),
         broadcastTransactions: T.Boolean({ description: 'eth_sendRawTransaction goes to every healthy upstream at once' }),
         keyCacheTtlMs: T.Integer({ minimum: 0, description: 'milliseconds a key lookup is cached (changes invalidate it at once)' }),
-        // Issue 28: with a million keys, memory stays bounded; a key not cached costs one indexed lookup.
+        // For scale (docs/scaling.md): with a million keys, memory stays bounded; a key not cached costs one indexed lookup.
         keyCacheMaxEntries: T.Integer({ minimum: 1, maximum: 10_000_000, description: 'keys held in the in-process key cache; past it the least recently used is dropped' }),
         accessLog: T.Boolean({ description: 'log every RPC request at info (false: only failures)' }),
         corsOrigins: T.Array(T.String(), { description: 'browser origins allowed on the RPC addresses; "*" for any' }),
-        // Issue 15: wide eth_getLogs ranges are split into chunks a node accepts.
+        // C26: wide eth_getLogs ranges are split into chunks a node accepts.
         maxLogsRange: T.Union([T.Integer({ minimum: 1 }), T.Null()], {
           description: 'blocks one eth_getLogs sent to a node may span; a wider range is split into chunks of this size and merged; null = never split',
         }),
@@ -241,7 +241,7 @@ export const ConfigSchema = T.Object(
         reconnectMinMs: T.Integer({ minimum: 1, description: 'milliseconds before the first reconnection to an upstream node' }),
         reconnectMaxMs: T.Integer({ minimum: 1, description: 'milliseconds, the longest wait between reconnections (doubling)' }),
         closeGraceMs: T.Integer({ minimum: 0, description: 'milliseconds clients get to answer the 1001 close on a graceful stop' }),
-        // Issue 15: what a subscription missed while its upstream connection was down is sent first.
+        // What a subscription missed while its upstream connection was down is sent first.
         gapFillMaxBlocks: T.Integer({ minimum: 0, description: 'blocks of newHeads and logs fetched after an upstream reconnect (the latest ones); 0 = none' }),
         plans: Tiers(() => WsPlan, 'WebSocket limits by plan'),
       },

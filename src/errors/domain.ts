@@ -71,7 +71,7 @@ export class ForbiddenTargetError extends BaseError {
   static override readonly code = 'VALIDATION_ERROR';
 }
 
-/** A key's JWT public key that is not one (a private key, garbage): reported as a field problem (issue 15). */
+/** A key's JWT public key that is not one (a private key, garbage): reported as a field problem. */
 export class NotAPublicKeyError extends BaseError {
   override name = 'NotAPublicKeyError';
   static override readonly code = 'VALIDATION_ERROR';

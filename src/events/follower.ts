@@ -57,7 +57,7 @@ export class BlockFollower {
   #timer: NodeJS.Timeout | undefined;
   /** Asking the consumers: now, or right after the asking in progress. */
   readonly #refreshing = new SerialJob(() => this.#refreshOnce());
-  /** Issue 29: consumers that read their networks from the database say an outage once. */
+  /** C48: consumers that read their networks from the database say an outage once. */
   readonly #outage: StorageOutageLog;
   #started = false;
   #closed = false;

@@ -62,12 +62,12 @@ export class NetworkFollower {
   readonly network: string;
   readonly #o: NetworkFollowerOptions;
   readonly #log: Logger;
-  /** Issue 29: the lease is renewed every few seconds; an outage is said once, not at each renewal. */
+  /** C48: the lease is renewed every few seconds; an outage is said once, not at each renewal. */
   readonly #leaseOutage: StorageOutageLog;
   readonly #leaseMs: number;
   #stopping = false;
   /**
-   * Issue 29: the waits `#abortable` holds, to reject when the follower stops. A set the waits
+   * C48: the waits `#abortable` holds, to reject when the follower stops. A set the waits
    * leave when they settle, not a race with one long-lived promise: every race adds a reaction to
    * that promise that stays until it settles (the soak's heap snapshots found ~30 a second).
    */

@@ -5,7 +5,7 @@ import type { StorageOutageLog } from './storage-outage.ts';
  * that comes while a run is still going is skipped, never queued. The timer does not keep the
  * process alive; `stop` clears it and waits for the run in progress. Nothing runs before `start`.
  * With an `outage` log, a run failing because the database cannot be reached is said once per
- * outage (issue 29), not handed to `onError` at each tick.
+ * outage (C48), not handed to `onError` at each tick.
  */
 export class PeriodicJob {
   readonly #run: (first: boolean) => Promise<unknown>;

@@ -8,7 +8,7 @@ export interface OutageLogger {
 }
 
 /**
- * C48, issue 29: what a background job says while the database cannot be reached. A job that
+ * C48: what a background job says while the database cannot be reached. A job that
  * runs every second (the webhook outbox, a follower's lease, a sweep) would otherwise write a
  * warning at each run for as long as the outage lasts: here it writes one warning when the job
  * starts failing on storage, debug lines while it goes on, and one info line when a run succeeds

@@ -43,7 +43,7 @@ export interface LookupAllowance {
 /**
  * The one admission decision for a key on the RPC path: the key as sent -> its state (C20) ->
  * the network (the key's list, which a plan change narrows, C16) -> the key's own origin, IP and
- * JWT rules (issue 15). Answers the usable key (its plan and limits with it) or the refusal. The
+ * JWT rules. Answers the usable key (its plan and limits with it) or the refusal. The
  * HTTP pipeline, the WebSocket upgrade and the WebSocket's recheck after a key change all ask here.
  *
  * Synchronous for a key in memory without a JWT to verify (the hot path allocates nothing);

@@ -13,7 +13,7 @@ export interface ResolvedKey extends MeteredKey {
   /** Epoch ms, or null for no expiry. */
   expiresAt: number | null;
   networks: ReadonlySet<string>;
-  /** The key's allowlists and JWT option, compiled; null when it has none (issue 15). */
+  /** The key's allowlists and JWT option, compiled; null when it has none. */
   access: KeyAccess | null;
 }
 
@@ -121,7 +121,7 @@ export class KeyCache {
     const now = Date.now();
     const hit = this.#byRaw.get(apiKey);
     if (hit) {
-      // Least recently used goes first (issue 28): a hit moves to the end of the Map's order, only
+      // Least recently used goes first (docs/scaling.md): a hit moves to the end of the Map's order, only
       // once the cache is half full (before that nothing is evicted, and the hot path skips it).
       if (this.#byRaw.size > this.#maxEntries >> 1) {
         this.#byRaw.delete(apiKey);

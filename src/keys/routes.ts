@@ -15,7 +15,7 @@ const RateLimit = StoredCount({ description: 'requests per minute, at most the p
 const Status = T.Union([T.Literal('active'), T.Literal('inactive'), T.Literal('revoked'), T.Literal('expired')]);
 const Nullable = <S extends Parameters<typeof T.Union>[0][number]>(s: S) => T.Union([s, T.Null()]);
 
-// Issue 15: a key's allowlists and JWT option. Lengths are bounded here; the values themselves
+// A key's allowlists and JWT option (docs/decisions.md, "API keys"). Lengths are bounded here; the values themselves
 // (origins, CIDRs, addresses, method names, public keys) are checked in access.ts, 400 naming the entry.
 const Entry = T.String({ minLength: 1, maxLength: 256 });
 const List = (description: string) => T.Array(Entry, { maxItems: MAX_LIST_ENTRIES, description: `${description}; empty: any` });

@@ -22,7 +22,7 @@ export const apiKeys = pgTable(
     status: text('status').$type<'active' | 'inactive' | 'revoked'>().notNull().default('active'),
     expiresAt: timestamp('expires_at', { withTimezone: true, mode: 'date' }),
     revokedAt: timestamp('revoked_at', { withTimezone: true, mode: 'date' }),
-    /** Allowlists and the JWT option (issue 15); null: none set. */
+    /** Allowlists and the JWT option; null: none set. */
     access: jsonb('access').$type<KeyAccessSettings>(),
     lastUsedAt: timestamp('last_used_at', { withTimezone: true, mode: 'date' }),
     createdAt: timestamp('created_at', { withTimezone: true, mode: 'date' }).notNull().default(sql`now()`),

@@ -20,7 +20,7 @@ import { type PlanEnforcement, PlanRules } from './plan-rules.ts';
 export type KeyRow = typeof apiKeys.$inferSelect;
 export type KeyStatus = 'active' | 'inactive' | 'revoked' | 'expired';
 
-/** What the API shows of a key (spec: API key; C20 adds status and expiresAt; issue 15 its allowlists). */
+/** What the API shows of a key (spec: API key; C20 adds status and expiresAt; and its allowlists). */
 export interface ApiKeyView extends KeyAccessSettings {
   id: string;
   name: string;
@@ -268,7 +268,7 @@ export class KeyService {
 
   /**
    * One key with its account's plan fields, by key hash: the cache-miss path of the RPC key lookup.
-   * Issue 28: a named prepared statement, so PostgreSQL plans the join once per connection, not
+   * For scale (docs/scaling.md): a named prepared statement, so PostgreSQL plans the join once per connection, not
    * once per key it has not seen (planning was most of its time: 1.4 ms against 0.4 ms, pgbench, 8 clients).
    */
   async lookupByHash(keyHash: string): Promise<{ key: KeyRow; user: UserRow } | undefined> {

@@ -31,7 +31,7 @@ const UpstreamReport = T.Object(
     latencyMs: Nullable(T.Integer({ description: 'Smoothed round trip of the health probe, milliseconds' })),
     lastError: T.Optional(T.String({ description: 'Why its latest call or probe failed, in words (absent once it answers)' })),
     outlier: T.Optional(
-      T.Literal(true, { description: 'Present while its head is far above the head the network agrees on: not trusted, read after the others (issue 27)' }),
+      T.Literal(true, { description: 'Present while its head is far above the head the network agrees on: not trusted, read after the others (C26)' }),
     ),
   },
   { additionalProperties: false },

@@ -68,7 +68,7 @@ export function observeUpstreams(metrics: Metrics, upstreams: UpstreamsView, bou
   perUpstream('junction_upstream_up', '1 while the upstream answers (its latest call or probe succeeded), else 0', (h) => (h.state === 'up' ? 1 : 0));
   perUpstream('junction_upstream_head', 'Latest block number the upstream reported to the health probe', (h) => h.head);
   perUpstream('junction_upstream_lag_blocks', 'Blocks the upstream is behind the head its network agrees on', (h) => h.lag);
-  // Issue 27: a node claiming a head far above the others' is not trusted.
+  // C26: a node claiming a head far above the others' is not trusted.
   perUpstream('junction_upstream_outlier', '1 while the upstream reports a head far above the one its network agrees on (not trusted, read after the others), else 0', (h) => (h.outlier ? 1 : 0));
   perUpstream('junction_upstream_probe_latency_seconds', 'Smoothed round trip of the eth_blockNumber health probe', (h) => (h.latencyMs === null ? null : h.latencyMs / 1000));
   metrics.define({

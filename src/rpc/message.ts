@@ -21,7 +21,7 @@ export interface RpcInput {
   body: Buffer;
   /** The client's address (trusted proxies honoured). */
   ip: string;
-  /** The `Origin` and `Authorization` headers as sent, for a key's allowlists and JWT option (issue 15). */
+  /** The `Origin` and `Authorization` headers as sent, for a key's allowlists and JWT option. */
   origin?: string | undefined;
   authorization?: string | undefined;
   /** For log lines that belong to this request. */

@@ -322,7 +322,7 @@ export class RpcPipeline {
         err = this.#policy.check(call.method, network.native, tier);
         // C50, C54: before the key's lists judge the params, so they judge what the node will run.
         if (err === null) err = judge(item);
-        // Issue 15: the key's method and contract lists, item by item like the method policy.
+        // The key's method and contract lists (C50 for contracts), item by item like the method policy.
         if (err === null && access !== null) err = access.checkCall(call);
       }
       if (err) {
@@ -337,7 +337,7 @@ export class RpcPipeline {
   }
 
   /**
-   * Stage cost, for eth_getLogs (issue 15): each is planned (tags resolved, chunks counted) and
+   * Stage cost, for eth_getLogs (C26): each is planned (tags resolved, chunks counted) and
    * costs its weight per chunk; one too wide is refused (-32602) and leaves `admitted`. Answers
    * the message when that refusal is its single call.
    */

@@ -84,7 +84,7 @@ export class MethodPolicy {
     const refused = refusedWhy(method);
     if (refused !== null) return refused;
     if (planMayOpen(method)) {
-      // Issue 31: the refusal names what would allow the call (the plans whose methods.planExtras list it).
+      // A refusal names what would allow the call (the plans whose methods.planExtras list it).
       const plans = (Object.entries(this.#extras) as Array<[Tier, ReadonlySet<string>]>).filter(([, set]) => set.has(method)).map(([tier]) => tier);
       return plans.length > 0 ? `is not enabled for this plan; the ${plans.join(', ')} plan${plans.length > 1 ? 's' : ''} allow${plans.length > 1 ? '' : 's'} it` : 'is not enabled for this plan, nor for any other (methods.planExtras)';
     }

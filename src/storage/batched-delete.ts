@@ -9,7 +9,7 @@ export const affectedRows = (r: unknown): number =>
   Number((r as { rowCount?: number }).rowCount ?? (r as { affectedRows?: number }).affectedRows ?? 0);
 
 /**
- * Deletes the rows of `table` matching `where` in statements of at most `batch` rows each (issue 28:
+ * Deletes the rows of `table` matching `where` in statements of at most `batch` rows each (for scale, docs/scaling.md:
  * a first sweep over years of history must neither hold one huge transaction nor lock the table
  * against the flushes). Returns the rows deleted. `where` should be served by an index of the table.
  */

@@ -48,7 +48,7 @@ export interface StorageOptions {
   sharedBuffersMb?: number;
   /**
    * PGlite only: where the database runs. `worker` (the default): in a worker thread, so that no
-   * storage work holds the event loop that answers RPC calls (issue 28, pglite-remote.ts).
+   * storage work holds the event loop that answers RPC calls (pglite-remote.ts, docs/scaling.md).
    * `main`: on the calling thread, as before (a choice for short-lived tools).
    */
   embeddedThread?: 'worker' | 'main';

@@ -7,7 +7,7 @@ import { DatabaseError, StorageError } from '../errors/storage.ts';
 import type { PgliteRequest, PgliteResponse, PgliteWorkerData, WireError } from './pglite-wire.ts';
 
 /**
- * Embedded storage off the gateway's thread (issue 28): PGlite runs in a worker thread
+ * Embedded storage off the gateway's thread (docs/scaling.md): PGlite runs in a worker thread
  * (pglite-worker.ts) and this object stands in for it on the gateway's thread, with the part of
  * PGlite's interface drizzle's pglite driver calls (`query(sql, params, options)`, `exec`,
  * `transaction(fn)`). PGlite's work (parsing, planning, the WebAssembly PostgreSQL, writing its

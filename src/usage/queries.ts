@@ -39,7 +39,7 @@ export interface UsageStats {
 export class UsageQueries implements KeyUsageReader {
   readonly #db: Db;
   /**
-   * The `/usage/stats` reads (C27), prepared once each (issue 28: planned once, not at each call):
+   * The `/usage/stats` reads (C27), prepared once each (planned once, not at each call: docs/scaling.md):
    * account-wide, one network, one key, one key on one network.
    */
   readonly #statsReads;
@@ -101,7 +101,7 @@ export class UsageQueries implements KeyUsageReader {
    * Each account's stored requests today and compute units this month (UTC, C11), for the
    * accounts that used anything this month: what the quotas had counted before a restart
    * (Meter.seedFromUsage). Only what was flushed: a hard crash loses at most one flush interval.
-   * Issue 28: read from the account-wide rows, a range of days through their (day) index.
+   * For scale (docs/scaling.md): read from the account-wide rows, a range of days through their (day) index.
    */
   async quotaUsage(): Promise<Array<{ userId: string; requestsToday: number; computeUnitsThisMonth: number }>> {
     const { day } = currentPeriods();
@@ -127,7 +127,7 @@ export class UsageQueries implements KeyUsageReader {
 
   /** C27: the account's counts over [start, end], with every day of the period present, oldest first. */
   async stats(q: StatsQuery): Promise<UsageStats> {
-    // Issue 28: account-wide, the rows summed over keys (a tenth of the rows for ten keys); one key, its own rows.
+    // For scale (docs/scaling.md): account-wide, the rows summed over keys (a tenth of the rows for ten keys); one key, its own rows.
     const reads = this.#statsReads;
     const read = q.keyId !== undefined ? (q.network !== undefined ? reads.keyNetwork : reads.key) : q.network !== undefined ? reads.network : reads.account;
     const rows = await read.execute({ userId: q.userId, start: q.start, end: q.end, keyId: q.keyId, network: q.network });

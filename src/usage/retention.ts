@@ -9,7 +9,7 @@ const DAY_MS = 86_400_000;
 const SWEEP_INTERVAL_MS = 3_600_000;
 
 /**
- * Issue 28: usage rows are kept `usage.retentionDays` UTC days (today counts as one; 400 by default,
+ * For scale (docs/scaling.md): usage rows are kept `usage.retentionDays` UTC days (today counts as one; 400 by default,
  * past the 366 days GET /usage/stats can show at once (C27) and as long as the daily analytics
  * (C46)); older rows are deleted in bounded batches, once at start and then every hour.
  */
@@ -39,7 +39,7 @@ export class UsageRetention {
   async sweep(now = Date.now()): Promise<{ usage: number }> {
     const before = sql`day < ${this.oldestDay(now)}::date`;
     const usage = await deleteInBatches(this.#db, 'usage_daily', before);
-    // Issue 28: the account-wide sums of the same days (not counted: they are the same requests).
+    // For scale (docs/scaling.md): the account-wide sums of the same days (not counted: they are the same requests).
     await deleteInBatches(this.#db, 'usage_account_daily', before);
     if (usage) this.#log.info({ usage }, 'usage rows past retention deleted');
     return { usage };

@@ -24,14 +24,14 @@ export const usageDaily = pgTable(
     primaryKey({ name: 'usage_daily_pkey', columns: [t.userId, t.keyId, t.day, t.network, t.method] }),
     // Account-wide statistics over a date range.
     index('usage_daily_user_day_idx').on(t.userId, t.day),
-    // Issue 28: the quota seeding at start (UsageService.quotaUsage) and the retention sweep read a
+    // For scale (docs/scaling.md): the quota seeding at start (UsageQueries.quotaUsage) and the retention sweep read a
     // range of days through it, so what a start reads does not grow with the stored history.
     index('usage_daily_day_idx').on(t.day),
   ],
 );
 
 /**
- * Issue 28: the same counts summed over the account's keys, per (account, UTC day, network,
+ * For scale (docs/scaling.md): the same counts summed over the account's keys, per (account, UTC day, network,
  * method) (C27). Kept by a trigger on `usage_daily` (migration 0015): every row written there,
  * by this version or an older one still running during a rolling deploy, adds its difference
  * here in the same transaction. What an account-wide question reads (GET /usage/stats without

@@ -304,7 +304,7 @@ export class EndpointStore {
       await checkTargetHost(url.hostname);
     } catch (err) {
       if (err instanceof ForbiddenTargetError) {
-        // Issue 31: a refusal names the setting that would allow it (for a private or loopback target).
+        // A refusal names the setting that would allow it (for a private or loopback target).
         const hint = /does not resolve/.test(err.message) ? '' : ' (the setting webhooks.allowPrivateTargets, on under --devnet, allows such targets)';
         throw new HttpError(ForbiddenTargetError.code, `url is not allowed: ${err.message}${hint}`, { details: [{ field, message: `${err.message}${hint}` }] });
       }

@@ -96,7 +96,7 @@ export class Sender {
   #inFlight = 0;
   /** Claims due rows: now, or right after the claim in progress (C39). */
   readonly #pump = new SerialJob(() => this.#pumpOnce(), { onError: (err) => this.#warn(err, 'webhook outbox claim failed') });
-  /** Issue 29: the outbox is looked at every poll interval; an outage is said once, not at each look. */
+  /** C48: the outbox is looked at every poll interval; an outage is said once, not at each look. */
   readonly #outage: StorageOutageLog;
   #wakeQueued = false;
   #timer: NodeJS.Timeout | undefined;

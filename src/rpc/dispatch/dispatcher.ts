@@ -36,7 +36,7 @@ export class Dispatcher {
   readonly #upstreams: Upstreams;
   readonly #cache: ResponseCache | undefined;
   readonly #cu: ComputeUnits;
-  /** Issue 15: filters pinned to the upstream that made them, for HTTP and WebSocket alike. */
+  /** C26: filters pinned to the upstream that made them, for HTTP and WebSocket alike. */
   readonly #filters = new FilterPins();
   readonly #logsLimitsBySlug = new Map<string, LogsLimits>();
 
@@ -117,7 +117,7 @@ export class Dispatcher {
     return limits;
   }
 
-  /** Plans an eth_getLogs (issue 15): a wide one gets its chunks and compute units; the -32602 for one too wide. */
+  /** Plans an eth_getLogs (C26): a wide one gets its chunks and compute units; the -32602 for one too wide. */
   async planLogs(caller: Caller, item: ParsedCall): Promise<RpcError | null> {
     const limits = this.#logsLimits(caller.network);
     if (limits.maxRange === null) return null;
@@ -130,7 +130,7 @@ export class Dispatcher {
     return null;
   }
 
-  /** A split eth_getLogs or a filter call (issue 15): its answer (null for a notification) and HTTP status. */
+  /** A split eth_getLogs or a filter call (C26): its answer (null for a notification) and HTTP status. */
   async #routed(caller: Caller, item: ParsedCall): Promise<{ status: number; text: string | null }> {
     const { call } = item;
     const slug = caller.network.slug;

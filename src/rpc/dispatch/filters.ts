@@ -50,7 +50,7 @@ const notFound = () => new NodeAnsweredError(-32000, 'filter not found');
 const FILTER_ID = /^0x[0-9a-fA-F]{1,64}$/;
 
 /**
- * Filters stay on the node that made them (issue 15, point 3). A filter made by `eth_newFilter`,
+ * Filters stay on the node that made them (C26). A filter made by `eth_newFilter`,
  * `eth_newBlockFilter` or `eth_newPendingTransactionFilter` lives on one node only, so the client
  * gets a gateway id (16 random bytes, as geth's) pinned to that upstream and to the node's own
  * id; `eth_getFilterChanges`, `eth_getFilterLogs` and `eth_uninstallFilter` go to that node only

@@ -54,7 +54,7 @@ function bound(v: unknown): Bound {
 const hex = (n: number) => `0x${n.toString(16)}`;
 
 /**
- * Decides how an `eth_getLogs` call goes (issue 15, point 5): null when it goes to a node as it
+ * Decides how an `eth_getLogs` call goes (C26): null when it goes to a node as it
  * is (a `blockHash` query, a range within `maxRange`, params the node should judge), a plan of
  * chunks when it is wider, or the -32602 to answer when it would take more than `maxChunks`.
  * It runs before the meter, so it asks no node: a tag (`latest`, `pending`, `safe`, `finalized`)

@@ -1,4 +1,4 @@
-// Advanced analytics (C46, issue 16): latency percentiles over time, error and refusal rates, top
+// Advanced analytics (C46): latency percentiles over time, error and refusal rates, top
 // methods, by network and by key, from GET /usage/analytics. Plans pro, max and enterprise; a free
 // account sees what the plan would give it.
 import type { ChartConfiguration } from 'chart.js';
