@@ -96,12 +96,12 @@ export function traceRest(app: FastifyInstance, tracing: Tracing, prefix: string
     if (span) tracing.within(span, done);
     else done();
   });
+  // Ended once the hooks after this one have run (the `request completed` line is under it too).
   app.addHook('onResponse', (req, reply, done) => {
     const span = spans.get(req);
-    if (span) {
-      span.set('http.response.status_code', reply.statusCode);
-      span.end(reply.statusCode >= 500 ? `HTTP ${reply.statusCode}` : undefined);
-    }
-    done();
+    if (!span) return done();
+    span.set('http.response.status_code', reply.statusCode);
+    tracing.within(span, done);
+    span.end(reply.statusCode >= 500 ? `HTTP ${reply.statusCode}` : undefined);
   });
 }

@@ -205,6 +205,20 @@ describe('tracing on: OTEL_EXPORTER_OTLP_ENDPOINT set (C58)', () => {
     assert.equal(root.kind, 2);
     assert.equal(root.attributes['http.route'], '/api/v1/networks');
     assert.equal(root.attributes['http.response.status_code'], 200);
+    const lines = t.logs.map((l) => JSON.parse(l) as { msg: string; trace_id?: string; span_id?: string });
+    const done = lines.filter((l) => l.msg === 'request completed' && l.trace_id === traceId);
+    assert.equal(done.length, 1, 'the request\'s debug line carries its trace id');
+    assert.equal(done[0]?.span_id, root.spanId);
+  });
+
+  test('a malformed traceparent is ignored: the call is answered and starts a trace of its own', async () => {
+    const hash = blockHash();
+    const res = await post(rpcUrl, call('eth_getBlockByHash', [hash, false]), { traceparent: '00-not-a-trace-01' });
+    assert.equal(res.status, 200);
+    const header = received(steady.requests.some((r) => r.body.includes(hash)) ? steady : flaky, 'eth_getBlockByHash', hash).traceparent as string;
+    assert.match(header, /^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/);
+    const { root } = await traceOf(receiver, header.split('-')[1] as string, 'POST /v1/:network/:apiKey', ['upstream attempt']);
+    assert.equal(root.parentSpanId, '', 'a root span');
   });
 
   test('each WebSocket message is a trace of its own, linked to the traceparent of the upgrade', async () => {
