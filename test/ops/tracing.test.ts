@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
 import WebSocket from 'ws';
@@ -8,7 +10,7 @@ import { tracesUrl } from '../../src/ops/tracing-sdk.ts';
 import { createKey, startTestApp, type TestApp } from '../support/app.ts';
 import { type FakeNode, startFakeNode } from '../support/fake-node.ts';
 import { type OtlpReceiver, type ReceivedSpan, startOtlpReceiver } from '../support/otlp-receiver.ts';
-import { spawnGateway } from '../support/process.ts';
+import { ROOT, spawnGateway } from '../support/process.ts';
 import { waitFor } from '../support/wait.ts';
 
 // C58: with an OTLP endpoint set, RPC calls (HTTP and WebSocket) and REST requests are traces sent
@@ -287,6 +289,17 @@ describe('tracing off: no OTLP endpoint (the default)', () => {
     const lines = t.logs.map((l) => JSON.parse(l) as { msg: string; trace_id?: string });
     assert.ok(lines.some((l) => l.msg === 'upstream attempt failed'));
     assert.ok(lines.every((l) => l.trace_id === undefined && !l.msg.startsWith('tracing')));
+  });
+});
+
+describe('tracing off costs nothing', () => {
+  test('only src/ops/tracing-sdk.ts imports OpenTelemetry, and only tracing.ts loads it, with a dynamic import when tracing is on', () => {
+    const files = (readdirSync(path.join(ROOT, 'src'), { recursive: true }) as string[]).filter((f) => f.endsWith('.ts'));
+    const importers = files.filter((f) => /from '@opentelemetry\//.test(readFileSync(path.join(ROOT, 'src', f), 'utf8')));
+    assert.deepEqual(importers, [path.join('ops', 'tracing-sdk.ts')]);
+    const loaders = files.filter((f) => readFileSync(path.join(ROOT, 'src', f), 'utf8').includes("tracing-sdk.ts'"));
+    assert.deepEqual(loaders, [path.join('ops', 'tracing.ts')]);
+    assert.match(readFileSync(path.join(ROOT, 'src/ops/tracing.ts'), 'utf8'), /if \(!tracingEnabled\(config\)\) return undefined;\n\s+const sdk = await import\('\.\/tracing-sdk\.ts'\);/);
   });
 });
 
