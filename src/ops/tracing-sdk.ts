@@ -177,8 +177,8 @@ export class SdkTracing {
     // The SDK's own complaints (a collector that does not answer) as warnings in our log. Process-wide.
     diag.setLogger(
       {
-        error: (message: string) => logger.warn({ tracing: message }, 'tracing: could not export spans'),
-        warn: (message: string) => logger.warn({ tracing: message }, 'tracing'),
+        error: (message: string) => logger.warn({ tracing: diagText(message) }, 'tracing: could not export spans'),
+        warn: (message: string) => logger.warn({ tracing: diagText(message) }, 'tracing'),
         info: () => {},
         debug: () => {},
         verbose: () => {},
@@ -226,6 +226,18 @@ export class SdkTracing {
     } finally {
       clearTimeout(timer);
     }
+  }
+}
+
+/** What the SDK reports, in one line: an error it hands over as JSON (with its stack) is its message and code. */
+function diagText(message: string): string {
+  if (!message.startsWith('{')) return message;
+  try {
+    const e = JSON.parse(message) as { message?: unknown; code?: unknown };
+    if (typeof e.message !== 'string') return message;
+    return typeof e.code === 'string' && !e.message.includes(e.code) ? `${e.message} (${e.code})` : e.message;
+  } catch {
+    return message;
   }
 }
 

@@ -11,7 +11,7 @@ import { createKey, startTestApp, type TestApp } from '../support/app.ts';
 import { type FakeNode, startFakeNode } from '../support/fake-node.ts';
 import { type OtlpReceiver, type ReceivedSpan, startOtlpReceiver } from '../support/otlp-receiver.ts';
 import { ROOT, spawnGateway } from '../support/process.ts';
-import { waitFor } from '../support/wait.ts';
+import { freePort, waitFor } from '../support/wait.ts';
 
 // C58: with an OTLP endpoint set, RPC calls (HTTP and WebSocket) and REST requests are traces sent
 // to a collector (here a receiver the test runs), continuing the caller's W3C traceparent and
@@ -289,6 +289,27 @@ describe('tracing off: no OTLP endpoint (the default)', () => {
     const lines = t.logs.map((l) => JSON.parse(l) as { msg: string; trace_id?: string });
     assert.ok(lines.some((l) => l.msg === 'upstream attempt failed'));
     assert.ok(lines.every((l) => l.trace_id === undefined && !l.msg.startsWith('tracing')));
+  });
+});
+
+describe('tracing with a collector that does not answer', () => {
+  test('calls are answered as usual and the failed export is a warning line', async () => {
+    const node = await startFakeNode();
+    const port = await freePort(); // nothing listens there
+    const t = await startTestApp({ listen: true, env: { OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${port}`, OTEL_BSP_SCHEDULE_DELAY: '50', UPSTREAM_AVALANCHE_FUJI: node.url } });
+    try {
+      const key = (await createKey(t.app, { networks: ['avalanche-fuji'] })).key;
+      const res = await post(`${t.url}/v1/avalanche-fuji/${key}`, call('eth_getBalance', [address, 'latest']), { traceparent: traceparent(hex(16), hex(8)) });
+      assert.equal(res.status, 200);
+      assert.ok(res.json.result);
+      const warning = await waitFor(() => t.logs.map((l) => JSON.parse(l) as { level: number; msg: string; tracing?: string }).find((l) => l.msg === 'tracing: could not export spans'), { what: 'a warning about the export', timeoutMs: 60_000 });
+      assert.equal(warning.level, 40);
+      assert.match(warning.tracing ?? '', /ECONNREFUSED/);
+      assert.doesNotMatch(warning.tracing ?? '', /\n|at TCPConnectWrap/, 'one line, no stack');
+    } finally {
+      await t.close();
+      await node.close();
+    }
   });
 });
 
