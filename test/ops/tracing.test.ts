@@ -70,7 +70,8 @@ describe('tracing on: OTEL_EXPORTER_OTLP_ENDPOINT set (C58)', () => {
 
   before(async () => {
     receiver = await startOtlpReceiver();
-    [flaky, steady, slow, quick] = await Promise.all([startFakeNode(), startFakeNode(), startFakeNode(), startFakeNode()]);
+    // The second node answers 100 ms late: its probes make it the slower, so the first is always asked first.
+    [flaky, steady, slow, quick] = await Promise.all([startFakeNode(), startFakeNode({ delayMs: 100 }), startFakeNode(), startFakeNode()]);
     t = await startTestApp({
       listen: true,
       env: {
@@ -163,6 +164,7 @@ describe('tracing on: OTEL_EXPORTER_OTLP_ENDPOINT set (C58)', () => {
     const traceId = hex(16);
     const res = await post(rpcUrl, call('eth_getTransactionCount', [address, 'latest']), { traceparent: traceparent(traceId, hex(8)) });
     for (const node of [flaky, steady]) node.setRaw('eth_getTransactionCount', null);
+    await t.app.parts.upstreams.pool('avalanche-fuji').checkHealth(); // both answer again for the tests after
     assert.ok(res.status >= 500);
     const { root } = await traceOf(receiver, traceId, 'POST /v1/:network/:apiKey', ['upstream attempt', 'upstream attempt']);
     assert.equal(root.status.code, 2, 'a call no node answered is an error');
