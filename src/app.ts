@@ -33,6 +33,7 @@ import { keyRoutes } from './keys/routes.ts';
 import { KeyService } from './keys/service.ts';
 import { healthRoutes, type ReadinessCheck } from './ops/health.ts';
 import { createLogger, genReqId } from './ops/logging.ts';
+import { startTracing, traceRest, tracingEnabled } from './ops/tracing.ts';
 import { instrument, Metrics, RpcHttpMetrics } from './ops/metrics.ts';
 import { observeRpc, rpcMethodLabels } from './ops/rpc-metrics.ts';
 import { observeFeatures } from './ops/feature-metrics.ts';
@@ -165,7 +166,9 @@ function installLifecycle(app: FastifyInstance, parts: readonly LifecyclePart[])
  * The JSON-RPC addresses are served by a fast path on the same server, ahead of Fastify.
  */
 export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyInstance> {
-  const logger = deps.logger ?? createLogger(config.logLevel, deps.logStream, config.logFormat);
+  const logger = deps.logger ?? createLogger(config.logLevel, deps.logStream, config.logFormat, tracingEnabled(config));
+  // C58: undefined unless an OTLP endpoint is set (the SDK is loaded only then).
+  const tracing = await startTracing(config, logger);
   let listeningPort: number | undefined;
   const registry = new NetworkRegistry(config, () => publicUrl(config, listeningPort));
   const db = deps.storage.db;
@@ -179,7 +182,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
     refreshTtlSeconds: config.auth.refreshTokenTtlSeconds,
   });
   const metrics = new Metrics();
-  const upstreams = new Upstreams(config, logger);
+  const upstreams = new Upstreams(config, logger, tracing?.attempts);
   // Chain events (C33-C39): one follower hands blocks to whale alerts, webhooks and the solver; prices
   // value them. Made first: the features that change what it follows tell it so (webhooks, intents).
   const follower = new BlockFollower({ db, config, upstreams, logger });
@@ -220,11 +223,11 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   const rpcMetrics = observeRpc(metrics, { methods: config.methods, upstreams, upstreamBuckets: UPSTREAM_BUCKETS, cache });
   const analyticsStore = new AnalyticsStore({ db, logger });
   const usageRetention = new UsageRetention({ db, logger, retentionDays: config.usage.retentionDays });
-  const pipeline = new RpcPipeline({ config, keys: keyCache, policy, upstreams, logger, meter, usage, metrics: rpcMetrics, ...(cache ? { cache } : {}), ...(analytics ? { analytics } : {}) });
+  const pipeline = new RpcPipeline({ config, keys: keyCache, policy, upstreams, logger, meter, usage, metrics: rpcMetrics, ...(cache ? { cache } : {}), ...(analytics ? { analytics } : {}), ...(tracing ? { tracing } : {}) });
   // C60: unsent answers bounded in time and bytes; C57: a stop that lets connections drain.
   const outbound = new Outbound({ writeTimeoutMs: config.server.writeTimeoutMs, maxPendingBytes: config.server.maxPendingBytes, logger });
   const drain = new ConnectionDrain(logger);
-  const rpcHttp = rpcFastPath({ config, registry, pipeline, logger, metrics: new RpcHttpMetrics(metrics.registry), outbound, stopping: () => drain.stopping });
+  const rpcHttp = rpcFastPath({ config, registry, pipeline, logger, metrics: new RpcHttpMetrics(metrics.registry), outbound, stopping: () => drain.stopping, ...(tracing ? { tracing } : {}) });
 
   const app = Fastify({
     // The server asks the fast path first for every request. A request without Host is let
@@ -255,6 +258,8 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
     if (addr && typeof addr === 'object') listeningPort = addr.port;
   });
 
+  // C58: a span per REST request, the hooks below and the handler under it.
+  if (tracing) traceRest(app, tracing, API_PREFIX);
   app.addHook('onRequest', async (req, reply) => {
     reply.header('x-request-id', req.id);
     req.log.debug({ req }, 'incoming request');
@@ -317,6 +322,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
     upstreams,
     logger,
     outbound,
+    ...(tracing ? { tracing } : {}),
     onKeyChange: (listener) => keys.changes.on(listener),
     metricsRegistry: metrics.registry,
   });
@@ -335,6 +341,8 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
 
   // Started in this order once the app is ready, closed in the reverse order when it closes.
   installLifecycle(app, [
+    // C58: closed last, so the spans of the other parts' last work are exported too.
+    ...(tracing ? [{ name: 'tracing', close: () => tracing.shutdown() }] : []),
     // C20: other instances' key changes are honoured from the first request on.
     ...(bus ? [{ name: 'key-change bus', start: () => bus.start(), close: () => bus.close() }] : []),
     { name: 'key cache', close: () => keyCache.close() },

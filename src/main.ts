@@ -17,6 +17,7 @@ import { listenStartError, redisStartError, StartError, storageStartError } from
 import type { Devnet } from './devnet/devnet.ts';
 import { bindEarly, type EarlyListener } from './ops/early-listener.ts';
 import { createLogger, prettyLogs } from './ops/logging.ts';
+import { tracingEnabled } from './ops/tracing.ts';
 import { devnetAdminToken, recordDevnetAdminUrl } from './devnet/admin-token.ts';
 import { installBenchGc } from './ops/bench-gc.ts';
 import type { Storage } from './storage/db.ts';
@@ -112,7 +113,7 @@ async function main(): Promise<void> {
   let config = loadConfig({ configFile: values.config, devnet: values.devnet });
   // C59: outside the devnet, no secret from the repository's examples or of obviously low entropy.
   refuseWeakSecrets(config);
-  const log = createLogger(config.logLevel, undefined, config.logFormat);
+  const log = createLogger(config.logLevel, undefined, config.logFormat, tracingEnabled(config));
   // On a terminal a start line carries its message only; JSON lines keep their fields for machines.
   const terse = prettyLogs(config.logFormat);
   let early: EarlyListener | undefined;

@@ -54,6 +54,7 @@ const ENV_HELP: Record<string, string> = {
   METRICS_TOKEN: 'makes GET /metrics ask for Authorization: Bearer <token>',
   METRICS_PORT: 'serves /metrics on this port instead of the main one',
   FAUCET_PRIVATE_KEY: 'faucet wallet key for every testnet',
+  OTEL_EXPORTER_OTLP_ENDPOINT: 'OTLP/HTTP collector for OpenTelemetry traces (default: tracing off)',
 };
 
 /** What `--help` prints. */

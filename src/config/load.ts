@@ -83,7 +83,7 @@ export interface EnvSetting {
   /** The setting it replaces, dotted. */
   path: string;
   /** How the text becomes the value. */
-  kind: 'string' | 'int' | 'list';
+  kind: 'string' | 'int' | 'number' | 'list';
   /** A secret: its value is never shown. */
   secret?: boolean;
 }
@@ -118,6 +118,13 @@ export const ENV_SETTINGS: readonly EnvSetting[] = [
   { name: 'WRITE_TIMEOUT_MS', path: 'server.writeTimeoutMs', kind: 'int' },
   { name: 'FAUCET_PRIVATE_KEY', path: 'faucet.privateKey', kind: 'string', secret: true },
   { name: 'SOLVER_PRIVATE_KEY', path: 'intents.solverPrivateKey', kind: 'string', secret: true },
+  // C58: OpenTelemetry's own variable names.
+  { name: 'OTEL_EXPORTER_OTLP_ENDPOINT', path: 'tracing.endpoint', kind: 'string' },
+  { name: 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', path: 'tracing.tracesEndpoint', kind: 'string' },
+  { name: 'OTEL_SERVICE_NAME', path: 'tracing.serviceName', kind: 'string' },
+  { name: 'OTEL_TRACES_SAMPLER', path: 'tracing.sampler', kind: 'string' },
+  { name: 'OTEL_TRACES_SAMPLER_ARG', path: 'tracing.samplerArg', kind: 'number' },
+  { name: 'OTEL_BSP_SCHEDULE_DELAY', path: 'tracing.batchDelayMs', kind: 'int' },
 ];
 
 /** The other environment variables, for --help and the reference (setting paths as the reference writes them). */
@@ -210,6 +217,12 @@ export function loadConfig(opts: LoadOptions = {}): Config {
       if (!/^\d+$/.test(raw.trim())) {
         const schema = schemaAt(ConfigSchema, s.path.split('.'));
         throw new ConfigError(`${s.name}: ${s.path} = ${showValue(raw, s.secret)}: must be ${schema ? allowed(schema) : 'a whole number'}`);
+      }
+      value = Number(raw.trim());
+    } else if (s.kind === 'number') {
+      if (!/^\d+(\.\d+)?$/.test(raw.trim())) {
+        const schema = schemaAt(ConfigSchema, s.path.split('.'));
+        throw new ConfigError(`${s.name}: ${s.path} = ${showValue(raw, s.secret)}: must be ${schema ? allowed(schema) : 'a number'}`);
       }
       value = Number(raw.trim());
     } else if (s.kind === 'list') {

@@ -387,6 +387,25 @@ export const ConfigSchema = T.Object(
       },
       { additionalProperties: false, description: 'cross-chain intents' },
     ),
+    // C58: OpenTelemetry traces, off unless an OTLP endpoint is given (src/ops/tracing.ts).
+    tracing: T.Object(
+      {
+        endpoint: T.Union([T.String({ format: 'uri', pattern: '^https?://', allowed: 'an http:// or https:// URL' }), T.Null()], {
+          description: 'OTLP/HTTP base address of a collector (Jaeger, Tempo, an OpenTelemetry Collector); traces go to <endpoint>/v1/traces; null (and tracesEndpoint null): tracing off, nothing of OpenTelemetry loaded',
+        }),
+        tracesEndpoint: T.Union([T.String({ format: 'uri', pattern: '^https?://', allowed: 'an http:// or https:// URL' }), T.Null()], {
+          description: 'the whole OTLP/HTTP traces address, used as it is instead of <endpoint>/v1/traces; null: from endpoint',
+        }),
+        serviceName: T.String({ minLength: 1, description: 'service.name of the spans' }),
+        sampler: T.Union(
+          ['always_on', 'always_off', 'traceidratio', 'parentbased_always_on', 'parentbased_always_off', 'parentbased_traceidratio'].map((s) => T.Literal(s)),
+          { description: 'which traces are recorded; parentbased_*: a request that arrives with a traceparent follows its sampled flag, one without follows the rest of the name' },
+        ),
+        samplerArg: T.Number({ minimum: 0, maximum: 1, description: 'the share of traces recorded by traceidratio and parentbased_traceidratio; 1 = all' }),
+        batchDelayMs: T.Integer({ minimum: 1, description: 'milliseconds between exports of the finished spans (a batch also leaves when 512 are waiting; past 2048 waiting, new ones are dropped)' }),
+      },
+      { additionalProperties: false, description: 'OpenTelemetry traces of RPC calls and REST requests' },
+    ),
     networks: T.Array(Network, {
       minItems: 1,
       description: 'the networks served; a config file merges its entries into these by slug',

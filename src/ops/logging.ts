@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
 import pino, { type DestinationStream, type Logger } from 'pino';
 import { redactUrl, serializeError } from '../errors/redact.ts';
+import { traceLogFields } from './tracing.ts';
 
 // The redaction lives with the errors (the layer below); its callers import it from here too.
 export { redactSecrets, redactUrl, serializeError } from '../errors/redact.ts';
@@ -29,11 +30,13 @@ export function prettyLogs(format: LogFormat = 'auto'): boolean {
 /**
  * The logger (pino). JSON lines, one per event, for log collectors; readable lines (pino-pretty,
  * as a pino transport in its own thread) with `pretty`, or with `auto` when stdout is a terminal.
- * `stream` (tests) always gets JSON lines.
+ * `stream` (tests) always gets JSON lines. `traceIds` (tracing on, C58): a line written for a
+ * traced request carries its `trace_id` and `span_id`.
  */
-export function createLogger(level: string, stream?: DestinationStream, format: LogFormat = 'auto'): Logger {
+export function createLogger(level: string, stream?: DestinationStream, format: LogFormat = 'auto', traceIds = false): Logger {
   const options = {
     level,
+    ...(traceIds ? { mixin: traceLogFields } : {}),
     redact: { paths: REDACT, censor: '[redacted]' },
     serializers: {
       req: (req: FastifyRequest) => ({

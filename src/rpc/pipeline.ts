@@ -18,6 +18,7 @@ import { callText, judgeParams } from '../methods/judge.ts';
 import { methodFacts } from '../methods/catalogue.ts';
 import type { MethodPolicy } from './policy.ts';
 import { OTHER_METHOD, type RpcCallMetrics, UNKNOWN_NETWORK } from '../ops/metrics.ts';
+import type { Tracing } from '../ops/tracing.ts';
 import { type Caller, type ParsedCall, MAX_NESTING, noAnswer, errorOutput, type Refused, type RpcInput, type RpcOutput, SUBSCRIBE, type SubscriptionDispatcher, UNSUBSCRIBE } from './message.ts';
 import { Outcomes, Settlement } from './outcome.ts';
 
@@ -92,6 +93,8 @@ export class RpcPipeline {
   readonly #usage: UsageSink;
   readonly #settlement: Settlement;
   readonly #dispatcher: Dispatcher;
+  /** C58: spans for the stages; undefined while tracing is off. */
+  readonly #tracing: Tracing | undefined;
 
   constructor(deps: {
     config: Config;
@@ -107,6 +110,8 @@ export class RpcPipeline {
     metrics?: RpcCallMetrics;
     /** C46: latency, errors and refusals per key, network, method and hour. */
     analytics?: AnalyticsRecorder;
+    /** C58: OpenTelemetry spans; absent while tracing is off. */
+    tracing?: Tracing;
   }) {
     this.#config = deps.config;
     this.#keys = deps.keys;
@@ -115,7 +120,8 @@ export class RpcPipeline {
     this.#cu = new ComputeUnits(deps.config);
     this.#usage = deps.usage;
     this.#settlement = new Settlement({ metrics: deps.metrics, analytics: deps.analytics, logger: deps.logger });
-    this.#dispatcher = new Dispatcher({ config: deps.config, upstreams: deps.upstreams, cache: deps.cache, cu: this.#cu });
+    this.#tracing = deps.tracing;
+    this.#dispatcher = new Dispatcher({ config: deps.config, upstreams: deps.upstreams, cache: deps.cache, cu: this.#cu, tracing: deps.tracing });
   }
 
   async handle(input: RpcInput): Promise<RpcOutput> {
@@ -134,6 +140,7 @@ export class RpcPipeline {
     const msg = this.#read(input, outcomes);
     if (!('text' in msg)) return msg;
     outcomes.single = msg.single !== undefined;
+    this.#tracing?.annotate(msg.batch ? 'junction.batch_size' : 'rpc.method', msg.batch ? msg.batch.length : msg.method);
 
     // Stage admit: the network of the address, then the key.
     if (input.network instanceof RpcError) {
@@ -143,8 +150,10 @@ export class RpcPipeline {
     const network = input.network;
     let key: ResolvedKey | null = null;
     if (input.apiKey !== null) {
+      const span = this.#tracing?.stage('admission');
       let admitted = admit(this.#keys, input.apiKey, network.slug, input, this.#meter);
       if (admitted instanceof Promise) admitted = await admitted;
+      span?.end(admitted instanceof Refusal ? `refused: ${admitted.reason}` : undefined);
       if (admitted instanceof Refusal) return this.#refuseAdmission(admitted, network, input, msg, outcomes);
       key = admitted;
     }
@@ -179,7 +188,9 @@ export class RpcPipeline {
     // Stage meter. C10, C23: the whole message is metered at once; one that does not fit is refused whole.
     const who = key ? { key } : { ip: input.ip };
     // In process the limits answer at once; only a shared store (Redis) is awaited.
+    const limits = this.#tracing?.stage('limits');
     const metered = this.#meter.rpcNow(who, calls, cu) ?? (await this.#meter.rpc(who, calls, cu));
+    limits?.end(metered.error ? `refused: ${metered.error.message}` : undefined);
     const headers = metered.headers;
     if (metered.error) {
       release(judged, subs);

@@ -1,12 +1,15 @@
 import type { Cancel } from './hedge.ts';
 import type { PoolState, Upstream } from './state.ts';
-import type { FailureKind } from './types.ts';
+import type { AttemptSpan, FailureKind } from './types.ts';
 
 /**
  * One attempt of a call on one upstream. `final`: no other node would do better (e.g. an answer
  * over the size cap): stop failing over. `sent`: the request may have reached the node (C26).
  */
 export type Attempt<T> = { ok: true; value: T } | { ok: false; reason: string; kind: FailureKind; sent: boolean; final?: boolean };
+
+/** Why an attempt is made, for its trace span (C58): a hedge is marked, a health probe never traced. */
+export type AttemptRole = 'call' | 'hedge' | 'probe';
 
 // Errors raised before the request could be written: safe to move on even for a transaction.
 const NOT_SENT_CODES = new Set([
@@ -31,16 +34,29 @@ export function attempt<T>(
   timeoutMs: number,
   read: (status: number, body: Buffer) => T | undefined,
   cancel?: Cancel,
+  role: AttemptRole = 'call',
 ): Promise<Attempt<T>> {
+  // C58: a span (and a traceparent for the node) for an attempt of a traced request; none while tracing is off.
+  const span = p.tracer !== undefined && role !== 'probe' ? p.tracer.start(p.network, u, role === 'hedge') : undefined;
   return new Promise((resolve) => {
     // undici's own timers bound the attempt (no AbortController and timer per call): the
     // answer's headers within the timeout, and no gap longer than it between body chunks.
     // They tick about every 500 ms, so an attempt ends up to that much after its timeout.
     u.dispatcher.dispatch(
-      { method: 'POST', path: u.path, headers: u.headers, body, headersTimeout: timeoutMs, bodyTimeout: timeoutMs },
-      new AttemptHandler(p, timeoutMs, read, resolve, cancel),
+      { method: 'POST', path: u.path, headers: span ? span.headers : u.headers, body, headersTimeout: timeoutMs, bodyTimeout: timeoutMs },
+      new AttemptHandler(p, timeoutMs, read, span ? endingSpan(span, resolve, cancel) : resolve, cancel),
     );
   });
+}
+
+/** C58: `resolve`, ending the attempt's span with its outcome first. */
+function endingSpan<T>(span: AttemptSpan, resolve: (a: Attempt<T>) => void, cancel: Cancel | undefined): (a: Attempt<T>) => void {
+  return (a) => {
+    if (a.ok) span.end('ok');
+    else if (cancel?.aborted) span.end('cancelled');
+    else span.end(a.kind, a.reason);
+    resolve(a);
+  };
 }
 
 /**

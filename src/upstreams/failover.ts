@@ -84,14 +84,15 @@ export async function send<T>(
     const running: Array<Run<Judged<T>>> = [];
     const firstTier = (candidates[0] as Upstream).tier;
     let next = 0;
-    const launch = (): boolean => {
+    // `hedge`: sent because the nodes asked were slow, not because one failed (C58: marked on its span).
+    const launch = (hedge = false): boolean => {
       const remaining = deadline - Date.now();
       const u = candidates[next];
       if (u === undefined || remaining <= 0) return false;
       next++;
       const ctrl = new Cancel();
       const run: Run<Judged<T>> = { u, ctrl, startedAt: performance.now(), done: undefined as never };
-      run.done = attempt(p, u, body, Math.min(attemptMs, remaining), judged, ctrl).then((outcome) => ({ run, outcome }));
+      run.done = attempt(p, u, body, Math.min(attemptMs, remaining), judged, ctrl, hedge ? 'hedge' : 'call').then((outcome) => ({ run, outcome }));
       running.push(run);
       return true;
     };
@@ -110,7 +111,7 @@ export async function send<T>(
           settled = await withinMs(race, hedgeDelay(hedge, latest.u.window) - (performance.now() - latest.startedAt));
           if (settled === null) {
             p.log?.debug({ reqId, network: p.network, upstream: latest.u.index, name: latest.u.name, methods }, 'read hedged to the next upstream');
-            if (launch()) continue;
+            if (launch(true)) continue;
             settled = await race;
           }
         } else {

@@ -59,7 +59,7 @@ export async function checkHealth(p: PoolState): Promise<void> {
     await Promise.all(
       p.upstreams.map(async (u) => {
         const startedAt = performance.now();
-        const outcome = await attempt(p, u, body, timeoutMs, (_status, buf) => parseHead(buf));
+        const outcome = await attempt(p, u, body, timeoutMs, (_status, buf) => parseHead(buf), undefined, 'probe');
         if (p.closed) return;
         if (!outcome.ok) {
           // A 200 that is not a block number: the node answers, but not as a node should.

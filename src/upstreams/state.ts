@@ -2,7 +2,7 @@ import { createSecureContext, type SecureContext } from 'node:tls';
 import { Pool } from 'undici';
 import { LatencyWindow, type HedgeOptions } from './hedge.ts';
 import { DEFAULT_PROVIDER_ERRORS, ProviderErrors } from './provider-errors.ts';
-import { type FailureKind, type PoolLogger, type PoolOptions, UPSTREAM_BUCKETS, type UpstreamState } from './types.ts';
+import { type AttemptTracer, type FailureKind, type PoolLogger, type PoolOptions, UPSTREAM_BUCKETS, type UpstreamState } from './types.ts';
 
 /**
  * What an upstream pool knows, shared by its parts: the settings, one record per upstream, and
@@ -65,6 +65,8 @@ export class PoolState {
   readonly blockTimeMs: number;
   readonly maxResponseBytes: number;
   readonly log: PoolLogger | undefined;
+  /** C58: spans for the attempts of traced requests; undefined while tracing is off. */
+  readonly tracer: AttemptTracer | undefined;
   readonly onHead: ((head: number) => void) | undefined;
   readonly providerErrors: ProviderErrors;
   readonly hedge: HedgeOptions | undefined;
@@ -114,6 +116,7 @@ export class PoolState {
     this.blockTimeMs = opts.blockTimeMs ?? 250;
     this.maxResponseBytes = opts.maxResponseBytes ?? 64 * 1024 * 1024;
     this.log = opts.logger;
+    this.tracer = opts.tracer;
     this.onHead = opts.onHead;
     this.providerErrors = new ProviderErrors(opts.providerErrors ?? DEFAULT_PROVIDER_ERRORS);
     this.hedge = opts.hedge?.enabled ? opts.hedge : undefined;

@@ -69,6 +69,28 @@ export interface PoolOptions {
    * that disagreed left out for `penaltySeconds` (300 by default). Off when not given.
    */
   consensus?: { readonly methods: readonly string[]; readonly nodes?: number; readonly penaltySeconds?: number };
+  /** C58: spans for the attempts of traced requests; absent while tracing is off. */
+  tracer?: AttemptTracer | undefined;
+}
+
+/**
+ * C58: what the pool tells the tracing about its attempts (src/ops/tracing.ts implements it);
+ * absent while tracing is off, so an attempt then costs one check of an undefined field.
+ */
+export interface AttemptTracer {
+  /**
+   * The span of one attempt, a child of the traced request under way; undefined outside one (a
+   * health probe, background work). `headers`: the upstream's own, which the span's copy adds
+   * `traceparent` to.
+   */
+  start(network: string, upstream: { readonly index: number; readonly name: string; readonly headers: Readonly<Record<string, string>> }, hedge: boolean): AttemptSpan | undefined;
+}
+
+/** One attempt's span: the headers to send (with `traceparent`), ended with the attempt's outcome. */
+export interface AttemptSpan {
+  readonly headers: Readonly<Record<string, string>>;
+  /** `ok`: the node answered; `cancelled`: a hedge's loser; else the failure's kind, with its reason in our words. */
+  end(outcome: 'ok' | 'cancelled' | FailureKind, reason?: string): void;
 }
 
 /** Options of one call through the pool. */

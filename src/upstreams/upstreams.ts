@@ -3,6 +3,7 @@ import type { Config } from '../config/schema.ts';
 import type { Notification, SubscriptionHub } from './hub.ts';
 import { SubscriptionHubs } from './hubs.ts';
 import { type UpstreamCallStats, type UpstreamHealth, UpstreamPool } from './pool.ts';
+import type { AttemptTracer } from './types.ts';
 
 /** A new block seen on a network: its number, and its hash when a node pushed the header. */
 export interface Head {
@@ -52,7 +53,8 @@ export class Upstreams {
   readonly #heads = new Map<string, HeadFeed>();
   readonly #log: Logger;
 
-  constructor(config: Config, logger: Logger) {
+  /** `tracer`: C58, spans for the attempts of traced requests (absent while tracing is off). */
+  constructor(config: Config, logger: Logger, tracer?: AttemptTracer) {
     const r = config.rpc;
     const ws = config.ws;
     this.#log = logger;
@@ -78,6 +80,7 @@ export class Upstreams {
           ...(n.blockTimeMs === undefined ? {} : { blockTimeMs: n.blockTimeMs }), // issue 27: bounds a head's jump
           ...(n.consensus === undefined ? {} : { consensus: n.consensus }), // C49
           logger,
+          tracer,
           onHead: (head) => this.#emitHead(n.slug, head, null),
         }),
       );

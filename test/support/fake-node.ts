@@ -48,6 +48,8 @@ export interface FakeNode {
   readonly log: RpcCall[];
   /** Every HTTP body received, as text, lone `eth_blockNumber` health probes left out. */
   readonly bodies: string[];
+  /** Every HTTP request received, its body as text and its headers, lone `eth_blockNumber` health probes left out. */
+  readonly requests: ReadonlyArray<{ body: string; headers: http.IncomingHttpHeaders }>;
   /** Path and headers of the last HTTP request received. */
   readonly last: { path: string; headers: http.IncomingHttpHeaders } | undefined;
   /** Methods answered with the JSON-RPC error `{code: -32000, message: refusal}`, as a node rejecting a transaction would. */
@@ -213,6 +215,7 @@ export async function startFakeNode(opts: FakeNodeOptions = {}): Promise<FakeNod
   const calls = new Map<string, number>();
   const log: RpcCall[] = [];
   const bodies: string[] = [];
+  const requests: Array<{ body: string; headers: http.IncomingHttpHeaders }> = [];
   const refuse = new Set<string>();
   const sockets = new Set<Socket>();
   let sent = 0;
@@ -256,7 +259,10 @@ export async function startFakeNode(opts: FakeNodeOptions = {}): Promise<FakeNod
         calls.set(it.method, (calls.get(it.method) ?? 0) + 1);
         log.push({ method: it.method, params: it.params });
       }
-      if (!(items.length === 1 && items[0]?.method === 'eth_blockNumber' && top.kind === 'object')) bodies.push(text);
+      if (!(items.length === 1 && items[0]?.method === 'eth_blockNumber' && top.kind === 'object')) {
+        bodies.push(text);
+        requests.push({ body: text, headers: req.headers });
+      }
       switch (mode) {
         case 'stall':
           return; // the socket is destroyed on close()
@@ -316,6 +322,7 @@ export async function startFakeNode(opts: FakeNodeOptions = {}): Promise<FakeNod
     calls,
     log,
     bodies,
+    requests,
     get last() {
       return last;
     },

@@ -10,6 +10,7 @@ import { methodFacts } from '../../methods/catalogue.ts';
 import { blockNumberOf } from '../../methods/values.ts';
 import { errorText, resultText } from '../jsonrpc.ts';
 import { type Caller, type DispatchAnswer, HIT, type ParsedCall, MISS, noAnswer, type Refused, type RpcOutput, SUBSCRIBE, type SubscriptionDispatcher, UNSUBSCRIBE } from '../message.ts';
+import type { TraceSpan, Tracing } from '../../ops/tracing.ts';
 import { answerText, type CachePlan, type ResponseCache } from './cache.ts';
 import { FilterPins, isFilterMethod } from './filters.ts';
 import { GET_LOGS, type LogsLimits, planLogs, runLogs } from './logs.ts';
@@ -36,15 +37,18 @@ export class Dispatcher {
   readonly #upstreams: Upstreams;
   readonly #cache: ResponseCache | undefined;
   readonly #cu: ComputeUnits;
+  /** C58: the cache's span; undefined while tracing is off. */
+  readonly #tracing: Tracing | undefined;
   /** C26: filters pinned to the upstream that made them, for HTTP and WebSocket alike. */
   readonly #filters = new FilterPins();
   readonly #logsLimitsBySlug = new Map<string, LogsLimits>();
 
-  constructor(deps: { config: Config; upstreams: Upstreams; cache: ResponseCache | undefined; cu: ComputeUnits }) {
+  constructor(deps: { config: Config; upstreams: Upstreams; cache: ResponseCache | undefined; cu: ComputeUnits; tracing?: Tracing | undefined }) {
     this.#config = deps.config;
     this.#upstreams = deps.upstreams;
     this.#cache = deps.cache;
     this.#cu = deps.cu;
+    this.#tracing = deps.tracing;
   }
 
   /** The compute units a dispatched call was metered at (C10). */
@@ -72,13 +76,17 @@ export class Dispatcher {
       const a = await this.#routed(caller, item);
       return answerOf(notification, a.status, a.text, headers, caller.key, undefined);
     }
+    let cacheSpan: TraceSpan | undefined; // C58: ended below, or as failed in the catch
     try {
       const pool = this.#upstreams.pool(slug);
       const cache = this.#cache;
       const plan = cache && !notification ? cache.plan(caller.network, call.method, call.params, pool.head()) : null;
       if (cache && plan) {
         // C44: from memory, or shared with an identical read under way; the caller's own id either way.
+        cacheSpan = this.#tracing?.stage('cache');
         const served = await cache.serve(plan, idText(item.text), async () => (await pool.forward(item.text, [call.method], forwardOptions(caller, item, true))).body);
+        cacheSpan?.set('junction.cache', served.hit ? 'hit' : plan.cacheable ? 'miss' : 'not stored (identical calls shared)');
+        cacheSpan?.end();
         if (served.hit) {
           // Only results are stored: a hit is one (no node error to look for in it).
           outcomes.answered(call.method, this.#cuOf(item));
@@ -94,6 +102,7 @@ export class Dispatcher {
       outcomes.answered(call.method, this.#cuOf(item), body);
       return answerOf(notification, 200, body, headers, caller.key, undefined);
     } catch (err) {
+      cacheSpan?.end('no answer');
       outcomes.failure([call.method], err);
       const e = toRpcError(err);
       outcomes.failed(call.method, this.#cuOf(item), e);

@@ -2,9 +2,10 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Logger } from 'pino';
 import type { Network, NetworkRegistry } from '../../chains/registry.ts';
 import type { Config } from '../../config/schema.ts';
-import { InternalRpcError, InvalidRequestError, type RpcError, ShuttingDownRpcError, UnknownNetworkError } from '../../errors/rpc.ts';
+import { InternalRpcError, InvalidRequestError, RpcError, ShuttingDownRpcError, UnknownNetworkError } from '../../errors/rpc.ts';
 import { genReqId, redactSecrets } from '../../ops/logging.ts';
 import type { RpcHttpMetrics } from '../../ops/metrics.ts';
+import type { RequestSpan, Tracing } from '../../ops/tracing.ts';
 import { errorText } from '../jsonrpc.ts';
 import type { RpcOutput } from '../message.ts';
 import type { RpcPipeline } from '../pipeline.ts';
@@ -33,6 +34,8 @@ export interface FastPathDeps {
   outbound?: Outbound;
   /** C57: true once the gateway is stopping. */
   stopping?: () => boolean;
+  /** C58: a span per request read to its end; absent while tracing is off. */
+  tracing?: Tracing;
 }
 
 /**
@@ -44,7 +47,7 @@ export interface FastPathDeps {
  * @returns a handler that answers `true` when it took the request.
  */
 export function rpcFastPath(deps: FastPathDeps): (req: IncomingMessage, res: ServerResponse) => boolean {
-  const { config, registry, pipeline, logger, metrics, outbound } = deps;
+  const { config, registry, pipeline, logger, metrics, outbound, tracing } = deps;
   const stopping = deps.stopping ?? (() => false);
   const limit = config.server.bodyLimitBytes;
   const perConnection = config.server.maxPendingBytesPerConnection;
@@ -154,7 +157,15 @@ export function rpcFastPath(deps: FastPathDeps): (req: IncomingMessage, res: Ser
     count(t.route, x.status, ms / 1000);
     if (accessLog) logger.info({ reqId: x.requestId, route: t.route, status: x.status, ms: Math.round(ms) }, 'rpc request');
   };
-  const writes = new AnswerWrites(logger, write);
+  // C58: a traced request's answer is written (and its access line logged) under its span, which then ends.
+  const writeTraced = (x: Exchange): void => {
+    const span = x.span;
+    if (span === undefined || tracing === undefined) return write(x);
+    tracing.within(span, () => write(x));
+    span.set('http.response.status_code', x.status);
+    span.end(x.status >= 500 ? `HTTP ${x.status}` : undefined);
+  };
+  const writes = new AnswerWrites(logger, tracing ? writeTraced : write);
 
   const tooLarge = (x: Exchange): void => {
     const e = new InvalidRequestError(`Request body is larger than ${limit} bytes`);
@@ -176,8 +187,17 @@ export function rpcFastPath(deps: FastPathDeps): (req: IncomingMessage, res: Ser
   }
   function onEnd(this: IncomingMessage): void {
     const x = (this as WithExchange)[EXCHANGE];
-    if (!x.over) void run(x);
+    if (x.over) return;
+    if (tracing) void traced(tracing, x);
+    else void run(x);
   }
+  /** C58: the request as a server span (continuing its traceparent), the pipeline run under it. */
+  const traced = (tracing: Tracing, x: Exchange): Promise<void> => {
+    const { t } = x;
+    const attributes = { 'http.request.method': 'POST', 'http.route': t.route, 'rpc.system': 'jsonrpc', 'junction.request_id': x.requestId, 'junction.network': t.network instanceof RpcError ? 'unknown' : t.network.slug };
+    x.span = tracing.request(`POST ${t.route}`, x.req.headers, attributes, x.started);
+    return tracing.within(x.span, () => run(x));
+  };
   const run = async (x: Exchange): Promise<void> => {
     const { req, t, chunks } = x;
     const body = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, x.size);
@@ -262,6 +282,8 @@ class Exchange {
   answered = false;
   status = 0;
   body: Buffer | string | null = null;
+  /** C58: the request's span while tracing is on. */
+  span: RequestSpan | undefined = undefined;
 
   constructor(req: IncomingMessage, res: ServerResponse, t: Target, headers: Record<string, string>, requestId: string, started: number) {
     this.req = req;

@@ -11,9 +11,10 @@ import { newSubscriptionId, notificationText } from '../../upstreams/messages.ts
 import { parseTopic } from '../../upstreams/topics.ts';
 import type { Upstreams } from '../../upstreams/upstreams.ts';
 import { errorText, resultText } from '../jsonrpc.ts';
-import type { DispatchAnswer, SubscriptionDispatcher } from '../message.ts';
+import type { DispatchAnswer, RpcInput, RpcOutput, SubscriptionDispatcher } from '../message.ts';
 import type { RpcPipeline } from '../pipeline.ts';
 import type { Cuttable, CutReason, Outbound } from '../../http/outbound.ts';
+import type { Tracing } from '../../ops/tracing.ts';
 import { type NotificationFrame, SUBSCRIPTION_ID_BYTES } from './frame.ts';
 
 /** What every connection shares. */
@@ -29,6 +30,8 @@ export interface ConnectionContext {
   closed(conn: WsConnection): void;
   /** C60: the instance's unsent bytes and the write timeout. */
   outbound?: Outbound | undefined;
+  /** C58: a span per message; undefined while tracing is off. */
+  tracing?: Tracing | undefined;
 }
 
 /**
@@ -83,6 +86,8 @@ export class WsConnection implements SubscriptionDispatcher, Cuttable {
   /** The upgrade's Origin and Authorization (or `jwt` query parameter): every message is checked against the key's rules (issue 15). */
   readonly #origin: string | undefined;
   readonly #authorization: string | undefined;
+  /** C58: the upgrade's traceparent (and tracestate), linked from each message's trace. */
+  readonly #traceLink: Readonly<Record<string, string>> | undefined;
   readonly #ctx: ConnectionContext;
   readonly #subs = new Map<string, ClientSubscription>();
   /** Slots taken by subscriptions being made (reserved before any await). */
@@ -95,7 +100,7 @@ export class WsConnection implements SubscriptionDispatcher, Cuttable {
   constructor(
     ws: WebSocket,
     socket: Duplex,
-    init: { network: Network; apiKey: string; key: ResolvedKey; ip: string; origin?: string | undefined; authorization?: string | undefined; reqId?: string },
+    init: { network: Network; apiKey: string; key: ResolvedKey; ip: string; origin?: string | undefined; authorization?: string | undefined; reqId?: string; traceLink?: Readonly<Record<string, string>> | undefined },
     ctx: ConnectionContext,
   ) {
     this.ws = ws;
@@ -108,6 +113,7 @@ export class WsConnection implements SubscriptionDispatcher, Cuttable {
     this.ip = init.ip;
     this.#origin = init.origin;
     this.#authorization = init.authorization;
+    this.#traceLink = init.traceLink;
     this.#ctx = ctx;
     // Listeners shared by every connection (`this` is the WebSocket): none made per connection.
     owners.set(ws, this);
@@ -269,7 +275,9 @@ export class WsConnection implements SubscriptionDispatcher, Cuttable {
 
   async #answer(data: Buffer, isBinary: boolean): Promise<{ text: string | Buffer | null; after?: () => void }> {
     if (isBinary) return { text: errorText('null', new ParseError('Parse error: send JSON-RPC as text frames, not binary')) };
-    const out = await this.#ctx.pipeline.handle({ network: this.network, apiKey: this.#apiKey, body: data, ip: this.ip, origin: this.#origin, authorization: this.#authorization, requestId: this.reqId, subscriptions: this, arrivedAt: performance.now() });
+    const input = { network: this.network, apiKey: this.#apiKey, body: data, ip: this.ip, origin: this.#origin, authorization: this.#authorization, requestId: this.reqId, subscriptions: this, arrivedAt: performance.now() };
+    const tracing = this.#ctx.tracing;
+    const out = await (tracing ? this.#traced(tracing, input) : this.#ctx.pipeline.handle(input));
     if (out.key) this.key = out.key;
     // The node's bytes as they came (no string made of a large answer).
     const text = out.body;
@@ -277,6 +285,20 @@ export class WsConnection implements SubscriptionDispatcher, Cuttable {
     // The key stopped being usable here (revoked, expired, deleted, network withdrawn): it is
     // told why, then the connection ends, since everything on it depends on that key.
     return { text, after: () => this.ws.close(1008, 'API key no longer valid for this connection') };
+  }
+
+  /**
+   * C58: a message as its own trace (a connection lives too long to be one), linked to the
+   * traceparent its upgrade carried; a traceparent inside a message is not looked for.
+   */
+  async #traced(tracing: Tracing, input: RpcInput): Promise<RpcOutput> {
+    const attributes = { 'rpc.system': 'jsonrpc', 'junction.transport': 'websocket', 'junction.request_id': this.reqId ?? '', 'junction.network': this.network.slug };
+    const span = tracing.request('websocket message', undefined, attributes, input.arrivedAt, this.#traceLink);
+    try {
+      return await tracing.within(span, () => this.#ctx.pipeline.handle(input));
+    } finally {
+      span.end();
+    }
   }
 
   reserve(key: ResolvedKey): RpcError | null {

@@ -23,6 +23,7 @@ import { flat, notificationFrame } from './frame.ts';
 import { refuse, serveAsHttp } from './http-fallback.ts';
 import { OTHER_METHOD } from '../../ops/metrics.ts';
 import type { Outbound } from '../../http/outbound.ts';
+import type { Tracing } from '../../ops/tracing.ts';
 import { WATCHES_ONLY } from '../../http/drain.ts';
 
 export interface WsDeps {
@@ -39,6 +40,8 @@ export interface WsDeps {
   metricsRegistry?: Registry;
   /** C60: the instance's unsent bytes and the write timeout. */
   outbound?: Outbound;
+  /** C58: a span per message; absent while tracing is off. */
+  tracing?: Tracing;
 }
 
 const ignore = (): void => {};
@@ -129,6 +132,7 @@ export class WsGateway {
       logger: deps.logger,
       frameOf: (note) => note.shared(counted),
       outbound: deps.outbound,
+      tracing: deps.tracing,
       closed: (conn) => {
         this.connections.delete(conn);
         this.#slots.release(conn.slotKeyId);
@@ -257,7 +261,9 @@ export class WsGateway {
     this.#upgradeHeaders.set(req, { ...headers, 'x-request-id': reqId });
     this.#wss.handleUpgrade(req, socket, head, (ws) => {
       socket.off('close', notUpgraded); // from now on the connection's close gives the slot back
-      const conn = new WsConnection(ws, socket, { network, apiKey: apiKey as string, key, ip, origin, authorization, reqId }, this.#ctx);
+      // C58: the upgrade's traceparent, which each message's trace links to (read only while tracing is on).
+      const traceLink = this.#d.tracing ? upgradeTrace(req) : undefined;
+      const conn = new WsConnection(ws, socket, { network, apiKey: apiKey as string, key, ip, origin, authorization, reqId, traceLink }, this.#ctx);
       this.connections.add(conn);
       if (this.#closing) ws.close(1001, 'server shutting down');
     });
@@ -322,4 +328,11 @@ export class WsGateway {
     })();
     return this.#closing;
   }
+}
+
+/** The W3C trace headers of an upgrade, when it carried a traceparent. */
+function upgradeTrace(req: IncomingMessage): Record<string, string> | undefined {
+  const { traceparent, tracestate } = req.headers;
+  if (typeof traceparent !== 'string') return undefined;
+  return typeof tracestate === 'string' ? { traceparent, tracestate } : { traceparent };
 }
