@@ -66,6 +66,15 @@ export default {
       to: { path: '^src/', pathNot: [BOTTOM, MIDDLE] },
     },
     {
+      name: 'only-main-imports-devnet',
+      comment:
+        'The devnet (local anvil chains) is started by main.ts for --devnet only; what production code ' +
+        'shares with it (the contract artifacts) lives in src/onchain/.',
+      severity: 'error',
+      from: { path: '^src/', pathNot: ['^src/devnet/', '^src/main\\.ts$'] },
+      to: { path: '^src/devnet/' },
+    },
+    {
       name: 'only-main-imports-app',
       comment: 'app.ts wires every feature together; only main.ts starts it, and nothing imports main.ts.',
       severity: 'error',
