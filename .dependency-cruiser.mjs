@@ -1,10 +1,10 @@
 // Import rules (npm run lint): imports point down the layers and never in a circle.
-//   main -> app -> features -> (upstreams, metering, devnet) -> (storage, config, errors, json, methods)
+//   main -> app -> features -> (upstreams, metering, onchain, devnet, jobs) -> (storage, config, errors, json, methods)
 // A lower layer never imports a higher one; a feature uses another feature through its service,
 // never its routes. Run alone: npx depcruise src web/src --config .dependency-cruiser.mjs
 
 const BOTTOM = '^src/(storage|config|errors|json|methods)/';
-const MIDDLE = '^src/(upstreams|metering|devnet)/';
+const MIDDLE = '^src/(upstreams|metering|onchain|devnet|jobs)/';
 
 /** @type {import('dependency-cruiser').IConfiguration} */
 export default {
@@ -58,11 +58,21 @@ export default {
     {
       name: 'middle-imports-no-feature',
       comment:
-        'upstreams, metering and devnet sit under the features: they may use storage, config, errors ' +
-        'and json and each other, never a feature, app or main.',
+        'upstreams, metering, onchain (wallets, sending transactions, amounts, addresses and contract ' +
+        'artifacts, shared by the faucet, balance, intents and devnet), devnet and jobs sit under the ' +
+        'features: they may use storage, config, errors, json and methods and each other, never a feature, app or main.',
       severity: 'error',
       from: { path: MIDDLE },
       to: { path: '^src/', pathNot: [BOTTOM, MIDDLE] },
+    },
+    {
+      name: 'only-main-imports-devnet',
+      comment:
+        'The devnet (local anvil chains) is started by main.ts for --devnet only; what production code ' +
+        'shares with it (the contract artifacts) lives in src/onchain/.',
+      severity: 'error',
+      from: { path: '^src/', pathNot: ['^src/devnet/', '^src/main\\.ts$'] },
+      to: { path: '^src/devnet/' },
     },
     {
       name: 'only-main-imports-app',

@@ -46,8 +46,9 @@ COPY --from=build /app/node_modules node_modules
 COPY --from=build /app/dist dist
 COPY --from=build /app/web/dist web/dist
 COPY config/default.json config/
-# The devnet's compiled contracts (--devnet deploys them); anvil itself comes with node_modules
-# (@foundry-rs/anvil-linux-amd64), so `--devnet` works in this image.
+# The compiled contracts (src/onchain/artifacts.ts reads them from ../../contracts/build/ next to
+# dist/): the intents read the settlers' ABIs, --devnet deploys them. anvil itself comes with
+# node_modules (@foundry-rs/anvil-linux-amd64), so `--devnet` works in this image.
 COPY contracts/build contracts/build
 VOLUME ["/data"]
 # The official image's `node` user, by number so that Kubernetes' runAsNonRoot can check it.

@@ -1,3 +1,4 @@
+// The unified balance's HTTP face (C40): GET /chain-abstraction/balance/:address.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type as T } from '@sinclair/typebox';
 import { ErrorResponse, IsoDate, ok } from '../http/schemas.ts';

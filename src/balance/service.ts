@@ -8,7 +8,7 @@ import { badRequest, HttpError } from '../errors/http.ts';
 import { DeadlineError } from '../errors/deadline.ts';
 import { BalanceReadError } from '../errors/node.ts';
 import { NoUpstreamError } from '../errors/upstream.ts';
-import { parseRecipient } from '../faucet/validate.ts';
+import { parseAddress } from '../onchain/addresses.ts';
 import { usdCents } from '../prices/money.ts';
 import type { Prices } from '../prices/prices.ts';
 import type { Upstreams } from '../upstreams/upstreams.ts';
@@ -85,12 +85,12 @@ interface Holding {
 
 /**
  * The address a balance is asked for: 0x or xdc (any network's), mixed case only with a valid
- * EIP-55 checksum (the faucet's rule, C28); unlike the faucet, the zero address may be asked about.
+ * EIP-55 checksum (C28's rule); unlike the faucet, the zero address may be asked about.
  * @throws HttpError VALIDATION_ERROR naming `params.address`.
  */
 export function parseBalanceAddress(text: string): Address {
   if (/^(0x|xdc)0{40}$/i.test(text)) return '0x0000000000000000000000000000000000000000';
-  const parsed = parseRecipient(text, true);
+  const parsed = parseAddress(text, true);
   if (!parsed.startsWith('0x')) throw badRequest(`Invalid request: params.address ${parsed}`, [{ field: 'params.address', message: parsed }]);
   return parsed as Address;
 }

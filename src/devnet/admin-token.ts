@@ -1,3 +1,4 @@
+// C52 on the devnet: the admin token made for `npm run admin`, and the address of the gateway it is for.
 import { randomBytes } from 'node:crypto';
 import { chmodSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';

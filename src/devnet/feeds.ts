@@ -2,7 +2,7 @@
 // read by the gateway's `chainlink` price source (C34) like any Chainlink AggregatorV3 feed.
 import type { Address, Hex } from 'viem';
 import { decodeFunctionResult, encodeDeployData, encodeFunctionData } from 'viem/utils';
-import { loadArtifact } from './artifacts.ts';
+import { loadArtifact } from '../onchain/artifacts.ts';
 import { rpc, waitForReceipt } from '../json/rpc-client.ts';
 import { DevnetError } from '../errors/devnet.ts';
 

@@ -3,7 +3,7 @@
 import type { Address, Hex } from 'viem';
 import { encodeDeployData, encodeFunctionData, getAddress, parseUnits } from 'viem/utils';
 import type { Config, TokenConfig } from '../config/schema.ts';
-import { loadArtifact } from './artifacts.ts';
+import { loadArtifact } from '../onchain/artifacts.ts';
 import { rpc, waitForReceipt } from '../json/rpc-client.ts';
 import { DevnetError } from '../errors/devnet.ts';
 

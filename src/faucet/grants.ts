@@ -1,3 +1,4 @@
+// C29: faucet grants in storage: cooldowns, nonce allocation, and each grant's record from pending to mined or failed.
 import { randomUUID } from 'node:crypto';
 import { and, asc, eq, gte, lte, ne, or, sql } from 'drizzle-orm';
 import type { Hex } from 'viem';

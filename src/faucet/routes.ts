@@ -1,3 +1,4 @@
+// The faucet's HTTP face (C28–C30): POST /faucet/request and GET /faucet/balance.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type as T } from '@sinclair/typebox';
 import { ErrorResponse, ok } from '../http/schemas.ts';

@@ -1,3 +1,4 @@
+// The faucet's table (C29): one row per grant, with its signed transaction.
 import { sql } from 'drizzle-orm';
 import { bigint, index, numeric, pgTable, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
 import { users } from '../auth/schema.ts';

@@ -1,3 +1,5 @@
+// The testnet faucet (C28–C30): a grant checked, signed, recorded and sent once; the wallets'
+// balances; re-broadcasting what a crash or a node left behind.
 import type { Logger } from 'pino';
 import type { Address, Hex } from 'viem';
 import type { NetworkRegistry } from '../chains/registry.ts';
@@ -10,9 +12,12 @@ import { PeriodicJob } from '../jobs/periodic.ts';
 import { StorageOutageLog } from '../jobs/storage-outage.ts';
 import type { Db } from '../storage/db.ts';
 import { type Grant, GrantStore } from './grants.ts';
-import { broadcast, lookup, readWallet, signGrant, transferGas } from './sender.ts';
+import { formatAmount } from '../onchain/amounts.ts';
+import { broadcast, lookup } from '../onchain/transactions.ts';
+import { readWallet } from '../onchain/wallets.ts';
+import { signGrant, transferGas } from './sender.ts';
 import { type GrantRequest, validateGrant } from './validate.ts';
-import { type FaucetWallet, faucetWallets, formatAmount } from './wallets.ts';
+import { type FaucetWallet, faucetWallets } from './wallets.ts';
 
 /** What `POST /faucet/request` answers (spec: Faucet result). */
 export interface FaucetResult {

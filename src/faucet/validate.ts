@@ -1,8 +1,10 @@
+// C28: a grant request checked (network, recipient, amount), every problem listed at once.
 import type { Address } from 'viem';
-import { getAddress } from 'viem/utils';
 import type { NetworkRegistry } from '../chains/registry.ts';
 import { badRequest } from '../errors/http.ts';
-import { formatAmount, type FaucetWallet, parseAmount } from './wallets.ts';
+import { parseRecipient } from '../onchain/addresses.ts';
+import { formatAmount, parseAmount } from '../onchain/amounts.ts';
+import type { FaucetWallet } from './wallets.ts';
 
 /** `POST /faucet/request` body as the route schema lets it through. */
 export interface GrantRequest {
@@ -17,27 +19,6 @@ export interface ValidGrant {
   /** EIP-55 form. */
   recipient: Address;
   amountWei: bigint;
-}
-
-/**
- * A recipient address (C28): `0x` and 40 hex digits, all lower case, all upper case or with a
- * valid EIP-55 checksum; on the native networks an `xdc` prefix is accepted and becomes `0x`.
- * Returns the EIP-55 form, or why the address is refused.
- */
-export function parseRecipient(text: string, native: boolean): string {
-  let hex = text;
-  if (/^xdc/i.test(text)) {
-    if (!native) return 'must start with 0x (the xdc prefix is accepted on the native networks only)';
-    hex = `0x${text.slice(3)}`;
-  }
-  if (!/^0x[0-9a-fA-F]{40}$/.test(hex)) return 'must be 0x followed by 40 hex digits';
-  const digits = hex.slice(2);
-  // EIP-55: one case throughout carries no checksum; mixed case must be the checksum.
-  const oneCase = digits === digits.toLowerCase() || digits === digits.toUpperCase();
-  const address = getAddress(hex.toLowerCase());
-  if (!oneCase && address !== hex) return 'has an invalid EIP-55 checksum (mixed case must match it; all lower case is accepted)';
-  if (/^0x0{40}$/.test(address)) return 'must not be the zero address';
-  return address;
 }
 
 /**

@@ -1,9 +1,12 @@
-import type { Address, Hex } from 'viem';
-import { formatUnits } from 'viem/utils';
-import { generatePrivateKey, type PrivateKeyAccount, privateKeyToAccount } from 'viem/accounts';
+// The faucet's wallets (C28, C30): one per testnet with a key, its amounts and gas limit, read from
+// the config; on the devnet, keys made for the run (C31).
+import type { Address } from 'viem';
+import { generatePrivateKey, type PrivateKeyAccount } from 'viem/accounts';
 import { ConfigError } from '../errors/config.ts';
 import { validateConfig } from '../config/load.ts';
 import type { Config } from '../config/schema.ts';
+import { parseAmount } from '../onchain/amounts.ts';
+import { signerFromKey } from '../onchain/wallets.ts';
 
 /** One testnet's faucet: its wallet and limits, from config (C28, C30). */
 export interface FaucetWallet {
@@ -21,38 +24,11 @@ export interface FaucetWallet {
   gasLimit: bigint;
 }
 
-// The order of secp256k1: a private key must lie in [1, n - 1].
-const SECP256K1_N = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n;
-
-/**
- * Whole native units as decimal text ("1", "0.5") to base units, or why it is not acceptable:
- * no sign, no exponent, at most `decimals` digits after the point. Exact, never rounded.
- */
-export function parseAmount(text: string, decimals: number): bigint | string {
-  const m = /^([0-9]+)(?:\.([0-9]+))?$/.exec(text);
-  if (!m) return 'must be a decimal number of whole units, such as "1" or "0.5"';
-  const fraction = m[2] ?? '';
-  if (fraction.length > decimals) return `must have at most ${decimals} decimals`;
-  return BigInt(`${m[1]}${fraction.padEnd(decimals, '0')}`);
-}
-
-/** Base units as decimal text in whole units, without trailing zeros ("1", "0.5"). */
-export function formatAmount(wei: bigint, decimals: number): string {
-  return formatUnits(wei, decimals);
-}
-
 function amountSetting(text: string, decimals: number, setting: string): bigint {
   const wei = parseAmount(text, decimals);
   if (typeof wei === 'string') throw new ConfigError(`invalid setting ${setting}: ${wei}`);
   if (wei <= 0n) throw new ConfigError(`invalid setting ${setting}: must be more than 0`);
   return wei;
-}
-
-/** A faucet key as a signer; the message names the setting, never the key. */
-function signer(key: string, setting: string): PrivateKeyAccount {
-  const n = /^0x[0-9a-fA-F]{64}$/.test(key) ? BigInt(key) : 0n;
-  if (n <= 0n || n >= SECP256K1_N) throw new ConfigError(`invalid setting ${setting}: not a valid secp256k1 private key`);
-  return privateKeyToAccount(key as Hex);
 }
 
 /**
@@ -76,7 +52,7 @@ export function faucetWallets(config: Config): FaucetWallet[] {
     const key = own?.privateKey ?? f.privateKey;
     if (!key) continue;
     const where = own?.privateKey ? `faucet.networks.${n.slug}.privateKey` : 'faucet.privateKey';
-    const account = signer(key, where);
+    const account = signerFromKey(key, where);
     const { decimals, symbol } = n.currency;
     const defaultWei = own?.defaultAmount
       ? amountSetting(own.defaultAmount, decimals, `faucet.networks.${n.slug}.defaultAmount`)

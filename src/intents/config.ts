@@ -1,9 +1,10 @@
 // C41, C42: the intents section of the config read once into routes, settlers and solver wallets.
-import type { Address, Hex } from 'viem';
-import { type PrivateKeyAccount, privateKeyToAccount } from 'viem/accounts';
+import type { Address } from 'viem';
+import type { PrivateKeyAccount } from 'viem/accounts';
 import { getAddress } from 'viem/utils';
 import { ConfigError } from '../errors/config.ts';
 import type { Config, NetworkConfig } from '../config/schema.ts';
+import { signerFromKey } from '../onchain/wallets.ts';
 
 /** The solver's wallet on one network: fills there as a destination, settles and refunds there as an origin (its oracle). */
 export interface SolverWallet {
@@ -53,16 +54,6 @@ export interface IntentsSetup {
   settlers: ReadonlyMap<string, Settlers>;
   solvers: ReadonlyMap<string, SolverWallet>;
   networks: ReadonlyMap<string, NetworkConfig>;
-}
-
-// The order of secp256k1: a private key must lie in [1, n - 1].
-const SECP256K1_N = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n;
-
-/** A solver key as a signer; the message names the setting, never the key. */
-function signer(key: string, setting: string): PrivateKeyAccount {
-  const n = /^0x[0-9a-fA-F]{64}$/.test(key) ? BigInt(key) : 0n;
-  if (n <= 0n || n >= SECP256K1_N) throw new ConfigError(`invalid setting ${setting}: not a valid secp256k1 private key`);
-  return privateKeyToAccount(key as Hex);
 }
 
 export const routeKey = (from: string, to: string) => `${from}>${to}`;
@@ -130,7 +121,7 @@ export function readIntentsConfig(config: Config): IntentsSetup {
     const setting = own ? `intents.solverPrivateKeys.${n.slug} (SOLVER_PRIVATE_KEY_<SLUG>)` : 'intents.solverPrivateKey (SOLVER_PRIVATE_KEY)';
     // The faucet and the solver keep their own nonces: one wallet for both would make them collide.
     if (faucetKeys.has(key.toLowerCase())) throw new ConfigError(`invalid setting ${setting}: the same key as a faucet wallet; give the solver a wallet of its own`);
-    const account = signer(key, setting);
+    const account = signerFromKey(key, setting);
     solvers.set(n.slug, { slug: n.slug, chainId: n.chainId, account, address: account.address });
   }
 

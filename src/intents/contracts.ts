@@ -3,7 +3,7 @@
 // origin settler computes it, the solver's calls, and the events the follower reads.
 import type { Abi, AbiEvent, Address, Hex } from 'viem';
 import { decodeEventLog, encodeAbiParameters, encodeFunctionData, getAbiItem, keccak256, pad, toEventSelector, toHex } from 'viem/utils';
-import { loadArtifact } from '../devnet/artifacts.ts';
+import { loadArtifact } from '../onchain/artifacts.ts';
 
 /** The settlers' ABIs, from the checked-in artifacts (contracts/build). */
 export const originAbi = (): Abi => loadArtifact('OriginSettler').abi;

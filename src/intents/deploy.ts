@@ -6,8 +6,8 @@ import { encodeDeployData, keccak256 } from 'viem/utils';
 import { validateConfig } from '../config/load.ts';
 import { DeploymentError } from '../errors/node.ts';
 import type { Config } from '../config/schema.ts';
-import { loadArtifact } from '../devnet/artifacts.ts';
 import { type CallOptions, type Receipt, rpc, sendRawTransaction, waitForReceipt } from '../json/rpc-client.ts';
+import { loadArtifact } from '../onchain/artifacts.ts';
 
 /** One chain to deploy on: plain JSON-RPC (never through the gateway). */
 export interface DeployChain {

@@ -1,3 +1,4 @@
+// The intents' HTTP face (C41): POST /chain-abstraction/intent, GET /chain-abstraction/intents and /intents/:id.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type as T } from '@sinclair/typebox';
 import { ErrorResponse, IsoDate, ok } from '../http/schemas.ts';

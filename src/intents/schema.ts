@@ -1,3 +1,4 @@
+// The intents' tables (C41): intents from creation to a final status, and the solver's signed transactions.
 import { sql } from 'drizzle-orm';
 import { bigint, index, integer, numeric, pgTable, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
 import { users } from '../auth/schema.ts';

@@ -1,6 +1,9 @@
+// A key's allowlists on the RPC path: origins, client IPs, request JWTs, methods and contracts
+// (judged by C50's rules), compiled once per key and checked per request and per call.
 import { createPublicKey, type KeyObject } from 'node:crypto';
 import { BlockList, isIP } from 'node:net';
 import { decodeProtectedHeader, jwtVerify } from 'jose';
+import { bytesToHex, fromRlp } from 'viem/utils';
 import { KeyAccessDeniedError } from '../errors/rpc.ts';
 import { methodFacts } from '../methods/catalogue.ts';
 import { BLOCK_STATE_MEMBERS, SIMULATE_MEMBERS, TRANSACTION_MEMBERS } from '../methods/judge.ts';
@@ -323,10 +326,15 @@ function cannotJudge(method: string): KeyAccessDeniedError {
 }
 
 /**
- * The `to` of a signed transaction (`eth_sendRawTransaction`'s param), as `0x` hex; null for a
- * deployment, a set-code transaction (type 4: it installs code at accounts), an unknown type, or
- * bytes that are not one. Legacy RLP `[nonce, gasPrice, gas, to, ...]`, type 1 `[chainId, nonce,
- * gasPrice, gas, to, ...]`, types 2 and 3 `[chainId, nonce, tip, maxFee, gas, to, ...]`.
+ * The `to` of a signed transaction (`eth_sendRawTransaction`'s param), as lower-case `0x` hex;
+ * null for a deployment, a set-code transaction (type 4: it installs code at accounts), an
+ * unknown type, or bytes that are not one. Decoded by viem's RLP decoder, which refuses
+ * non-canonical or cut-short RLP and bytes after it. The fields: legacy `[nonce, gasPrice, gas,
+ * to, ...]`, type 1 `[chainId, nonce, gasPrice, gas, to, ...]`, types 2 and 3 `[chainId, nonce,
+ * tip, maxFee, gas, to, ...]`; a type 3 sent with its blobs wraps those fields as
+ * `[fields, blobs, commitments, proofs]`. Only the RLP is read, not the values (viem's
+ * parseTransaction would check them too, but turns every blob into hex text first: tens of
+ * milliseconds for a 1 MiB body); the node judges those.
  */
 export function rawTransactionTarget(raw: unknown): string | null {
   if (typeof raw !== 'string' || raw.length < 4 || raw.length % 2 !== 0 || !/^0x[0-9a-fA-F]+$/.test(raw)) return null;
@@ -338,36 +346,18 @@ export function rawTransactionTarget(raw: unknown): string | null {
   else if (type === 1) [at, index] = [1, 4];
   else if (type === 2 || type === 3) [at, index] = [1, 5];
   else return null;
-  const list = rlpItem(bytes, at);
-  if (list === null || !list.list || list.end !== bytes.length) return null;
-  let pos = list.start;
-  for (let i = 0; i < index; i++) {
-    const item = rlpItem(bytes, pos);
-    if (item === null || item.end > list.end) return null;
-    pos = item.end;
+  let fields: readonly unknown[];
+  try {
+    const decoded: unknown = fromRlp(bytes.subarray(at), 'bytes');
+    if (!Array.isArray(decoded)) return null;
+    fields = decoded as unknown[];
+  } catch {
+    return null;
   }
-  const to = rlpItem(bytes, pos);
-  if (to === null || to.list || to.end > list.end || to.end - to.start !== 20) return null;
-  return `0x${bytes.subarray(to.start, to.end).toString('hex')}`;
-}
-
-/** One RLP item at `at`: where its payload starts and ends, and whether it is a list; null when cut short. */
-function rlpItem(b: Buffer, at: number): { start: number; end: number; list: boolean } | null {
-  const first = b[at];
-  if (first === undefined) return null;
-  let start: number;
-  let length: number;
-  if (first < 0x80) [start, length] = [at, 1];
-  else if (first < 0xb8) [start, length] = [at + 1, first - 0x80];
-  else if (first < 0xc0 || (first >= 0xf8 && first <= 0xff)) {
-    const n = first < 0xc0 ? first - 0xb7 : first - 0xf7;
-    if (at + 1 + n > b.length || n > 4) return null;
-    length = 0;
-    for (let i = 0; i < n; i++) length = length * 256 + (b[at + 1 + i] as number);
-    start = at + 1 + n;
-  } else [start, length] = [at + 1, first - 0xc0];
-  const end = start + length;
-  return end > b.length ? null : { start, end, list: first >= 0xc0 };
+  const first = fields[0];
+  if (type === 3 && fields.length === 4 && Array.isArray(first)) fields = first as unknown[];
+  const to = fields[index];
+  return to instanceof Uint8Array && to.length === 20 ? bytesToHex(to) : null;
 }
 
 /** The token of `Authorization: Bearer <jwt>`; undefined without one. */

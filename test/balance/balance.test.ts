@@ -20,7 +20,7 @@ import {
 import { generatePrivateKey, mnemonicToAccount, privateKeyToAccount, privateKeyToAddress } from 'viem/accounts';
 import { loadConfig } from '../../src/config/load.ts';
 import type { NetworkConfig } from '../../src/config/schema.ts';
-import { loadArtifact } from '../../src/devnet/artifacts.ts';
+import { loadArtifact } from '../../src/onchain/artifacts.ts';
 import { DEVNET_TOKEN, deployTestTokens, testTokenConfig } from '../../src/devnet/tokens.ts';
 import { registerUser, startTestApp, type TestApp } from '../support/app.ts';
 import { type FakeNode, type FakeNodeOptions, startFakeNode } from '../support/fake-node.ts';

@@ -4,7 +4,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { type Address, createPublicClient, http, type PublicClient } from 'viem';
 import { type Devnet, startDevnet } from '../../src/devnet/devnet.ts';
-import { loadArtifact } from '../../src/devnet/artifacts.ts';
+import { loadArtifact } from '../../src/onchain/artifacts.ts';
 import { rpc } from '../../src/json/rpc-client.ts';
 
 const silent = { info() {}, warn() {}, error() {} };

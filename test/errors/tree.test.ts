@@ -24,7 +24,7 @@ const PLAIN_THROWS_ALLOWED: ReadonlyArray<{ file: string; message: string; why: 
   { file: 'src/http/server-timeouts.ts', message: 'applyServerTimeouts: call it before', why: 'main calls it before listen; a later call is a wiring bug' },
   { file: 'src/intents/service.ts', message: 'route checked above', why: 'the route was looked up and refused a few lines above' },
   { file: 'src/webhooks/events.ts', message: 'not a decimal string', why: 'both sides are decimals: formatUnits output and a minValue normalised when stored' },
-  { file: 'src/devnet/artifacts.ts', message: 'not a contract name', why: 'contract names are constants in the code, never input' },
+  { file: 'src/onchain/artifacts.ts', message: 'not a contract name', why: 'contract names are constants in the code, never input' },
   { file: 'src/devnet/feeds.ts', message: 'not a price', why: 'prices come from the devnet code and tests that call setPrice' },
   { file: 'src/devnet/devnet.ts', message: 'devnet: network "', why: 'setPrice asked for a network without a feed: the calling test is wrong' },
   { file: 'src/prices/money.ts', message: 'not a price', why: 'prices reach it checked by Prices (finite, not negative)' },

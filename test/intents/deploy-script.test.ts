@@ -12,7 +12,7 @@ import { promisify } from 'node:util';
 import { type Address, createPublicClient, type Hex, http } from 'viem';
 import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts';
 import { type Devnet, startDevnet } from '../../src/devnet/devnet.ts';
-import { loadArtifact } from '../../src/devnet/artifacts.ts';
+import { loadArtifact } from '../../src/onchain/artifacts.ts';
 import { deploySettlers } from '../../src/intents/deploy.ts';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';

@@ -209,6 +209,25 @@ describe('reading the to of a signed transaction', () => {
     const good = serializeTransaction({ ...base, maxFeePerGas: 2n, maxPriorityFeePerGas: 1n }, sig);
     for (const bad of [good.slice(0, -2), `${good}00`, '0x', '0x05c0', 'f86b', 42, null]) assert.equal(rawTransactionTarget(bad), null, String(bad));
   });
+
+  test('a blob transaction sent with its blobs gives its to; RLP broken anywhere, after the to too, gives null', () => {
+    const blob = {
+      maxFeePerGas: 2n,
+      maxPriorityFeePerGas: 1n,
+      maxFeePerBlobGas: 3n,
+      blobVersionedHashes: [`0x01${'ab'.repeat(31)}`],
+      type: 'eip4844',
+    } as const;
+    // eth_sendRawTransaction takes a type 3 as [fields, blobs, commitments, proofs] (EIP-4844's network form).
+    const sidecars = [{ blob: `0x${'00'.repeat(131_072)}`, commitment: `0x${'c0'.repeat(48)}`, proof: `0x${'c0'.repeat(48)}` }] as const;
+    const wrapped = serializeTransaction({ ...base, ...blob, sidecars }, sig);
+    assert.equal(rawTransactionTarget(wrapped), to);
+    assert.equal(rawTransactionTarget(serializeTransaction({ ...base, ...blob }, sig)), to, 'without its blobs, as blocks carry it');
+    const good = serializeTransaction({ ...base, maxFeePerGas: 2n, maxPriorityFeePerGas: 1n }, sig);
+    // The s of the signature (its last 32 bytes) made to claim 33: the list no longer adds up.
+    const longS = `${good.slice(0, -66)}a1${good.slice(-64)}`;
+    assert.equal(rawTransactionTarget(longS), null);
+  });
 });
 
 describe('the docs table of how the contract list judges each method agrees with the code', () => {

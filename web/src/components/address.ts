@@ -1,4 +1,4 @@
-// C28's address rule, the same in the browser as in the gateway (src/faucet/validate.ts), so a
+// C28's address rule, the same in the browser as in the gateway (src/onchain/addresses.ts), so a
 // typo is pointed out before anything is sent. The gateway checks again; its word is final.
 import { getAddress } from 'viem/utils';
 

@@ -1,6 +1,9 @@
 // The compiled contracts of contracts/*.sol, as checked in under contracts/build/ by
-// `npm run compile:contracts` (test/contracts/build.test.ts keeps them in step with the sources).
-// Read at run time, never compiled at start: solc takes seconds.
+// `npm run compile:contracts` (test/contracts/build.test.ts keeps them in step with the sources):
+// the intents read the settlers' ABIs from them, the devnet and `npm run deploy:settlers` deploy
+// their bytecode. Read at run time, never compiled at start: solc takes seconds. src/onchain/
+// holds what faucet, balance, intents and devnet share about talking to a chain (named apart from
+// src/chains/, which is the network registry).
 import { readFileSync } from 'node:fs';
 import type { Abi, Hex } from 'viem';
 import { DevnetError } from '../errors/devnet.ts';
@@ -17,7 +20,8 @@ export interface ContractArtifact {
   solcVersion: string;
 }
 
-// From src/devnet/ and from dist/devnet/ alike, the repository root is two levels up.
+// From src/onchain/ and from dist/onchain/ alike, the repository root is two levels up (the
+// container image copies contracts/build/ next to dist/ for the same reason).
 const BUILD_DIR = new URL('../../contracts/build/', import.meta.url);
 const loaded = new Map<string, ContractArtifact>();
 
