@@ -64,7 +64,7 @@ export class Solver implements BlockConsumer {
   #timer: NodeJS.Timeout | undefined;
   /** C33: a round now, or right after the one running. */
   readonly #rounds = new SerialJob(() => this.#round());
-  /** Issue 29: a database outage is said once, not by each step of each round. */
+  /** C48: a database outage is said once, not by each step of each round. */
   readonly #outage: StorageOutageLog;
   #first = true;
   #closed = false;
