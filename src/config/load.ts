@@ -6,7 +6,7 @@ import { Value } from '@sinclair/typebox/value';
 import { allowed, isSecretPath, pointerSegments, schemaAt, settingPath, showValue, unwrapUnion, valueAt } from './describe.ts';
 import { type Config, ConfigSchema } from './schema.ts';
 import { ConfigError } from '../errors/config.ts';
-import { STANDARD_METHODS } from '../methods/catalogue.ts';
+import { checkableAtBlock, STANDARD_METHODS } from '../methods/catalogue.ts';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 /** The shipped default config: all 16 networks with public upstreams (C32). */
@@ -327,6 +327,12 @@ export function validateConfig(raw: unknown, sources?: ConfigSources): Config {
     if (n.upstreams.length === 0 && !cfg.devnet.enabled) {
       const env = sources?.env.get(`networks.${n.slug}.upstreams`);
       throw new ConfigError(`${env ? `${env}: ` : ''}networks.${n.slug}.upstreams: at least one upstream is needed`);
+    }
+    // C55: only a read at a block can be checked at the same block on another node.
+    for (const m of Object.keys(n.sampling?.methods ?? {})) {
+      if (!checkableAtBlock(m)) {
+        throw new ConfigError(`networks.${n.slug}.sampling.methods.${m}: cannot be sampled; must be a read with a block parameter (eth_getBalance, eth_call, eth_getBlockByNumber...)`);
+      }
     }
   }
   return deepFreeze(cfg);

@@ -100,7 +100,7 @@ function children(schema: TSchema, path: string, defaults: unknown, out: Row[], 
     rows(child, path ? `${path}.${key}` : key, isObject(defaults) ? defaults[key] : undefined, out, inherited);
     // Keys that may be left out are marked so where they appear first.
     const first = out[before];
-    if (!required.has(key) && first) first.path = `${first.path} (optional)`;
+    if (!required.has(key) && first && !first.path.endsWith(' (optional)')) first.path = `${first.path} (optional)`;
   }
 }
 

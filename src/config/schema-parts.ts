@@ -158,6 +158,20 @@ export const Network = T.Object(
         { additionalProperties: false, description: 'consensus reads (C49): these methods go to several upstreams and only an answer they agree on is passed on; absent: off' },
       ),
     ),
+    // C55: this network's answer sampling, over rpc.sampling.
+    sampling: T.Optional(
+      T.Object(
+        {
+          rate: T.Optional(T.Number({ minimum: 0, maximum: 1, description: "share (0 to 1) of the answers to state reads at a block checked on this network; default: rpc.sampling's" })),
+          methods: T.Optional(
+            T.Record(T.String(), T.Number({ minimum: 0, maximum: 1 }), {
+              description: 'a share per method (0: never); a read with a block parameter not sampled by default (eth_getBlockByNumber, eth_estimateGas...) may be listed',
+            }),
+          ),
+        },
+        { additionalProperties: false, description: 'answer sampling of this network (C55)' },
+      ),
+    ),
     price: T.Optional(T.Union(PriceSource.anyOf, { description: "the native coin's USD price; absent: none (testnets: 0)" })), // C34
     tokens: T.Optional(T.Array(Token, { description: 'ERC-20 tokens counted in the unified balance' })), // C40
     // C26: a network's own eth_getLogs limits (its nodes' caps), else those of `rpc`.

@@ -214,6 +214,16 @@ export const ConfigSchema = T.Object(
           },
           { additionalProperties: false, description: 'hedged reads; never for transactions or filters' },
         ),
+        // C55: a share of the answers checked in the background against another node at the same block.
+        sampling: T.Object(
+          {
+            rate: T.Number({ minimum: 0, maximum: 1, description: "share (0 to 1) of the answers to state reads at a block (eth_getBalance, eth_call, eth_getCode, eth_getStorageAt, eth_getTransactionCount...) checked against another node at the same block after the answer is sent; 0: off; networks[].sampling overrides it" }),
+            maxInFlight: T.Integer({ minimum: 1, maximum: 64, description: 'checks under way at once per network; an answer picked beyond it is not checked' }),
+            outAfter: T.Integer({ minimum: 1, description: 'disagreements within windowSeconds that take a node out of rotation (until a check finds it agreeing again)' }),
+            windowSeconds: T.Integer({ minimum: 1, description: 'seconds a disagreement counts, and a node stays marked (read last) after its latest one' }),
+          },
+          { additionalProperties: false, description: 'answer sampling (C55), off on a network of one upstream' },
+        ),
         broadcastTransactions: T.Boolean({ description: 'eth_sendRawTransaction goes to every healthy upstream at once' }),
         keyCacheTtlMs: T.Integer({ minimum: 0, description: 'milliseconds a key lookup is cached (changes invalidate it at once)' }),
         // For scale (docs/scaling.md): with a million keys, memory stays bounded; a key not cached costs one indexed lookup.

@@ -263,6 +263,25 @@ export const STANDARD_METHODS: readonly string[] = Object.freeze([...CATALOGUE.v
 /** Methods the gateway answers itself on a WebSocket (subscriptions). */
 export const WEBSOCKET_METHODS: readonly string[] = Object.freeze([...CATALOGUE.values()].filter((f) => f.access === 'websocket').map((f) => f.name));
 
+/**
+ * C55: whether a method's answers can be checked against another node at a fixed block: a read
+ * (not state-changing, no filter, not a subscription) with a block parameter.
+ */
+export function checkableAtBlock(name: string): boolean {
+  const f = CATALOGUE.get(name);
+  return f !== undefined && f.blocks.length > 0 && !f.stateChanging && f.filter === null && (f.access === 'standard' || f.access === 'plan');
+}
+
+/**
+ * C55: whether a method's answers are sampled by default: a state read at a block (its answers are
+ * kept by block and routed to archive nodes for old blocks), whose answer every honest node gives
+ * alike: eth_getBalance, eth_call, eth_getCode, eth_getStorageAt, eth_getTransactionCount...
+ */
+export function sampledByDefault(name: string): boolean {
+  const f = CATALOGUE.get(name);
+  return f !== undefined && checkableAtBlock(name) && f.cache === 'block' && f.archive !== null;
+}
+
 /** The default compute units of every method that does not cost the config's `default` (C10). */
 export function defaultComputeUnits(): Record<string, number> {
   const out: Record<string, number> = {};

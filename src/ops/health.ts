@@ -33,6 +33,18 @@ const UpstreamReport = T.Object(
     outlier: T.Optional(
       T.Literal(true, { description: 'Present while its head is far above the head the network agrees on: not trusted, read after the others (C26)' }),
     ),
+    misbehaving: T.Optional(
+      T.Object(
+        {
+          disagreements: T.Integer({ description: 'Times its answers disagreed with the majority of the other nodes (consensus reads and sampled checks) since the start' }),
+          outOfRotation: T.Boolean({ description: 'True while it is left out of the choice: a consensus penalty, or repeated disagreement in sampled checks until one finds it agreeing again' }),
+        },
+        {
+          additionalProperties: false,
+          description: 'Present while it is marked misbehaving: its answers disagreed with the other nodes\' at the same block (C49, C55); read after every node not marked',
+        },
+      ),
+    ),
   },
   { additionalProperties: false },
 );

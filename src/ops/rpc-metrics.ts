@@ -11,6 +11,7 @@ interface UpstreamHealthView {
   lag: number | null;
   latencyMs: number | null;
   outlier?: true;
+  misbehaving?: { outOfRotation: boolean };
 }
 
 /** What the upstream metrics read (the `Upstreams` of the app). */
@@ -18,7 +19,8 @@ interface UpstreamsView {
   stats(): Array<{
     network: string;
     health: readonly UpstreamHealthView[];
-    calls: ReadonlyArray<{ name: string; buckets: ArrayLike<number>; sum: number; count: number; errors: ReadonlyMap<string, number>; misbehaving: number }>;
+    calls: ReadonlyArray<{ name: string; buckets: ArrayLike<number>; sum: number; count: number; errors: ReadonlyMap<string, number>; misbehaving: ReadonlyMap<string, number> }>;
+    samples: { agreed: number; disagreed: number; inconclusive: number; skipped: number };
   }>;
 }
 
@@ -40,14 +42,24 @@ export function observeUpstreams(metrics: Metrics, upstreams: UpstreamsView, bou
       for (const n of upstreams.stats()) for (const c of n.calls) for (const [kind, v] of c.errors) yield [{ network: n.network, upstream: c.name, kind }, v] as const;
     },
   });
-  // C49: a node outside the majority of a consensus read.
+  // C49, C55: a node outside the majority of a consensus read or of a sampled check.
   metrics.define({
     name: 'junction_upstream_misbehaving_total',
-    help: 'Consensus reads in which the upstream disagreed with the majority (it is then left out for consensus.penaltySeconds)',
+    help: 'Answers of the upstream that disagreed with the majority of the other nodes, by method: in consensus reads (then left out for consensus.penaltySeconds) and in sampled checks (then marked, read last; out of rotation after rpc.sampling.outAfter)',
     type: 'counter',
-    labelNames: ['network', 'upstream'],
+    labelNames: ['network', 'upstream', 'method'],
     *read() {
-      for (const n of upstreams.stats()) for (const c of n.calls) if (c.misbehaving > 0) yield [{ network: n.network, upstream: c.name }, c.misbehaving] as const;
+      for (const n of upstreams.stats()) for (const c of n.calls) for (const [method, v] of c.misbehaving) yield [{ network: n.network, upstream: c.name, method }, v] as const;
+    },
+  });
+  // C55: sampled checks of answers against another node at the same block.
+  metrics.define({
+    name: 'junction_upstream_samples_total',
+    help: 'Answers checked in the background against other nodes at the same block, by outcome: agreed, disagreed (a node marked), inconclusive (no two answers to compare, or no majority), skipped (too many checks under way)',
+    type: 'counter',
+    labelNames: ['network', 'outcome'],
+    *read() {
+      for (const n of upstreams.stats()) for (const [outcome, v] of Object.entries(n.samples)) yield [{ network: n.network, outcome }, v] as const;
     },
   });
   const perUpstream = (name: string, help: string, value: (h: UpstreamHealthView) => number | null) =>
@@ -70,6 +82,10 @@ export function observeUpstreams(metrics: Metrics, upstreams: UpstreamsView, bou
   perUpstream('junction_upstream_lag_blocks', 'Blocks the upstream is behind the head its network agrees on', (h) => h.lag);
   // C26: a node claiming a head far above the others' is not trusted.
   perUpstream('junction_upstream_outlier', '1 while the upstream reports a head far above the one its network agrees on (not trusted, read after the others), else 0', (h) => (h.outlier ? 1 : 0));
+  // C49, C55: answers that disagreed with the other nodes'.
+  perUpstream('junction_upstream_marked', '1 while the upstream is marked misbehaving (its answers disagreed with the other nodes\', read last), 2 while it is out of rotation, else 0', (h) =>
+    h.misbehaving === undefined ? 0 : h.misbehaving.outOfRotation ? 2 : 1,
+  );
   perUpstream('junction_upstream_probe_latency_seconds', 'Smoothed round trip of the eth_blockNumber health probe', (h) => (h.latencyMs === null ? null : h.latencyMs / 1000));
   metrics.define({
     name: 'junction_network_upstreams_answering',

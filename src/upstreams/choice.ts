@@ -6,9 +6,11 @@ import type { PoolState, Upstream } from './state.ts';
  *
  * Order: answering and in line with the network's head, then answering but lagging, then
  * answering with a head far above it (an outlier, issue 27: not trusted), then not heard from
- * yet, then failed (last resort, soonest to recover first); within a group the faster latency class first,
- * then config order, so the operator's order holds unless a node is clearly faster. Reads of old
- * state put archive nodes first; weights share the first place among equally good upstreams.
+ * yet, then marked misbehaving (its answers disagreed with the others', C49, C55), then failed
+ * (last resort, soonest to recover first); within a group the faster latency class first, then
+ * config order, so the operator's order holds unless a node is clearly faster. A node out of
+ * rotation (C49's penalty, C55's repeated disagreement) is left out while another remains. Reads
+ * of old state put archive nodes first; weights share the first place among equally good upstreams.
  */
 
 const LATENCY_CLASS_MS = 20; // milliseconds; see latencyClass()
@@ -18,7 +20,7 @@ const LATENCY_CLASS_MS = 20; // milliseconds; see latencyClass()
  * of old state (`block`: the oldest block the call reads state at, as the gateway judged it), and the first place shared by weight among equally good upstreams.
  */
 export function candidatesFor(p: PoolState, methods: readonly string[], block: number | null | undefined): Upstream[] {
-  let list = p.consensus === undefined ? order(p) : withoutMisbehaving(order(p));
+  let list = order(p);
   if (list.length < 2) return list;
   if (p.mixedArchive && mayNeedArchive(methods) && needsArchive(methods, block, p.head, p.pruneDepthBlocks)) {
     // Issue 15: archive nodes first, but a node known down stays behind every answering one.
@@ -28,15 +30,9 @@ export function candidatesFor(p: PoolState, methods: readonly string[], block: n
   return p.weighted ? spread(list) : list;
 }
 
-/**
- * C49: the upstreams that disagreed with a consensus majority are left out until their penalty
- * ends; when that would leave none, the list stays whole (a wrong node is better than no node).
- */
-function withoutMisbehaving(list: Upstream[]): Upstream[] {
-  const now = Date.now();
-  if (!list.some((u) => u.misbehavingUntil > now)) return list;
-  const kept = list.filter((u) => u.misbehavingUntil <= now);
-  return kept.length > 0 ? kept : list;
+/** C49, C55: left out of the choice: in its consensus penalty, or out of rotation after repeated disagreement in sampled checks. */
+export function leftOut(u: Upstream, now: number): boolean {
+  return u.outOfRotation || u.misbehavingUntil > now;
 }
 
 /**
@@ -64,24 +60,30 @@ function spread(list: Upstream[]): Upstream[] {
 
 /**
  * The upstreams in the order to try (see the file comment). Kept until something changes it
- * (a failure, a recovery, a probe round) or an upstream's cool-down ends, at most a second, so
- * a call does not sort the list again.
+ * (a failure, a recovery, a probe round, a mark) or an upstream's cool-down, penalty or mark
+ * ends, at most a second, so a call does not sort the list again.
  */
-function order(p: PoolState): Upstream[] {
+export function order(p: PoolState): Upstream[] {
   const now = Date.now();
   if (p.ordered && now < p.orderedUntil) return p.ordered;
   let until = now + 1_000;
-  for (const u of p.upstreams) if (u.unhealthyUntil > now && u.unhealthyUntil < until) until = u.unhealthyUntil;
-  p.ordered = sorted(p);
+  for (const u of p.upstreams) {
+    for (const t of [u.unhealthyUntil, u.misbehavingUntil, u.markedUntil]) if (t > now && t < until) until = t;
+  }
+  p.ordered = sorted(p, now);
   p.orderedUntil = until;
   return p.ordered;
 }
 
-function sorted(p: PoolState): Upstream[] {
+const DOWN = 5;
+
+function sorted(p: PoolState, now: number): Upstream[] {
   // The head and the outliers are set when heads or states change (health.ts updateHead).
   const best = p.head;
   const group = (u: Upstream): number => {
-    if (u.state === 'down') return 4;
+    if (u.state === 'down') return DOWN;
+    // C49, C55: its answers disagreed with the others': read after every node not marked.
+    if (u.markedUntil > now) return 4;
     if (u.state === 'unknown') return 3;
     // Issue 27: a head far above the one the network agrees on is not trusted; a lagging node is
     // behind but honest, so it is read first.
@@ -89,12 +91,15 @@ function sorted(p: PoolState): Upstream[] {
     return u.head !== null && best !== null && best - u.head > p.maxLagBlocks ? 1 : 0;
   };
   for (const u of p.upstreams) u.tier = group(u);
-  return p.upstreams
-    .map((u) => ({ u, g: group(u) }))
+  // When every node is out of rotation the list stays whole: a wrong node is better than no node.
+  let list = p.upstreams.filter((u) => !leftOut(u, now));
+  if (list.length === 0) list = p.upstreams;
+  return list
+    .map((u) => ({ u, g: u.tier }))
     .sort(
       (a, b) =>
         a.g - b.g ||
-        (a.g === 4 ? a.u.unhealthyUntil - b.u.unhealthyUntil : 0) ||
+        (a.g === DOWN ? a.u.unhealthyUntil - b.u.unhealthyUntil : 0) ||
         latencyClass(a.u.latencyMs) - latencyClass(b.u.latencyMs) ||
         a.u.index - b.u.index,
     )

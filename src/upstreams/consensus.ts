@@ -2,21 +2,30 @@ import { NoConsensusError } from '../errors/rpc.ts';
 import { type FailedAttempt, NetworkDownError, NoUpstreamError } from '../errors/upstream.ts';
 import { answerMembersPlain, memberSpan, skipValue } from '../json/lossless.ts';
 import { looksLikeJsonRpc } from './answers.ts';
-import { attempt } from './attempt.ts';
+import { type Attempt, type AttemptRole, attempt } from './attempt.ts';
 import { candidatesFor } from './choice.ts';
 import { isDown, markFailed, markOk } from './health.ts';
-import { type ConsensusSettings, observe, type PoolState, type Upstream } from './state.ts';
+import { Cancel, hedgeDelay } from './hedge.ts';
+import { type ConsensusSettings, countDisagreement, observe, type PoolState, type Upstream } from './state.ts';
 import type { CallOptions, FailureKind, ForwardResult } from './types.ts';
 
 /**
  * Consensus reads (C49), per network and off by default: a configured method, in a single call,
- * is sent to `consensus.nodes` distinct upstreams at once, and an answer is passed on only when
- * their `result` (or `error`) members agree, compared as text without the blanks outside strings.
- * On disagreement one more upstream is asked and the majority answered (one agreeing node's
- * bytes, which carry the client's id since the client's text was forwarded); a node outside the
- * majority is left out of choice (choice.ts) for `consensus.penaltySeconds`, named once at warn
- * and counted (`junction_upstream_misbehaving_total`). No majority: -32000, `data.reason`
- * "no_consensus".
+ * is sent to `consensus.nodes` distinct upstreams at once, and answered as soon as that many agree
+ * on their `result` (or `error`) member, compared as text without the blanks outside strings.
+ * On disagreement one more upstream is asked and the majority answered (one agreeing node's bytes,
+ * which carry the client's id since the client's text was forwarded); a node outside the majority
+ * is left out of choice (choice.ts) for `consensus.penaltySeconds`, named once at warn and counted
+ * (`junction_upstream_misbehaving_total`). No majority: -32000, `data.reason` "no_consensus".
+ *
+ * A read never waits on a node it does not need: a node that has not answered within the hedge
+ * delay (hedge.ts: the network's `hedgeDelayMs`, or the p90 of that node's recent calls; used here
+ * even when hedging of ordinary reads is off) is replaced by the next candidate, and its vote still
+ * counts if it comes before the decision. Once the votes needed are in, the attempts still running
+ * are aborted. When no candidate is left to replace a late node, the votes in hand decide, as for
+ * nodes that failed: at once when they agree, else once the late node had a second hedge delay
+ * to settle the disagreement. A hung node costs one hedge delay (two when the others disagree),
+ * not an attempt's timeout.
  *
  * Limits, on purpose: batches are forwarded as usual (their items are not compared); a node that
  * fails (no answer, or a provider error of the table: throttled, missing state) is replaced by the
@@ -28,6 +37,11 @@ import type { CallOptions, FailureKind, ForwardResult } from './types.ts';
 export function isConsensusCall(p: PoolState, body: string | Buffer, methods: readonly string[]): boolean {
   const c = p.consensus;
   if (c === undefined || methods.length !== 1 || !c.methods.has(methods[0] as string)) return false;
+  return isSingleCall(body);
+}
+
+/** Whether a request text is one call (an object), not a batch (an array). */
+export function isSingleCall(body: string | Buffer): boolean {
   for (let i = 0; i < body.length; i++) {
     const ch = typeof body === 'string' ? body.charCodeAt(i) : (body[i] as number);
     if (ch === 0x20 || ch === 0x0a || ch === 0x0d || ch === 0x09) continue;
@@ -45,6 +59,20 @@ interface Vote {
   key: string;
 }
 
+/** One attempt of a consensus read under way. */
+interface Run {
+  u: Upstream;
+  ctrl: Cancel;
+  startedAt: number;
+  /** Not answered within the hedge delay: another node was asked in its place. */
+  late: boolean;
+  /** Not answered within two hedge delays: no longer waited for to settle a disagreement. */
+  givenUp: boolean;
+  timer: NodeJS.Timeout | undefined;
+}
+
+const readAnswer = (status: number, buf: Buffer): { status: number; body: Buffer } | undefined => (looksLikeJsonRpc(buf) ? { status, body: buf } : undefined);
+
 /**
  * Sends a consensus read (see the file comment) and returns the answer the nodes agree on.
  *
@@ -53,93 +81,228 @@ interface Vote {
  * @throws NoConsensusError when the answers have no majority.
  */
 export async function consensusForward(p: PoolState, c: ConsensusSettings, body: string | Buffer, method: string, opts: CallOptions): Promise<ForwardResult> {
-  const reqId = opts.reqId;
   if (isDown(p)) throw new NetworkDownError(p.network, p.upstreams.map((u) => ({ upstream: u.index, reason: u.lastError ?? 'down' })));
-  const deadline = Date.now() + p.totalTimeoutMs;
-  const attemptMs = p.methodTimeoutsMs[method] ?? p.requestTimeoutMs;
-  const candidates = p.closed ? [] : candidatesFor(p, [method], opts.block);
-  const failed: FailedAttempt[] = [];
-  /** A provider error answered by some node: passed on when no node gave a vote. */
-  let fallback: Vote | undefined;
-  let next = 0;
-  const fail = (u: Upstream, kind: FailureKind, reason: string): void => {
-    u.calls.errors.set(kind, (u.calls.errors.get(kind) ?? 0) + 1);
-    failed.push({ upstream: u.index, reason });
-    p.log?.debug({ reqId, network: p.network, upstream: u.index, name: u.name, reason, methods: [method] }, 'upstream attempt failed');
-  };
-  // One vote from the next candidate not asked yet; a node that fails is replaced by the next.
-  const ask = async (): Promise<Vote | undefined> => {
-    while (next < candidates.length && !p.closed) {
-      const u = candidates[next++] as Upstream;
-      const remaining = deadline - Date.now();
-      if (remaining <= 0) return undefined;
-      const startedAt = performance.now();
-      const outcome = await attempt(p, u, body, Math.min(attemptMs, remaining), (status, buf) => (looksLikeJsonRpc(buf) ? { status, body: buf } : undefined));
-      const ms = performance.now() - startedAt;
-      observe(u.calls, ms / 1000);
-      if (!outcome.ok) {
-        fail(u, outcome.kind, outcome.reason);
-        if (!p.closed && !outcome.final) markFailed(p, u, outcome.reason, reqId);
-        continue;
-      }
-      u.window.add(ms);
-      const text = outcome.value.body.toString('utf8');
-      if (!answerMembersPlain(text)) {
-        // C54: repeated or disguised members read differently to different parsers: no vote, and it counts against the node.
-        fail(u, 'invalid_answer', 'answer with repeated or escaped members');
-        markFailed(p, u, 'answer with repeated or escaped members', reqId);
-        continue;
-      }
-      const vote: Vote = { u, status: outcome.value.status, body: outcome.value.body, key: keyOf(text) };
-      const verdict = p.providerErrors.active ? p.providerErrors.judge(vote.body) : null;
-      if (verdict !== null) {
-        // Throttled or missing state: says nothing about the chain, so it is no vote (issue 15).
-        fail(u, verdict.kind === 'busy' ? 'node_busy' : 'node_missing', verdict.reason);
-        if (verdict.kind === 'busy') markFailed(p, u, verdict.reason, reqId);
-        else markOk(p, u, reqId);
-        fallback ??= vote;
-        continue;
-      }
-      markOk(p, u, reqId);
-      return vote;
-    }
-    return undefined;
-  };
+  return new ConsensusRead(p, c, body, method, opts.reqId, candidatesFor(p, [method], opts.block)).run();
+}
 
-  const votes = (await Promise.all(Array.from({ length: c.nodes }, ask))).filter((v): v is Vote => v !== undefined);
-  if (votes.length === 0) {
-    if (fallback) return answer(fallback);
-    throw new NoUpstreamError(p.network, failed);
+/** One consensus read: the attempts under way, the votes so far, and the decision once enough are in. */
+class ConsensusRead {
+  readonly #p: PoolState;
+  readonly #c: ConsensusSettings;
+  readonly #body: string | Buffer;
+  readonly #method: string;
+  readonly #reqId: string | undefined;
+  readonly #candidates: Upstream[];
+  readonly #deadline: number;
+  readonly #attemptMs: number;
+  #next = 0;
+  readonly #running = new Set<Run>();
+  readonly #votes: Vote[] = [];
+  readonly #failed: FailedAttempt[] = [];
+  /** A provider error answered by some node: passed on when no node gave a vote. */
+  #fallback: Vote | undefined;
+  /** Votes that decide: `nodes`, one more once two of them differ. */
+  #target: number;
+  #done = false;
+  #timer: NodeJS.Timeout | undefined;
+  #resolve: (r: ForwardResult) => void = () => undefined;
+  #reject: (e: unknown) => void = () => undefined;
+
+  constructor(p: PoolState, c: ConsensusSettings, body: string | Buffer, method: string, reqId: string | undefined, candidates: Upstream[]) {
+    this.#p = p;
+    this.#c = c;
+    this.#body = body;
+    this.#method = method;
+    this.#reqId = reqId;
+    this.#candidates = p.closed ? [] : candidates;
+    this.#deadline = Date.now() + p.totalTimeoutMs;
+    this.#attemptMs = p.methodTimeoutsMs[method] ?? p.requestTimeoutMs;
+    this.#target = c.nodes;
   }
-  const first = votes[0] as Vote;
-  if (votes.every((v) => v.key === first.key)) {
-    if (votes.length < c.nodes) {
-      p.log?.debug({ reqId, network: p.network, method, asked: c.nodes, answered: votes.length }, 'consensus read answered by fewer nodes than configured');
+
+  run(): Promise<ForwardResult> {
+    return new Promise<ForwardResult>((resolve, reject) => {
+      this.#resolve = resolve;
+      this.#reject = reject;
+      // The call's deadline: what the votes in hand say then is the answer.
+      this.#timer = setTimeout(() => this.#conclude(), Math.max(0, this.#deadline - Date.now()));
+      this.#fill();
+      this.#decide();
+    });
+  }
+
+  /**
+   * Asks the next candidates until the votes in hand and the attempts not late could reach the
+   * target; `role`: `hedge` when they are asked in place of a late node (its trace span says so, C58).
+   */
+  #fill(role: AttemptRole = 'call'): void {
+    let waiting = 0;
+    for (const r of this.#running) if (!r.late) waiting++;
+    while (this.#votes.length + waiting < this.#target && this.#launch(role)) waiting++;
+  }
+
+  /** Asks the next candidate not asked yet; false when none is left or the time is up. */
+  #launch(role: AttemptRole): boolean {
+    const p = this.#p;
+    if (p.closed || this.#next >= this.#candidates.length) return false;
+    const remaining = this.#deadline - Date.now();
+    if (remaining <= 0) return false;
+    const u = this.#candidates[this.#next++] as Upstream;
+    const run: Run = { u, ctrl: new Cancel(), startedAt: performance.now(), late: false, givenUp: false, timer: undefined };
+    this.#running.add(run);
+    const delay = hedgeDelay(p.replaceDelay, u.window);
+    run.timer = setTimeout(() => this.#late(run, delay), delay);
+    void attempt(p, u, this.#body, Math.min(this.#attemptMs, remaining), readAnswer, run.ctrl, role).then((outcome) => this.#settle(run, outcome));
+    return true;
+  }
+
+  /** Not answered within the hedge delay: the next candidate is asked in its place. */
+  #late(run: Run, delay: number): void {
+    if (this.#done || !this.#running.has(run)) return;
+    run.late = true;
+    run.timer = setTimeout(() => {
+      run.givenUp = true;
+      this.#decide();
+    }, delay);
+    const p = this.#p;
+    p.log?.debug({ reqId: this.#reqId, network: p.network, upstream: run.u.index, name: run.u.name, methods: [this.#method] }, 'consensus read: a node is late, the next one is asked as well');
+    this.#fill('hedge');
+    this.#decide();
+  }
+
+  #settle(run: Run, outcome: Attempt<{ status: number; body: Buffer }>): void {
+    // Aborted once the read was decided: nothing to count against the node.
+    if (this.#done) return;
+    clearTimeout(run.timer);
+    this.#running.delete(run);
+    const ms = performance.now() - run.startedAt;
+    observe(run.u.calls, ms / 1000);
+    const vote = this.#vote(run.u, outcome, ms);
+    if (vote !== undefined) {
+      const first = this.#votes[0];
+      // Two answers differ: one more vote decides (C49).
+      if (first !== undefined && first.key !== vote.key) this.#target = this.#c.nodes + 1;
+      this.#votes.push(vote);
     }
-    return answer(first);
+    this.#fill();
+    this.#decide();
   }
-  // Disagreement: one more node decides.
-  const extra = await ask();
-  if (extra) votes.push(extra);
-  const counts = new Map<string, number>();
-  for (const v of votes) counts.set(v.key, (counts.get(v.key) ?? 0) + 1);
-  let best = first.key;
-  for (const [key, n] of counts) if (n > (counts.get(best) ?? 0)) best = key;
-  if ((counts.get(best) ?? 0) * 2 <= votes.length) {
-    p.log?.warn({ reqId, network: p.network, method, upstreams: votes.map((v) => v.u.name) }, 'consensus read: the upstreams do not agree');
-    throw new NoConsensusError(p.network, method);
+
+  /** What an attempt gives: a vote, or undefined after a failure or a provider error (counted, the node marked). */
+  #vote(u: Upstream, outcome: Attempt<{ status: number; body: Buffer }>, ms: number): Vote | undefined {
+    const p = this.#p;
+    const reqId = this.#reqId;
+    if (!outcome.ok) {
+      this.#fail(u, outcome.kind, outcome.reason);
+      if (!p.closed && !outcome.final) markFailed(p, u, outcome.reason, reqId);
+      return undefined;
+    }
+    u.window.add(ms);
+    const text = outcome.value.body.toString('utf8');
+    if (!answerMembersPlain(text)) {
+      // C54: repeated or disguised members read differently to different parsers: no vote, and it counts against the node.
+      this.#fail(u, 'invalid_answer', 'answer with repeated or escaped members');
+      markFailed(p, u, 'answer with repeated or escaped members', reqId);
+      return undefined;
+    }
+    const vote: Vote = { u, status: outcome.value.status, body: outcome.value.body, key: keyOf(text) };
+    const verdict = p.providerErrors.active ? p.providerErrors.judge(vote.body) : null;
+    if (verdict !== null) {
+      // Throttled or missing state: says nothing about the chain, so it is no vote (issue 15).
+      this.#fail(u, verdict.kind === 'busy' ? 'node_busy' : 'node_missing', verdict.reason);
+      if (verdict.kind === 'busy') markFailed(p, u, verdict.reason, reqId);
+      else markOk(p, u, reqId);
+      this.#fallback ??= vote;
+      return undefined;
+    }
+    markOk(p, u, reqId);
+    return vote;
   }
-  const now = Date.now();
-  for (const v of votes) {
-    if (v.key === best) continue;
-    v.u.misbehavingUntil = now + c.penaltyMs;
-    v.u.calls.misbehaving += 1;
-    p.log?.warn(
-      { reqId, network: p.network, upstream: v.u.index, name: v.u.name, method, penaltySeconds: c.penaltyMs / 1000 },
-      'upstream disagreed with the consensus majority: left out for the penalty',
-    );
+
+  #fail(u: Upstream, kind: FailureKind, reason: string): void {
+    const p = this.#p;
+    u.calls.errors.set(kind, (u.calls.errors.get(kind) ?? 0) + 1);
+    this.#failed.push({ upstream: u.index, reason });
+    p.log?.debug({ reqId: this.#reqId, network: p.network, upstream: u.index, name: u.name, reason, methods: [this.#method] }, 'upstream attempt failed');
   }
-  return answer(votes.find((v) => v.key === best) as Vote);
+
+  /**
+   * Decides once the votes needed are in, or when nothing more can come in time: no attempt on
+   * time is under way and no candidate is left. Then late attempts are waited for while no vote is
+   * in (nothing else could answer), or, while the votes disagree, until they are given up.
+   */
+  #decide(): void {
+    if (this.#done) return;
+    const votes = this.#votes;
+    if (votes.length >= this.#target) return this.#conclude();
+    let settling = false;
+    for (const r of this.#running) {
+      if (!r.late) return;
+      if (!r.givenUp) settling = true;
+    }
+    if (this.#running.size > 0 && votes.length === 0) return;
+    if (settling && votes.some((v) => v.key !== votes[0]?.key)) return;
+    this.#conclude();
+  }
+
+  /** The answer from the votes in hand (see the file comment); the attempts still running are aborted. */
+  #conclude(): void {
+    if (this.#done) return;
+    this.#done = true;
+    clearTimeout(this.#timer);
+    // The attempts still running are aborted. Their time so far is not added to their node's
+    // latencies: it says only that the node was late, and a node that hangs while it answers its
+    // probes keeps the delay its answers earned instead of one creeping up to rpc.hedge.maxDelayMs.
+    for (const r of this.#running) {
+      clearTimeout(r.timer);
+      r.ctrl.abort();
+    }
+    this.#running.clear();
+    try {
+      this.#resolve(this.#decision());
+    } catch (err) {
+      this.#reject(err);
+    }
+  }
+
+  #decision(): ForwardResult {
+    const p = this.#p;
+    const c = this.#c;
+    const method = this.#method;
+    const votes = this.#votes;
+    const first = votes[0];
+    if (first === undefined) {
+      if (this.#fallback) return answer(this.#fallback);
+      throw new NoUpstreamError(p.network, this.#failed);
+    }
+    if (votes.every((v) => v.key === first.key)) {
+      if (votes.length < c.nodes) {
+        p.log?.debug({ reqId: this.#reqId, network: p.network, method, asked: c.nodes, answered: votes.length }, 'consensus read answered by fewer nodes than configured');
+      }
+      return answer(first);
+    }
+    const counts = new Map<string, number>();
+    for (const v of votes) counts.set(v.key, (counts.get(v.key) ?? 0) + 1);
+    let best = first.key;
+    for (const [key, n] of counts) if (n > (counts.get(best) ?? 0)) best = key;
+    if ((counts.get(best) ?? 0) * 2 <= votes.length) {
+      p.log?.warn({ reqId: this.#reqId, network: p.network, method, upstreams: votes.map((v) => v.u.name) }, 'consensus read: the upstreams do not agree');
+      throw new NoConsensusError(p.network, method);
+    }
+    const now = Date.now();
+    for (const v of votes) {
+      if (v.key === best) continue;
+      v.u.misbehavingUntil = now + c.penaltyMs;
+      v.u.markedUntil = Math.max(v.u.markedUntil, v.u.misbehavingUntil);
+      countDisagreement(v.u, method);
+      p.invalidate();
+      p.log?.warn(
+        { reqId: this.#reqId, network: p.network, upstream: v.u.index, name: v.u.name, method, penaltySeconds: c.penaltyMs / 1000 },
+        'upstream disagreed with the consensus majority: left out for the penalty',
+      );
+    }
+    return answer(votes.find((v) => v.key === best) as Vote);
+  }
 }
 
 function answer(v: Vote): ForwardResult {

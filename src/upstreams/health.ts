@@ -1,6 +1,7 @@
 import { inWords } from '../errors/upstream.ts';
 import { parseHead } from './answers.ts';
 import { attempt } from './attempt.ts';
+import { leftOut } from './choice.ts';
 import type { PoolState, Upstream } from './state.ts';
 import type { UpstreamHealth, UpstreamState } from './types.ts';
 
@@ -249,6 +250,7 @@ function announce(p: PoolState, changed?: Upstream, reqId?: string): void {
 /** Each upstream's state, by config index (C3 reports it; names, never URLs). */
 export function healthReport(p: PoolState): UpstreamHealth[] {
   const best = p.head;
+  const now = Date.now();
   return p.upstreams.map((u) => ({
     index: u.index,
     name: u.name,
@@ -259,6 +261,14 @@ export function healthReport(p: PoolState): UpstreamHealth[] {
     latencyMs: u.latencyMs === null ? null : Math.round(u.latencyMs),
     ...(u.lastError === undefined ? {} : { lastError: inWords(u.lastError) }),
     ...(u.ahead ? { outlier: true as const } : {}),
+    ...(u.markedUntil > now || leftOut(u, now) ? { misbehaving: { disagreements: disagreements(u), outOfRotation: leftOut(u, now) } } : {}),
   }));
+}
+
+/** C49, C55: times the upstream's answers disagreed with the other nodes', every method. */
+function disagreements(u: Upstream): number {
+  let n = 0;
+  for (const v of u.calls.misbehaving.values()) n += v;
+  return n;
 }
 

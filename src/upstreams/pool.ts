@@ -4,8 +4,9 @@ import { attempt } from './attempt.ts';
 import { consensusForward, isConsensusCall } from './consensus.ts';
 import { request, send } from './failover.ts';
 import { agreedHead, bestHead, checkHealth, healthReport, isDown, jumpCeiling, markFailed, markOk, startProbes } from './health.ts';
+import { maybeSample, samplingStats } from './sampling.ts';
 import { observe, PoolState } from './state.ts';
-import type { CallOptions, ForwardResult, PoolOptions, UpstreamCallStats, UpstreamHealth } from './types.ts';
+import type { CallOptions, ForwardResult, PoolOptions, SamplingStats, UpstreamCallStats, UpstreamHealth } from './types.ts';
 
 export { type FailedAttempt, NetworkDownError, NoUpstreamError, UpstreamRpcError };
 export { agreedHead, inWords, looksLikeJsonRpc };
@@ -15,6 +16,8 @@ export {
   type ForwardResult,
   type PoolLogger,
   type PoolOptions,
+  type SamplingOptions,
+  type SamplingStats,
   UPSTREAM_BUCKETS,
   type UpstreamCallStats,
   type UpstreamConfig,
@@ -27,7 +30,8 @@ export {
  *
  * The parts live beside it, each over the pool's shared {@link PoolState}: health.ts (probes,
  * states, heads), choice.ts (order, archive routing, weights), failover.ts (sending, hedging, the
- * `maybeSent` rule), broadcast.ts (transactions to every node) and attempt.ts (one undici attempt).
+ * `maybeSent` rule), broadcast.ts (transactions to every node), consensus.ts (C49 reads),
+ * sampling.ts (C55 checks of answers in the background) and attempt.ts (one undici attempt).
  * While the probes run and every upstream is known to be down, calls fail at once
  * ({@link NetworkDownError}); the first good probe lifts that.
  */
@@ -106,7 +110,8 @@ export class UpstreamPool {
    * Sends a serialised JSON-RPC request or batch and returns the first acceptable answer unchanged.
    * `methods` lists the method(s) in it: they pick the timeout and whether failover is allowed.
    * A JSON-RPC error answered by a node is an answer, not a failure. A single call of a
-   * consensus method (C49) goes to several nodes instead (consensus.ts).
+   * consensus method (C49) goes to several nodes instead (consensus.ts). A share of the answers
+   * to single reads is checked against another node after it is returned (C55, sampling.ts).
    *
    * @throws NoUpstreamError when no upstream answered within `totalTimeoutMs`.
    * @throws NoConsensusError when the nodes asked for a consensus read have no majority (C49).
@@ -126,6 +131,9 @@ export class UpstreamPool {
       (status, buf) => (looksLikeJsonRpc(buf) || (quiet && status >= 200 && status < 300) ? { status, body: buf } : undefined),
       opts,
     );
+    // C55: checked in the background, once the answer is on its way.
+    const s = this.#p.sampling;
+    if (s !== undefined && methods.length === 1 && !quiet) maybeSample(this.#p, s, body, methods[0] as string, upstream, value.body);
     // Built whole, not spread: a spread gives the object its shape property by property on every call.
     return { status: value.status, body: value.body, upstream };
   }
@@ -178,5 +186,15 @@ export class UpstreamPool {
   /** Per upstream: the calls sent to it (durations, failures by kind), for /metrics. */
   callStats(): UpstreamCallStats[] {
     return this.#p.upstreams.map((u) => ({ index: u.index, name: u.name, ...u.calls }));
+  }
+
+  /** C55: what the sampled checks of answers came to (all zero while sampling is off). */
+  samplingStats(): SamplingStats {
+    return samplingStats(this.#p);
+  }
+
+  /** C55: resolves once the sampled checks under way now are over (tests, and a stop that wants them done). */
+  async samplesSettled(): Promise<void> {
+    await Promise.all([...this.#p.samples.running]);
   }
 }

@@ -1,8 +1,8 @@
 import { createSecureContext, type SecureContext } from 'node:tls';
 import { Pool } from 'undici';
-import { LatencyWindow, type HedgeOptions } from './hedge.ts';
+import { DEFAULT_HEDGE, LatencyWindow, type HedgeOptions } from './hedge.ts';
 import { DEFAULT_PROVIDER_ERRORS, ProviderErrors } from './provider-errors.ts';
-import { type AttemptTracer, type FailureKind, type PoolLogger, type PoolOptions, UPSTREAM_BUCKETS, type UpstreamState } from './types.ts';
+import { type AttemptTracer, type FailureKind, type PoolLogger, type PoolOptions, type SamplingOptions, UPSTREAM_BUCKETS, type UpstreamState } from './types.ts';
 
 /**
  * What an upstream pool knows, shared by its parts: the settings, one record per upstream, and
@@ -18,6 +18,47 @@ export interface ConsensusSettings {
   readonly penaltyMs: number;
 }
 
+/** C55: the sampling settings of a pool, read once. */
+export interface SamplingSettings {
+  /** The share of the answers checked, for the methods sampled by default. */
+  readonly rate: number;
+  /** Methods with a share of their own (0: never). */
+  readonly rates: ReadonlyMap<string, number>;
+  readonly maxInFlight: number;
+  readonly outAfter: number;
+  readonly windowMs: number;
+  /** Each method's share once worked out (sampling.ts `rateOf`), so a call costs one map lookup. */
+  readonly known: Map<string, number>;
+}
+
+/** C55: the checks of a pool under way, and their outcomes so far. */
+export interface SamplingState {
+  inFlight: number;
+  /** The checks under way (tests wait for them). */
+  readonly running: Set<Promise<void>>;
+  agreed: number;
+  disagreed: number;
+  inconclusive: number;
+  skipped: number;
+  /** Upstreams out of rotation now: while there are some, a check runs at least every health interval to find them agreeing again. */
+  outCount: number;
+  /** When the latest check started (epoch ms). */
+  lastProbeAt: number;
+}
+
+function samplingSettings(o: SamplingOptions): SamplingSettings | undefined {
+  const rates = new Map(Object.entries(o.methods ?? {}));
+  if (o.rate <= 0 && ![...rates.values()].some((r) => r > 0)) return undefined;
+  return {
+    rate: o.rate,
+    rates,
+    maxInFlight: o.maxInFlight ?? 4,
+    outAfter: o.outAfter ?? 3,
+    windowMs: (o.windowSeconds ?? 600) * 1000,
+    known: new Map(),
+  };
+}
+
 /** One upstream node: its connection pool and what is known about it. */
 export interface Upstream {
   readonly index: number;
@@ -31,14 +72,20 @@ export interface Upstream {
   unhealthyUntil: number;
   lastError: string | undefined;
   state: UpstreamState;
-  readonly calls: { buckets: Float64Array; sum: number; count: number; errors: Map<FailureKind, number>; misbehaving: number };
+  readonly calls: { buckets: Float64Array; sum: number; count: number; errors: Map<FailureKind, number>; misbehaving: Map<string, number> };
   /** C49: until when (epoch ms) it is left out of choice for disagreeing with a consensus majority; 0: not. */
   misbehavingUntil: number;
+  /** C49, C55: until when (epoch ms) it is marked misbehaving (reported, and read last by choice.ts); 0: never marked. */
+  markedUntil: number;
+  /** C55: when its sampled answers disagreed within the window (epoch ms, oldest first): enough of them take it out of rotation. */
+  strikes: number[];
+  /** C55: out of rotation (left out by choice.ts) until a sampled check finds it agreeing again. */
+  outOfRotation: boolean;
   readonly archive: boolean;
   readonly weight: number;
   /** Smooth weighted round robin: the running score. */
   current: number;
-  /** Group from the last sort (in line, lagging, ahead, unknown, down): weights share the calls within one. */
+  /** Group from the last sort (in line, lagging, ahead, unknown, marked, down): weights share the calls within one. */
   tier: number;
   /** Its head is far above the head the network agrees on (issue 27): not trusted, read after the others. */
   ahead: boolean;
@@ -74,6 +121,15 @@ export class PoolState {
   readonly pruneDepthBlocks: number;
   /** C49: consensus reads of this network, undefined when off. */
   readonly consensus: ConsensusSettings | undefined;
+  /**
+   * C49: the delay after which a consensus read also asks the next node in place of one that has
+   * not answered: the hedge settings, used even when hedging of ordinary reads is off.
+   */
+  readonly replaceDelay: HedgeOptions;
+  /** C55: answer sampling, undefined when off (no rate, or one upstream). */
+  readonly sampling: SamplingSettings | undefined;
+  /** C55: the checks under way and what they came to. */
+  readonly samples: SamplingState = { inFlight: 0, running: new Set(), agreed: 0, disagreed: 0, inconclusive: 0, skipped: 0, outCount: 0, lastProbeAt: 0 };
   /** Some upstreams are archive nodes and some are not: old-state reads are worth routing. */
   readonly mixedArchive: boolean;
   /** Some upstream has a weight: equally good upstreams share the calls. */
@@ -126,6 +182,8 @@ export class PoolState {
       opts.consensus === undefined
         ? undefined
         : { methods: new Set(opts.consensus.methods), nodes: opts.consensus.nodes ?? 2, penaltyMs: (opts.consensus.penaltySeconds ?? 300) * 1000 };
+    this.replaceDelay = opts.hedge ?? DEFAULT_HEDGE;
+    this.sampling = opts.upstreams.length < 2 || opts.sampling === undefined ? undefined : samplingSettings(opts.sampling);
     this.mixedArchive = opts.upstreams.some((u) => u.archive === true) && opts.upstreams.some((u) => u.archive !== true);
     this.weighted = opts.upstreams.some((u) => u.weight !== undefined);
     const connections = opts.connections ?? 32;
@@ -161,8 +219,11 @@ export class PoolState {
         unhealthyUntil: 0,
         lastError: undefined,
         state: 'unknown',
-        calls: { buckets: new Float64Array(UPSTREAM_BUCKETS.length + 1), sum: 0, count: 0, errors: new Map<FailureKind, number>(), misbehaving: 0 },
+        calls: { buckets: new Float64Array(UPSTREAM_BUCKETS.length + 1), sum: 0, count: 0, errors: new Map<FailureKind, number>(), misbehaving: new Map<string, number>() },
         misbehavingUntil: 0,
+        markedUntil: 0,
+        strikes: [],
+        outOfRotation: false,
         archive: cfg.archive === true,
         weight: cfg.weight ?? 1,
         current: 0,
@@ -187,4 +248,9 @@ export function observe(c: Upstream['calls'], seconds: number): void {
   c.buckets[i] = (c.buckets[i] ?? 0) + 1;
   c.sum += seconds;
   c.count += 1;
+}
+
+/** C49, C55: counts one disagreement of `u` with the other nodes on `method` (junction_upstream_misbehaving_total). */
+export function countDisagreement(u: Upstream, method: string): void {
+  u.calls.misbehaving.set(method, (u.calls.misbehaving.get(method) ?? 0) + 1);
 }

@@ -71,6 +71,11 @@ export interface PoolOptions {
   consensus?: { readonly methods: readonly string[]; readonly nodes?: number; readonly penaltySeconds?: number };
   /** C58: spans for the attempts of traced requests; absent while tracing is off. */
   tracer?: AttemptTracer | undefined;
+  /**
+   * C55: a share of the answers to single reads is checked in the background against other nodes
+   * at the same block (sampling.ts). Off when not given, and on a pool of one upstream.
+   */
+  sampling?: SamplingOptions;
 }
 
 /**
@@ -91,6 +96,20 @@ export interface AttemptSpan {
   readonly headers: Readonly<Record<string, string>>;
   /** `ok`: the node answered; `cancelled`: a hedge's loser; else the failure's kind, with its reason in our words. */
   end(outcome: 'ok' | 'cancelled' | FailureKind, reason?: string): void;
+}
+
+/** C55: answer sampling of one pool. */
+export interface SamplingOptions {
+  /** Share (0 to 1) of the answers to the methods sampled by default (state reads at a block, by the method catalogue) that is checked. */
+  readonly rate: number;
+  /** Per method: its own share (0: never); a method listed here is sampled even when it is not one of the default ones. */
+  readonly methods?: Readonly<Record<string, number>>;
+  /** Checks under way at once per pool; an answer picked while that many run is not checked. 4 by default. */
+  readonly maxInFlight?: number;
+  /** Disagreements within `windowSeconds` that take a node out of rotation. 3 by default. */
+  readonly outAfter?: number;
+  /** Seconds a disagreement counts (and a node stays marked, read last, after its latest one). 600 by default. */
+  readonly windowSeconds?: number;
 }
 
 /** Options of one call through the pool. */
@@ -134,6 +153,11 @@ export interface UpstreamHealth {
   lastError?: string;
   /** Present when its head is far above the head the network agrees on (issue 27): not trusted, read after every answering upstream in line or lagging. */
   outlier?: true;
+  /**
+   * C49, C55: present while it is marked misbehaving (its answers disagreed with the other nodes'):
+   * `disagreements` within the sampling window, and whether it is out of rotation now.
+   */
+  misbehaving?: { disagreements: number; outOfRotation: boolean };
 }
 
 /** Calls sent to one upstream (health probes left out), for /metrics. */
@@ -147,8 +171,20 @@ export interface UpstreamCallStats {
   count: number;
   /** Failed attempts by kind (`timeout`, `connect`, `http_5xx`, ...). */
   errors: ReadonlyMap<FailureKind, number>;
-  /** C49: times it disagreed with the majority of a consensus read. */
-  misbehaving: number;
+  /** C49, C55: by method, times it disagreed with the majority of a consensus read or of a sampled check. */
+  misbehaving: ReadonlyMap<string, number>;
+}
+
+/** C55: what the sampled checks of a pool came to, for /metrics. */
+export interface SamplingStats {
+  /** The nodes asked gave the same answer. */
+  agreed: number;
+  /** A node disagreed with the majority and was marked. */
+  disagreed: number;
+  /** No verdict: a node gave no answer to compare, or the answers had no majority. */
+  inconclusive: number;
+  /** Picked but not checked: `maxInFlight` checks were under way already. */
+  skipped: number;
 }
 
 /** What went wrong with one attempt, as a bounded label. */

@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import type { Config } from '../config/schema.ts';
 import type { Notification, SubscriptionHub } from './hub.ts';
 import { SubscriptionHubs } from './hubs.ts';
-import { type UpstreamCallStats, type UpstreamHealth, UpstreamPool } from './pool.ts';
+import { type SamplingStats, type UpstreamCallStats, type UpstreamHealth, UpstreamPool } from './pool.ts';
 import type { AttemptTracer } from './types.ts';
 
 /** A new block seen on a network: its number, and its hash when a node pushed the header. */
@@ -79,6 +79,8 @@ export class Upstreams {
           ...(n.pruneDepthBlocks === undefined ? {} : { pruneDepthBlocks: n.pruneDepthBlocks }),
           ...(n.blockTimeMs === undefined ? {} : { blockTimeMs: n.blockTimeMs }), // issue 27: bounds a head's jump
           ...(n.consensus === undefined ? {} : { consensus: n.consensus }), // C49
+          // C55: the network's rate and methods over the gateway's; off on a network of one upstream (the pool says).
+          sampling: { ...r.sampling, ...(n.sampling?.rate === undefined ? {} : { rate: n.sampling.rate }), ...(n.sampling?.methods === undefined ? {} : { methods: n.sampling.methods }) },
           logger,
           tracer,
           onHead: (head) => this.#emitHead(n.slug, head, null),
@@ -254,11 +256,11 @@ export class Upstreams {
     return out;
   }
 
-  /** Per network whose probes run: its upstreams' health and the calls sent to each (for /metrics). */
-  stats(): Array<{ network: string; health: UpstreamHealth[]; calls: UpstreamCallStats[] }> {
-    const out: Array<{ network: string; health: UpstreamHealth[]; calls: UpstreamCallStats[] }> = [];
+  /** Per network whose probes run: its upstreams' health, the calls sent to each and the sampled checks of answers (for /metrics). */
+  stats(): Array<{ network: string; health: UpstreamHealth[]; calls: UpstreamCallStats[]; samples: SamplingStats }> {
+    const out: Array<{ network: string; health: UpstreamHealth[]; calls: UpstreamCallStats[]; samples: SamplingStats }> = [];
     for (const [slug, pool] of this.#pools) {
-      if (this.#started.has(slug)) out.push({ network: slug, health: pool.health(), calls: pool.callStats() });
+      if (this.#started.has(slug)) out.push({ network: slug, health: pool.health(), calls: pool.callStats(), samples: pool.samplingStats() });
     }
     return out;
   }

@@ -117,10 +117,14 @@ export async function startTestApp(opts: TestAppOptions = {}): Promise<TestApp> 
   }
   // Tests make many accounts from one address: generous REST limits unless a test sets its own.
   // Cheap password hashes (2^10 instead of 2^15) unless a test sets its own: hashing is not what most tests test.
+  // No answer sampling (C55) unless a test sets a rate: a check is another call at a node, at random,
+  // and many tests count the calls their nodes receive.
+  const rpc = opts.overrides?.rpc as { sampling?: object } | undefined;
   const overrides = {
     ...opts.overrides,
     auth: { passwordHashCost: TEST_PASSWORD_HASH_COST, ...(opts.overrides?.auth as object | undefined) },
     limits: { ...GENEROUS_REST_LIMITS, ...(opts.overrides?.limits as object | undefined) },
+    rpc: { ...rpc, sampling: { rate: 0, ...rpc?.sampling } },
   };
   let config = loadConfig({ env: { LOG_LEVEL: 'info', ...opts.env }, overrides });
   let devnet: Devnet | undefined;

@@ -8,10 +8,11 @@ import type { AddressInfo, Socket } from 'node:net';
  * - `ok`: answers each call (see `FakeNodeOptions` for what it answers)
  * - `refuse`: not listening (connection refused), same port as before
  * - `stall`: reads the request and never answers
+ * - `stallCalls`: answers its lone `eth_blockNumber` health probes, never any other call (a node that looks healthy and hangs)
  * - `status500` / `status429`: that status with a JSON-RPC-looking body
  * - `garbage`: 200 with an HTML page
  */
-export type FakeMode = 'ok' | 'refuse' | 'stall' | 'status500' | 'status429' | 'garbage';
+export type FakeMode = 'ok' | 'refuse' | 'stall' | 'stallCalls' | 'status500' | 'status429' | 'garbage';
 
 export interface FakeNodeOptions {
   mode?: FakeMode;
@@ -67,6 +68,11 @@ export interface FakeNode {
   setDelay(ms: number): void;
   /** In `ok` mode, answer `method` with exactly these bytes (`null` restores the default). */
   setRaw(method: string, body: string | null): void;
+  /**
+   * In `ok` mode, answer `method` with the `result` text `script` gives for the call (its params, and
+   * how many calls of the method came before it); a null from it answers as usual. `null` removes it.
+   */
+  setScript(method: string, script: ((params: unknown, before: number) => string | null) | null): void;
   /** Native: `XDPoS_getV2BlockByNumber` answers a block whose `Error` is set, as for an unknown number. */
   setBlockError(on: boolean): void;
   /** Native: `XDPoS_getMasternodesByNumber` answers with `Error: {}` (how Go marshals its error value). */
@@ -212,6 +218,7 @@ export async function startFakeNode(opts: FakeNodeOptions = {}): Promise<FakeNod
   let delayMs = opts.delayMs ?? 0;
   let last: FakeNode['last'];
   const raw = new Map<string, string>();
+  const scripts = new Map<string, (params: unknown, before: number) => string | null>();
   const calls = new Map<string, number>();
   const log: RpcCall[] = [];
   const bodies: string[] = [];
@@ -231,6 +238,9 @@ export async function startFakeNode(opts: FakeNodeOptions = {}): Promise<FakeNod
   const answer = async (item: Item): Promise<string | undefined> => {
     if (item.idText === undefined && opts.silentNotifications) return undefined;
     if (refuse.has(item.method)) return envelope(item, { error: { code: -32000, message: 'transaction refused by the test' } });
+    const script = scripts.get(item.method);
+    const scripted = script?.(item.params, (calls.get(item.method) ?? 1) - 1) ?? null;
+    if (scripted !== null) return envelope(item, { result: scripted });
     const rawBody = raw.get(item.method);
     if (rawBody !== undefined) return rawBody;
     if (opts.forwardTo) {
@@ -259,13 +269,17 @@ export async function startFakeNode(opts: FakeNodeOptions = {}): Promise<FakeNod
         calls.set(it.method, (calls.get(it.method) ?? 0) + 1);
         log.push({ method: it.method, params: it.params });
       }
-      if (!(items.length === 1 && items[0]?.method === 'eth_blockNumber' && top.kind === 'object')) {
+      const probe = items.length === 1 && items[0]?.method === 'eth_blockNumber' && top.kind === 'object';
+      if (!probe) {
         bodies.push(text);
         requests.push({ body: text, headers: req.headers });
       }
       switch (mode) {
         case 'stall':
           return; // the socket is destroyed on close()
+        case 'stallCalls':
+          if (!probe) return;
+          break;
         case 'status500':
         case 'status429': {
           const status = mode === 'status500' ? 500 : 429;
@@ -338,7 +352,7 @@ export async function startFakeNode(opts: FakeNodeOptions = {}): Promise<FakeNod
         await once(server, 'listening');
       }
       // Leaving `stall`: let the held requests go (their sockets are reset).
-      if (mode === 'stall') for (const s of sockets) s.destroy();
+      if (mode === 'stall' || mode === 'stallCalls') for (const s of sockets) s.destroy();
       mode = next;
     },
     setHead(n) {
@@ -350,6 +364,10 @@ export async function startFakeNode(opts: FakeNodeOptions = {}): Promise<FakeNod
     setRaw(method, body) {
       if (body === null) raw.delete(method);
       else raw.set(method, body);
+    },
+    setScript(method, script) {
+      if (script === null) scripts.delete(method);
+      else scripts.set(method, script);
     },
     setBlockError(on) {
       flags.blockError = on;

@@ -48,7 +48,8 @@ describe('consensus reads (C49)', () => {
     [a, b, c] = await Promise.all([startFakeNode(), startFakeNode(), startFakeNode({ delayMs: 200 })]);
     const dir = mkdtempSync(path.join(tmpdir(), 'junction-consensus-'));
     const file = path.join(dir, 'config.json');
-    writeFileSync(file, JSON.stringify({ networks: [{ slug: NET, consensus: { methods: ['eth_getBalance'], penaltySeconds: 1 } }] }));
+    // A replacement delay far above these nodes' answers: which nodes are asked stays as the test says.
+    writeFileSync(file, JSON.stringify({ networks: [{ slug: NET, hedgeDelayMs: 2_000, consensus: { methods: ['eth_getBalance'], penaltySeconds: 1 } }] }));
     const urls = `${a.url},${b.url},${c.url}`;
     t = await startTestApp({
       listen: true,
@@ -156,8 +157,12 @@ describe('consensus reads (C49)', () => {
     assert.deepEqual([logged.network, logged.name, logged.method], [NET, `${NET}-0`, 'eth_getBalance']);
     assert.ok(!line.includes(String(a.port)), 'never the URL');
     const metrics = (await t.app.inject({ method: 'GET', url: '/metrics' })).body;
-    assert.match(metrics, new RegExp(`junction_upstream_misbehaving_total\\{network="${NET}",upstream="${NET}-0"\\} 1\\b`));
-    assert.doesNotMatch(metrics, new RegExp(`junction_upstream_misbehaving_total\\{network="${NET}",upstream="${NET}-1"\\}`));
+    assert.match(metrics, new RegExp(`junction_upstream_misbehaving_total\\{network="${NET}",upstream="${NET}-0",method="eth_getBalance"\\} 1\\b`));
+    assert.doesNotMatch(metrics, new RegExp(`junction_upstream_misbehaving_total\\{network="${NET}",upstream="${NET}-1"`));
+    // C49, C55: shown in readiness while it is left out.
+    const ready = (await t.app.inject({ method: 'GET', url: '/health/ready' })).json<{ networks: Record<string, { upstreams: Array<{ misbehaving?: unknown }> }> }>();
+    assert.deepEqual(ready.networks[NET]?.upstreams[0]?.misbehaving, { disagreements: 1, outOfRotation: true });
+    assert.equal(ready.networks[NET]?.upstreams[1]?.misbehaving, undefined);
 
     // After the penalty (1 s) it is asked again.
     await sleep(1_100);

@@ -41,3 +41,4 @@ export function call(method: string, params: unknown[] = [], id: number | string
 export function rpcError(code: number, message: string, id: number | string = 1): string {
   return JSON.stringify({ jsonrpc: '2.0', id, error: { code, message } });
 }
+
