@@ -504,8 +504,8 @@ for (const r of rows) {
 }
 for (const r of rows) for (const note of r.notes) console.log(`\n${note}`);
 // C49: a hung node with consensus reads against the same fault without them.
-const hungPlain = rows.find((r) => r.scenario.startsWith('1 of 3 nodes hung') && !r.scenario.includes('consensus'));
-const hungConsensus = rows.find((r) => r.scenario.startsWith('1 of 3 nodes hung') && r.scenario.includes('consensus'));
+const hungPlain = rows.find((r) => r.scenario.startsWith('1 of 3 nodes hung') && r.scenario.includes('(no consensus)'));
+const hungConsensus = rows.find((r) => r.scenario.startsWith('1 of 3 nodes hung') && r.scenario.includes('consensus reads'));
 if (hungPlain && hungConsensus) {
   const ratio = pct(hungConsensus.during, 99) / pct(hungPlain.during, 99);
   console.log(`\nHung node: p99 with consensus reads ${pct(hungConsensus.during, 99).toFixed(1)} ms, without ${pct(hungPlain.during, 99).toFixed(1)} ms: ${ratio.toFixed(2)}x (goal: at most 2x).`);
