@@ -27,8 +27,10 @@ import type { CallOptions, FailureKind, ForwardResult } from './types.ts';
  * to settle the disagreement. A hung node costs one hedge delay (two when the others disagree),
  * not an attempt's timeout.
  *
- * Limits, on purpose: batches are forwarded as usual (their items are not compared); a node that
- * fails (no answer, or a provider error of the table: throttled, missing state) is replaced by the
+ * A batch reaches this module call by call: the dispatcher takes a batch's consensus reads out of
+ * the batch sent to a node and sends each as a single call (pool.isConsensusRead).
+ *
+ * Limits, on purpose: a node that fails (no answer, or a provider error of the table: throttled, missing state) is replaced by the
  * next candidate and is not a vote; when fewer upstreams answer than `nodes`, what they agree on is
  * answered (logged at debug), so a network with one working node still answers.
  */
