@@ -6,7 +6,7 @@ import { markFailed, markOk } from './health.ts';
 import { observe, type PoolState, type Upstream } from './state.ts';
 
 /**
- * Transactions broadcast to every healthy upstream at once (issue 15, point 7). Each node gets the
+ * Transactions broadcast to every healthy upstream at once (C26). Each node gets the
  * transaction once; none is asked twice (C26: the `maybeSent` rule). A node that already holds
  * this very transaction ("already known") has accepted it as much as one that answers its hash.
  */
@@ -62,7 +62,7 @@ export function hashAnswer(id: string, hash: string): Buffer {
 type Ask = <R>(p: PoolState, method: string, params: readonly unknown[], reqId: string | undefined) => Promise<R>;
 
 /**
- * Issue 15: a signed transaction goes to every healthy upstream at once, each exactly once. The
+ * C26: a signed transaction goes to every healthy upstream at once, each exactly once. The
  * first hash answered wins; "already known" is success too (answered with the transaction's
  * hash), and so is "nonce too low" when the chain has this very transaction. Otherwise, once
  * every node is done, a node's refusal is the answer; with none, -32000 with `maybeSent` when

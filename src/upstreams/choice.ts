@@ -5,7 +5,7 @@ import type { PoolState, Upstream } from './state.ts';
  * Which upstream a call tries first, and which next (C26): the order, archive routing and weights.
  *
  * Order: answering and in line with the network's head, then answering but lagging, then
- * answering with a head far above it (an outlier, issue 27: not trusted), then not heard from
+ * answering with a head far above it (an outlier, C26: not trusted), then not heard from
  * yet, then marked misbehaving (its answers disagreed with the others', C49, C55), then failed
  * (last resort, soonest to recover first); within a group the faster latency class first, then
  * config order, so the operator's order holds unless a node is clearly faster. A node out of
@@ -23,7 +23,7 @@ export function candidatesFor(p: PoolState, methods: readonly string[], block: n
   let list = order(p);
   if (list.length < 2) return list;
   if (p.mixedArchive && mayNeedArchive(methods) && needsArchive(methods, block, p.head, p.pruneDepthBlocks)) {
-    // Issue 15: archive nodes first, but a node known down stays behind every answering one.
+    // C26: archive nodes first, but a node known down stays behind every answering one.
     const rank = (u: Upstream): number => (u.state === 'down' ? 2 : u.archive ? 0 : 1);
     list = [...list].sort((a, b) => rank(a) - rank(b));
   }
@@ -85,7 +85,7 @@ function sorted(p: PoolState, now: number): Upstream[] {
     // C49, C55: its answers disagreed with the others': read after every node not marked.
     if (u.markedUntil > now) return 4;
     if (u.state === 'unknown') return 3;
-    // Issue 27: a head far above the one the network agrees on is not trusted; a lagging node is
+    // C26: a head far above the one the network agrees on is not trusted; a lagging node is
     // behind but honest, so it is read first.
     if (u.ahead) return 2;
     return u.head !== null && best !== null && best - u.head > p.maxLagBlocks ? 1 : 0;

@@ -210,7 +210,7 @@ class ConsensusRead {
     const vote: Vote = { u, status: outcome.value.status, body: outcome.value.body, key: keyOf(text) };
     const verdict = p.providerErrors.active ? p.providerErrors.judge(vote.body) : null;
     if (verdict !== null) {
-      // Throttled or missing state: says nothing about the chain, so it is no vote (issue 15).
+      // Throttled or missing state: says nothing about the chain, so it is no vote (C26).
       this.#fail(u, verdict.kind === 'busy' ? 'node_busy' : 'node_missing', verdict.reason);
       if (verdict.kind === 'busy') markFailed(p, u, verdict.reason, reqId);
       else markOk(p, u, reqId);

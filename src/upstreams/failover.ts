@@ -60,7 +60,7 @@ export async function send<T>(
     if (tx) return broadcast(p, targets, body, tx, Math.min(attemptMs, p.totalTimeoutMs), read, reqId, request);
   }
   const hedge = p.hedge !== undefined && !stateChanging && candidates.length > 1 && !neverHedged ? p.hedge : undefined;
-  // Issue 15: a read answered with a provider error moves on; a transaction's answer is final (C26).
+  // C26: a read answered with a provider error moves on; a transaction's answer is final (C26).
   const judge = !stateChanging && p.providerErrors.active;
   const judged = (status: number, buf: Buffer): Judged<T> | undefined => {
     const value = read(status, buf);
@@ -103,8 +103,8 @@ export async function send<T>(
         const latest = running[running.length - 1] as Run<Judged<T>>;
         const race = running.length === 1 ? latest.done : Promise.race(running.map((r) => r.done));
         if (next < candidates.length && deadline > Date.now() && (candidates[next] as Upstream).tier <= firstTier) {
-          // Issue 15: not answered within the hedge delay, the read also goes to the next node.
-          // Issue 29: and to the one after while none of those asked answers (two stalled nodes
+          // C26: not answered within the hedge delay, the read also goes to the next node.
+          // C48: and to the one after while none of those asked answers (two stalled nodes
           // first in line cost two hedge delays, not an attempt's whole timeout). C26: only to a
           // node as good as the first (choice.ts's groups): a lagging, untrusted or failed node is a
           // failover's last resort, never a race a stale answer could win because it is quick.

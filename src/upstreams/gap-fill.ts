@@ -18,7 +18,7 @@ export interface FillHost {
 /**
  * After a reconnect, fetches what a topic missed while the hub was away and passes it on, in
  * order, before the live notifications that arrive meanwhile (held in `st.buffer` until then;
- * issue 15, point 8): for newHeads the blocks after the last one passed on, by number; for logs
+ * C26): for newHeads the blocks after the last one passed on, by number; for logs
  * one eth_getLogs from the last block known covered to the node's head. At most `maxBlocks`
  * blocks, the latest ones. Requests go over the new connection; when it drops again, the next
  * reconnect fills from where this one got.

@@ -17,14 +17,14 @@ import type { UpstreamHealth, UpstreamState } from './types.ts';
 const BACKOFF_BASE_MS = 1_000;
 const BACKOFF_MAX_MS = 30_000;
 const LATENCY_WEIGHT = 0.3; // weight of a new sample in the moving average
-/** A round comes up to this share of the interval early (issue 28: see nextProbeDelay). */
+/** A round comes up to this share of the interval early (see nextProbeDelay). */
 const PROBE_JITTER = 0.2;
 
 /**
  * The wait before a pool's next probe round: the interval, less up to a fifth at random. The
  * pools of every network start together and would otherwise probe in the same turn of the event
  * loop for as long as the process runs: a round of all the upstreams held the gateway's thread
- * for several milliseconds every interval (issue 28, the tail of RPC answers), where pools that
+ * for several milliseconds every interval (the tail of RPC answers: docs/scaling.md), where pools that
  * drift apart spread it. Never later than the interval: each upstream is still probed at least
  * every `healthIntervalMs`.
  */
@@ -92,7 +92,7 @@ const JUMP_FACTOR = 4; // a head may move this many times faster than the networ
 const JUMP_SLACK_BLOCKS = 32; // and this many blocks more: probe timing, a burst of blocks
 
 /**
- * Sets the network's head from its upstreams' heads (C26, issue 27), marks the ones far above it
+ * Sets the network's head from its upstreams' heads (C26), marks the ones far above it
  * as outliers, and hands a new highest head to `onHead`. Runs when heads or states change (a
  * probe round, an upstream failing or answering again), never per call.
  *
@@ -160,7 +160,7 @@ export function bestHead(p: PoolState): number | null {
 }
 
 /**
- * Issue 27: the highest head that at least half of the nodes reach (have a head at or above it
+ * C26: the highest head that at least half of the nodes reach (have a head at or above it
  * less `window` blocks), so one node far ahead is the outlier rather than every honest node
  * "lagging": with three nodes it takes two. A single head is taken as it is; with two that
  * disagree half is one, and the higher counts (a stalled node is the commoner failure; the jump

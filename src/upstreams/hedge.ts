@@ -1,5 +1,5 @@
 /**
- * Hedged reads (issue 15, point 4): a read that a node has not answered within the hedge delay is
+ * Hedged reads (C26): a read that a node has not answered within the hedge delay is
  * also sent to the next node; the first good answer wins and the other attempt is aborted. Which
  * methods may be hedged is the method catalogue's `hedge` (never a filter, a transaction or a
  * subscription: src/methods/catalogue.ts).

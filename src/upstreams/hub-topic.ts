@@ -3,15 +3,14 @@ import type { Topic } from './topics.ts';
 
 /**
  * A subscription hub's topics (hub.ts): who follows each, and what was passed on to them, so a
- * block or log seen twice (after a reconnect, a failover or a gap fill) is dropped (issue 15,
- * point 8).
+ * block or log seen twice (after a reconnect, a failover or a gap fill) is dropped (C26).
  */
 
 /**
  * One notification of a topic, handed to every subscriber of it. What a subscriber makes of it
  * (the WebSocket frame every client gets, but for its subscription id) is made once, by the
  * first subscriber that asks, and shared by the rest: a notification is serialised once per
- * topic, not once per client (issue 28).
+ * topic, not once per client (docs/scaling.md).
  */
 export class Notification {
   /** The node's `result`, as the node wrote it. */

@@ -303,7 +303,7 @@ export class SubscriptionHub {
 
   /**
    * Passes a notification on to a topic's subscribers, unless it is a block header or log they
-   * already had (issue 15, point 8; see {@link alreadyPassedOn}).
+   * already had (C26; see {@link alreadyPassedOn}).
    */
   #deliver(st: TopicState, text: string, live: boolean): void {
     if (st.kind !== 'other' && alreadyPassedOn(st, text, live)) {

@@ -92,7 +92,7 @@ export class UpstreamPool {
 
   /**
    * Whether a head one upstream announces (a `newHeads` block) may be passed on as the network's
-   * (issue 27): with two upstreams or more, only once the probes set a head and not further above
+   * (C26): with two upstreams or more, only once the probes set a head and not further above
    * it than the chain could have moved; one upstream alone is its own head.
    */
   believes(head: number): boolean {

@@ -1,5 +1,5 @@
 /**
- * Answers that mean "this node cannot serve this now" (issue 15, point 1): a provider throttling
+ * Answers that mean "this node cannot serve this now" (C26): a provider throttling
  * with HTTP 200 and a JSON-RPC error, a node out of capacity, a pruned node missing old state.
  * Such an answer to a read moves the call to the next node (C26) instead of reaching the user.
  */

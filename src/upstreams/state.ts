@@ -87,7 +87,7 @@ export interface Upstream {
   current: number;
   /** Group from the last sort (in line, lagging, ahead, unknown, marked, down): weights share the calls within one. */
   tier: number;
-  /** Its head is far above the head the network agrees on (issue 27): not trusted, read after the others. */
+  /** Its head is far above the head the network agrees on (C26): not trusted, read after the others. */
   ahead: boolean;
   /** Durations of its recent calls (the hedge delay is their p90). */
   readonly window: LatencyWindow;

@@ -45,7 +45,7 @@ export interface PoolOptions {
   healthIntervalMs?: number;
   /**
    * Milliseconds between the network's blocks; 250 (the fastest shipped chain) by default. Bounds
-   * how far the network's head may move between two readings (issue 27).
+   * how far the network's head may move between two readings (C26).
    */
   blockTimeMs?: number;
   /** Kept-alive connections per upstream; 32 by default. */
@@ -151,7 +151,7 @@ export interface UpstreamHealth {
   latencyMs: number | null;
   /** Why the last call or probe failed, in words, while it is the most recent outcome ("connection refused (ECONNREFUSED)"). */
   lastError?: string;
-  /** Present when its head is far above the head the network agrees on (issue 27): not trusted, read after every answering upstream in line or lagging. */
+  /** Present when its head is far above the head the network agrees on (C26): not trusted, read after every answering upstream in line or lagging. */
   outlier?: true;
   /**
    * C49, C55: present while it is marked misbehaving (its answers disagreed with the other nodes'):

@@ -72,12 +72,12 @@ export class Upstreams {
           healthIntervalMs: r.healthIntervalMs,
           connections: r.connectionsPerUpstream,
           maxResponseBytes: r.maxResponseBytes,
-          // Issue 15: provider errors, hedged reads (a network may fix its own delay), broadcast, archive routing.
+          // C26: provider errors, hedged reads (a network may fix its own delay), broadcast, archive routing.
           providerErrors: r.providerErrors,
           hedge: n.hedgeDelayMs === undefined ? r.hedge : { ...r.hedge, delayMs: n.hedgeDelayMs },
           broadcastTransactions: r.broadcastTransactions,
           ...(n.pruneDepthBlocks === undefined ? {} : { pruneDepthBlocks: n.pruneDepthBlocks }),
-          ...(n.blockTimeMs === undefined ? {} : { blockTimeMs: n.blockTimeMs }), // issue 27: bounds a head's jump
+          ...(n.blockTimeMs === undefined ? {} : { blockTimeMs: n.blockTimeMs }), // C26: bounds a head's jump
           ...(n.consensus === undefined ? {} : { consensus: n.consensus }), // C49
           // C55: the network's rate and methods over the gateway's; off on a network of one upstream (the pool says).
           sampling: { ...r.sampling, ...(n.sampling?.rate === undefined ? {} : { rate: n.sampling.rate }), ...(n.sampling?.methods === undefined ? {} : { methods: n.sampling.methods }) },
@@ -94,7 +94,7 @@ export class Upstreams {
       reconnectMaxMs: ws.reconnectMaxMs,
       pingIntervalMs: ws.pingIntervalMs,
       idleTimeoutMs: ws.idleTimeoutMs,
-      gapFillMaxBlocks: ws.gapFillMaxBlocks, // issue 15: catch up after a reconnect
+      gapFillMaxBlocks: ws.gapFillMaxBlocks, // C26: catch up after a reconnect
     });
   }
 
@@ -185,7 +185,7 @@ export class Upstreams {
         const h = /"hash"\s*:\s*"(0x[0-9a-fA-F]{64})"/.exec(resultText);
         if (!m?.[1]) return;
         const n = Number.parseInt(m[1], 16);
-        // Issue 27: one node's word that the chain jumped far ahead would silence every later head; the probes decide.
+        // C26: one node's word that the chain jumped far ahead would silence every later head; the probes decide.
         if (this.pool(slug).believes(n)) this.#emitHead(slug, n, h?.[1] ?? null);
       },
     };
