@@ -2,7 +2,7 @@ import { createSecureContext, type SecureContext } from 'node:tls';
 import { Pool } from 'undici';
 import { LatencyWindow, type HedgeOptions } from './hedge.ts';
 import { DEFAULT_PROVIDER_ERRORS, ProviderErrors } from './provider-errors.ts';
-import { type FailureKind, type PoolLogger, type PoolOptions, UPSTREAM_BUCKETS, type UpstreamState } from './types.ts';
+import { type AnswerRoom, type FailureKind, type PoolLogger, type PoolOptions, UPSTREAM_BUCKETS, type UpstreamState } from './types.ts';
 
 /**
  * What an upstream pool knows, shared by its parts: the settings, one record per upstream, and
@@ -64,6 +64,8 @@ export class PoolState {
   /** Milliseconds between the network's blocks, or the fastest shipped chain's when not configured: bounds a head's jump. */
   readonly blockTimeMs: number;
   readonly maxResponseBytes: number;
+  /** C60: the instance's room for answers in memory (attempt.ts takes it for large answers). */
+  readonly room: AnswerRoom | undefined;
   readonly log: PoolLogger | undefined;
   readonly onHead: ((head: number) => void) | undefined;
   readonly providerErrors: ProviderErrors;
@@ -113,6 +115,7 @@ export class PoolState {
     this.healthIntervalMs = opts.healthIntervalMs ?? 5_000;
     this.blockTimeMs = opts.blockTimeMs ?? 250;
     this.maxResponseBytes = opts.maxResponseBytes ?? 64 * 1024 * 1024;
+    this.room = opts.room;
     this.log = opts.logger;
     this.onHead = opts.onHead;
     this.providerErrors = new ProviderErrors(opts.providerErrors ?? DEFAULT_PROVIDER_ERRORS);

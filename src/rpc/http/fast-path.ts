@@ -3,7 +3,7 @@ import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
 import type { Network, NetworkRegistry } from '../../chains/registry.ts';
 import type { Config } from '../../config/schema.ts';
-import { InternalRpcError, InvalidRequestError, type RpcError, ShuttingDownRpcError, UnknownNetworkError } from '../../errors/rpc.ts';
+import { GATEWAY_BUSY_RETRY_AFTER_S, InternalRpcError, InvalidRequestError, type RpcError, ShuttingDownRpcError, UnknownNetworkError } from '../../errors/rpc.ts';
 import { genReqId, redactSecrets } from '../../ops/logging.ts';
 import type { RpcHttpMetrics } from '../../ops/metrics.ts';
 import { errorText } from '../jsonrpc.ts';
@@ -130,6 +130,8 @@ export function rpcFastPath(deps: FastPathDeps): (req: IncomingMessage, res: Ser
     const headers = x.headers;
     if (out.headers) Object.assign(headers, out.headers);
     if (out.cache) headers['x-cache'] = out.cache;
+    // C60: a call refused for want of room in memory (503) is told when to retry; other 503s bring their own.
+    if (out.status === 503 && headers['retry-after'] === undefined) headers['retry-after'] = String(GATEWAY_BUSY_RETRY_AFTER_S);
     if (out.body !== null) {
       headers['content-type'] = 'application/json; charset=utf-8';
       // A length, not chunked encoding: one write of head and body.
