@@ -33,11 +33,14 @@ RUN node scripts/build.mjs \
 # --- run: production dependencies, the compiled gateway, the dashboard ---------------------------
 FROM ${NODE_IMAGE}
 WORKDIR /app
+# MALLOC_MMAP_THRESHOLD_: glibc gives the memory of large answers back once they are freed
+# (docs/deploy.md, C60).
 ENV NODE_ENV=production \
     DATA_DIR=/data \
     PORT=8080 \
     HOST=0.0.0.0 \
-    LOG_FORMAT=json
+    LOG_FORMAT=json \
+    MALLOC_MMAP_THRESHOLD_=131072
 # Embedded storage (PGlite), generated secrets and the devnet chains' state live in DATA_DIR:
 # a volume, owned by the user the gateway runs as.
 RUN mkdir -p /data && chown 1000:1000 /data

@@ -182,7 +182,9 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
     refreshTtlSeconds: config.auth.refreshTokenTtlSeconds,
   });
   const metrics = new Metrics();
-  const upstreams = new Upstreams(config, logger, tracing?.attempts);
+  // C60: answers in memory bounded in time and bytes, those unsent to clients and those being read from nodes.
+  const outbound = new Outbound({ writeTimeoutMs: config.server.writeTimeoutMs, maxPendingBytes: config.server.maxPendingBytes, logger });
+  const upstreams = new Upstreams(config, logger, tracing?.attempts, outbound);
   // Chain events (C33-C39): one follower hands blocks to whale alerts, webhooks and the solver; prices
   // value them. Made first: the features that change what it follows tell it so (webhooks, intents).
   const follower = new BlockFollower({ db, config, upstreams, logger });
@@ -224,8 +226,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   const analyticsStore = new AnalyticsStore({ db, logger });
   const usageRetention = new UsageRetention({ db, logger, retentionDays: config.usage.retentionDays });
   const pipeline = new RpcPipeline({ config, keys: keyCache, policy, upstreams, logger, meter, usage, metrics: rpcMetrics, ...(cache ? { cache } : {}), ...(analytics ? { analytics } : {}), ...(tracing ? { tracing } : {}) });
-  // C60: unsent answers bounded in time and bytes; C57: a stop that lets connections drain.
-  const outbound = new Outbound({ writeTimeoutMs: config.server.writeTimeoutMs, maxPendingBytes: config.server.maxPendingBytes, logger });
+  // C57: a stop that lets connections drain.
   const drain = new ConnectionDrain(logger);
   const rpcHttp = rpcFastPath({ config, registry, pipeline, logger, metrics: new RpcHttpMetrics(metrics.registry), outbound, stopping: () => drain.stopping, ...(tracing ? { tracing } : {}) });
 

@@ -228,7 +228,7 @@ async function main(): Promise<void> {
     // listener opens: a failure of it is not reported as a port that cannot be listened on.
     await app.ready();
     const parts = app.parts;
-    installBenchGc(process.env, () => ({ ...parts.ws.stats(), pendingBytes: parts.outbound.pendingBytes() }));
+    installBenchGc(process.env, () => ({ ...parts.ws.stats(), pendingBytes: parts.outbound.pendingBytes(), receivingBytes: parts.outbound.receivingBytes(), refused: parts.outbound.refused }));
     // The early listener lets go of the port and the app takes it in the same turn.
     await early.handOver();
     const address = await app.listen({ port: early.port, host: config.server.host }).catch((err: unknown) => {

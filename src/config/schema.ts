@@ -27,7 +27,7 @@ export const ConfigSchema = T.Object(
         // C60: clients that do not read (src/http/outbound.ts).
         writeTimeoutMs: T.Integer({ minimum: 0, description: 'milliseconds for the bytes of an answer (HTTP or WebSocket) to be taken by the client; past it the connection is cut; 0 = off' }),
         maxPendingBytesPerConnection: T.Integer({ minimum: 1024, description: 'bytes an HTTP connection may hold unsent: an answer that would go past it (with bytes still unsent) cuts the connection instead; 16 MiB by default' }),
-        maxPendingBytes: T.Integer({ minimum: 1024, description: 'bytes held unsent for all HTTP and WebSocket clients of the instance; a large answer past it first cuts the connections holding the most; 256 MiB by default' }),
+        maxPendingBytes: T.Integer({ minimum: 1024, description: 'bytes of answers in memory for the whole instance: being read from nodes, and written to HTTP and WebSocket clients but unsent; past it the connections holding the most unsent are cut, then a node\'s large answer is refused (503, retry shortly); 256 MiB by default' }),
       },
       { additionalProperties: false, description: 'the HTTP listener' },
     ),

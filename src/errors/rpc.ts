@@ -1,5 +1,5 @@
 import { BaseError } from './base.ts';
-import { AnswerTooLargeError, inWords, NoUpstreamError, UpstreamRpcError } from './upstream.ts';
+import { AnswerRoomError, AnswerTooLargeError, inWords, NoUpstreamError, UpstreamRpcError } from './upstream.ts';
 
 /**
  * JSON-RPC errors with pinned codes (spec section 7) and the HTTP status each answers with (C22).
@@ -93,6 +93,21 @@ export class ResponseTooLargeError extends UpstreamError {
     });
   }
 }
+/** Seconds a call refused with {@link GatewayBusyError} is told to wait (`Retry-After`, `data.retryAfter`). */
+export const GATEWAY_BUSY_RETRY_AFTER_S = 1;
+/**
+ * C60: the instance had no room for a large answer (answers being read from nodes and waiting for
+ * clients together at `server.maxPendingBytes`): -32603 with HTTP 503, `Retry-After` and
+ * `data.retryAfter`, like the gateway's other refusals of the moment (C48, C57). Asked again
+ * shortly, the same call may pass.
+ */
+export class GatewayBusyError extends RpcError {
+  static override code = -32603;
+  static override httpStatus = 503;
+  constructor() {
+    super('Gateway busy: too many large answers in memory; retry shortly', { details: { reason: 'gateway_busy', retryAfter: GATEWAY_BUSY_RETRY_AFTER_S } });
+  }
+}
 export class InternalRpcError extends RpcError {
   static override code = -32603;
   static override httpStatus = 500;
@@ -154,6 +169,7 @@ export class NodeAnsweredError extends RpcError {
 export function toRpcError(err: unknown): RpcError {
   if (err instanceof RpcError) return err;
   if (err instanceof AnswerTooLargeError) return new ResponseTooLargeError(err.maxBytes);
+  if (err instanceof AnswerRoomError) return new GatewayBusyError();
   if (err instanceof NoUpstreamError) {
     const message = err.maybeSent
       ? 'Upstream RPC error: the transaction may have been sent; check it by hash'

@@ -45,6 +45,15 @@ export class AnswerTooLargeError extends NoUpstreamError {
   }
 }
 
+/**
+ * C60: a node's answer was not read further because the instance had no room for it (answers
+ * being read from nodes and waiting for clients together at `server.maxPendingBytes`). Not the
+ * node's doing; asked again shortly, the same call may pass (503 with Retry-After for the client).
+ */
+export class AnswerRoomError extends NoUpstreamError {
+  override name = 'AnswerRoomError';
+}
+
 /** A JSON-RPC error object a node answered (its `data` in `details`), for internal callers of the pools (faucet, follower). */
 export class UpstreamRpcError extends BaseError {
   override name = 'UpstreamRpcError';

@@ -1,5 +1,6 @@
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
+import { type AnswerRoom, ROOM_FROM_BYTES } from '../upstreams/types.ts';
 
 /** Why a connection was cut. */
 export type CutReason = 'write timeout' | 'instance cap';
@@ -9,8 +10,8 @@ export interface Cuttable {
   cut(why: CutReason): void;
 }
 
-/** Answers smaller than this never look at the instance's total (it is summed over the sockets that hold bytes). */
-const LARGE_ANSWER_BYTES = 64 * 1024;
+/** Milliseconds between two log lines about calls refused for want of room (a count of those refused in between). */
+const REFUSAL_LOG_MS = 1_000;
 
 /** A socket that holds bytes it has not handed to the kernel yet. */
 interface Watch {
@@ -24,25 +25,35 @@ interface Watch {
 type Counted = Duplex & { bytesWritten?: number };
 
 /**
- * C60: what clients that do not read can hold of the gateway's memory, over HTTP and WebSocket.
+ * C60: what answers can hold of the gateway's memory, over HTTP and WebSocket: those being read
+ * from the nodes and those written to clients that have not taken them yet.
  * The transports call {@link wrote} after writing an answer and {@link makeRoom} before writing a
- * large one:
+ * large one; the upstream attempts {@link take} room for a large answer as it arrives and
+ * {@link give} it back once it is handed on:
  * - a socket left with bytes unsent is watched: what it held when the watch started must be
  *   flushed within `server.writeTimeoutMs`, else the connection is cut (a client that reads slowly
  *   but steadily keeps going: each round only asks for the bytes of the round before);
- * - the bytes unsent on all watched sockets together stay under `server.maxPendingBytes`: before
- *   a large answer would go past it, the connections holding the most are cut (a client that does
- *   not read holds all it was sent; one that reads holds little), so new answers still go out.
+ * - the bytes unsent on all watched sockets and those of answers being read from nodes together
+ *   stay under `server.maxPendingBytes`: before a large answer would go past it, the connections
+ *   holding the most unsent are cut (a client that does not read holds all it was sent; one that
+ *   reads holds little), so new answers still go out; a node's answer that still finds no room is
+ *   not read further and its call is refused (-32603, 503 with Retry-After: retry shortly).
  * The per-connection caps are the transports' own (`server.maxPendingBytesPerConnection` in the
  * HTTP fast path, `ws.maxBufferedBytes` on a WebSocket).
  */
-export class Outbound {
+export class Outbound implements AnswerRoom {
   readonly #timeoutMs: number;
   readonly #maxBytes: number;
   readonly #log: Logger;
   readonly #watched = new Map<Duplex, Watch>();
-  /** Connections cut, by reason (tests and logs read them). */
+  /** Bytes of large answers being read from nodes (or read and not handed on yet). */
+  #receiving = 0;
+  /** Calls refused for want of room since the last log line about them, and when that was. */
+  #refusedUnlogged = 0;
+  #refusalLoggedAt = 0;
+  /** Connections cut, by reason, and nodes' answers refused for want of room (tests and logs read them). */
   readonly cuts = { writeTimeout: 0, instanceCap: 0 };
+  refused = 0;
 
   constructor(opts: { writeTimeoutMs: number; maxPendingBytes: number; logger: Logger }) {
     this.#timeoutMs = opts.writeTimeoutMs;
@@ -57,23 +68,75 @@ export class Outbound {
     return sum;
   }
 
+  /** Bytes of large answers being read from nodes now. */
+  receivingBytes(): number {
+    return this.#receiving;
+  }
+
   /**
-   * Before writing `bytes` to `socket`: when the instance's unsent bytes and these would go past
-   * `server.maxPendingBytes`, the other connections holding the most are cut until they fit.
+   * Before writing `bytes` to `socket`: when the instance's answers in memory and these would go
+   * past `server.maxPendingBytes`, the other connections holding the most unsent are cut until
+   * they fit (or none is left to cut: the answer is already in memory and goes out).
    */
   makeRoom(bytes: number, socket: Duplex | null): void {
-    if (bytes < LARGE_ANSWER_BYTES || this.#watched.size === 0) return;
+    if (bytes < ROOM_FROM_BYTES || this.#watched.size === 0) return;
+    this.#cutFor(this.#receiving + bytes, socket);
+  }
+
+  /**
+   * C60, for the upstream attempts: room for `bytes` more of a node's answer. Connections holding
+   * unsent answers are cut first, as for a write; false when that leaves too little (the answers
+   * being read fill the room by themselves): the answer is not read further, its call refused.
+   */
+  take(bytes: number, held: number): boolean {
+    const receiving = this.#receiving + bytes;
+    // An answer read while no other is passes whatever its size (rpc.maxResponseBytes bounds it).
+    const alone = this.#receiving === held;
+    if (receiving > this.#maxBytes && !alone) return this.#refuse();
+    const pending = this.#watched.size > 0 ? this.#cutFor(receiving, null) : 0;
+    if (pending + receiving > this.#maxBytes && !alone) return this.#refuse();
+    this.#receiving = receiving;
+    return true;
+  }
+
+  /** A node's answer refused for want of room: counted, and logged at most once a second. */
+  #refuse(): false {
+    this.refused++;
+    this.#refusedUnlogged++;
+    const now = Date.now();
+    if (now - this.#refusalLoggedAt >= REFUSAL_LOG_MS) {
+      this.#log.warn(
+        { refused: this.#refusedUnlogged, receivingBytes: this.#receiving, pendingBytes: this.pendingBytes(), maxPendingBytes: this.#maxBytes },
+        'no room for the large answers of nodes: calls refused (503, retry shortly)',
+      );
+      this.#refusalLoggedAt = now;
+      this.#refusedUnlogged = 0;
+    }
+    return false;
+  }
+
+  /** C60: room taken by {@link take} given back (the answer was handed on, or dropped). */
+  give(bytes: number): void {
+    this.#receiving -= bytes;
+  }
+
+  /**
+   * Cuts the connections holding the most unsent bytes (but `spare`'s) until they and `extra`
+   * fit under the cap, or none is left; returns the bytes still unsent.
+   */
+  #cutFor(extra: number, spare: Duplex | null): number {
     let total = this.pendingBytes();
-    if (total + bytes <= this.#maxBytes) return;
-    const holders = [...this.#watched.values()].filter((w) => w.socket !== socket).sort((a, b) => b.socket.writableLength - a.socket.writableLength);
+    if (total + extra <= this.#maxBytes) return total;
+    const holders = [...this.#watched.values()].filter((w) => w.socket !== spare).sort((a, b) => b.socket.writableLength - a.socket.writableLength);
     for (const w of holders) {
-      if (total + bytes <= this.#maxBytes) break;
+      if (total + extra <= this.#maxBytes) break;
       const held = w.socket.writableLength;
       this.cuts.instanceCap++;
-      this.#log.warn({ heldBytes: held, pendingBytes: total, maxPendingBytes: this.#maxBytes }, 'unsent answers past the instance cap; the connection holding the most is cut');
+      this.#log.warn({ heldBytes: held, pendingBytes: total, receivingBytes: this.#receiving, maxPendingBytes: this.#maxBytes }, 'answers in memory past the instance cap; the connection holding the most unsent is cut');
       this.#cut(w, 'instance cap');
       total -= held;
     }
+    return total;
   }
 
   /** After a write to `socket`: if the kernel did not take it all, the socket is watched until it has. */

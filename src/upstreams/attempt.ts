@@ -1,6 +1,9 @@
 import type { Cancel } from './hedge.ts';
 import type { PoolState, Upstream } from './state.ts';
-import type { AttemptSpan, FailureKind } from './types.ts';
+import { type AnswerRoom, type AttemptSpan, type FailureKind, ROOM_FROM_BYTES } from './types.ts';
+
+/** C60: room for an answer of unknown length is taken this much ahead of what arrived (one call to the room per MiB). */
+const ROOM_STEP_BYTES = 1024 * 1024;
 
 /**
  * One attempt of a call on one upstream. `final`: no other node would do better (e.g. an answer
@@ -73,6 +76,9 @@ class AttemptHandler<T> {
   #status = 0;
   #chunks: Buffer[] | null = [];
   #size = 0;
+  /** C60: the instance's room for answers, and how much of it this answer holds (0 below {@link ROOM_FROM_BYTES}). */
+  readonly #room: AnswerRoom | undefined;
+  #held = 0;
   /** Decided before the end (a 5xx or 429, an answer over the cap): what the attempt resolves with. */
   #verdict: Attempt<T> | null = null;
   #abort: ((err?: Error) => void) | null = null;
@@ -81,6 +87,7 @@ class AttemptHandler<T> {
   constructor(p: PoolState, timeoutMs: number, read: (status: number, body: Buffer) => T | undefined, resolve: (a: Attempt<T>) => void, cancel: Cancel | undefined) {
     this.#p = p;
     this.#max = p.maxResponseBytes;
+    this.#room = p.room;
     this.#timeoutMs = timeoutMs;
     this.#read = read;
     this.#resolve = resolve;
@@ -91,11 +98,33 @@ class AttemptHandler<T> {
     return { ok: false, reason: `answer larger than ${this.#max} bytes`, kind: 'too_large', sent: true, final: true };
   }
 
+  #busy(): Attempt<T> {
+    return { ok: false, reason: 'no room for the answer in memory (server.maxPendingBytes)', kind: 'gateway_busy', sent: true, final: true };
+  }
+
   #cut(why: Attempt<T>): false {
     this.#verdict = why;
     this.#chunks = null;
+    this.release();
     this.#abort?.(new Error('answer cut'));
     return false;
+  }
+
+  /**
+   * C60: room for `bytes` of this answer in all (more than it holds): false when the instance has
+   * none, and the answer is not read further.
+   */
+  #hold(bytes: number): boolean {
+    if (!(this.#room as AnswerRoom).take(bytes - this.#held, this.#held)) return false;
+    this.#held = bytes;
+    return true;
+  }
+
+  /** The answer's room given back: it was handed on (the transport counts what it has not sent), or dropped. */
+  release(): void {
+    if (this.#held === 0) return;
+    (this.#room as AnswerRoom).give(this.#held);
+    this.#held = 0;
   }
 
   onConnect(abort: (err?: Error) => void): void {
@@ -116,7 +145,10 @@ class AttemptHandler<T> {
       this.#chunks = null;
       return true;
     }
-    if (contentLength(rawHeaders) > this.#max) return this.#cut(this.#tooLarge());
+    const length = contentLength(rawHeaders);
+    if (length > this.#max) return this.#cut(this.#tooLarge());
+    // C60: a large answer of known length takes its room at once, before any of it is read.
+    if (length >= ROOM_FROM_BYTES && this.#room !== undefined && !this.#hold(length)) return this.#cut(this.#busy());
     return true;
   }
 
@@ -126,6 +158,10 @@ class AttemptHandler<T> {
     this.#size += chunk.length;
     // Counted as it arrives, so an endless chunked answer is cut at the cap.
     if (this.#size > this.#max) return this.#cut(this.#tooLarge());
+    // C60: past ROOM_FROM_BYTES, the bytes held take room first (a step ahead of what arrived).
+    if (this.#size >= ROOM_FROM_BYTES && this.#size > this.#held && this.#room !== undefined && !this.#hold(Math.min(this.#size + ROOM_STEP_BYTES, this.#max))) {
+      return this.#cut(this.#busy());
+    }
     chunks.push(chunk);
     return true;
   }
@@ -135,14 +171,23 @@ class AttemptHandler<T> {
     const chunks = this.#chunks;
     if (this.#verdict !== null || chunks === null) return this.#resolve(this.#verdict ?? this.#tooLarge());
     const buf = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, this.#size);
+    this.#chunks = null;
+    // The room is given back once the answer had its turn to be written (the HTTP fast path writes
+    // the answers of a round at setImmediate; from then on the transport counts what is unsent).
+    if (this.#held > 0) setImmediate(releaseOf, this);
     const value = this.#read(this.#status, buf);
     this.#resolve(value === undefined ? { ok: false, reason: `invalid body (HTTP ${this.#status})`, kind: 'invalid_answer', sent: true } : { ok: true, value });
   }
 
   onError(err: Error): void {
     if (this.#onCancel) this.#cancel?.removeListener('abort', this.#onCancel);
+    this.release();
     this.#resolve(this.#verdict ?? failure(this.#p, err, this.#timeoutMs));
   }
+}
+
+function releaseOf(h: { release(): void }): void {
+  h.release();
 }
 
 /** What a failed attempt says: only codes and our own words (undici and Node messages may quote the upstream's address). */

@@ -1,4 +1,4 @@
-import { AnswerTooLargeError, NetworkDownError, NoUpstreamError, type FailedAttempt, UpstreamRpcError } from '../errors/upstream.ts';
+import { AnswerRoomError, AnswerTooLargeError, NetworkDownError, NoUpstreamError, type FailedAttempt, UpstreamRpcError } from '../errors/upstream.ts';
 import { parseResponse } from './answers.ts';
 import { type Attempt, attempt } from './attempt.ts';
 import { broadcast, rawTransaction } from './broadcast.ts';
@@ -177,11 +177,18 @@ function settle<T>(
   tally.failed.push({ upstream: u.index, reason: outcome.reason });
   if (p.closed) return 'stop';
   p.log?.debug({ reqId, network: p.network, upstream: u.index, name: u.name, reason: outcome.reason, methods }, 'upstream attempt failed');
-  if (outcome.final) throw outcome.kind === 'too_large' ? new AnswerTooLargeError(p.network, tally.failed, p.maxResponseBytes) : new NoUpstreamError(p.network, tally.failed);
+  if (outcome.final) throw finalError(p, outcome.kind, tally.failed);
   markFailed(p, u, outcome.reason, reqId);
   // C26: a transaction that may have reached a node is not sent again elsewhere.
   if (call.stateChanging && outcome.sent) throw new NoUpstreamError(p.network, tally.failed, true);
   return 'next';
+}
+
+/** The error of a call that ends with an attempt failed with `kind`: its answer too large (C60), no room for it (C60), or no upstream answered. */
+export function finalError(p: PoolState, kind: FailureKind, failed: FailedAttempt[]): NoUpstreamError {
+  if (kind === 'too_large') return new AnswerTooLargeError(p.network, failed, p.maxResponseBytes);
+  if (kind === 'gateway_busy') return new AnswerRoomError(p.network, failed);
+  return new NoUpstreamError(p.network, failed);
 }
 
 /**

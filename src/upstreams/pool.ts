@@ -1,8 +1,8 @@
-import { AnswerTooLargeError, type FailedAttempt, inWords, NetworkDownError, NoUpstreamError, UpstreamRpcError } from '../errors/upstream.ts';
+import { type FailedAttempt, inWords, NetworkDownError, NoUpstreamError, UpstreamRpcError } from '../errors/upstream.ts';
 import { looksLikeJsonRpc } from './answers.ts';
 import { attempt } from './attempt.ts';
 import { consensusForward, isConsensusCall } from './consensus.ts';
-import { request, send } from './failover.ts';
+import { finalError, request, send } from './failover.ts';
 import { agreedHead, bestHead, checkHealth, healthReport, isDown, jumpCeiling, markFailed, markOk, startProbes } from './health.ts';
 import { maybeSample, samplingStats } from './sampling.ts';
 import { observe, PoolState } from './state.ts';
@@ -159,8 +159,7 @@ export class UpstreamPool {
     }
     u.calls.errors.set(outcome.kind, (u.calls.errors.get(outcome.kind) ?? 0) + 1);
     if (!p.closed && !outcome.final) markFailed(p, u, outcome.reason, opts.reqId);
-    if (outcome.kind === 'too_large') throw new AnswerTooLargeError(p.network, [{ upstream, reason: outcome.reason }], p.maxResponseBytes);
-    throw new NoUpstreamError(p.network, [{ upstream, reason: outcome.reason }]);
+    throw finalError(p, outcome.kind, [{ upstream, reason: outcome.reason }]);
   }
 
   /**

@@ -2,7 +2,7 @@ import { createSecureContext, type SecureContext } from 'node:tls';
 import { Pool } from 'undici';
 import { DEFAULT_HEDGE, LatencyWindow, type HedgeOptions } from './hedge.ts';
 import { DEFAULT_PROVIDER_ERRORS, ProviderErrors } from './provider-errors.ts';
-import { type AttemptTracer, type FailureKind, type PoolLogger, type PoolOptions, type SamplingOptions, UPSTREAM_BUCKETS, type UpstreamState } from './types.ts';
+import { type AnswerRoom, type AttemptTracer, type FailureKind, type PoolLogger, type PoolOptions, type SamplingOptions, UPSTREAM_BUCKETS, type UpstreamState } from './types.ts';
 
 /**
  * What an upstream pool knows, shared by its parts: the settings, one record per upstream, and
@@ -111,6 +111,8 @@ export class PoolState {
   /** Milliseconds between the network's blocks, or the fastest shipped chain's when not configured: bounds a head's jump. */
   readonly blockTimeMs: number;
   readonly maxResponseBytes: number;
+  /** C60: the instance's room for answers in memory (attempt.ts takes it for large answers). */
+  readonly room: AnswerRoom | undefined;
   readonly log: PoolLogger | undefined;
   /** C58: spans for the attempts of traced requests; undefined while tracing is off. */
   readonly tracer: AttemptTracer | undefined;
@@ -171,6 +173,7 @@ export class PoolState {
     this.healthIntervalMs = opts.healthIntervalMs ?? 5_000;
     this.blockTimeMs = opts.blockTimeMs ?? 250;
     this.maxResponseBytes = opts.maxResponseBytes ?? 64 * 1024 * 1024;
+    this.room = opts.room;
     this.log = opts.logger;
     this.tracer = opts.tracer;
     this.onHead = opts.onHead;

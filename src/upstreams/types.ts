@@ -52,6 +52,8 @@ export interface PoolOptions {
   connections?: number;
   /** Bytes an answer may have; a larger one is not read further and fails the call (-32000). 64 MiB by default. */
   maxResponseBytes?: number;
+  /** C60: the instance's room for answers in memory, shared by every pool; unbounded when not given. */
+  room?: AnswerRoom;
   logger?: PoolLogger;
   /** Called when the best known head rises (the `heads(network)` stream of the upstreams module). */
   onHead?: (head: number) => void;
@@ -111,6 +113,26 @@ export interface SamplingOptions {
   /** Seconds a disagreement counts (and a node stays marked, read last, after its latest one). 600 by default. */
   readonly windowSeconds?: number;
 }
+
+/**
+ * C60: the room the instance has for answers in memory, shared by every pool and by the answers
+ * waiting to be sent to clients (src/http/outbound.ts). An attempt takes room for a node's answer
+ * once it is {@link ROOM_FROM_BYTES} or more, before holding its bytes, and gives it back once the
+ * answer is handed on or dropped. Smaller answers never ask.
+ */
+export interface AnswerRoom {
+  /**
+   * Room for `bytes` more of a node's answer that holds `held` already: false when there is none
+   * (the call is refused: 503, retry shortly). An answer read while no other is always has room,
+   * up to `rpc.maxResponseBytes`, so none is refused forever.
+   */
+  take(bytes: number, held: number): boolean;
+  /** Gives back room taken. */
+  give(bytes: number): void;
+}
+
+/** C60: answers smaller than this take no room (a length check at most on the common path). */
+export const ROOM_FROM_BYTES = 64 * 1024;
 
 /** Options of one call through the pool. */
 export interface CallOptions {
@@ -196,6 +218,8 @@ export type FailureKind =
   | 'http_429'
   | 'invalid_answer'
   | 'too_large'
+  /** C60: the gateway had no room for the answer (not the node's doing: it is never marked for it). */
+  | 'gateway_busy'
   /** A JSON-RPC error of the provider-errors table: throttled or out of capacity. */
   | 'node_busy'
   /** A JSON-RPC error of the provider-errors table: the node lacks the data (pruned, behind). */

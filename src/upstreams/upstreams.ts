@@ -3,7 +3,7 @@ import type { Config } from '../config/schema.ts';
 import type { Notification, SubscriptionHub } from './hub.ts';
 import { SubscriptionHubs } from './hubs.ts';
 import { type SamplingStats, type UpstreamCallStats, type UpstreamHealth, UpstreamPool } from './pool.ts';
-import type { AttemptTracer } from './types.ts';
+import type { AnswerRoom, AttemptTracer } from './types.ts';
 
 /** A new block seen on a network: its number, and its hash when a node pushed the header. */
 export interface Head {
@@ -53,8 +53,11 @@ export class Upstreams {
   readonly #heads = new Map<string, HeadFeed>();
   readonly #log: Logger;
 
-  /** `tracer`: C58, spans for the attempts of traced requests (absent while tracing is off). */
-  constructor(config: Config, logger: Logger, tracer?: AttemptTracer) {
+  /**
+   * `tracer`: C58, spans for the attempts of traced requests (absent while tracing is off).
+   * `room`: C60, the instance's room for answers in memory, shared with the transports (unbounded when not given).
+   */
+  constructor(config: Config, logger: Logger, tracer?: AttemptTracer, room?: AnswerRoom) {
     const r = config.rpc;
     const ws = config.ws;
     this.#log = logger;
@@ -72,6 +75,7 @@ export class Upstreams {
           healthIntervalMs: r.healthIntervalMs,
           connections: r.connectionsPerUpstream,
           maxResponseBytes: r.maxResponseBytes,
+          ...(room ? { room } : {}),
           // C26: provider errors, hedged reads (a network may fix its own delay), broadcast, archive routing.
           providerErrors: r.providerErrors,
           hedge: n.hedgeDelayMs === undefined ? r.hedge : { ...r.hedge, delayMs: n.hedgeDelayMs },

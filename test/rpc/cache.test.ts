@@ -430,8 +430,8 @@ describe('response cache: coalescing identical reads', () => {
     assert.equal(calls, 1);
     answers.forEach((a, i) => {
       assert.equal(a.hit, false);
-      assert.equal(idText(a.body), ids[i]);
-      assert.deepEqual(JSON.parse(a.body).result, { hash: 'h' });
+      assert.equal(idText(String(a.body)), ids[i]);
+      assert.deepEqual(JSON.parse(String(a.body)).result, { hash: 'h' });
     });
     const again = await c.serve(p, '5', () => assert.fail('stored'));
     assert.deepEqual(again, { body: ok('5', '{"hash":"h"}'), hit: true });
@@ -499,7 +499,7 @@ describe('response cache: coalescing identical reads', () => {
       };
       const latest = await Promise.all(Array.from({ length: 20 }, (_, i) => call(i, 'eth_getBalance', [ADDR, 'latest'])));
       assert.equal(node.callCount('eth_getBalance'), 1);
-      latest.forEach((a, i) => assert.equal(JSON.parse(a.body).id, i));
+      latest.forEach((a, i) => assert.equal(JSON.parse(String(a.body)).id, i));
       // A later latest read is a new flight: coalescing never keeps an answer.
       await call(99, 'eth_getBalance', [ADDR, 'latest']);
       assert.equal(node.callCount('eth_getBalance'), 2);

@@ -59,7 +59,7 @@ export interface CachePlan {
 
 /** One answer from `ResponseCache.serve`: the body with the caller's id, and whether memory held it. */
 export interface CachedAnswer {
-  body: string;
+  body: string | Buffer;
   hit: boolean;
 }
 
@@ -338,17 +338,18 @@ export class ResponseCache {
    * The part of {@link serve} after memory had nothing: the answer body for this caller through
    * `fetch`, shared with identical calls in flight, stored when the plan allows.
    */
-  async #shared(plan: CachePlan, idText: string, fetch: () => Promise<string | Buffer>): Promise<string> {
+  async #shared(plan: CachePlan, idText: string, fetch: () => Promise<string | Buffer>): Promise<string | Buffer> {
     let led = false;
-    const text = await this.coalesce(plan.key, async () => {
+    const body = await this.coalesce(plan.key, async () => {
       led = true;
-      const body = await fetch();
-      const t = typeof body === 'string' ? body : body.toString('utf8');
-      this.put(plan, t);
-      return t;
+      const b = await fetch();
+      this.put(plan, b);
+      return b;
     });
-    // The flight's own caller sent its bytes to the node, whose answer carries its id already.
-    return led ? text : withId(text, idText);
+    // The flight's own caller sent its bytes to the node, whose answer carries its id already: it
+    // gets the node's bytes as they came (C60: no text made of a large answer); the others, the
+    // text under their own ids.
+    return led ? body : withId(typeof body === 'string' ? body : body.toString('utf8'), idText);
   }
 
   /** Counts per network, for metrics. */

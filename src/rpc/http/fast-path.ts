@@ -1,8 +1,9 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
 import type { Network, NetworkRegistry } from '../../chains/registry.ts';
 import type { Config } from '../../config/schema.ts';
-import { InternalRpcError, InvalidRequestError, RpcError, ShuttingDownRpcError, UnknownNetworkError } from '../../errors/rpc.ts';
+import { GATEWAY_BUSY_RETRY_AFTER_S, InternalRpcError, InvalidRequestError, RpcError, ShuttingDownRpcError, UnknownNetworkError } from '../../errors/rpc.ts';
 import { genReqId, redactSecrets } from '../../ops/logging.ts';
 import type { RpcHttpMetrics } from '../../ops/metrics.ts';
 import type { RequestSpan, Tracing } from '../../ops/tracing.ts';
@@ -51,6 +52,23 @@ export function rpcFastPath(deps: FastPathDeps): (req: IncomingMessage, res: Ser
   const stopping = deps.stopping ?? (() => false);
   const limit = config.server.bodyLimitBytes;
   const perConnection = config.server.maxPendingBytesPerConnection;
+  /** C60: bytes of answers waiting behind another on their connection (pipelining), by socket. */
+  const queued = new WeakMap<Socket, number>();
+  /** Their sum over every connection: while 0 (no pipelining), the map is never looked at. */
+  let queuedTotal = 0;
+  /** Counts a pipelined answer in its connection's queue until it is written out (or the connection ends). */
+  const queueBehind = (socket: Socket, res: ServerResponse, size: number): void => {
+    queued.set(socket, (queued.get(socket) ?? 0) + size);
+    queuedTotal += size;
+    let done = false;
+    const out = (): void => {
+      if (done) return;
+      done = true;
+      queued.set(socket, (queued.get(socket) ?? size) - size);
+      queuedTotal -= size;
+    };
+    res.once('finish', out).once('close', out);
+  };
   const clientIp = clientIpResolver(config.server.trustedProxies);
   const origins = new Set(config.rpc.corsOrigins);
   const anyOrigin = origins.has('*');
@@ -115,6 +133,8 @@ export function rpcFastPath(deps: FastPathDeps): (req: IncomingMessage, res: Ser
     const headers = x.headers;
     if (out.headers) Object.assign(headers, out.headers);
     if (out.cache) headers['x-cache'] = out.cache;
+    // C60: a call refused for want of room in memory (503) is told when to retry; other 503s bring their own.
+    if (out.status === 503 && headers['retry-after'] === undefined) headers['retry-after'] = String(GATEWAY_BUSY_RETRY_AFTER_S);
     if (out.body !== null) {
       headers['content-type'] = 'application/json; charset=utf-8';
       // A length, not chunked encoding: one write of head and body.
@@ -134,24 +154,28 @@ export function rpcFastPath(deps: FastPathDeps): (req: IncomingMessage, res: Ser
     if (stopping()) x.headers.connection = 'close';
     if (x.body === null) res.writeHead(204, x.headers).end();
     else {
-      const socket = res.socket;
+      // The request's socket: a pipelined answer's response has none of its own until the answers
+      // before it are written (Node queues it), yet it is held for the same connection.
+      const socket = x.req.socket;
       // A large text goes out as its bytes: a string waiting in the socket's queue is held twice
       // (the string, and the copy the socket writes from).
       const body = typeof x.body === 'string' && x.body.length > LARGE_TEXT ? Buffer.from(x.body) : x.body;
       x.body = null; // from here on only the socket holds the answer
-      if (socket && outbound) {
-        // C60: a connection still holding unsent bytes takes no answer past its cap; it is cut instead.
+      if (outbound) {
+        // C60: a connection still holding unsent bytes (in the socket, or in answers queued behind
+        // the one it writes) takes no answer past its cap; it is cut instead.
         const size = typeof body === 'string' ? Buffer.byteLength(body) : body.length;
-        const held = socket.writableLength;
+        const held = socket.writableLength + (queuedTotal > 0 ? (queued.get(socket) ?? 0) : 0);
         if (held > 0 && held + size > perConnection) {
           logger.warn({ reqId: x.requestId, route: t.route, heldBytes: held, answerBytes: size, maxPendingBytesPerConnection: perConnection }, 'client does not read its answers; connection cut');
           socket.destroy();
           return;
         }
         outbound.makeRoom(size, socket);
+        if (res.socket === null) queueBehind(socket, res, size);
       }
       res.writeHead(x.status, x.headers).end(body);
-      if (socket && outbound) outbound.wrote(socket);
+      if (outbound) outbound.wrote(socket);
     }
     const ms = performance.now() - x.started;
     count(t.route, x.status, ms / 1000);
