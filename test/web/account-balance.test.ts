@@ -135,9 +135,11 @@ describe('dashboard: account, balance and plan texts (C43)', { skip: await brows
 
   test("the key form says the plan's network allowance before a submit; the key box says where the key can be seen again; the edit form holds the key's own rate, the plan's as a hint; the account counts the key", async () => {
     const { page } = await d.newMember();
-    // C16: said up front, not only in a refusal after the submit.
+    // C16: said up front, not only in a refusal after the submit (once GET /me has answered).
+    const allowance = page.getByTestId('network-allowance').first();
+    await allowance.filter({ hasText: 'Your plan allows' }).waitFor();
     assert.equal(
-      await page.getByTestId('network-allowance').first().innerText(),
+      await allowance.innerText(),
       'Your plan allows 6 networks over all your keys; they use 0 now. None checked: the networks your plan gives by default.',
     );
     await page.getByLabel('Name', { exact: true }).fill('hinted');
