@@ -51,7 +51,7 @@ for (const [name, url] of [['PostgreSQL', pgUrl], ['Redis', redisUrl]]) {
 // `--unit`: the fast tier (npm run test:unit), the files that start nothing: no app, gateway
 // process, chain, database (PGlite included), Redis, browser or child process (in-process servers of their own are
 // fine). Told by what a file imports and calls, so a new file lands in its tier by itself.
-const STARTERS = /support\/(app|process|anvil|hardhat|pg-cluster|redis-cluster|redis-server|services|scale-out|pglite-template)\.ts|\/web\/support\.ts|\/ws\/helpers\.ts|src\/devnet\/|src\/storage\/db\.ts|node:child_process|playwright/;
+const STARTERS = /support\/(app|process|anvil|hardhat|pg-cluster|redis-cluster|redis-server|services|scale-out|pglite-template)\.ts|\/web\/support\.ts|scripts\/api-types\.ts|\/ws\/helpers\.ts|src\/devnet\/|src\/storage\/db\.ts|node:child_process|playwright/;
 const startsNothing = (f) => !STARTERS.test(readFileSync(f, 'utf8'));
 const args = process.argv.slice(2);
 const unit = args.includes('--unit');

@@ -53,7 +53,7 @@ const Analytics = T.Object({
   }),
   byKey: T.Array(T.Object({ apiKeyId: T.String(), name: T.Union([T.String(), T.Null()], { description: 'null for a deleted key' }), requests: Count, computeUnits: Count })),
   byNetwork: T.Array(T.Object({ network: T.String(), requests: Count, errorRate: Rate, p95Ms: Ms })),
-});
+}, { title: 'Analytics' });
 
 /** `hour` covers at most 7 days (C46); the period's default and largest length are C27's (src/http/period.ts). */
 const MAX_HOURLY_DAYS = 7;

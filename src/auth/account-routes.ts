@@ -35,7 +35,7 @@ const Me = T.Composite([
       { description: 'left now over all the account\'s keys; null = unlimited' }, // C10–C12
     ),
   }),
-]);
+], { title: 'Me' });
 const errors = { 400: ErrorResponse, 401: ErrorResponse, 429: ErrorResponse, 503: ErrorResponse };
 const security = [{ bearerAuth: [] }];
 

@@ -14,9 +14,9 @@ const Plan = T.Object({
       maxKeys: Limit,
       maxNetworks: T.Union([T.Integer(), T.Null()], { description: "distinct networks over all of an account's keys" }),
     },
-    { description: "the plan's limits as configured, named as GET /me names them; null = unlimited" }, // C9
+    { title: 'PlanLimits', description: "the plan's limits as configured, named as GET /me names them; null = unlimited" }, // C9
   ),
-});
+}, { title: 'Plan' });
 
 /**
  * GET /plans: public, like GET /networks (C6 beyond the contract: the sign-up page shows what the

@@ -13,14 +13,14 @@ export const UserSchema = T.Object({
   email: T.String(),
   name: T.String(),
   tier: T.Union([T.Literal('free'), T.Literal('pro'), T.Literal('max'), T.Literal('enterprise')]),
-});
-export const Tokens = T.Object({ accessToken: T.String(), refreshToken: T.String() });
+}, { title: 'User' });
+export const Tokens = T.Object({ accessToken: T.String(), refreshToken: T.String() }, { title: 'Tokens' });
 /** Register, login and refresh: the refresh token is left out of the body when it went into the cookie. */
 const SessionTokens = T.Object({
   accessToken: T.String(),
   refreshToken: T.Optional(T.String({ description: 'absent with "session": "cookie" (then it is in the HttpOnly cookie)' })),
-});
-const Session = ok(T.Object({ user: UserSchema, tokens: SessionTokens }));
+}, { title: 'SessionTokens' });
+const Session = ok(T.Object({ user: UserSchema, tokens: SessionTokens }, { title: 'Session' }));
 const SessionMode = T.Optional(
   T.Literal('cookie', {
     description:

@@ -14,7 +14,7 @@ const ChainBalance = T.Object({
   balanceRaw: T.String({ pattern: '^[0-9]+$', description: 'smallest units (wei for a native coin), exact decimal string' }),
   usd: Usd('US dollars to the cent; null when the price is unknown'),
   blockNumber: T.Integer({ minimum: 0, description: "the block every amount of this network was read at" }),
-});
+}, { title: 'ChainBalance' });
 
 const Asset = T.Object({
   symbol: T.String({
@@ -26,7 +26,7 @@ const Asset = T.Object({
   chains: T.Array(ChainBalance, {
     description: 'where it is held, in config order: a native coin on every network read (zero included), a token only where its balance is not zero',
   }),
-});
+}, { title: 'BalanceAsset' });
 
 const UnifiedBalance = T.Object({
   address: T.String({ pattern: '^0x[0-9a-fA-F]{40}$', description: 'the address asked about, in EIP-55 form (an xdc… address is answered as 0x…)' }),
@@ -43,7 +43,7 @@ const UnifiedBalance = T.Object({
     }),
     { description: 'networks (or tokens) left out of the answer, and why' },
   ),
-});
+}, { title: 'UnifiedBalance' });
 
 const Params = T.Object({
   address: T.String({

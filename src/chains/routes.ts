@@ -4,7 +4,7 @@ import { notFound } from '../errors/http.ts';
 import { ErrorResponse, ok } from '../http/schemas.ts';
 import type { Network, NetworkRegistry } from './registry.ts';
 
-const Currency = T.Object({ name: T.String(), symbol: T.String(), decimals: T.Integer() });
+const Currency = T.Object({ name: T.String(), symbol: T.String(), decimals: T.Integer() }, { title: 'Currency' });
 const NetworkSummary = T.Object({
   id: T.String(),
   name: T.String(),
@@ -14,11 +14,11 @@ const NetworkSummary = T.Object({
   rpcUrl: T.String({ description: 'JSON-RPC over HTTP: append /{apiKey}, or send the key in X-API-Key' }),
   wsUrl: T.String({ description: 'JSON-RPC over WebSocket: append ?apiKey={apiKey}' }),
   currency: Currency,
-});
+}, { title: 'NetworkSummary' });
 const NetworkDetail = T.Composite([
   NetworkSummary,
   T.Object({ explorerUrl: T.Union([T.String(), T.Null()], { description: 'the block explorer; null when there is none (the devnet)' }), supportedMethods: T.Array(T.String()) }),
-]);
+], { title: 'NetworkDetail' });
 
 /** GET /networks and /networks/:slug: public (C6). */
 export const networkRoutes: FastifyPluginAsyncTypebox<{ registry: NetworkRegistry }> = async (app, { registry }) => {

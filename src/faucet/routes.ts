@@ -26,14 +26,14 @@ const FaucetResult = T.Object({
   amount: T.String({ description: 'whole native units, as a decimal string' }),
   network: T.String(),
   recipient: Hex('EIP-55 address'),
-});
+}, { title: 'FaucetGrant' });
 
 const FaucetBalance = T.Object({
   balance: T.Union([T.String(), T.Null()], { description: 'whole native units as a decimal string; null when no node of the network answered' }),
   symbol: T.String(),
   faucetAddress: Hex('the faucet wallet'),
   error: T.Optional(T.String({ description: 'why balance is null' })),
-});
+}, { title: 'FaucetBalance' });
 
 const security = [{ bearerAuth: [] }];
 

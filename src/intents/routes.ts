@@ -39,7 +39,7 @@ const Step = T.Union([
     }),
     blockNumber: T.Union([T.Integer(), T.Null()]),
     timestamp: T.Union([IsoDate, T.Null()], { description: 'the block time once confirmed' }),
-  }),
+  }, { title: 'IntentStep' }),
   T.Null(),
 ]);
 
@@ -88,7 +88,7 @@ export const IntentSchema = T.Object(
     createdAt: IsoDate,
     updatedAt: IsoDate,
   },
-  { description: 'a cross-chain intent (C41)' },
+  { title: 'Intent', description: 'a cross-chain intent (C41)' },
 );
 
 const security = [{ bearerAuth: [] }];

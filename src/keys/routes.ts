@@ -68,24 +68,24 @@ const ApiKey = T.Composite([T.Object({
   status: Status,
   expiresAt: Nullable(IsoDate),
   createdAt: IsoDate,
-}), AccessView]);
+}), AccessView], { title: 'ApiKey' });
 const Endpoint = T.Object({
   network: T.String({ description: 'network slug' }),
   http: T.String({ description: 'JSON-RPC over HTTP with the key in the path: POST here' }),
   ws: T.String({ description: 'JSON-RPC over WebSocket with the key in the query: connect here' }),
-});
+}, { title: 'KeyEndpoint' });
 /** Create and rotate answer the key with its ready-to-paste addresses. */
 const ApiKeyWithEndpoints = T.Composite([
   ApiKey,
   T.Object({ endpoints: T.Array(Endpoint, { description: "the addresses of the key's networks, ready to paste" }) }),
-]);
+], { title: 'ApiKeyWithEndpoints' });
 const ApiKeyListItem = T.Composite([
   ApiKey,
   T.Object({
     usage: T.Object({ daily: T.Integer(), monthly: T.Integer() }),
     lastUsedAt: Nullable(IsoDate),
   }),
-]);
+], { title: 'ApiKeyListItem' });
 const IdParams = T.Object({ id: T.String({ maxLength: 64 }) });
 /** Revoke and rotate take no input: no body, `{}`, or an empty body sent as JSON. */
 const NoBody = T.Object({}, { additionalProperties: false, description: 'nothing; the body may be left out' });

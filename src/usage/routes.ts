@@ -28,7 +28,7 @@ const UsageStats = T.Object({
   dailyBreakdown: T.Array(T.Object({ date: T.String({ format: 'date' }), requests: Count }), {
     description: 'every day of the period, zeros included, oldest first',
   }),
-});
+}, { title: 'UsageStats' });
 
 /** GET /usage/stats (spec 4.2; C27). Registered behind the bearer hook. */
 export const usageRoutes: FastifyPluginAsyncTypebox<{

@@ -46,11 +46,11 @@ const Endpoint = T.Object({
   disabledReason: T.Union([T.String(), T.Null()], { description: 'owner, gone (the receiver answered 410) or failing (5 days of failures)' }),
   createdAt: IsoDate,
   updatedAt: IsoDate,
-});
+}, { title: 'WebhookEndpoint' });
 const EndpointWithSecret = T.Composite([
   Endpoint,
   T.Object({ secret: T.String({ description: 'the signing secret (whsec_...): shown here only, store it now' }) }),
-]);
+], { title: 'WebhookEndpointWithSecret' });
 const Delivery = T.Object({
   id: T.String(),
   eventId: T.String({ description: 'the webhook-id header' }),
@@ -64,7 +64,7 @@ const Delivery = T.Object({
   nextAttemptAt: T.Union([IsoDate, T.Null()]),
   deliveredAt: T.Union([IsoDate, T.Null()]),
   createdAt: IsoDate,
-});
+}, { title: 'WebhookDelivery' });
 const IdParams = T.Object({ id: T.String({ maxLength: 64 }) }, { additionalProperties: false });
 const errors = { 400: ErrorResponse, 401: ErrorResponse, 403: ErrorResponse, 404: ErrorResponse, 409: ErrorResponse };
 const security = [{ bearerAuth: [] }];

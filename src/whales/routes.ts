@@ -3,27 +3,12 @@ import { Type as T } from '@sinclair/typebox';
 import type { AccountService } from '../auth/accounts.ts';
 import type { Config, Tier } from '../config/schema.ts';
 import { HttpError, unauthorized } from '../errors/http.ts';
-import { ErrorResponse, IsoDate, ok } from '../http/schemas.ts';
+import { ErrorResponse, ok } from '../http/schemas.ts';
+import { WhaleAlertSchema } from './alert.ts';
 import type { WhaleAlerts } from './service.ts';
 
 /** C36: the plans that include whale alerts (spec 8: a Max feature; enterprise has every feature). */
 export const WHALE_ALERT_PLANS: readonly Tier[] = ['max', 'enterprise'];
-
-const Address = (description: string) => T.String({ pattern: '^0x[0-9a-f]{40}$', description });
-
-const WhaleAlert = T.Object({
-  id: T.String({ description: 'opaque and stable; pass it as `before` to page back' }),
-  txHash: T.String({ pattern: '^0x[0-9a-f]{64}$', description: 'hash of the transfer' }),
-  from: Address('sender, lower-case'),
-  to: Address('recipient, lower-case'),
-  value: T.String({ pattern: '^[0-9]+(\\.[0-9]+)?$', description: 'amount in whole native units, exact decimal string' }),
-  valueUsd: T.Union([T.Number({ minimum: 0 }), T.Null()], {
-    description: 'US dollars to the cent at the price when recorded; null when no price was known (C34)',
-  }),
-  timestamp: IsoDate,
-  blockNumber: T.Integer({ minimum: 0 }),
-  network: T.String({ description: 'network slug (beyond the spec)' }),
-});
 
 const WhaleQuery = T.Object(
   {
@@ -58,7 +43,7 @@ export const whaleRoutes: FastifyPluginAsyncTypebox<{ whales: WhaleAlerts; accou
           'Transfers of at least `minValue` native units on `network`, newest first (block, then position in the block). `before` pages back: pass the id of the last alert of a page. Alerts are kept `whaleAlerts.retentionDays` (90 by default); an alert is listed within 5 s of its block being confirmed. Other plans: 403 PLAN_FEATURE.',
         security: [{ bearerAuth: [] }],
         querystring: WhaleQuery,
-        response: { 200: ok(T.Array(WhaleAlert)), 400: ErrorResponse, 401: ErrorResponse, 403: ErrorResponse },
+        response: { 200: ok(T.Array(WhaleAlertSchema)), 400: ErrorResponse, 401: ErrorResponse, 403: ErrorResponse },
       },
       // C36: the plan is checked before the query, so another plan learns nothing from its input.
       preValidation: async (req) => {

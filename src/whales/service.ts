@@ -13,6 +13,7 @@ import { StorageOutageLog } from '../jobs/storage-outage.ts';
 import type { Db } from '../storage/db.ts';
 import type { Upstreams } from '../upstreams/upstreams.ts';
 import type { Webhooks } from '../webhooks/service.ts';
+import type { WhaleAlert } from './alert.ts';
 import { whaleAlerts } from './schema.ts';
 import { revertedOf } from '../events/reverted.ts';
 
@@ -35,22 +36,6 @@ interface Prepared {
 
 /** Blocks prepared and not yet handed on; more means they were never handed (a rollback), and they are dropped. */
 const MAX_PREPARED = 1_000;
-
-/** A whale alert as the API and the `whale.alert` webhook event give it (spec 2; C35). */
-export interface WhaleAlert {
-  id: string;
-  txHash: string;
-  from: string;
-  to: string;
-  /** Whole native units, exact. */
-  value: string;
-  /** USD to the cent at the price when recorded; null without a price. */
-  valueUsd: number | null;
-  /** The block's time, ISO 8601 UTC. */
-  timestamp: string;
-  blockNumber: number;
-  network: string;
-}
 
 export interface WhaleQuery {
   limit: number;

@@ -16,6 +16,7 @@ import { type Devnet, startDevnet } from '../../src/devnet/devnet.ts';
 import type { FollowedBlock } from '../../src/events/types.ts';
 import { webhookAttempts, webhookDeliveries, webhookEvents } from '../../src/webhooks/schema.ts';
 import { whaleAlerts } from '../../src/whales/schema.ts';
+import type { WhaleAlert } from '../../web/src/api-types.ts';
 import type { TestApp } from '../support/app.ts';
 import { type ScaleOut, startScaleOut } from '../support/scale-out.ts';
 import { serviceSkip } from '../support/services.ts';
@@ -25,18 +26,6 @@ import { ADMIN_TOKEN, createWebhook, FAST_WEBHOOKS, type Receiver, startReceiver
 const MAINNET = 'native-mainnet';
 const CHAIN_ID = 50;
 const skip = (await serviceSkip('PostgreSQL')) || (await serviceSkip('Redis'));
-
-interface Alert {
-  id: string;
-  txHash: string;
-  from: string;
-  to: string;
-  value: string;
-  valueUsd: number | null;
-  timestamp: string;
-  blockNumber: number;
-  network: string;
-}
 
 describe('chain events on two instances sharing PostgreSQL and Redis (C33, C35, C38, C39)', { skip }, () => {
   let devnet: Devnet;
@@ -125,15 +114,15 @@ describe('chain events on two instances sharing PostgreSQL and Redis (C33, C35, 
       .where(sql`${webhookAttempts.deliveryId} in (${sql.join(deliveries.map((d) => sql`${d.id}`), sql`, `)}) and ${webhookAttempts.statusCode} between 200 and 299`);
     const received = receiver.received
       .filter((x) => x.path === hookPath)
-      .map((x) => ({ id: x.headers['webhook-id'], event: new Webhook(secret).verify(x.body, x.headers as Record<string, string>) as { type: string; data: Alert } }))
+      .map((x) => ({ id: x.headers['webhook-id'], event: new Webhook(secret).verify(x.body, x.headers as Record<string, string>) as { type: string; data: WhaleAlert } }))
       .filter((x) => x.event.data.txHash === txHash);
     return { alerts, events, deliveries, okAttempts, received };
   }
 
-  const listed = async (t: TestApp, txHash: string): Promise<Alert | undefined> => {
+  const listed = async (t: TestApp, txHash: string): Promise<WhaleAlert | undefined> => {
     const res = await t.app.inject({ method: 'GET', url: '/api/v1/whale-alerts?limit=100&minValue=10000', headers: user.auth });
     assert.equal(res.statusCode, 200, res.body);
-    return res.json<{ data: Alert[] }>().data.find((x) => x.txHash === txHash);
+    return res.json<{ data: WhaleAlert[] }>().data.find((x) => x.txHash === txHash);
   };
 
   async function assertOnce(sent: { hash: Hex; from: Address; to: Address; blockNumber: number }, coins: string): Promise<void> {

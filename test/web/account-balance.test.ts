@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { Page } from 'playwright-core';
-import { browserSkip, type Dashboard, type Member, startDashboard } from './support.ts';
+import { browserSkip, type Dashboard, startDashboard } from './support.ts';
 
 const FREE = { requestsPerMinute: 90, dailyLimit: 9000, monthlyComputeUnits: 90_000, maxKeys: 4, maxNetworks: 6 };
 const mainText = async (page: Page) => ((await page.locator('main').innerText()) ?? '').replace(/\s+/g, ' ');
@@ -18,18 +18,6 @@ describe('dashboard: account, balance and plan texts (C43)', { skip: await brows
   });
   after(() => d?.close());
 
-  /** A new account through the form; the context keeps one login at a time, so an earlier one signs out first. */
-  async function member(): Promise<Member> {
-    const page = await d.newPage();
-    await d.go(page, '/signin');
-    await page.waitForURL(/\/(signin|keys)/);
-    if (new URL(page.url()).pathname === '/keys') {
-      await page.getByRole('button', { name: 'Sign out' }).first().click();
-      await page.waitForURL(/\/signin/);
-    }
-    return d.newMember({ page });
-  }
-
   test("the sign-up page states the free plan's figures from the configuration", async () => {
     const page = await d.newPage();
     await d.go(page, '/signup');
@@ -41,7 +29,7 @@ describe('dashboard: account, balance and plan texts (C43)', { skip: await brows
   });
 
   test('the account page shows the plan and its limits from the configuration, and an override from the admin', async () => {
-    const m = await member();
+    const m = await d.newMember();
     const { page } = m;
     await d.go(page, '/account');
     await page.getByTestId('account-tier').waitFor();
@@ -69,7 +57,7 @@ describe('dashboard: account, balance and plan texts (C43)', { skip: await brows
   });
 
   test('change password: the wrong current one is refused in words; then the new one signs in and the old one does not', async () => {
-    const m = await member();
+    const m = await d.newMember();
     const { page } = m;
     await d.go(page, '/account');
     const fresh = 'another long passphrase 42';
@@ -97,7 +85,7 @@ describe('dashboard: account, balance and plan texts (C43)', { skip: await brows
   });
 
   test("sign out everywhere: another login's refresh token stops working and this browser is signed out", async () => {
-    const m = await member();
+    const m = await d.newMember();
     const { page } = m;
     const other = await login(d, m.email, m.password);
     assert.equal(other.status, 200);
@@ -117,7 +105,7 @@ describe('dashboard: account, balance and plan texts (C43)', { skip: await brows
   });
 
   test('the balance page lists the address on every mainnet with USD and the total (C40)', async () => {
-    const { page } = await member();
+    const { page } = await d.newMember();
     const address = d.gateway.devnet!.accounts[5]!.address;
     await d.go(page, '/balance');
     await page.getByText('Enter an address').waitFor();
@@ -146,10 +134,12 @@ describe('dashboard: account, balance and plan texts (C43)', { skip: await brows
   });
 
   test("the key form says the plan's network allowance before a submit; the key box says where the key can be seen again; the edit form holds the key's own rate, the plan's as a hint; the account counts the key", async () => {
-    const { page } = await member();
-    // C16: said up front, not only in a refusal after the submit.
+    const { page } = await d.newMember();
+    // C16: said up front, not only in a refusal after the submit (once GET /me has answered).
+    const allowance = page.getByTestId('network-allowance').first();
+    await allowance.filter({ hasText: 'Your plan allows' }).waitFor();
     assert.equal(
-      await page.getByTestId('network-allowance').first().innerText(),
+      await allowance.innerText(),
       'Your plan allows 6 networks over all your keys; they use 0 now. None checked: the networks your plan gives by default.',
     );
     await page.getByLabel('Name', { exact: true }).fill('hinted');

@@ -57,21 +57,6 @@ describe('dashboard: faucet, whale alerts, webhooks, analytics (C43, C46)', { sk
     receiver?.close();
   });
 
-  /**
-   * A new account signed up through the form. The browser context keeps one login at a time (the
-   * refresh cookie), so whoever is signed in from an earlier test signs out first.
-   */
-  async function member(): Promise<Member> {
-    const page = await d.newPage();
-    await d.go(page, '/signin');
-    await page.waitForURL(/\/(signin|keys)/);
-    if (new URL(page.url()).pathname === '/keys') {
-      await page.getByRole('button', { name: 'Sign out' }).first().click();
-      await page.waitForURL(/\/signin/);
-    }
-    return d.newMember({ page });
-  }
-
   /** A bearer token of a member, through the REST API (for setting things up beside the browser). */
   async function tokenOf(m: Member): Promise<string> {
     const res = await d.api('/api/v1/auth/login', { body: { email: m.email, password: m.password } });
@@ -80,7 +65,7 @@ describe('dashboard: faucet, whale alerts, webhooks, analytics (C43, C46)', { sk
   }
 
   test('faucet: the address is checked as C28 says before sending; a grant shows the real transaction hash, unlinked on the devnet', async () => {
-    const { page } = await member();
+    const { page } = await d.newMember();
     await d.go(page, '/faucet');
     await page.getByRole('heading', { level: 1, name: 'Faucet' }).waitFor();
     // The faucet wallets' balances are listed.
@@ -138,7 +123,7 @@ describe('dashboard: faucet, whale alerts, webhooks, analytics (C43, C46)', { sk
   });
 
   test('whale alerts: a free account sees what the plan would give, without asking the API for alerts', async () => {
-    const { page } = await member();
+    const { page } = await d.newMember();
     await d.go(page, '/whale-alerts');
     await page.getByRole('heading', { name: 'Whale alerts come with the Max and Enterprise plans' }).waitFor();
     const words = await mainText(page);
@@ -150,7 +135,7 @@ describe('dashboard: faucet, whale alerts, webhooks, analytics (C43, C46)', { sk
   });
 
   test('whale alerts: a max account sees a transfer appear by itself, with its amount and USD value', async () => {
-    const m = await member();
+    const m = await d.newMember();
     await d.setTier(m.email, 'max');
     const { page } = m;
     await d.go(page, '/whale-alerts');
@@ -183,7 +168,7 @@ describe('dashboard: faucet, whale alerts, webhooks, analytics (C43, C46)', { sk
   });
 
   test('webhooks: a free account sees the plan explanation; a max account creates one, sees the secret once, tests it and deletes it', async () => {
-    const m = await member();
+    const m = await d.newMember();
     const { page } = m;
     await d.go(page, '/webhooks');
     await page.getByRole('heading', { name: 'Webhooks come with the Max and Enterprise plans' }).waitFor();
@@ -244,7 +229,7 @@ describe('dashboard: faucet, whale alerts, webhooks, analytics (C43, C46)', { sk
   });
 
   test('analytics: free sees what Pro would give; pro sees its calls: top methods, latency and refusals (C46)', async () => {
-    const m = await member();
+    const m = await d.newMember();
     const { page } = m;
     await d.go(page, '/analytics');
     await page.getByRole('heading', { name: 'Advanced analytics come with the Pro, Max and Enterprise plans' }).waitFor();

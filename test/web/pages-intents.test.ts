@@ -9,7 +9,7 @@ import type { Page } from 'playwright-core';
 import { type Hex, parseEther } from 'viem';
 import { privateKeyToAddress } from 'viem/accounts';
 import { type IntentChains, startIntentChains } from '../intents/helpers.ts';
-import { browserSkip, type Dashboard, type Member, startDashboard } from './support.ts';
+import { browserSkip, type Dashboard, startDashboard } from './support.ts';
 
 const mainText = async (page: Page) => (await page.locator('main').innerText()).replace(/\s+/g, ' ');
 
@@ -40,23 +40,8 @@ describe('dashboard: intents (C41)', { skip: await browserSkip() }, () => {
     await chains?.stop();
   });
 
-  /**
-   * A new account signed up through the form. The browser context keeps one login at a time (the
-   * refresh cookie), so whoever is signed in from an earlier test signs out first.
-   */
-  async function member(): Promise<Member> {
-    const page = await d.newPage();
-    await d.go(page, '/signin');
-    await page.waitForURL(/\/(signin|keys)/);
-    if (new URL(page.url()).pathname === '/keys') {
-      await page.getByRole('button', { name: 'Sign out' }).first().click();
-      await page.waitForURL(/\/signin/);
-    }
-    return d.newMember({ page });
-  }
-
   test("the form starts on a route the account's keys cover, or says which networks to add and the plan's allowance; the amount starts empty, with no look-alike value", async () => {
-    const m = await member();
+    const m = await d.newMember();
     const { page } = m;
     await d.go(page, '/intents');
     await page.getByText('No intents yet').waitFor();
@@ -80,7 +65,7 @@ describe('dashboard: intents (C41)', { skip: await browserSkip() }, () => {
   });
 
   test('without a wallet: the quote shows route, amount, fee and the open transaction to send elsewhere', async () => {
-    const { page } = await member();
+    const { page } = await d.newMember();
     await d.go(page, '/intents');
     await page.getByText('No intents yet').waitFor();
     await page.getByLabel('From', { exact: true }).selectOption('ethereum');
@@ -114,7 +99,7 @@ describe('dashboard: intents (C41)', { skip: await browserSkip() }, () => {
   });
 
   test('with an injected wallet: the open is sent through it and the status view follows the intent to settled', async () => {
-    const m = await member();
+    const m = await d.newMember();
     const { page } = m;
     const account = chains.devnet.accounts[3] as { address: Hex; privateKey: Hex };
     const seen: string[] = [];

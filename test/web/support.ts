@@ -52,7 +52,10 @@ export interface Dashboard {
   errors: string[];
   /** A new watched tab (desktop size). */
   newPage(): Promise<Page>;
-  /** Signs a new account up through the form; resolves on the keys page. */
+  /**
+   * Signs a new account up through the form; resolves on the keys page. The browser context keeps
+   * one login at a time (the refresh cookie), so whoever it has signed in is signed out first.
+   */
   newMember(opts?: { page?: Page; name?: string }): Promise<Member>;
   /** Goes to a dashboard address (a path) and waits for the page to settle. */
   go(page: Page, pathname: string): Promise<void>;
@@ -147,6 +150,12 @@ export async function startDashboard(opts: { devnet?: string[]; env?: Record<str
       const email = uniqueEmail('web');
       const password = 'a long dashboard password';
       const name = o.name ?? 'Ada Lovelace';
+      await go(page, '/signin');
+      await page.waitForURL(/\/(signin|keys)/);
+      if (new URL(page.url()).pathname === '/keys') {
+        await page.getByRole('button', { name: 'Sign out' }).first().click();
+        await page.waitForURL(/\/signin/);
+      }
       await go(page, '/signup');
       await page.getByLabel('Name').fill(name);
       await page.getByLabel('E-mail').fill(email);

@@ -9,6 +9,7 @@ import { generatePrivateKey, privateKeyToAccount, privateKeyToAddress } from 'vi
 import type { FollowedBlock } from '../../src/events/types.ts';
 import type { PublishedEvent } from '../../src/webhooks/service.ts';
 import { whaleAlerts } from '../../src/whales/schema.ts';
+import type { WhaleAlert } from '../../web/src/api-types.ts';
 import { registerUser, setTier, startTestApp, type TestApp } from '../support/app.ts';
 import { TINY_ABI, TINY_BYTECODE } from '../support/tiny-contract.ts';
 import { waitFor } from '../support/wait.ts';
@@ -19,18 +20,6 @@ const TESTNET = 'native-testnet';
 const DAY_MS = 86_400_000;
 
 type User = Awaited<ReturnType<typeof registerUser>>;
-
-interface Alert {
-  id: string;
-  txHash: string;
-  from: string;
-  to: string;
-  value: string;
-  valueUsd: number | null;
-  timestamp: string;
-  blockNumber: number;
-  network: string;
-}
 
 /** A transfer as mined: what the alert must say. */
 interface Sent {
@@ -144,7 +133,7 @@ describe('whale alerts on the devnet (C35, C36)', () => {
   const alertsOf = async (query = '') => {
     const res = await list(maxUser, query);
     assert.equal(res.statusCode, 200, res.body);
-    const body = res.json<{ success: true; data: Alert[] }>();
+    const body = res.json<{ success: true; data: WhaleAlert[] }>();
     assert.equal(body.success, true);
     return body.data;
   };
@@ -297,7 +286,7 @@ describe('whale alerts on the devnet (C35, C36)', () => {
       );
 
       // Page by page, two at a time: the same alerts in the same order, no repeats.
-      const paged: Alert[] = [];
+      const paged: WhaleAlert[] = [];
       let before: string | undefined;
       for (;;) {
         const page = await alertsOf(`?limit=2&minValue=10000${before ? `&before=${before}` : ''}`);

@@ -5,14 +5,12 @@
 // gateway sets when the dashboard asks for `"session": "cookie"` and that only /api/v1/auth/*
 // receives: scripts never see it. The access token is renewed a minute before it expires and
 // again, once, when a call answers 401; the user notices neither.
+//
+// Calls are typed by the route: `api.get('/api/v1/usage/stats', { query })` resolves with the
+// generated type of that route's `data` (web/src/api-types.ts, from the gateway's OpenAPI
+// document), so no page writes an API type of its own.
 import { useEffect, useState } from 'preact/hooks';
-
-export interface User {
-  id: string;
-  email: string;
-  name: string;
-  tier: 'free' | 'pro' | 'max' | 'enterprise';
-}
+import type { ApiRoutes, RefreshTokensData, Session, User } from './api-types.ts';
 
 /** A failed REST call: the C7 envelope's code and message, or words for what went wrong on the way. */
 export class ApiError extends Error {
@@ -120,7 +118,7 @@ function renew(): Promise<boolean> {
         credentials: 'same-origin',
       });
       if (!res.ok) return false;
-      const body = (await res.json()) as { data: { accessToken: string } };
+      const body = (await res.json()) as { data: RefreshTokensData };
       keepAccess(body.data.accessToken);
       return true;
     };
@@ -140,16 +138,16 @@ function renew(): Promise<boolean> {
 
 // ---- calls ---------------------------------------------------------------------------------
 
-type Query = Record<string, string | number | undefined>;
+type Query = Record<string, string | number | boolean | undefined>;
 
 async function send(method: string, path: string, body: unknown, query: Query | undefined, retried = false): Promise<unknown> {
-  const url = new URL(`/api/v1${path}`, location.origin);
+  const url = new URL(path, location.origin);
   for (const [k, v] of Object.entries(query ?? {})) if (v !== undefined && v !== '') url.searchParams.set(k, String(v));
   const headers: Record<string, string> = { accept: 'application/json' };
   if (body !== undefined) headers['content-type'] = 'application/json';
   if (access) headers.authorization = `Bearer ${access.token}`;
   const res = await fetch(url, { method, headers, body: body === undefined ? null : JSON.stringify(body), credentials: 'same-origin' });
-  if (res.status === 401 && access && !retried && !path.startsWith('/auth/')) {
+  if (res.status === 401 && access && !retried && !path.startsWith('/api/v1/auth/')) {
     if (await renew()) return send(method, path, body, query, true);
   }
   let json: { success?: boolean; data?: unknown; message?: string; error?: { code?: string; message?: string; details?: unknown } } | undefined;
@@ -159,7 +157,7 @@ async function send(method: string, path: string, body: unknown, query: Query | 
     json = undefined;
   }
   if (res.ok && json?.success) return json.data !== undefined ? json.data : json.message;
-  if (res.status === 401 && state.status === 'signed-in' && !path.startsWith('/auth/')) forget('Your session has ended. Sign in again.');
+  if (res.status === 401 && state.status === 'signed-in' && !path.startsWith('/api/v1/auth/')) forget('Your session has ended. Sign in again.');
   const e = json?.error;
   if (e?.message) {
     const words = res.status === 429 && res.headers.get('retry-after') ? `${e.message} Try again in ${res.headers.get('retry-after')} s.` : e.message;
@@ -168,22 +166,43 @@ async function send(method: string, path: string, body: unknown, query: Query | 
   throw new ApiError(res.status, 'HTTP_ERROR', res.status >= 500 ? `The gateway answered with an error (${res.status}). Try again in a moment.` : `The request failed (${res.status}).`);
 }
 
-/** Calls to /api/v1: each resolves with the answer's `data` (or `message`) and rejects with an ApiError. */
+type Method = keyof ApiRoutes;
+/** What a call takes besides its path, as the route's schema says: `params` (the `{name}` parts of the path), `query`, `body`. */
+type Input<R> = Omit<R, 'data'>;
+/** The input may be left out when nothing in it is required. */
+type InputArg<R> = Record<never, never> extends Input<R> ? [input?: Input<R>] : [input: Input<R>];
+type DataOf<R> = R extends { data: infer D } ? D : never;
+
+function caller<M extends Method>(method: M) {
+  return async <P extends keyof ApiRoutes[M] & string>(path: P, ...[input]: InputArg<ApiRoutes[M][P]>): Promise<DataOf<ApiRoutes[M][P]>> => {
+    const given = (input ?? {}) as { params?: Record<string, string>; query?: Query; body?: unknown };
+    const url = path.replace(/\{(\w+)\}/g, (_, name: string) => {
+      const value = given.params?.[name];
+      if (value === undefined) throw new Error(`${path}: no value for {${name}}`);
+      return encodeURIComponent(value);
+    });
+    // A POST without a body sends `{}`: the routes that take nothing validate it as that.
+    const body = method === 'post' ? (given.body ?? {}) : given.body;
+    return send(method.toUpperCase(), url, body, given.query) as Promise<DataOf<ApiRoutes[M][P]>>;
+  };
+}
+
+/**
+ * Calls to the REST API by method and path as the OpenAPI document writes them
+ * (`api.get('/api/v1/webhooks/{id}/deliveries', { params: { id }, query: { limit: 20 } })`): each
+ * resolves with the answer's `data` (or `message`), typed from web/src/api-types.ts, and rejects
+ * with an ApiError.
+ */
 export const api = {
-  get: <T>(path: string, query?: Query) => send('GET', path, undefined, query) as Promise<T>,
-  post: <T>(path: string, body: unknown = {}) => send('POST', path, body, undefined) as Promise<T>,
-  patch: <T>(path: string, body: unknown) => send('PATCH', path, body, undefined) as Promise<T>,
-  delete: <T = string>(path: string) => send('DELETE', path, undefined, undefined) as Promise<T>,
+  get: caller('get'),
+  post: caller('post'),
+  patch: caller('patch'),
+  delete: caller('delete'),
 };
 
 // ---- signing in and out --------------------------------------------------------------------
 
-interface SessionAnswer {
-  user: User;
-  tokens: { accessToken: string };
-}
-
-function signedIn(answer: SessionAnswer): void {
+function signedIn(answer: Session): void {
   keepAccess(answer.tokens.accessToken);
   try {
     localStorage.setItem(HINT, '1');
@@ -192,17 +211,17 @@ function signedIn(answer: SessionAnswer): void {
 }
 
 export async function signIn(email: string, password: string): Promise<void> {
-  signedIn(await api.post<SessionAnswer>('/auth/login', { email, password, session: 'cookie' }));
+  signedIn(await api.post('/api/v1/auth/login', { body: { email, password, session: 'cookie' } }));
 }
 
 export async function signUp(name: string, email: string, password: string): Promise<void> {
-  signedIn(await api.post<SessionAnswer>('/auth/register', { name, email, password, session: 'cookie' }));
+  signedIn(await api.post('/api/v1/auth/register', { body: { name, email, password, session: 'cookie' } }));
 }
 
 /** Signs this login out at the gateway (its refresh token stops working, the cookie is cleared). */
 export async function signOut(): Promise<void> {
   try {
-    if (access) await api.post('/auth/logout');
+    if (access) await api.post('/api/v1/auth/logout');
   } catch {
     // Signed out here all the same; the refresh token expires on its own.
   }
@@ -217,10 +236,10 @@ export async function signOut(): Promise<void> {
 export async function changePassword(currentPassword: string, newPassword: string): Promise<void> {
   if (state.status !== 'signed-in') throw new ApiError(401, 'UNAUTHORIZED', 'Not signed in.');
   const email = state.user.email;
-  const fresh = await api.post<{ accessToken: string }>('/auth/password', { currentPassword, newPassword });
+  const fresh = await api.post('/api/v1/auth/password', { body: { currentPassword, newPassword } });
   keepAccess(fresh.accessToken);
   try {
-    await api.post('/auth/logout');
+    await api.post('/api/v1/auth/logout');
   } catch {
     // That login's refresh token was never kept here; it expires on its own.
   }
@@ -229,7 +248,7 @@ export async function changePassword(currentPassword: string, newPassword: strin
 
 /** Signs every login of the account out, this browser's included (POST /auth/logout-all). */
 export async function signOutEverywhere(): Promise<void> {
-  await api.post('/auth/logout-all');
+  await api.post('/api/v1/auth/logout-all');
   forget('You are signed out everywhere: every browser and app that was signed in must sign in again.');
 }
 
@@ -244,7 +263,7 @@ export async function restoreSession(): Promise<void> {
     return;
   }
   try {
-    const me = await api.get<User>('/me');
+    const me = await api.get('/api/v1/me');
     setState({ status: 'signed-in', user: { id: me.id, email: me.email, name: me.name, tier: me.tier } });
   } catch {
     forget('Your session has ended. Sign in again.');

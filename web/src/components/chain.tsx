@@ -2,7 +2,8 @@
 // plan, the networks, explorer links, polling and what a plan-gated page shows instead of an error.
 import type { ComponentChildren } from 'preact';
 import { useEffect, useRef } from 'preact/hooks';
-import { api, type User } from '../api.ts';
+import { api } from '../api.ts';
+import type { NetworkDetail, NetworkSummary, User } from '../api-types.ts';
 import { CopyButton, Link } from './page.tsx';
 
 export type Tier = User['tier'];
@@ -17,29 +18,12 @@ export const FEATURE_PLANS = {
 } as const satisfies Record<string, readonly Tier[]>;
 
 /** The account as GET /me answers it now (the plan may have changed since sign-in). */
-export interface Me extends User {
-  limits: { requestsPerMinute: number | null; dailyLimit: number | null; monthlyLimit: number | null; maxKeys: number | null; maxNetworks: number | null };
-}
-
-export const loadMe = () => api.get<Me>('/me');
-
-export interface NetworkSummary {
-  id: string;
-  name: string;
-  slug: string;
-  chainId: number;
-  type: 'mainnet' | 'testnet';
-  currency: { name: string; symbol: string; decimals: number };
-}
-
-export interface NetworkDetail extends NetworkSummary {
-  explorerUrl: string | null;
-}
+export const loadMe = () => api.get('/api/v1/me');
 
 let networks: Promise<NetworkSummary[]> | undefined;
 /** GET /networks, once per page load (the list comes from the config and does not change). */
 export function loadNetworks(): Promise<NetworkSummary[]> {
-  networks ??= api.get<NetworkSummary[]>('/networks').catch((e: unknown) => {
+  networks ??= api.get('/api/v1/networks').catch((e: unknown) => {
     networks = undefined;
     throw e;
   });
@@ -51,7 +35,7 @@ const details = new Map<string, Promise<NetworkDetail>>();
 export function loadNetwork(slug: string): Promise<NetworkDetail> {
   let p = details.get(slug);
   if (!p) {
-    p = api.get<NetworkDetail>(`/networks/${encodeURIComponent(slug)}`);
+    p = api.get('/api/v1/networks/{slug}', { params: { slug } });
     p.catch(() => details.delete(slug));
     details.set(slug, p);
   }

@@ -4,6 +4,7 @@ import type { AnchorHTMLAttributes, ComponentChildren } from 'preact';
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { errorText } from '../api.ts';
 import { onLinkClick } from '../router.ts';
+import { useForm } from './form.ts';
 
 /** A link inside the dashboard (no reload). */
 export function Link(props: AnchorHTMLAttributes<HTMLAnchorElement> & { href: string }) {
@@ -131,38 +132,30 @@ export function ConfirmDialog(props: {
   onCancel: () => void;
 }) {
   const ref = useRef<HTMLDialogElement>(null);
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<unknown>(undefined);
+  const form = useForm();
   useEffect(() => {
     const d = ref.current;
     if (!d) return;
     if (props.open && !d.open) {
-      setError(undefined);
+      form.setError(undefined);
       d.showModal();
     } else if (!props.open && d.open) d.close();
   }, [props.open]);
-  const confirm = async () => {
-    setBusy(true);
-    setError(undefined);
-    try {
+  const confirm = () =>
+    form.submit(async () => {
       await props.onConfirm();
-    } catch (e) {
-      setError(e);
-    } finally {
-      setBusy(false);
-    }
-  };
+    });
   return (
     <dialog ref={ref} aria-labelledby="confirm-title" onCancel={(e) => { e.preventDefault(); props.onCancel(); }}>
       <article>
         <h2 id="confirm-title">{props.title}</h2>
         {props.children}
-        <ErrorBanner error={error} />
+        <ErrorBanner error={form.error} />
         <footer>
-          <button type="button" class="secondary" onClick={props.onCancel} disabled={busy}>
+          <button type="button" class="secondary" onClick={props.onCancel} disabled={form.busy}>
             Cancel
           </button>
-          <button type="button" class={props.danger ? 'danger' : ''} onClick={() => void confirm()} aria-busy={busy} disabled={busy}>
+          <button type="button" class={props.danger ? 'danger' : ''} onClick={() => void confirm()} aria-busy={form.busy} disabled={form.busy}>
             {props.confirmLabel}
           </button>
         </footer>

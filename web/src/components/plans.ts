@@ -1,25 +1,13 @@
 // The plans in words, from the gateway's configuration (GET /plans, GET /me): no figure of a plan
 // is written into a page.
 import { api } from '../api.ts';
+import type { Plan, PlanLimits } from '../api-types.ts';
 import { formatNumber } from './page.tsx';
-
-export interface PlanLimits {
-  requestsPerMinute: number | null;
-  dailyLimit: number | null;
-  monthlyLimit: number | null;
-  maxKeys: number | null;
-  maxNetworks: number | null;
-}
-
-export interface Plan {
-  tier: 'free' | 'pro' | 'max' | 'enterprise';
-  limits: PlanLimits;
-}
 
 let plans: Promise<Plan[]> | undefined;
 /** GET /plans (public), once per page load: the plan table comes from the config. */
 export function loadPlans(): Promise<Plan[]> {
-  plans ??= api.get<Plan[]>('/plans').catch((e: unknown) => {
+  plans ??= api.get('/api/v1/plans').catch((e: unknown) => {
     plans = undefined;
     throw e;
   });

@@ -2,18 +2,16 @@
 // administrator set), what is left of them now, the other plans from GET /plans, the password
 // change and "sign out everywhere" (POST /auth/logout-all).
 import { useState } from 'preact/hooks';
-import { api, changePassword, fieldErrors, signOutEverywhere, useApi } from '../api.ts';
+import { api, changePassword, signOutEverywhere, useApi } from '../api.ts';
+import type { ListApiKeysData, Me, PlanLimits } from '../api-types.ts';
+import { useForm } from '../components/form.ts';
 import { ConfirmDialog, ErrorBanner, formatNumber, Loading, Notice, Page } from '../components/page.tsx';
-import { type Me, PLAN_NAMES } from '../components/chain.tsx';
-import { limitWords, loadPlans, type PlanLimits } from '../components/plans.ts';
+import { PLAN_NAMES } from '../components/chain.tsx';
+import { limitWords, loadPlans } from '../components/plans.ts';
 import { HOME_SIGNED_OUT, navigate } from '../router.ts';
 import '../components/chain.css';
 
-interface Remaining {
-  requestsThisMinute: number | null;
-  requestsToday: number | null;
-  computeUnitsThisMonth: number | null;
-}
+type Remaining = Me['remaining'];
 
 const ROWS: Array<{ key: keyof PlanLimits; label: string; left?: keyof Remaining; unit: string }> = [
   { key: 'requestsPerMinute', label: 'Requests per minute', left: 'requestsThisMinute', unit: 'over any 60 s, all keys together' },
@@ -28,25 +26,18 @@ const shown = (v: number | null, key: keyof PlanLimits) => (v === null ? (key ==
 function PasswordForm() {
   const [current, setCurrent] = useState('');
   const [next, setNext] = useState('');
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<unknown>(undefined);
+  const form = useForm();
   const [done, setDone] = useState(false);
-  const fields = fieldErrors(error);
+  const fields = form.fields;
   const submit = async (e: Event) => {
     e.preventDefault();
-    setBusy(true);
-    setError(undefined);
     setDone(false);
-    try {
+    await form.submit(async () => {
       await changePassword(current, next);
       setCurrent('');
       setNext('');
       setDone(true);
-    } catch (err) {
-      setError(err);
-    } finally {
-      setBusy(false);
-    }
+    });
   };
   return (
     <form onSubmit={(e) => void submit(e)} noValidate aria-labelledby="password-title">
@@ -54,7 +45,7 @@ function PasswordForm() {
         Change the password
       </h2>
       {done ? <Notice>The password is changed. Every other browser and app signed in with it is signed out; this one stays signed in.</Notice> : null}
-      <ErrorBanner error={error} />
+      <ErrorBanner error={form.error} />
       <div class="row">
         <label for="password-current">
           Current password
@@ -88,7 +79,7 @@ function PasswordForm() {
           <small id="password-new-help">{fields.newPassword ? `The new password ${fields.newPassword}.` : 'At least 8 characters, not a common password.'}</small>
         </label>
       </div>
-      <button type="submit" aria-busy={busy} disabled={busy || !current || !next}>
+      <button type="submit" aria-busy={form.busy} disabled={form.busy || !current || !next}>
         Change password
       </button>
     </form>
@@ -96,18 +87,18 @@ function PasswordForm() {
 }
 
 /** What the account's keys use of the key and network allowances (C15, C16): keys not revoked, and their distinct networks. */
-function keyUse(keys: Array<{ status: string; networks: string[] }>): { maxKeys: number; maxNetworks: number } {
+function keyUse(keys: ListApiKeysData): { maxKeys: number; maxNetworks: number } {
   const live = keys.filter((k) => k.status !== 'revoked');
   return { maxKeys: live.length, maxNetworks: new Set(live.flatMap((k) => k.networks)).size };
 }
 
 export default function Account() {
-  const me = useApi(() => api.get<Me & { remaining: Remaining }>('/me'));
+  const me = useApi(() => api.get('/api/v1/me'));
   const plans = useApi(loadPlans);
-  const keys = useApi(() => api.get<Array<{ status: string; networks: string[] }>>('/api-keys'));
+  const keys = useApi(() => api.get('/api/v1/api-keys'));
   const used = keys.data ? keyUse(keys.data) : undefined;
   /** Left now: the meter's count for the request limits, the keys' use for the key and network allowances. */
-  const left = (m: Me & { remaining: Remaining }, r: (typeof ROWS)[number]): string => {
+  const left = (m: Me, r: (typeof ROWS)[number]): string => {
     if (r.left) return m.remaining[r.left] === null ? '—' : formatNumber(m.remaining[r.left]);
     const max = m.limits[r.key];
     if (max === null || max === undefined || !used || (r.key !== 'maxKeys' && r.key !== 'maxNetworks')) return '—';

@@ -4,28 +4,13 @@
 import type { ChartConfiguration } from 'chart.js';
 import { useMemo } from 'preact/hooks';
 import { api, useApi } from '../api.ts';
+import type { Analytics } from '../api-types.ts';
 import { Chart, EmptyState, ErrorBanner, formatNumber, Loading, Page } from '../components/page.tsx';
 import { setQuery, useLocation } from '../router.ts';
 import { FEATURE_PLANS, loadMe, loadNetworks, PlanFeature, type Tier, ScrollTable } from '../components/chain.tsx';
 import '../components/chain.css';
 
 type Ms = number | null;
-
-export interface Analytics {
-  period: { start: string; end: string };
-  granularity: 'hour' | 'day';
-  series: Array<{
-    start: string;
-    requests: number;
-    computeUnits: number;
-    errors: { node: number; upstream: number };
-    refused: { rate: number; quota: number; key: number; network: number; method: number; access: number };
-    latencyMs: { p50: Ms; p95: Ms; p99: Ms };
-  }>;
-  topMethods: Array<{ method: string; requests: number; computeUnits: number; errorRate: number; p95Ms: Ms }>;
-  byKey: Array<{ apiKeyId: string; name: string | null; requests: number; computeUnits: number }>;
-  byNetwork: Array<{ network: string; requests: number; errorRate: number; p95Ms: Ms }>;
-}
 
 const DAY_MS = 86_400_000;
 const today = () => new Date().toISOString().slice(0, 10);
@@ -323,7 +308,7 @@ function AnalyticsView() {
   const network = query.get('network') ?? '';
   const end = today();
   const params = { startDate: daysBefore(end, range.days - 1), endDate: end, granularity: range.granularity, network: network || undefined };
-  const data = useApi(() => api.get<Analytics>('/usage/analytics', params), [range.id, network, end]);
+  const data = useApi(() => api.get('/api/v1/usage/analytics', { query: params }), [range.id, network, end]);
   const networkName = (slug: string) => nets.data?.find((n) => n.slug === slug)?.name ?? slug;
 
   return (

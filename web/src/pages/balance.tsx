@@ -8,26 +8,9 @@ import { formatUnits, formatUsd, loadNetworks, ScrollTable } from '../components
 import { setQuery, useLocation } from '../router.ts';
 import '../components/chain.css';
 
-interface ChainBalance {
-  network: string;
-  chainId: number;
-  balance: string;
-  balanceRaw: string;
-  usd: number | null;
-  blockNumber: number;
-}
-
-export interface UnifiedBalance {
-  address: string;
-  totalUsd: number;
-  updatedAt: string;
-  assets: Array<{ symbol: string; testnet: boolean; balance: string; usd: number | null; chains: ChainBalance[] }>;
-  errors: Array<{ network: string; code: string; message: string }>;
-}
-
 function Result(props: { address: string; testnets: boolean }) {
   const nets = useApi(loadNetworks);
-  const data = useApi(() => api.get<UnifiedBalance>(`/chain-abstraction/balance/${props.address}`, { testnets: props.testnets ? 'true' : undefined }), [
+  const data = useApi(() => api.get('/api/v1/chain-abstraction/balance/{address}', { params: { address: props.address }, query: { testnets: props.testnets ? true : undefined } }), [
     props.address,
     props.testnets,
   ]);

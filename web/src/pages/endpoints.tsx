@@ -2,14 +2,14 @@
 // in the path and in the query), copy buttons, a curl line and a viem snippet.
 import { useMemo } from 'preact/hooks';
 import { api, useApi } from '../api.ts';
+import type { NetworkSummary } from '../api-types.ts';
 import { Copyable, EmptyState, ErrorBanner, Link, Loading, Page } from '../components/page.tsx';
 import { setQuery, useLocation } from '../router.ts';
-import type { ApiKey, Network } from './keys.tsx';
 
 const curlLine = (http: string) =>
   `curl -s ${http} -H 'content-type: application/json' -d '{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber","params":[]}'`;
 
-const viemSnippet = (n: Network, http: string) => `import { createPublicClient, http } from 'viem';
+const viemSnippet = (n: NetworkSummary, http: string) => `import { createPublicClient, http } from 'viem';
 
 const client = createPublicClient({
   transport: http('${http}'),
@@ -19,8 +19,8 @@ console.log('block', await client.getBlockNumber());`;
 
 export default function Endpoints() {
   const { query } = useLocation();
-  const keys = useApi(() => api.get<ApiKey[]>('/api-keys'));
-  const networks = useApi(() => api.get<Network[]>('/networks'));
+  const keys = useApi(() => api.get('/api/v1/api-keys'));
+  const networks = useApi(() => api.get('/api/v1/networks'));
   const usable = (keys.data ?? []).filter((k) => k.status === 'active' || k.status === 'inactive');
   const chosen = usable.find((k) => k.id === query.get('key')) ?? usable[0];
   const keyNets = useMemo(() => {

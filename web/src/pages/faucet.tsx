@@ -2,30 +2,12 @@
 // address's own balance on the chosen network.
 import { useEffect, useState } from 'preact/hooks';
 import { api, ApiError, errorText, fieldErrors, useApi } from '../api.ts';
+import type { FaucetGrant, NetworkSummary, RequestFaucetBody } from '../api-types.ts';
+import { useForm } from '../components/form.ts';
 import { EmptyState, ErrorBanner, Loading, Page } from '../components/page.tsx';
 import { checkAddress, checkAmount, isNativeChain } from '../components/address.ts';
-import { formatUnits, loadNetwork, loadNetworks, type NetworkSummary, shortHex, TxHash, usePolling, ScrollTable } from '../components/chain.tsx';
+import { formatUnits, loadNetwork, loadNetworks, shortHex, TxHash, usePolling, ScrollTable } from '../components/chain.tsx';
 import '../components/chain.css';
-
-interface FaucetBalance {
-  balance: string | null;
-  symbol: string;
-  faucetAddress: string;
-  error?: string;
-}
-
-interface Grant {
-  txHash: string;
-  amount: string;
-  network: string;
-  recipient: string;
-}
-
-interface UnifiedBalance {
-  address: string;
-  assets: Array<{ symbol: string; chains: Array<{ network: string; balance: string; blockNumber: number }> }>;
-  errors: Array<{ network: string; message: string }>;
-}
 
 /** How often balances are read again while the page is open (a grant is mined after its answer; C40 caches 5 s). */
 const BALANCE_POLL_MS = 6_000;
@@ -51,7 +33,7 @@ function grantErrorText(err: unknown): unknown {
 /** The address's native balance on one network (C40's route, one network asked), read again every few seconds. */
 function AddressBalance(props: { address: string; network: NetworkSummary; refresh: number }) {
   const { data, error, loading, reload } = useApi(
-    () => api.get<UnifiedBalance>(`/chain-abstraction/balance/${props.address}`, { networks: props.network.slug }),
+    () => api.get('/api/v1/chain-abstraction/balance/{address}', { params: { address: props.address }, query: { networks: props.network.slug } }),
     [props.address, props.network.slug, props.refresh],
   );
   usePolling(reload, BALANCE_POLL_MS);
@@ -77,16 +59,19 @@ function AddressBalance(props: { address: string; network: NetworkSummary; refre
 }
 
 export default function FaucetPage() {
-  const balances = useApi(() => api.get<Record<string, FaucetBalance>>('/faucet/balance'));
+  const balances = useApi(() => api.get('/api/v1/faucet/balance'));
   const nets = useApi(loadNetworks);
   const [network, setNetwork] = useState('');
   const [address, setAddress] = useState('');
   const [amount, setAmount] = useState('');
   const [touched, setTouched] = useState(false);
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<unknown>(undefined);
-  const [serverFields, setServerFields] = useState<Record<string, string>>({});
-  const [grant, setGrant] = useState<{ grant: Grant; explorerUrl: string | null; symbol: string; name: string } | undefined>(undefined);
+  // A 400 names its fields under the inputs; the banner says the rest in words.
+  const form = useForm({
+    shownError: (err) =>
+      err instanceof ApiError && err.code === 'VALIDATION_ERROR' && Object.keys(fieldErrors(err)).length ? new Error('Check the fields marked above.') : grantErrorText(err),
+  });
+  const serverFields = form.fields;
+  const [grant, setGrant] = useState<{ grant: FaucetGrant; explorerUrl: string | null; symbol: string; name: string } | undefined>(undefined);
   const [refresh, setRefresh] = useState(0);
   usePolling(balances.reload, BALANCE_POLL_MS * 2);
   // A grant changes the wallet's and the recipient's balances once mined: read them again then.
@@ -120,30 +105,21 @@ export default function FaucetPage() {
   const submit = async (e: Event) => {
     e.preventDefault();
     setTouched(true);
-    setError(undefined);
+    form.setError(undefined);
     if ('problem' in checked || (amount.trim() && checkAmount(amount, chosen?.currency.decimals ?? 18)) || !network) return;
-    setBusy(true);
-    setGrant(undefined);
-    try {
-      const body: Record<string, string> = { network, address: address.trim() };
+    await form.submit(async () => {
+      setGrant(undefined);
+      const body: RequestFaucetBody = { network, address: address.trim() };
       if (amount.trim()) body.amount = amount.trim();
-      const answer = await api.post<Grant>('/faucet/request', body);
+      const answer = await api.post('/api/v1/faucet/request', { body });
       const detail = await loadNetwork(answer.network).catch(() => undefined);
       setGrant({ grant: answer, explorerUrl: detail?.explorerUrl ?? null, symbol, name: chosen?.name ?? answer.network });
       setRefresh((n) => n + 1);
       balances.reload();
-    } catch (err) {
-      setServerFields(fieldErrors(err));
-      // A 400 names its fields under the inputs; the banner says the rest in words.
-      setError(err instanceof ApiError && err.code === 'VALIDATION_ERROR' && Object.keys(fieldErrors(err)).length ? new Error('Check the fields marked above.') : grantErrorText(err));
-    } finally {
-      setBusy(false);
-    }
+    });
   };
 
-  const forget = (field: string) => {
-    if (serverFields[field]) setServerFields(({ [field]: _, ...rest }) => rest);
-  };
+  const forget = form.forget;
 
   if (balances.loading && !balances.data) return <Page title="Faucet"><Loading what="the faucet" /></Page>;
 
@@ -226,9 +202,9 @@ export default function FaucetPage() {
               </small>
             </div>
             {validAddress && chosen ? <AddressBalance address={validAddress} network={chosen} refresh={refresh} /> : null}
-            <ErrorBanner error={error} onDismiss={() => setError(undefined)} />
-            <button type="submit" aria-busy={busy} disabled={busy}>
-              {busy ? 'Sending…' : 'Send test coins'}
+            <ErrorBanner error={form.error} onDismiss={() => form.setError(undefined)} />
+            <button type="submit" aria-busy={form.busy} disabled={form.busy}>
+              {form.busy ? 'Sending…' : 'Send test coins'}
             </button>
           </form>
 

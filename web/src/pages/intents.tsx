@@ -2,40 +2,17 @@
 // transaction to sign (with the browser's wallet when there is one), the account's intents and a
 // status view that follows one until it is settled, expired or refunded.
 import { useEffect, useState } from 'preact/hooks';
-import { api, errorText, fieldErrors, useApi } from '../api.ts';
+import { api, errorText, useApi } from '../api.ts';
+import type { CreateIntentBody, Intent, IntentStep, NetworkSummary } from '../api-types.ts';
+import { useForm } from '../components/form.ts';
 import { EmptyState, ErrorBanner, formatTime, Link, Loading, Notice, Page } from '../components/page.tsx';
 import { setQuery, useLocation } from '../router.ts';
 import { checkAddress, checkAmount, isNativeChain } from '../components/address.ts';
-import { formatUnits, loadMe, loadNetwork, loadNetworks, type NetworkSummary, shortHex, TxHash, usePolling, ScrollTable, WrapCopy } from '../components/chain.tsx';
+import { formatUnits, loadMe, loadNetwork, loadNetworks, shortHex, TxHash, usePolling, ScrollTable, WrapCopy } from '../components/chain.tsx';
 import { estimateWithWallet, injectedWallet, sendWithWallet, walletAccount, walletErrorText } from '../components/wallet.ts';
 import '../components/chain.css';
 
-type Status = 'awaiting_open' | 'opened' | 'filled' | 'settled' | 'expired' | 'refunded';
-
-interface Step {
-  network: string;
-  txHash: string | null;
-  status: 'pending' | 'sent' | 'confirmed' | 'reverted' | 'failed';
-  blockNumber: number | null;
-  timestamp: string | null;
-}
-
-interface Intent {
-  id: string;
-  status: Status;
-  fromNetwork: string;
-  toNetwork: string;
-  sender: string;
-  recipient: string;
-  inputAmount: string;
-  outputAmount: string;
-  fee: string;
-  order: { openDeadline: number; fillDeadline: number; orderId: string };
-  open: { chainId: number; to: string; data: string; value: string };
-  transactions: { open: Step | null; fill: Step | null; settle: Step | null; refund: Step | null };
-  createdAt: string;
-  updatedAt: string;
-}
+type Status = Intent['status'];
 
 const FINAL: Status[] = ['settled', 'expired', 'refunded'];
 const STATUS_WORDS: Record<Status, string> = {
@@ -103,9 +80,8 @@ function QuoteForm(props: { networks: NetworkSummary[]; covered: ReadonlySet<str
   const [sender, setSender] = useState('');
   const [recipient, setRecipient] = useState('');
   const [tried, setTried] = useState(false);
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<unknown>(undefined);
-  const [fields, setFields] = useState<Record<string, string>>({});
+  const form = useForm();
+  const fields = form.fields;
   const wallet = injectedWallet();
   const fromNet = props.networks.find((n) => n.slug === from);
   const native = isNativeChain(fromNet?.chainId);
@@ -129,20 +105,13 @@ function QuoteForm(props: { networks: NetworkSummary[]; covered: ReadonlySet<str
   const submit = async (e: Event) => {
     e.preventDefault();
     setTried(true);
-    setError(undefined);
-    setFields({});
+    form.clear();
     if (amountProblem || 'problem' in senderCheck || (recipientCheck && 'problem' in recipientCheck)) return;
-    setBusy(true);
-    try {
-      const body: Record<string, string> = { fromNetwork: from, toNetwork: to, amount: amount.trim(), sender: sender.trim() };
+    await form.submit(async () => {
+      const body: CreateIntentBody = { fromNetwork: from, toNetwork: to, amount: amount.trim(), sender: sender.trim() };
       if (recipient.trim()) body.recipient = recipient.trim();
-      props.onQuoted(await api.post<Intent>('/chain-abstraction/intent', body));
-    } catch (err) {
-      setFields(fieldErrors(err));
-      setError(err);
-    } finally {
-      setBusy(false);
-    }
+      props.onQuoted(await api.post('/api/v1/chain-abstraction/intent', { body }));
+    });
   };
 
   const field = (name: 'amount' | 'sender' | 'recipient', label: string, value: string, set: (v: string) => void, help: string, extra?: object) => (
@@ -156,7 +125,7 @@ function QuoteForm(props: { networks: NetworkSummary[]; covered: ReadonlySet<str
         spellcheck={false}
         onInput={(e) => {
           set(e.currentTarget.value);
-          if (fields[name]) setFields(({ [name]: _, ...rest }) => rest);
+          form.forget(name);
         }}
         aria-invalid={problems[name] ? 'true' : undefined}
         aria-describedby={`intent-${name}-note`}
@@ -208,7 +177,7 @@ function QuoteForm(props: { networks: NetworkSummary[]; covered: ReadonlySet<str
           onClick={() =>
             void walletAccount(wallet).then(
               (a) => a && setSender(a),
-              (err: unknown) => setError(new Error(walletErrorText(err, { name: fromNet?.name ?? from, chainId: fromNet?.chainId ?? 0 }))),
+              (err: unknown) => form.setError(new Error(walletErrorText(err, { name: fromNet?.name ?? from, chainId: fromNet?.chainId ?? 0 }))),
             )
           }
         >
@@ -216,8 +185,8 @@ function QuoteForm(props: { networks: NetworkSummary[]; covered: ReadonlySet<str
         </button>
       ) : null}
       {field('recipient', 'Recipient, optional', recipient, setRecipient, 'Who receives on the destination; empty: the sender.', { placeholder: '0x…' })}
-      <ErrorBanner error={error} onDismiss={() => setError(undefined)} />
-      <button type="submit" aria-busy={busy} disabled={busy || !to}>
+      <ErrorBanner error={form.error} onDismiss={() => form.setError(undefined)} />
+      <button type="submit" aria-busy={form.busy} disabled={form.busy || !to}>
         Get a quote
       </button>
     </form>
@@ -232,11 +201,10 @@ function OpenStep(props: { intent: Intent; networks: NetworkSummary[]; onSent: (
   const symbol = from?.currency.symbol ?? '';
   const wallet = injectedWallet();
   const [gas, setGas] = useState<bigint | undefined>(undefined);
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<string | undefined>(undefined);
   const [sent, setSent] = useState<string | undefined>(undefined);
   const explorer = useApi(() => loadNetwork(i.fromNetwork).then((n) => n.explorerUrl), [i.fromNetwork]);
   const chain = { name: from?.name ?? i.fromNetwork, chainId: i.open.chainId };
+  const form = useForm<string>({ shownError: (err) => (err instanceof Error && !('code' in err) ? errorText(err) : walletErrorText(err, chain)) });
 
   // The wallet's estimate of the open's gas, when it is already connected and on the origin chain (no prompt).
   useEffect(() => {
@@ -250,22 +218,16 @@ function OpenStep(props: { intent: Intent; networks: NetworkSummary[]; onSent: (
 
   const send = async () => {
     if (!wallet) return;
-    setBusy(true);
-    setError(undefined);
-    try {
+    await form.submit(async () => {
       const account = await walletAccount(wallet);
       if (!account) throw new Error('The wallet gave no account.');
       if (account.toLowerCase() !== i.sender.toLowerCase()) {
-        setError(`The wallet's account is ${account}, but this quote is for ${i.sender}: the open must come from the sender. Switch accounts in the wallet.`);
+        form.setError(`The wallet's account is ${account}, but this quote is for ${i.sender}: the open must come from the sender. Switch accounts in the wallet.`);
         return;
       }
       setSent(await sendWithWallet(wallet, account, i.open));
       props.onSent();
-    } catch (err) {
-      setError(err instanceof Error && !('code' in err) ? errorText(err) : walletErrorText(err, chain));
-    } finally {
-      setBusy(false);
-    }
+    });
   };
 
   return (
@@ -334,22 +296,22 @@ function OpenStep(props: { intent: Intent; networks: NetworkSummary[]; onSent: (
           </span>
         </Notice>
       ) : wallet ? (
-        <button type="button" onClick={() => void send()} aria-busy={busy} disabled={busy}>
+        <button type="button" onClick={() => void send()} aria-busy={form.busy} disabled={form.busy}>
           Send the open with my wallet
         </button>
       ) : (
         <p class="muted">No browser wallet was found. Send the transaction above from {i.sender} with the wallet of your choice.</p>
       )}
-      {error ? (
+      {form.error ? (
         <div class="banner error" role="alert">
-          {error}
+          {form.error}
         </div>
       ) : null}
     </article>
   );
 }
 
-function StepLine(props: { label: string; step: Step | null; state: 'done' | 'now' | 'bad' | 'todo'; explorer: Record<string, string | null>; text: string }) {
+function StepLine(props: { label: string; step: IntentStep | null; state: 'done' | 'now' | 'bad' | 'todo'; explorer: Record<string, string | null>; text: string }) {
   return (
     <li class={props.state === 'todo' ? undefined : props.state}>
       <strong>{props.label}</strong> <span class="muted">{props.text}</span>
@@ -368,7 +330,7 @@ function StepLine(props: { label: string; step: Step | null; state: 'done' | 'no
 
 /** One intent, asked for again every few seconds until it reaches a final status. */
 function Follow(props: { id: string; networks: NetworkSummary[] }) {
-  const got = useApi(() => api.get<Intent>(`/chain-abstraction/intents/${encodeURIComponent(props.id)}`), [props.id]);
+  const got = useApi(() => api.get('/api/v1/chain-abstraction/intents/{id}', { params: { id: props.id } }), [props.id]);
   const i = got.data;
   usePolling(got.reload, FOLLOW_MS, !!i && !FINAL.includes(i.status) && !got.error);
   const explorers = useApi(
@@ -418,7 +380,7 @@ function Follow(props: { id: string; networks: NetworkSummary[] }) {
 }
 
 function IntentList(props: { networks: NetworkSummary[]; tick: number; selected: string | undefined }) {
-  const list = useApi(() => api.get<Intent[]>('/chain-abstraction/intents', { limit: 20 }), [props.tick]);
+  const list = useApi(() => api.get('/api/v1/chain-abstraction/intents', { query: { limit: 20 } }), [props.tick]);
   const name = (slug: string) => props.networks.find((n) => n.slug === slug)?.name ?? slug;
   // Statuses in the list move too: asked again while any is under way.
   usePolling(list.reload, 10_000, !!list.data?.some((i) => !FINAL.includes(i.status)));
@@ -468,7 +430,7 @@ function IntentList(props: { networks: NetworkSummary[]; tick: number; selected:
 
 export default function IntentsPage() {
   const nets = useApi(loadNetworks);
-  const keys = useApi(() => api.get<Array<{ status: string; networks: string[] }>>('/api-keys'));
+  const keys = useApi(() => api.get('/api/v1/api-keys'));
   const me = useApi(loadMe);
   // The networks the account's usable keys cover: the form starts on a route they can send on.
   const covered = new Set((keys.data ?? []).filter((k) => k.status === 'active').flatMap((k) => k.networks));

@@ -2,37 +2,12 @@
 // status, networks, usage and last use, and per key: edit networks and rate limit, disable or
 // enable, rotate, revoke, delete (each destructive step confirmed first).
 import { useState } from 'preact/hooks';
-import { api, fieldErrors, useApi } from '../api.ts';
+import { api, useApi } from '../api.ts';
+import type { ApiKey, ApiKeyListItem, CreateApiKeyBody, NetworkSummary } from '../api-types.ts';
+import { useForm } from '../components/form.ts';
 import { ConfirmDialog, Copyable, EmptyState, ErrorBanner, formatNumber, formatTime, Link, Loading, Notice, Page } from '../components/page.tsx';
 import { loadMe } from '../components/chain.tsx';
 import { useLocation } from '../router.ts';
-
-export interface ApiKey {
-  id: string;
-  name: string;
-  key: string;
-  prefix: string;
-  networks: string[];
-  /** Made for every network the plan allows: `networks` is the plan's list and follows a plan change (C52). */
-  allNetworks?: boolean;
-  rateLimit: number | null;
-  /** The rate set on the key; null = it follows the plan's (which rateLimit then shows). */
-  ownRateLimit?: number | null;
-  status: 'active' | 'inactive' | 'revoked' | 'expired';
-  expiresAt: string | null;
-  createdAt: string;
-  usage?: { daily: number; monthly: number };
-  lastUsedAt?: string | null;
-}
-
-export interface Network {
-  slug: string;
-  name: string;
-  chainId: number;
-  type: 'mainnet' | 'testnet';
-  rpcUrl: string;
-  wsUrl: string;
-}
 
 /** The key right after create or rotate; the list shows its prefix, the Endpoints page the whole key. */
 function NewKey(props: { created: ApiKey; rotated: boolean; onDone: () => void }) {
@@ -56,7 +31,7 @@ function NewKey(props: { created: ApiKey; rotated: boolean; onDone: () => void }
 }
 
 /** Network checkboxes; none checked means every network the plan allows. */
-function NetworkChoice(props: { idPrefix: string; networks: Network[]; chosen: string[]; onChange: (s: string[]) => void; error?: string | undefined; allowance?: string | undefined }) {
+function NetworkChoice(props: { idPrefix: string; networks: NetworkSummary[]; chosen: string[]; onChange: (s: string[]) => void; error?: string | undefined; allowance?: string | undefined }) {
   const toggle = (slug: string, on: boolean) => props.onChange(on ? [...props.chosen, slug] : props.chosen.filter((s) => s !== slug));
   return (
     <fieldset>
@@ -82,37 +57,30 @@ function NetworkChoice(props: { idPrefix: string; networks: Network[]; chosen: s
   );
 }
 
-function CreateForm(props: { networks: Network[]; planRate: number | null | undefined; allowance: string | undefined; onCreated: (k: ApiKey) => void }) {
+function CreateForm(props: { networks: NetworkSummary[]; planRate: number | null | undefined; allowance: string | undefined; onCreated: (k: ApiKey) => void }) {
   const [name, setName] = useState('');
   const [chosen, setChosen] = useState<string[]>([]);
   const [rate, setRate] = useState('');
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<unknown>(undefined);
-  const fields = fieldErrors(error);
+  const form = useForm();
+  const fields = form.fields;
   const submit = async (e: Event) => {
     e.preventDefault();
-    setBusy(true);
-    setError(undefined);
-    try {
-      const body: Record<string, unknown> = { name: name.trim() };
+    await form.submit(async () => {
+      const body: CreateApiKeyBody = { name: name.trim() };
       if (chosen.length) body.networks = chosen;
       if (rate.trim()) body.rateLimit = Number(rate);
-      const created = await api.post<ApiKey>('/api-keys', body);
+      const created = await api.post('/api/v1/api-keys', { body });
       setName('');
       setChosen([]);
       setRate('');
       props.onCreated(created);
-    } catch (err) {
-      setError(err);
-    } finally {
-      setBusy(false);
-    }
+    });
   };
   return (
     <details class="create" open>
       <summary>Create a key</summary>
       <form onSubmit={(e) => void submit(e)} noValidate>
-        <ErrorBanner error={error} />
+        <ErrorBanner error={form.error} />
         <div class="row">
           <label for="key-name">
             Name
@@ -124,7 +92,7 @@ function CreateForm(props: { networks: Network[]; planRate: number | null | unde
           </label>
         </div>
         <NetworkChoice idPrefix="new-net" networks={props.networks} chosen={chosen} onChange={setChosen} error={fields.networks} allowance={props.allowance} />
-        <button type="submit" aria-busy={busy} disabled={busy || !name.trim()}>
+        <button type="submit" aria-busy={form.busy} disabled={form.busy || !name.trim()}>
           Create key
         </button>
       </form>
@@ -132,33 +100,30 @@ function CreateForm(props: { networks: Network[]; planRate: number | null | unde
   );
 }
 
-function EditForm(props: { item: ApiKey; networks: Network[]; planRate: number | null | undefined; allowance: string | undefined; onSaved: () => void; onCancel: () => void }) {
+function EditForm(props: { item: ApiKey; networks: NetworkSummary[]; planRate: number | null | undefined; allowance: string | undefined; onSaved: () => void; onCancel: () => void }) {
   // None checked keeps an all-networks key following the plan (C52).
   const [chosen, setChosen] = useState<string[]>(props.item.allNetworks ? [] : props.item.networks);
   // The key's own rate (empty: it follows the plan's), not the plan's rate shown as if set here.
-  const own = props.item.ownRateLimit ?? null;
+  const own = props.item.ownRateLimit;
   const [rate, setRate] = useState(own === null ? '' : String(own));
   const planRate = props.planRate === undefined ? undefined : props.planRate === null ? 'unlimited' : `${formatNumber(props.planRate)} / min`;
   const [name, setName] = useState(props.item.name);
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<unknown>(undefined);
-  const fields = fieldErrors(error);
+  const form = useForm();
+  const fields = form.fields;
   const id = props.item.id;
   const submit = async (e: Event) => {
     e.preventDefault();
-    setBusy(true);
-    setError(undefined);
-    try {
-      await api.patch(`/api-keys/${encodeURIComponent(id)}`, { name: name.trim(), networks: chosen, rateLimit: rate.trim() ? Number(rate) : null });
-      props.onSaved();
-    } catch (err) {
-      setError(err);
-      setBusy(false);
-    }
+    await form.submit(
+      async () => {
+        await api.patch('/api/v1/api-keys/{id}', { params: { id }, body: { name: name.trim(), networks: chosen, rateLimit: rate.trim() ? Number(rate) : null } });
+        props.onSaved();
+      },
+      { stayBusy: true },
+    );
   };
   return (
     <form class="edit" onSubmit={(e) => void submit(e)} noValidate aria-label={`Edit ${props.item.name}`}>
-      <ErrorBanner error={error} />
+      <ErrorBanner error={form.error} />
       <div class="row">
         <label for={`edit-name-${id}`}>
           Name
@@ -182,7 +147,7 @@ function EditForm(props: { item: ApiKey; networks: Network[]; planRate: number |
       </div>
       <NetworkChoice idPrefix={`edit-net-${id}`} networks={props.networks} chosen={chosen} onChange={setChosen} error={fields.networks} allowance={props.allowance} />
       <div class="actions">
-        <button type="submit" aria-busy={busy} disabled={busy}>
+        <button type="submit" aria-busy={form.busy} disabled={form.busy}>
           Save
         </button>
         <button type="button" class="secondary" onClick={props.onCancel}>
@@ -193,46 +158,43 @@ function EditForm(props: { item: ApiKey; networks: Network[]; planRate: number |
   );
 }
 
-type Pending = { kind: 'rotate' | 'revoke' | 'delete'; item: ApiKey };
+type Pending = { kind: 'rotate' | 'revoke' | 'delete'; item: ApiKeyListItem };
 
 export default function Keys() {
   const { query } = useLocation();
-  const keys = useApi(() => api.get<ApiKey[]>('/api-keys'));
-  const networks = useApi(() => api.get<Network[]>('/networks'));
+  const keys = useApi(() => api.get('/api/v1/api-keys'));
+  const networks = useApi(() => api.get('/api/v1/networks'));
   const me = useApi(loadMe);
   const [shown, setShown] = useState<{ key: ApiKey; rotated: boolean } | undefined>(undefined);
   const [editing, setEditing] = useState<string | undefined>(undefined);
   const [pending, setPending] = useState<Pending | undefined>(undefined);
   const [note, setNote] = useState<string | undefined>(undefined);
-  const [error, setError] = useState<unknown>(undefined);
+  const action = useForm();
   const nets = networks.data ?? [];
   const nameOf = (slug: string) => nets.find((n) => n.slug === slug)?.name ?? slug;
 
   const act = async (what: () => Promise<unknown>, done: string) => {
-    setError(undefined);
     setNote(undefined);
-    try {
+    await action.submit(async () => {
       await what();
       setNote(done);
       keys.reload();
-    } catch (err) {
-      setError(err);
-    }
+    });
   };
 
   const confirm = async () => {
     if (!pending) return;
     const { kind, item } = pending;
-    const path = `/api-keys/${encodeURIComponent(item.id)}`;
+    const params = { id: item.id };
     if (kind === 'rotate') {
-      const rotated = await api.post<ApiKey>(`${path}/rotate`);
+      const rotated = await api.post('/api/v1/api-keys/{id}/rotate', { params });
       setShown({ key: rotated, rotated: true });
       setNote(undefined);
     } else if (kind === 'revoke') {
-      await api.post(`${path}/revoke`);
+      await api.post('/api/v1/api-keys/{id}/revoke', { params });
       setNote(`"${item.name}" is revoked.`);
     } else {
-      await api.delete(path);
+      await api.delete('/api/v1/api-keys/{id}', { params });
       setNote(`"${item.name}" is deleted.`);
     }
     setPending(undefined);
@@ -256,7 +218,7 @@ export default function Keys() {
       ) : null}
       {shown ? <NewKey created={shown.key} rotated={shown.rotated} onDone={() => setShown(undefined)} /> : null}
       {note ? <Notice>{note}</Notice> : null}
-      <ErrorBanner error={error ?? keys.error ?? networks.error} onDismiss={error ? () => setError(undefined) : undefined} />
+      <ErrorBanner error={action.error ?? keys.error ?? networks.error} onDismiss={action.error ? () => action.setError(undefined) : undefined} />
       <CreateForm
         networks={nets}
         planRate={me.data?.limits.requestsPerMinute}
@@ -306,7 +268,7 @@ export default function Keys() {
                 <div>
                   <dt>Requests today / this month</dt>
                   <dd>
-                    {formatNumber(k.usage?.daily ?? 0)} / {formatNumber(k.usage?.monthly ?? 0)}
+                    {formatNumber(k.usage.daily)} / {formatNumber(k.usage.monthly)}
                   </dd>
                 </div>
                 <div>
@@ -347,7 +309,7 @@ export default function Keys() {
                         aria-label={`${k.status === 'active' ? 'Disable' : 'Enable'} ${k.name}`}
                         onClick={() =>
                           void act(
-                            () => api.patch(`/api-keys/${encodeURIComponent(k.id)}`, { status: k.status === 'active' ? 'inactive' : 'active' }),
+                            () => api.patch('/api/v1/api-keys/{id}', { params: { id: k.id }, body: { status: k.status === 'active' ? 'inactive' : 'active' } }),
                             k.status === 'active' ? `"${k.name}" is disabled: calls with it are refused until you enable it.` : `"${k.name}" is enabled.`,
                           )
                         }

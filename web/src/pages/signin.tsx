@@ -1,5 +1,6 @@
 import { useState } from 'preact/hooks';
-import { fieldErrors, signIn } from '../api.ts';
+import { signIn } from '../api.ts';
+import { useForm } from '../components/form.ts';
 import { ErrorBanner, Link, Page } from '../components/page.tsx';
 import { HOME_SIGNED_IN, navigate, useLocation } from '../router.ts';
 
@@ -13,37 +14,33 @@ export default function SignIn() {
   const { query } = useLocation();
   const [email, setEmail] = useState('');
   const [password, setPassword] = useState('');
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<unknown>(undefined);
-  const fields = fieldErrors(error);
+  const form = useForm();
 
   const submit = async (e: Event) => {
     e.preventDefault();
-    setBusy(true);
-    setError(undefined);
-    try {
-      await signIn(email.trim(), password);
-      navigate(nextPath(query), { replace: true });
-    } catch (err) {
-      setError(err);
-      setBusy(false);
-    }
+    await form.submit(
+      async () => {
+        await signIn(email.trim(), password);
+        navigate(nextPath(query), { replace: true });
+      },
+      { stayBusy: true },
+    );
   };
 
   return (
     <Page title="Sign in">
       <article class="auth-card">
         <form onSubmit={(e) => void submit(e)} noValidate>
-          <ErrorBanner error={error} />
+          <ErrorBanner error={form.error} />
           <label for="signin-email">
             E-mail
-            <input id="signin-email" type="email" autocomplete="email" required value={email} onInput={(e) => setEmail(e.currentTarget.value)} aria-invalid={fields.email ? true : undefined} />
+            <input id="signin-email" type="email" autocomplete="email" required value={email} onInput={(e) => setEmail(e.currentTarget.value)} aria-invalid={form.fields.email ? true : undefined} />
           </label>
           <label for="signin-password">
             Password
             <input id="signin-password" type="password" autocomplete="current-password" required value={password} onInput={(e) => setPassword(e.currentTarget.value)} />
           </label>
-          <button type="submit" aria-busy={busy} disabled={busy}>
+          <button type="submit" aria-busy={form.busy} disabled={form.busy}>
             Sign in
           </button>
         </form>

@@ -1,5 +1,6 @@
 import { useState } from 'preact/hooks';
-import { fieldErrors, signUp, useApi } from '../api.ts';
+import { signUp, useApi } from '../api.ts';
+import { useForm } from '../components/form.ts';
 import { ErrorBanner, Link, Page } from '../components/page.tsx';
 import { loadPlans, planSummary } from '../components/plans.ts';
 import { navigate } from '../router.ts';
@@ -8,25 +9,22 @@ export default function SignUp() {
   const [name, setName] = useState('');
   const [email, setEmail] = useState('');
   const [password, setPassword] = useState('');
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<unknown>(undefined);
-  const fields = fieldErrors(error);
+  const form = useForm();
+  const fields = form.fields;
   // The free plan as configured (GET /plans), never figures written here.
   const plans = useApi(loadPlans);
   const free = plans.data?.find((p) => p.tier === 'free');
 
   const submit = async (e: Event) => {
     e.preventDefault();
-    setBusy(true);
-    setError(undefined);
-    try {
-      await signUp(name.trim(), email.trim(), password);
-      // A newcomer's first step: a key.
-      navigate('/keys?welcome=1', { replace: true });
-    } catch (err) {
-      setError(err);
-      setBusy(false);
-    }
+    await form.submit(
+      async () => {
+        await signUp(name.trim(), email.trim(), password);
+        // A newcomer's first step: a key.
+        navigate('/keys?welcome=1', { replace: true });
+      },
+      { stayBusy: true },
+    );
   };
 
   return (
@@ -36,7 +34,7 @@ export default function SignUp() {
     >
       <article class="auth-card">
         <form onSubmit={(e) => void submit(e)} noValidate>
-          <ErrorBanner error={error} />
+          <ErrorBanner error={form.error} />
           <label for="signup-name">
             Name
             <input id="signup-name" autocomplete="name" required maxLength={100} value={name} onInput={(e) => setName(e.currentTarget.value)} aria-invalid={fields.name ? true : undefined} />
@@ -60,7 +58,7 @@ export default function SignUp() {
             />
             <small id="signup-password-help">At least 8 characters, not a common password.</small>
           </label>
-          <button type="submit" aria-busy={busy} disabled={busy}>
+          <button type="submit" aria-busy={form.busy} disabled={form.busy}>
             Create account
           </button>
         </form>

@@ -5,29 +5,13 @@ import { useEffect, useMemo, useState } from 'preact/hooks';
 import { api, useApi, useSession } from '../api.ts';
 import { Chart, EmptyState, ErrorBanner, formatNumber, Loading, Page } from '../components/page.tsx';
 import { setQuery, useLocation } from '../router.ts';
-import { PLAN_NAMES, type Tier, usePolling } from '../components/chain.tsx';
-import type { ApiKey, Network } from './keys.tsx';
+import { PLAN_NAMES, usePolling } from '../components/chain.tsx';
 
 /**
  * How often the page reads the counts again while it is visible. The gateway writes usage in
  * batches (every 2 s by default, `usage.flushIntervalMs`), so a call shows within about 5 s.
  */
 const POLL_MS = 3_000;
-
-interface Stats {
-  period: { start: string; end: string };
-  totalRequests: number;
-  totalComputeUnits: number;
-  requestsByNetwork: Record<string, number>;
-  requestsByMethod: Record<string, number>;
-  dailyBreakdown: Array<{ date: string; requests: number }>;
-}
-
-interface Me {
-  tier: string;
-  limits: { requestsPerMinute: number | null; dailyLimit: number | null; monthlyLimit: number | null; maxKeys: number | null; maxNetworks: number | null };
-  remaining: { requestsThisMinute: number | null; requestsToday: number | null; computeUnitsThisMonth: number | null };
-}
 
 const DAY = 86_400_000;
 const day = (t: number) => new Date(t).toISOString().slice(0, 10);
@@ -83,10 +67,10 @@ export default function Usage() {
   const end = query.get('end') ?? today;
   const start = query.get('start') ?? day(Date.parse(`${end}T00:00:00Z`) - 29 * DAY);
   const keyId = query.get('key') ?? '';
-  const stats = useApi(() => api.get<Stats>('/usage/stats', { startDate: start, endDate: end, apiKeyId: keyId || undefined }), [start, end, keyId]);
-  const me = useApi(() => api.get<Me>('/me'));
-  const keys = useApi(() => api.get<ApiKey[]>('/api-keys'));
-  const networks = useApi(() => api.get<Network[]>('/networks'));
+  const stats = useApi(() => api.get('/api/v1/usage/stats', { query: { startDate: start, endDate: end, apiKeyId: keyId || undefined } }), [start, end, keyId]);
+  const me = useApi(() => api.get('/api/v1/me'));
+  const keys = useApi(() => api.get('/api/v1/api-keys'));
+  const networks = useApi(() => api.get('/api/v1/networks'));
   const nameOf = (slug: string) => networks.data?.find((n) => n.slug === slug)?.name ?? slug;
 
   const s = stats.data;
@@ -212,7 +196,7 @@ export default function Usage() {
         </div>
       ) : null}
 
-      <h2>Your plan: {PLAN_NAMES[(m?.tier ?? (session.status === 'signed-in' ? session.user.tier : 'free')) as Tier]}</h2>
+      <h2>Your plan: {PLAN_NAMES[m?.tier ?? (session.status === 'signed-in' ? session.user.tier : 'free')]}</h2>
       {m ? (
         <div class="table-wrap">
           <table class="limits">

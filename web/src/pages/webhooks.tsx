@@ -2,9 +2,11 @@
 // deliveries, switch off and on, rotate the secret, delete after a confirmation. Plans max and
 // enterprise, as the API has it; other plans see what the feature would give them.
 import { useState } from 'preact/hooks';
-import { api, fieldErrors, useApi } from '../api.ts';
+import { api, useApi } from '../api.ts';
+import type { CreateWebhookBody, NetworkSummary, WebhookEndpoint, WebhookEndpointWithSecret } from '../api-types.ts';
+import { useForm } from '../components/form.ts';
 import { ConfirmDialog, EmptyState, ErrorBanner, formatTime, Loading, Notice, Page } from '../components/page.tsx';
-import { FEATURE_PLANS, loadMe, loadNetworks, type NetworkSummary, PlanFeature, type Tier, usePolling, ScrollTable, WrapCopy } from '../components/chain.tsx';
+import { FEATURE_PLANS, loadMe, loadNetworks, PlanFeature, type Tier, usePolling, ScrollTable, WrapCopy } from '../components/chain.tsx';
 import '../components/chain.css';
 
 /** A whole-coin amount as a decimal string, its digits grouped as every other figure of the dashboard (100,000.5). */
@@ -21,33 +23,6 @@ const EVENTS = [
   { type: 'intent.updated', label: 'Intent updates', help: 'each status change of your cross-chain intents' },
   { type: 'webhook.test', label: 'Test events', help: 'only what "Send test event" sends' },
 ] as const;
-
-interface Endpoint {
-  id: string;
-  url: string;
-  description: string | null;
-  events: string[];
-  filters: { networks?: string[]; minValue?: string; addresses?: string[] };
-  status: 'enabled' | 'disabled';
-  disabledReason: string | null;
-  createdAt: string;
-  updatedAt: string;
-}
-
-interface Delivery {
-  id: string;
-  eventId: string;
-  type: string;
-  status: 'pending' | 'delivered' | 'failed';
-  attempts: number;
-  lastStatusCode: number | null;
-  lastDurationMs: number | null;
-  lastError: string | null;
-  lastAttemptAt: string | null;
-  nextAttemptAt: string | null;
-  deliveredAt: string | null;
-  createdAt: string;
-}
 
 const REASONS: Record<string, string> = {
   owner: 'switched off by you',
@@ -86,51 +61,40 @@ function SecretOnce(props: { secret: string; url: string; rotated: boolean; onDo
   );
 }
 
-function CreateForm(props: { networks: NetworkSummary[]; onCreated: (e: Endpoint & { secret: string }) => void; onCancel: () => void }) {
+type EventType = CreateWebhookBody['events'][number];
+
+function CreateForm(props: { networks: NetworkSummary[]; onCreated: (e: WebhookEndpointWithSecret) => void; onCancel: () => void }) {
   const [url, setUrl] = useState('');
-  const [events, setEvents] = useState<string[]>(['whale.alert']);
+  const [events, setEvents] = useState<EventType[]>(['whale.alert']);
   const [nets, setNets] = useState<string[]>([]);
   const [minValue, setMinValue] = useState('');
   const [addresses, setAddresses] = useState('');
   const [description, setDescription] = useState('');
-  const [busy, setBusy] = useState(false);
-  const [error, setError] = useState<unknown>(undefined);
-  const [fields, setFields] = useState<Record<string, string>>({});
+  // "filters.addresses.0" and the like: shown under the input they belong to.
+  const form = useForm({ fieldName: (f) => f.replace(/^filters\./, '').replace(/\.\d+$/, '') });
+  const fields = form.fields;
   const wantsNetworks = events.includes('whale.alert') || events.includes('address.activity');
   const wantsAddresses = events.includes('address.activity');
   const urlProblem = url.trim() && !/^https?:\/\/[^\s]+$/i.test(url.trim()) ? 'An http:// or https:// address.' : undefined;
   const minProblem = minValue.trim() && !/^[0-9]+(\.[0-9]+)?$/.test(minValue.trim()) ? 'A number of whole coins, such as 50000.' : undefined;
 
-  const toggle = (list: string[], set: (l: string[]) => void, v: string) => set(list.includes(v) ? list.filter((x) => x !== v) : [...list, v]);
+  const toggle = <V extends string>(list: V[], set: (l: V[]) => void, v: V) => set(list.includes(v) ? list.filter((x) => x !== v) : [...list, v]);
 
   const submit = async (e: Event) => {
     e.preventDefault();
-    setError(undefined);
-    setFields({});
-    if (!url.trim()) return setFields({ url: 'Enter the address events are sent to.' });
-    if (!events.length) return setFields({ events: 'Pick at least one event type.' });
+    form.clear();
+    if (!url.trim()) return form.setFields({ url: 'Enter the address events are sent to.' });
+    if (!events.length) return form.setFields({ events: 'Pick at least one event type.' });
     if (urlProblem || minProblem) return;
-    const filters: Record<string, unknown> = {};
+    const filters: NonNullable<CreateWebhookBody['filters']> = {};
     if (wantsNetworks && nets.length) filters.networks = nets;
     if (wantsNetworks && minValue.trim()) filters.minValue = minValue.trim();
     const addrs = addresses.split(/[\s,]+/).filter(Boolean);
     if (wantsAddresses && addrs.length) filters.addresses = addrs;
-    const body: Record<string, unknown> = { url: url.trim(), events };
+    const body: CreateWebhookBody = { url: url.trim(), events };
     if (Object.keys(filters).length) body.filters = filters;
     if (description.trim()) body.description = description.trim();
-    setBusy(true);
-    try {
-      props.onCreated(await api.post<Endpoint & { secret: string }>('/webhooks', body));
-    } catch (err) {
-      const f = fieldErrors(err);
-      // "filters.addresses.0" and the like: shown under the input they belong to.
-      const short: Record<string, string> = {};
-      for (const [k, v] of Object.entries(f)) short[k.replace(/^filters\./, '').replace(/\.\d+$/, '')] = v;
-      setFields(short);
-      setError(err);
-    } finally {
-      setBusy(false);
-    }
+    await form.submit(async () => props.onCreated(await api.post('/api/v1/webhooks', { body })));
   };
 
   const describedBy = (name: string, help?: boolean) => (fields[name] || help ? `wh-${name}-note` : undefined);
@@ -214,9 +178,9 @@ function CreateForm(props: { networks: NetworkSummary[]; onCreated: (e: Endpoint
         <label for="wh-description">Description, optional</label>
         <input id="wh-description" name="description" maxLength={500} value={description} onInput={(e) => setDescription(e.currentTarget.value)} />
       </div>
-      <ErrorBanner error={error} onDismiss={() => setError(undefined)} />
+      <ErrorBanner error={form.error} onDismiss={() => form.setError(undefined)} />
       <div class="card-actions">
-        <button type="submit" aria-busy={busy} disabled={busy}>
+        <button type="submit" aria-busy={form.busy} disabled={form.busy}>
           Create webhook
         </button>
         <button type="button" class="secondary" onClick={props.onCancel}>
@@ -227,8 +191,8 @@ function CreateForm(props: { networks: NetworkSummary[]; onCreated: (e: Endpoint
   );
 }
 
-function Deliveries(props: { endpoint: Endpoint; tick: number }) {
-  const list = useApi(() => api.get<Delivery[]>(`/webhooks/${props.endpoint.id}/deliveries`, { limit: 20 }), [props.endpoint.id, props.tick]);
+function Deliveries(props: { endpoint: WebhookEndpoint; tick: number }) {
+  const list = useApi(() => api.get('/api/v1/webhooks/{id}/deliveries', { params: { id: props.endpoint.id }, query: { limit: 20 } }), [props.endpoint.id, props.tick]);
   // Follows deliveries still under way (C39: retried on a schedule) until none is pending.
   usePolling(list.reload, 3_000, !!list.data?.some((d) => d.status === 'pending'));
   const caption = `Deliveries to ${props.endpoint.url}, newest first`;
@@ -282,27 +246,23 @@ function Deliveries(props: { endpoint: Endpoint; tick: number }) {
   );
 }
 
-function EndpointCard(props: { endpoint: Endpoint; networks: NetworkSummary[]; onChanged: () => void; onRotate: () => void; onDelete: () => void }) {
+function EndpointCard(props: { endpoint: WebhookEndpoint; networks: NetworkSummary[]; onChanged: () => void; onRotate: () => void; onDelete: () => void }) {
   const e = props.endpoint;
   const [open, setOpen] = useState(false);
   const [tick, setTick] = useState(0);
-  const [busy, setBusy] = useState<string | undefined>(undefined);
-  const [error, setError] = useState<unknown>(undefined);
+  const form = useForm();
   const [note, setNote] = useState<string | undefined>(undefined);
   const name = (slug: string) => props.networks.find((n) => n.slug === slug)?.name ?? slug;
 
   const act = async (what: string, run: () => Promise<unknown>, done?: string) => {
-    setBusy(what);
-    setError(undefined);
     setNote(undefined);
-    try {
-      await run();
-      if (done) setNote(done);
-    } catch (err) {
-      setError(err);
-    } finally {
-      setBusy(undefined);
-    }
+    await form.submit(
+      async () => {
+        await run();
+        if (done) setNote(done);
+      },
+      { what },
+    );
   };
 
   return (
@@ -350,20 +310,20 @@ function EndpointCard(props: { endpoint: Endpoint; networks: NetworkSummary[]; o
         <dt>Created</dt>
         <dd>{formatTime(e.createdAt)}</dd>
       </dl>
-      <ErrorBanner error={error} onDismiss={() => setError(undefined)} />
+      <ErrorBanner error={form.error} onDismiss={() => form.setError(undefined)} />
       {note ? <Notice>{note}</Notice> : null}
       <div class="card-actions">
         <button
           type="button"
           class="secondary small"
-          disabled={!!busy || e.status !== 'enabled'}
-          aria-busy={busy === 'test'}
+          disabled={form.busy || e.status !== 'enabled'}
+          aria-busy={form.doing === 'test'}
           title={e.status !== 'enabled' ? 'Enable the webhook first' : undefined}
           onClick={() =>
             void act(
               'test',
               async () => {
-                await api.post(`/webhooks/${e.id}/test`);
+                await api.post('/api/v1/webhooks/{id}/test', { params: { id: e.id } });
                 setOpen(true);
                 setTick((n) => n + 1);
               },
@@ -379,21 +339,21 @@ function EndpointCard(props: { endpoint: Endpoint; networks: NetworkSummary[]; o
         <button
           type="button"
           class="secondary outline small"
-          disabled={!!busy}
-          aria-busy={busy === 'status'}
+          disabled={form.busy}
+          aria-busy={form.doing === 'status'}
           onClick={() =>
             void act('status', async () => {
-              await api.patch(`/webhooks/${e.id}`, { status: e.status === 'enabled' ? 'disabled' : 'enabled' });
+              await api.patch('/api/v1/webhooks/{id}', { params: { id: e.id }, body: { status: e.status === 'enabled' ? 'disabled' : 'enabled' } });
               props.onChanged();
             })
           }
         >
           {e.status === 'enabled' ? 'Disable' : 'Enable'}
         </button>
-        <button type="button" class="secondary outline small" disabled={!!busy} onClick={props.onRotate}>
+        <button type="button" class="secondary outline small" disabled={form.busy} onClick={props.onRotate}>
           Rotate secret
         </button>
-        <button type="button" class="danger outline small" disabled={!!busy} onClick={props.onDelete}>
+        <button type="button" class="danger outline small" disabled={form.busy} onClick={props.onDelete}>
           Delete
         </button>
       </div>
@@ -413,12 +373,12 @@ function EndpointCard(props: { endpoint: Endpoint; networks: NetworkSummary[]; o
 }
 
 function Webhooks() {
-  const list = useApi(() => api.get<Endpoint[]>('/webhooks'));
+  const list = useApi(() => api.get('/api/v1/webhooks'));
   const nets = useApi(loadNetworks);
   const [creating, setCreating] = useState(false);
   const [secret, setSecret] = useState<{ secret: string; url: string; rotated: boolean } | undefined>(undefined);
   // One dialog for the page (its heading id is fixed), for whichever endpoint asked.
-  const [confirm, setConfirm] = useState<{ kind: 'delete' | 'rotate'; endpoint: Endpoint } | undefined>(undefined);
+  const [confirm, setConfirm] = useState<{ kind: 'delete' | 'rotate'; endpoint: WebhookEndpoint } | undefined>(undefined);
   const [note, setNote] = useState<string | undefined>(undefined);
 
   return (
@@ -474,10 +434,10 @@ function Webhooks() {
           if (!confirm) return;
           const e = confirm.endpoint;
           if (confirm.kind === 'rotate') {
-            const answer = await api.post<Endpoint & { secret: string }>(`/webhooks/${e.id}/rotate-secret`);
+            const answer = await api.post('/api/v1/webhooks/{id}/rotate-secret', { params: { id: e.id } });
             setSecret({ secret: answer.secret, url: e.url, rotated: true });
           } else {
-            await api.delete(`/webhooks/${e.id}`);
+            await api.delete('/api/v1/webhooks/{id}', { params: { id: e.id } });
             setNote(`Webhook ${e.url} deleted.`);
             list.reload();
           }

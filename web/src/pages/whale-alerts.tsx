@@ -2,6 +2,7 @@
 // few seconds; plans max and enterprise. Other plans see what the feature would give them.
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, type ApiError, useApi } from '../api.ts';
+import type { WhaleAlert } from '../api-types.ts';
 import { EmptyState, ErrorBanner, Loading, Page } from '../components/page.tsx';
 import { useLocation, setQuery } from '../router.ts';
 import {
@@ -18,18 +19,6 @@ import {
   usePolling,
 } from '../components/chain.tsx';
 import '../components/chain.css';
-
-interface WhaleAlert {
-  id: string;
-  txHash: string;
-  from: string;
-  to: string;
-  value: string;
-  valueUsd: number | null;
-  timestamp: string;
-  blockNumber: number;
-  network: string;
-}
 
 /** C35's default whale-alert networks (`whaleAlerts.networks`); another one can be asked for with ?network=. */
 const WHALE_NETWORKS = ['native-mainnet', 'native-testnet'];
@@ -78,7 +67,7 @@ function AlertList(props: { network: string; minValue: string }) {
   // The first page, again on every tick: alerts not seen yet go on top (C36: newest first).
   const refresh = () => {
     const g = generation.current;
-    api.get<WhaleAlert[]>('/whale-alerts', query).then(
+    api.get('/api/v1/whale-alerts', { query }).then(
       (page) => {
         if (g !== generation.current) return;
         const old = shown.current;
@@ -121,7 +110,7 @@ function AlertList(props: { network: string; minValue: string }) {
     if (!last) return;
     setMore('busy');
     try {
-      const page = await api.get<WhaleAlert[]>('/whale-alerts', { ...query, before: last.id });
+      const page = await api.get('/api/v1/whale-alerts', { query: { ...query, before: last.id } });
       const old = shown.current;
       show([...old, ...page.filter((a) => !old.some((o) => o.id === a.id))]);
       setMore(page.length < PAGE ? 'done' : 'idle');
