@@ -153,10 +153,11 @@ describe('probe rounds (issue 28)', () => {
     pa.start();
     pb.start();
     await waitFor(() => a.at.length >= 16 && b.at.length >= 16, { what: '16 probe rounds of each', timeoutMs: 10_000 });
-    // Each pool still probes every 100 ms at most (a little slack for the machine), 80 at least.
+    // Each pool still probes every 100 ms at most, 80 at least; a busy machine's timers can fire late
+    // (a single gap of 144 ms was seen while other suites ran), so late ones get room, early ones none.
     for (const at of [a.at, b.at]) {
       const gaps = at.slice(1, 16).map((t, i) => t - (at[i] as number));
-      assert.ok(gaps.every((g) => g >= 75 && g <= 140), gaps.map((g) => g.toFixed(0)).join(' '));
+      assert.ok(gaps.every((g) => g >= 75 && g <= 250), gaps.map((g) => g.toFixed(0)).join(' '));
     }
     // Started in the same turn, with the same interval: without the jitter the rounds of the two
     // stay within a millisecond or two of each other for good.
