@@ -42,7 +42,7 @@ import { rpcFastPath } from './rpc/http/fast-path.ts';
 import { RpcPipeline } from './rpc/pipeline.ts';
 import { MethodPolicy } from './rpc/policy.ts';
 import { installWebSocket, type WsGateway } from './rpc/ws/server.ts';
-import { UPSTREAM_BUCKETS } from './upstreams/pool.ts';
+import { UPSTREAM_BUCKETS } from './upstreams/http/pool.ts';
 import { Upstreams } from './upstreams/upstreams.ts';
 import { faucetRoutes } from './faucet/routes.ts';
 import { intentRoutes } from './intents/routes.ts';

@@ -3,7 +3,7 @@ import type { Address, Hex } from 'viem';
 import { encodeFunctionData } from 'viem/utils';
 import type { TokenConfig } from '../config/schema.ts';
 import { BalanceReadError } from '../errors/node.ts';
-import type { UpstreamPool } from '../upstreams/pool.ts';
+import type { UpstreamPool } from '../upstreams/http/pool.ts';
 
 const BALANCE_OF_ABI = [
   {

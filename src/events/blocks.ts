@@ -1,7 +1,7 @@
 // C33: reading blocks with their full transactions through a network's upstream pool, and
 // turning the node's JSON into exact values (numbers checked, wei as bigint, addresses lower-case).
 import { BlockReadError } from '../errors/node.ts';
-import type { ForwardResult } from '../upstreams/pool.ts';
+import type { ForwardResult } from '../upstreams/http/pool.ts';
 import type { FollowedBlock, FollowedTransaction } from './types.ts';
 
 /** What the follower needs of an upstream pool (`UpstreamPool` fits). */

@@ -1,4 +1,4 @@
-import type { UpstreamPool } from '../upstreams/pool.ts';
+import type { UpstreamPool } from '../upstreams/http/pool.ts';
 
 /**
  * The hashes (lower case) of those of `txs` whose receipt says they reverted (status 0x0): they

@@ -2,7 +2,7 @@
 // sending itself is src/onchain/transactions.ts's.
 import type { Address, Hex } from 'viem';
 import type { Fees } from '../onchain/transactions.ts';
-import { type UpstreamPool, UpstreamRpcError } from '../upstreams/pool.ts';
+import { type UpstreamPool, UpstreamRpcError } from '../upstreams/http/pool.ts';
 import type { FaucetWallet } from './wallets.ts';
 
 /**

@@ -1,6 +1,6 @@
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
-import { type AnswerRoom, ROOM_FROM_BYTES } from '../upstreams/types.ts';
+import { type AnswerRoom, ROOM_FROM_BYTES } from '../upstreams/http/types.ts';
 
 /** Why a connection was cut. */
 export type CutReason = 'write timeout' | 'instance cap';

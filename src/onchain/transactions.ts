@@ -3,7 +3,7 @@
 // src/onchain/ holds what faucet, balance, intents and devnet share about talking to a chain
 // (named apart from src/chains/, which is the network registry).
 import type { Hex } from 'viem';
-import { NoUpstreamError, type UpstreamPool, UpstreamRpcError } from '../upstreams/pool.ts';
+import { NoUpstreamError, type UpstreamPool, UpstreamRpcError } from '../upstreams/http/pool.ts';
 
 /** Fee fields of a transaction: EIP-1559 where the chain has a base fee, else legacy. */
 export type Fees =

@@ -4,7 +4,7 @@
 import type { Address, Hex } from 'viem';
 import { type PrivateKeyAccount, privateKeyToAccount } from 'viem/accounts';
 import { ConfigError } from '../errors/config.ts';
-import type { UpstreamPool } from '../upstreams/pool.ts';
+import type { UpstreamPool } from '../upstreams/http/pool.ts';
 import { type Fees, readFees } from './transactions.ts';
 
 // The order of secp256k1: a private key must lie in [1, n - 1].

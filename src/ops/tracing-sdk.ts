@@ -26,7 +26,7 @@ import { resourceFromAttributes } from '@opentelemetry/resources';
 import { AlwaysOffSampler, AlwaysOnSampler, BatchSpanProcessor, ParentBasedSampler, type Sampler, TraceIdRatioBasedSampler, TracerProvider } from '@opentelemetry/sdk-trace';
 import type { Logger } from 'pino';
 import type { Config } from '../config/schema.ts';
-import type { AttemptSpan, FailureKind } from '../upstreams/types.ts';
+import type { AttemptSpan, FailureKind } from '../upstreams/http/types.ts';
 
 type Settings = Config['tracing'];
 type Value = string | number | boolean;

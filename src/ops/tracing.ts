@@ -9,7 +9,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import type { Config } from '../config/schema.ts';
-import type { AttemptTracer } from '../upstreams/types.ts';
+import type { AttemptTracer } from '../upstreams/http/types.ts';
 
 export type SpanValue = string | number | boolean;
 

@@ -5,7 +5,7 @@ import { NoUpstreamError, UpstreamRpcError } from '../errors/upstream.ts';
 import { answerErrorCode } from '../json/lossless.ts';
 import type { ResolvedKey } from '../keys/cache.ts';
 import type { RpcCallMetrics, RpcOutcome } from '../ops/metrics.ts';
-import { NetworkDownError } from '../upstreams/pool.ts';
+import { NetworkDownError } from '../upstreams/http/pool.ts';
 
 // What became of each call of a message, and how it is recorded: once, when the message is
 // answered. The pipeline's stages (rpc/pipeline.ts) and the dispatcher only write down outcomes

@@ -1,9 +1,9 @@
 import type { Logger } from 'pino';
 import type { Config } from '../config/schema.ts';
-import type { Notification, SubscriptionHub } from './hub.ts';
-import { SubscriptionHubs } from './hubs.ts';
-import { type SamplingStats, type UpstreamCallStats, type UpstreamHealth, UpstreamPool } from './pool.ts';
-import type { AnswerRoom, AttemptTracer } from './types.ts';
+import type { Notification, SubscriptionHub } from './ws/subscription-hub.ts';
+import { SubscriptionHubs } from './ws/network-hubs.ts';
+import { type SamplingStats, type UpstreamCallStats, type UpstreamHealth, UpstreamPool } from './http/pool.ts';
+import type { AnswerRoom, AttemptTracer } from './http/types.ts';
 
 /** A new block seen on a network: its number, and its hash when a node pushed the header. */
 export interface Head {

@@ -12,7 +12,7 @@ import { readNetwork } from '../../src/balance/read.ts';
 import { BalanceReadError } from '../../src/errors/node.ts';
 import type { TokenConfig } from '../../src/config/schema.ts';
 import { HttpError } from '../../src/errors/http.ts';
-import { UpstreamPool } from '../../src/upstreams/pool.ts';
+import { UpstreamPool } from '../../src/upstreams/http/pool.ts';
 
 interface Item {
   id: number;

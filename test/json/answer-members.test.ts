@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { answerMembersPlain } from '../../src/json/lossless.ts';
 import { successResult } from '../../src/rpc/dispatch/cache.ts';
-import { parseResponse } from '../../src/upstreams/answers.ts';
+import { parseResponse } from '../../src/upstreams/http/answers.ts';
 
 const SLY = [
   '{"jsonrpc":"2.0","id":1,"result":"0x21e","result":"0xdead"}',

@@ -9,7 +9,7 @@ import {
   nodeCallFromPool,
   parseJsonKeepingBigIntegers,
 } from '../../src/rpc/dispatch/native.ts';
-import { NoUpstreamError, UpstreamPool } from '../../src/upstreams/pool.ts';
+import { NoUpstreamError, UpstreamPool } from '../../src/upstreams/http/pool.ts';
 import { EPOCH_WITHOUT_REWARDS, type FakeNode, REWARD_EPOCH, startFakeNode } from '../support/fake-node.ts';
 
 // The shipped table: what runs in production is what is tested.

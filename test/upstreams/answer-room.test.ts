@@ -7,7 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { test } from 'node:test';
 import { AnswerRoomError } from '../../src/errors/upstream.ts';
 import { toRpcError } from '../../src/errors/rpc.ts';
-import { type AnswerRoom, ROOM_FROM_BYTES } from '../../src/upstreams/types.ts';
+import { type AnswerRoom, ROOM_FROM_BYTES } from '../../src/upstreams/http/types.ts';
 import { call, closeAfter, pool } from './helpers.ts';
 
 /** A room that counts what it lends, and lends nothing while `refusing`. */

@@ -5,7 +5,7 @@ import { describe, test } from 'node:test';
 import { methodFacts } from '../../src/methods/catalogue.ts';
 import { judgeParams } from '../../src/methods/judge.ts';
 import { blockNumberOf } from '../../src/methods/values.ts';
-import { needsArchive } from '../../src/upstreams/archive.ts';
+import { needsArchive } from '../../src/upstreams/http/archive.ts';
 import { call, fakes, pool } from './helpers.ts';
 
 const HEAD = 10_000;

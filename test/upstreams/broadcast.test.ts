@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { keccak256, parseEther } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
-import { NoUpstreamError } from '../../src/upstreams/pool.ts';
+import { NoUpstreamError } from '../../src/upstreams/http/pool.ts';
 import { type BareAnvil, startAnvil } from '../support/anvil.ts';
 import { waitFor } from '../support/wait.ts';
 import { call, fakes, pool, rpcError } from './helpers.ts';

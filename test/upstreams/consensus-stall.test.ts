@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { NoConsensusError } from '../../src/errors/rpc.ts';
-import type { HedgeOptions } from '../../src/upstreams/hedge.ts';
+import type { HedgeOptions } from '../../src/upstreams/http/hedge.ts';
 import { waitFor } from '../support/wait.ts';
 import { call, fakes, pool } from './helpers.ts';
 

@@ -175,7 +175,7 @@ describe('consensus reads (C49)', () => {
 
 describe('what consensus compares (C49)', () => {
   test('result or error text, blanks outside strings removed, blanks inside strings kept', async () => {
-    const { keyOf } = await import('../../src/upstreams/consensus.ts');
+    const { keyOf } = await import('../../src/upstreams/http/consensus.ts');
     const k = (s: string) => keyOf(s);
     assert.equal(k('{"jsonrpc":"2.0","id":1,"result":{"a":[1,2]}}'), k('{ "id" : 7,\n "result" : { "a" : [ 1 , 2 ] } ,"jsonrpc":"2.0"}'));
     assert.notEqual(k('{"id":1,"result":"a b"}'), k('{"id":1,"result":"ab"}'));

@@ -1,7 +1,7 @@
 // Issue 15, point 2: the best head is the one the nodes agree on; a node far ahead is the outlier.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { agreedHead } from '../../src/upstreams/pool.ts';
+import { agreedHead } from '../../src/upstreams/http/pool.ts';
 import { call, fakes, pool } from './helpers.ts';
 
 describe('head from the majority (issue 15)', () => {

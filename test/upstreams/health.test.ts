@@ -3,8 +3,8 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, test } from 'node:test';
 import { toRpcError } from '../../src/errors/rpc.ts';
-import { nextProbeDelay } from '../../src/upstreams/health.ts';
-import { inWords, NetworkDownError, NoUpstreamError, type PoolLogger, type PoolOptions, UpstreamPool } from '../../src/upstreams/pool.ts';
+import { nextProbeDelay } from '../../src/upstreams/http/health.ts';
+import { inWords, NetworkDownError, NoUpstreamError, type PoolLogger, type PoolOptions, UpstreamPool } from '../../src/upstreams/http/pool.ts';
 import { type FakeMode, type FakeNode, startFakeNode } from '../support/fake-node.ts';
 import { waitFor } from '../support/wait.ts';
 

@@ -5,7 +5,7 @@ import { once } from 'node:events';
 import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { describe, test } from 'node:test';
-import { DEFAULT_HEDGE, type HedgeOptions, hedgeDelay, LatencyWindow } from '../../src/upstreams/hedge.ts';
+import { DEFAULT_HEDGE, type HedgeOptions, hedgeDelay, LatencyWindow } from '../../src/upstreams/http/hedge.ts';
 import { call, closeAfter, fakes, pool } from './helpers.ts';
 import { waitFor } from '../support/wait.ts';
 

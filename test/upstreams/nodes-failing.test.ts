@@ -8,7 +8,7 @@ import { once } from 'node:events';
 import net from 'node:net';
 import { describe, test } from 'node:test';
 import { toRpcError } from '../../src/errors/rpc.ts';
-import { NetworkDownError, NoUpstreamError } from '../../src/upstreams/pool.ts';
+import { NetworkDownError, NoUpstreamError } from '../../src/upstreams/http/pool.ts';
 import { waitFor } from '../support/wait.ts';
 import { call, closeAfter, fakes, pool } from './helpers.ts';
 

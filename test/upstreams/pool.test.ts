@@ -6,7 +6,7 @@ import {
   type PoolOptions,
   UpstreamPool,
   UpstreamRpcError,
-} from '../../src/upstreams/pool.ts';
+} from '../../src/upstreams/http/pool.ts';
 import { type BareAnvil, startAnvil } from '../support/anvil.ts';
 import { type FakeMode, type FakeNode, startFakeNode } from '../support/fake-node.ts';
 import { waitFor } from '../support/wait.ts';

@@ -3,8 +3,8 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { describe, test } from 'node:test';
-import { NoUpstreamError } from '../../src/upstreams/pool.ts';
-import { DEFAULT_PROVIDER_ERRORS, ProviderErrors } from '../../src/upstreams/provider-errors.ts';
+import { NoUpstreamError } from '../../src/upstreams/http/pool.ts';
+import { DEFAULT_PROVIDER_ERRORS, ProviderErrors } from '../../src/upstreams/http/provider-errors.ts';
 import { call, fakes, pool, rpcError } from './helpers.ts';
 
 const KINDS: Array<{ what: string; code: number; message: string; kind: 'busy' | 'missing' }> = [

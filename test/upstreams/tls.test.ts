@@ -1,4 +1,4 @@
-// HTTPS upstreams: every pool's connections share one TLS context (src/upstreams/state.ts), which
+// HTTPS upstreams: every pool's connections share one TLS context (src/upstreams/http/state.ts), which
 // must still verify each node's certificate and name. A node with a self-signed certificate for
 // the name localhost (not its address), made here with openssl: untrusted, it is refused; trusted (NODE_EXTRA_CA_CERTS, read
 // once when a process starts, hence a child process), it answers through two pools, and the
@@ -62,7 +62,7 @@ describe('HTTPS upstreams (one shared TLS context)', () => {
 
   test('trusted, it answers through two pools sharing the context; under a name the certificate lacks it is refused', async () => {
     const script = `
-      import { UpstreamPool } from ${JSON.stringify(path.join(ROOT, 'src/upstreams/pool.ts'))};
+      import { UpstreamPool } from ${JSON.stringify(path.join(ROOT, 'src/upstreams/http/pool.ts'))};
       const make = (http) => new UpstreamPool({ network: 'tls', upstreams: [{ http }], requestTimeoutMs: 3000, totalTimeoutMs: 4000 });
       const out = {};
       const a = make('https://localhost:${port}');

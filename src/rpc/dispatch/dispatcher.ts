@@ -4,7 +4,7 @@ import { RpcError, toRpcError, UpstreamError } from '../../errors/rpc.ts';
 import { answerIdIsNull, arrayElements, idSpan, idText, withId } from '../../json/lossless.ts';
 import type { ResolvedKey } from '../../keys/cache.ts';
 import type { ComputeUnits } from '../../metering/weights.ts';
-import type { CallOptions } from '../../upstreams/types.ts';
+import type { CallOptions } from '../../upstreams/http/types.ts';
 import type { Upstreams } from '../../upstreams/upstreams.ts';
 import { methodFacts } from '../../methods/catalogue.ts';
 import { blockNumberOf } from '../../methods/values.ts';

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { InvalidParamsError, NodeAnsweredError, type RpcError, toRpcError } from '../../errors/rpc.ts';
 import { answerIdIsNull, withId } from '../../json/lossless.ts';
 import { methodFacts } from '../../methods/catalogue.ts';
-import type { UpstreamPool } from '../../upstreams/pool.ts';
+import type { UpstreamPool } from '../../upstreams/http/pool.ts';
 import { errorText, resultText } from '../jsonrpc.ts';
 
 /** Whether a method works on a filter kept by one node (the catalogue's `filter`: new or use). */

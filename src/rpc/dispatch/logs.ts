@@ -1,5 +1,5 @@
 import { InvalidParamsError, type RpcError, toRpcError, UpstreamError } from '../../errors/rpc.ts';
-import type { UpstreamPool } from '../../upstreams/pool.ts';
+import type { UpstreamPool } from '../../upstreams/http/pool.ts';
 import { errorText } from '../jsonrpc.ts';
 
 export const GET_LOGS = 'eth_getLogs';

@@ -1,6 +1,6 @@
 import { InvalidParamsError, MethodNotSupportedError, type RpcError, UpstreamError } from '../../errors/rpc.ts';
 import { UpstreamRpcError } from '../../errors/upstream.ts';
-import type { UpstreamPool } from '../../upstreams/pool.ts';
+import type { UpstreamPool } from '../../upstreams/http/pool.ts';
 
 /**
  * The `nat_*` methods of the native networks (C24, C25), translated to the XDC-like node's own

@@ -1,4 +1,4 @@
-import { AnswerRoomError, AnswerTooLargeError, NetworkDownError, NoUpstreamError, type FailedAttempt, UpstreamRpcError } from '../errors/upstream.ts';
+import { AnswerRoomError, AnswerTooLargeError, NetworkDownError, NoUpstreamError, type FailedAttempt, UpstreamRpcError } from '../../errors/upstream.ts';
 import { parseResponse } from './answers.ts';
 import { type Attempt, attempt } from './attempt.ts';
 import { broadcast, rawTransaction } from './broadcast.ts';
@@ -8,7 +8,7 @@ import { Cancel, hedgeDelay } from './hedge.ts';
 import type { ProviderVerdict } from './provider-errors.ts';
 import { observe, type PoolState, type Upstream } from './state.ts';
 import type { CallOptions, FailureKind } from './types.ts';
-import { methodFacts } from '../methods/catalogue.ts';
+import { methodFacts } from '../../methods/catalogue.ts';
 
 /**
  * Sending one call through a pool (C26): the upstreams in the order of choice.ts, one attempt

@@ -1,4 +1,4 @@
-import type { TopicState } from './hub-topic.ts';
+import type { TopicState } from './topic-state.ts';
 
 // Blocks of a gap fill requested at once over the upstream connection.
 const FILL_CONCURRENCY = 8;

@@ -1,6 +1,6 @@
-import { answerMembersPlain, memberSpan, skipValue, skipWs } from '../json/lossless.ts';
-import { checkableAtBlock, methodFacts, sampledByDefault } from '../methods/catalogue.ts';
-import { readBlock } from '../methods/values.ts';
+import { answerMembersPlain, memberSpan, skipValue, skipWs } from '../../json/lossless.ts';
+import { checkableAtBlock, methodFacts, sampledByDefault } from '../../methods/catalogue.ts';
+import { readBlock } from '../../methods/values.ts';
 import { looksLikeJsonRpc } from './answers.ts';
 import { attempt } from './attempt.ts';
 import { leftOut, order } from './choice.ts';

@@ -1,5 +1,5 @@
 import { keccak256 } from 'viem/utils';
-import { type FailedAttempt, NoUpstreamError } from '../errors/upstream.ts';
+import { type FailedAttempt, NoUpstreamError } from '../../errors/upstream.ts';
 import { looksLikeJsonRpc } from './answers.ts';
 import { attempt } from './attempt.ts';
 import { markFailed, markOk } from './health.ts';

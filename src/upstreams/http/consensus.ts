@@ -1,6 +1,6 @@
-import { NoConsensusError } from '../errors/rpc.ts';
-import { type FailedAttempt, NetworkDownError, NoUpstreamError } from '../errors/upstream.ts';
-import { answerMembersPlain, memberSpan, skipValue } from '../json/lossless.ts';
+import { NoConsensusError } from '../../errors/rpc.ts';
+import { type FailedAttempt, NetworkDownError, NoUpstreamError } from '../../errors/upstream.ts';
+import { answerMembersPlain, memberSpan, skipValue } from '../../json/lossless.ts';
 import { looksLikeJsonRpc } from './answers.ts';
 import { type Attempt, type AttemptRole, attempt } from './attempt.ts';
 import { candidatesFor } from './choice.ts';

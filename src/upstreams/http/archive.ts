@@ -1,4 +1,4 @@
-import { methodFacts } from '../methods/catalogue.ts';
+import { methodFacts } from '../../methods/catalogue.ts';
 
 /**
  * Which calls want an archive node (C26): a full node keeps the state of the last

@@ -1,11 +1,11 @@
 import type { Logger } from 'pino';
 import WebSocket from 'ws';
-import { NodeAnsweredError, type RpcError, UpstreamError } from '../errors/rpc.ts';
-import { UpstreamWsNoAnswerError, UpstreamWsRpcError } from '../errors/upstream.ts';
+import { NodeAnsweredError, type RpcError, UpstreamError } from '../../errors/rpc.ts';
+import { UpstreamWsNoAnswerError, UpstreamWsRpcError } from '../../errors/upstream.ts';
 import { type FillHost, fillGap } from './gap-fill.ts';
-import { alreadyPassedOn, newTopicState, Notification, type Subscriber, type TopicState } from './hub-topic.ts';
-import { readNotification } from './messages.ts';
-import type { Topic } from './topics.ts';
+import { alreadyPassedOn, newTopicState, Notification, type Subscriber, type TopicState } from './topic-state.ts';
+import { readNotification } from './subscription-messages.ts';
+import type { Topic } from './topic.ts';
 
 export { Notification, type Subscriber };
 

@@ -1,4 +1,4 @@
-import { inWords } from '../errors/upstream.ts';
+import { inWords } from '../../errors/upstream.ts';
 import { parseHead } from './answers.ts';
 import { attempt } from './attempt.ts';
 import { leftOut } from './choice.ts';

@@ -1,4 +1,4 @@
-import { answerMembersPlain } from '../json/lossless.ts';
+import { answerMembersPlain } from '../../json/lossless.ts';
 
 /** Reading a node's answer: a cheap JSON-RPC shape check, the parsed answer, a head. */
 

@@ -1,4 +1,4 @@
-import { InvalidParamsError } from '../errors/rpc.ts';
+import { InvalidParamsError } from '../../errors/rpc.ts';
 
 /**
  * What one `eth_subscribe` asks for, in canonical form: two requests for the same stream on one

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { memberSpan } from '../json/lossless.ts';
+import { memberSpan } from '../../json/lossless.ts';
 
 /** A subscription id as clients see it: 16 random bytes in 0x hex, never the upstream node's id. */
 export function newSubscriptionId(): string {

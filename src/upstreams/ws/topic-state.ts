@@ -1,8 +1,8 @@
-import type { RpcError } from '../errors/rpc.ts';
-import type { Topic } from './topics.ts';
+import type { RpcError } from '../../errors/rpc.ts';
+import type { Topic } from './topic.ts';
 
 /**
- * A subscription hub's topics (hub.ts): who follows each, and what was passed on to them, so a
+ * A subscription hub's topics (subscription-hub.ts): who follows each, and what was passed on to them, so a
  * block or log seen twice (after a reconnect, a failover or a gap fill) is dropped (C26).
  */
 

@@ -1,4 +1,4 @@
-import { type HubOptions, type HubStats, SubscriptionHub } from './hub.ts';
+import { type HubOptions, type HubStats, SubscriptionHub } from './subscription-hub.ts';
 
 /** What a hub needs of a network's config. */
 interface HubNetwork {
