@@ -133,7 +133,7 @@ describe('docs/decisions.md', () => {
     const wrong: string[] = [];
     for (const m of decisions.matchAll(/^#{2,4}\s+(C\d+a?)\.[\s\S]*?(?=^#{2,4}\s+C\d+a?\.|(?![\s\S]))/gm)) {
       const id = (m[1] as string).toLowerCase();
-      for (const why of (m[0]).matchAll(/choices\.md#(why-c\d+a?)/g)) {
+      for (const why of m[0].matchAll(/choices\.md#(why-c\d+a?)/g)) {
         if (why[1] !== `why-${id}` || !choices.includes(`<a id="why-${id}"></a>`)) wrong.push(`${m[1]} -> ${why[1]}`);
       }
     }
