@@ -12,7 +12,7 @@ import { requireBearer } from './auth/bearer.ts';
 import { planRoutes } from './auth/plan-routes.ts';
 import { authRoutes } from './auth/routes.ts';
 import { TokenService } from './auth/tokens.ts';
-import { NetworkRegistry } from './chains/registry.ts';
+import { Networks } from './chains/networks.ts';
 import { networkRoutes } from './chains/routes.ts';
 import { publicUrl, publicUrlIsHttps } from './config/load.ts';
 import type { Config } from './config/schema.ts';
@@ -92,7 +92,7 @@ export interface AppDeps {
  */
 export interface AppParts {
   config: Config;
-  registry: NetworkRegistry;
+  networks: Networks;
   accounts: AccountService;
   tokens: TokenService;
   keys: KeyService;
@@ -170,7 +170,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   // C58: undefined unless an OTLP endpoint is set (the SDK is loaded only then).
   const tracing = await startTracing(config, logger);
   let listeningPort: number | undefined;
-  const registry = new NetworkRegistry(config, () => publicUrl(config, listeningPort));
+  const networks = new Networks(config, () => publicUrl(config, listeningPort));
   const db = deps.storage.db;
   // Password hashing is bounded process-wide (register, login, password change).
   configureHashSlots(config.auth);
@@ -208,7 +208,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
     },
   });
   const usageQueries = new UsageQueries({ db, config });
-  const keys = new KeyService({ db, config, registry, encryptionSecret: deps.secrets.keyEncryptionSecret, usage: usageQueries });
+  const keys = new KeyService({ db, config, networks, encryptionSecret: deps.secrets.keyEncryptionSecret, usage: usageQueries });
   const keyCache = new KeyCache(keys, config, { ttlMs: config.rpc.keyCacheTtlMs, maxEntries: config.rpc.keyCacheMaxEntries });
   const policy = new MethodPolicy({ config, wsHint: 'the WebSocket address /ws/{network}?apiKey=...' });
   // C48: whether Redis answers, as the limiter, the key-change bus and the readiness check find out.
@@ -228,7 +228,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   const pipeline = new RpcPipeline({ config, keys: keyCache, policy, upstreams, logger, meter, usage, metrics: rpcMetrics, ...(cache ? { cache } : {}), ...(analytics ? { analytics } : {}), ...(tracing ? { tracing } : {}) });
   // C57: a stop that lets connections drain.
   const drain = new ConnectionDrain(logger);
-  const rpcHttp = rpcFastPath({ config, registry, pipeline, logger, metrics: new RpcHttpMetrics(metrics.registry), outbound, stopping: () => drain.stopping, ...(tracing ? { tracing } : {}) });
+  const rpcHttp = rpcFastPath({ config, networks, pipeline, logger, metrics: new RpcHttpMetrics(metrics.registry), outbound, stopping: () => drain.stopping, ...(tracing ? { tracing } : {}) });
 
   const app = Fastify({
     // The server asks the fast path first for every request. A request without Host is let
@@ -316,7 +316,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   }
   const ws = installWebSocket(app, {
     config,
-    registry,
+    networks,
     pipeline,
     keys: keyCache,
     meter,
@@ -327,7 +327,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
     onKeyChange: (listener) => keys.changes.on(listener),
     metricsRegistry: metrics.registry,
   });
-  const faucet = new FaucetService({ db, config, registry, upstreams, logger });
+  const faucet = new FaucetService({ db, config, networks, upstreams, logger });
   const whales = new WhaleAlerts({ db, config, prices, webhooks, logger, upstreams });
   observeFeatures(metrics, { link, redisLimiter, follower, usage, webhooks });
   follower.register(whales);
@@ -337,8 +337,8 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   const solver = new Solver({ db, config, intents, upstreams, webhooks, logger });
   follower.register(solver);
   // C40: the unified balance reads through the same pools and values with the same prices.
-  const balances = new BalanceService({ registry, upstreams, prices, logger });
-  app.decorate('parts', { config, registry, accounts, tokens, keys, metrics, keyCache, upstreams, usage, usageQueries, ws, drain, outbound, follower, prices, whales, webhooks, intents, solver } satisfies AppParts);
+  const balances = new BalanceService({ networks, upstreams, prices, logger });
+  app.decorate('parts', { config, networks, accounts, tokens, keys, metrics, keyCache, upstreams, usage, usageQueries, ws, drain, outbound, follower, prices, whales, webhooks, intents, solver } satisfies AppParts);
 
   // Started in this order once the app is ready, closed in the reverse order when it closes.
   installLifecycle(app, [
@@ -383,7 +383,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
       await api.register(async (open) => {
         open.addHook('onRequest', (req, reply) => restLimits.request(req, reply));
         await open.register(authRoutes, { accounts, tokens, limits: restLimits, publicHttps: publicUrlIsHttps(config) });
-        await open.register(networkRoutes, { registry });
+        await open.register(networkRoutes, { networks });
         await open.register(planRoutes, { config });
         if (config.admin.token) await open.register(adminRoutes, { token: config.admin.token, accounts, keys, config });
       });
@@ -392,7 +392,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
         requireBearer(protectedScope, tokens, restLimits);
         protectedScope.addHook('onRequest', (req, reply) => restLimits.request(req, reply, req.userId));
         await protectedScope.register(accountRoutes, { accounts, tokens, limits: restLimits, meter, config });
-        await protectedScope.register(keyRoutes, { keys, accounts, config, registry });
+        await protectedScope.register(keyRoutes, { keys, accounts, config, networks });
         await protectedScope.register(usageRoutes, { usage: usageQueries, answers: answers.stats });
         await protectedScope.register(analyticsRoutes, { store: analyticsStore, answers: answers.analytics, accounts, networks: new Set(config.networks.map((n) => n.slug)) });
         await protectedScope.register(faucetRoutes, { faucet });

@@ -2,7 +2,7 @@
 // balances; re-broadcasting what a crash or a node left behind.
 import type { Logger } from 'pino';
 import type { Address, Hex } from 'viem';
-import type { NetworkRegistry } from '../chains/registry.ts';
+import type { Networks } from '../chains/networks.ts';
 import type { Config } from '../config/schema.ts';
 import { CooldownError } from '../errors/domain.ts';
 import { badRequest, HttpError } from '../errors/http.ts';
@@ -75,7 +75,7 @@ function upstreamFailure(network: string, err: unknown): unknown {
 export class FaucetService {
   readonly #wallets: ReadonlyMap<string, FaucetWallet>;
   readonly #grants: GrantStore;
-  readonly #registry: NetworkRegistry;
+  readonly #networks: Networks;
   readonly #upstreams: Upstreams;
   readonly #log: Logger;
   readonly #cooldownSeconds: number;
@@ -87,7 +87,7 @@ export class FaucetService {
   #closed = false;
 
   /** @throws ConfigError naming a bad faucet setting. */
-  constructor(deps: { db: Db; config: Config; registry: NetworkRegistry; upstreams: Upstreams; logger: Logger }) {
+  constructor(deps: { db: Db; config: Config; networks: Networks; upstreams: Upstreams; logger: Logger }) {
     this.#wallets = new Map(faucetWallets(deps.config).map((w) => [w.slug, w]));
     this.#cooldownSeconds = deps.config.faucet.cooldownSeconds;
     this.#recheckAfterMs = deps.config.faucet.recheckAfterSeconds * 1000;
@@ -99,7 +99,7 @@ export class FaucetService {
       outage: new StorageOutageLog(deps.logger.child({ component: 'faucet' }), 'faucet: checking unsettled grants'),
     });
     this.#grants = new GrantStore(deps.db, this.#cooldownSeconds);
-    this.#registry = deps.registry;
+    this.#networks = deps.networks;
     this.#upstreams = deps.upstreams;
     this.#log = deps.logger.child({ component: 'faucet' });
   }
@@ -132,7 +132,7 @@ export class FaucetService {
    *   FAUCET_EMPTY 503, UPSTREAM_ERROR 502.
    */
   async grant(userId: string, body: GrantRequest): Promise<FaucetResult> {
-    const { wallet, recipient, amountWei } = validateGrant(body, this.#wallets, this.#registry);
+    const { wallet, recipient, amountWei } = validateGrant(body, this.#wallets, this.#networks);
     const network = wallet.slug;
     const who = { network, recipient: recipient.toLowerCase(), userId };
     // An early answer that neither waits for other grants nor asks the node; checked again under the lock.
@@ -239,7 +239,7 @@ export class FaucetService {
   async #reconcile(minAgeMs: number): Promise<void> {
     const byNetwork = new Map<string, Grant[]>();
     for (const g of await this.#grants.unsettled(minAgeMs)) {
-      if (!this.#registry.has(g.network)) continue;
+      if (!this.#networks.has(g.network)) continue;
       byNetwork.set(g.network, [...(byNetwork.get(g.network) ?? []), g]);
     }
     await Promise.all(

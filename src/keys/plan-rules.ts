@@ -1,6 +1,6 @@
 import { and, eq, ne } from 'drizzle-orm';
 import type { UserRow } from '../auth/accounts.ts';
-import type { NetworkRegistry } from '../chains/registry.ts';
+import type { Networks } from '../chains/networks.ts';
 import type { Config } from '../config/schema.ts';
 import { HttpError } from '../errors/http.ts';
 import { type AccountLimitsInput, effectiveLimits } from '../metering/plans.ts';
@@ -31,11 +31,11 @@ export interface PlanEnforcement {
 
 export class PlanRules {
   readonly #config: Config;
-  readonly #registry: NetworkRegistry;
+  readonly #networks: Networks;
 
-  constructor(config: Config, registry: NetworkRegistry) {
+  constructor(config: Config, networks: Networks) {
     this.#config = config;
-    this.#registry = registry;
+    this.#networks = networks;
   }
 
   /**
@@ -44,7 +44,7 @@ export class PlanRules {
    */
   planNetworks(account: AccountLimitsInput): string[] {
     const max = effectiveLimits(this.#config, account).maxNetworks;
-    return max === null ? this.#registry.all.map((n) => n.slug) : FREE_DEFAULT_NETWORKS.slice(0, max);
+    return max === null ? this.#networks.all.map((n) => n.slug) : FREE_DEFAULT_NETWORKS.slice(0, max);
   }
 
   /** The networks a key covers: its own list, or the plan's as it is now for a key made for every network (C52). */
@@ -119,7 +119,7 @@ export class PlanRules {
 
   /** C16: known slugs only; empty means the plan's default; a free account's keys share 5 networks. */
   resolveNetworks(user: UserRow, requested: string[] | undefined, otherKeys: string[][]): string[] {
-    const unknown = (requested ?? []).filter((s) => !this.#registry.has(s));
+    const unknown = (requested ?? []).filter((s) => !this.#networks.has(s));
     if (unknown.length) {
       throw new HttpError('VALIDATION_ERROR', `Unknown network: ${unknown.join(', ')}`, {
         details: unknown.map((s) => ({ field: 'body.networks', message: `unknown network "${s}"` })),

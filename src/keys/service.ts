@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { and, eq, ne, sql } from 'drizzle-orm';
 import type { UserRow } from '../auth/accounts.ts';
 import { users } from '../auth/schema.ts';
-import type { NetworkRegistry } from '../chains/registry.ts';
+import type { Networks } from '../chains/networks.ts';
 import type { Config } from '../config/schema.ts';
 import { HttpError, notFound } from '../errors/http.ts';
 import { type AccountLimitsInput, effectiveLimits } from '../metering/plans.ts';
@@ -81,11 +81,11 @@ export class KeyService {
   /** Counts for the key list (C21): the usage service, given when the app builds this service. */
   readonly usage: KeyUsageReader;
 
-  constructor(deps: { db: Db; config: Config; registry: NetworkRegistry; encryptionSecret: string; usage?: KeyUsageReader }) {
+  constructor(deps: { db: Db; config: Config; networks: Networks; encryptionSecret: string; usage?: KeyUsageReader }) {
     this.#db = deps.db;
     this.#cfg = deps.config;
     this.#cipher = new KeyCipher(deps.encryptionSecret);
-    this.plan = new PlanRules(deps.config, deps.registry);
+    this.plan = new PlanRules(deps.config, deps.networks);
     this.usage = deps.usage ?? NO_USAGE;
     this.#byHash = this.#db
       .select({ key: apiKeys, user: users })

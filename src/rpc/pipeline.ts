@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { Network } from '../chains/registry.ts';
+import type { Network } from '../chains/networks.ts';
 import type { Config } from '../config/schema.ts';
 import { ApiKeyRevokedError, InvalidParamsError, InvalidRequestError, ParseError, ResponseTooLargeError, RpcError } from '../errors/rpc.ts';
 import type { KeyCache, ResolvedKey } from '../keys/cache.ts';

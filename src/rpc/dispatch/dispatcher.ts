@@ -1,4 +1,4 @@
-import type { Network } from '../../chains/registry.ts';
+import type { Network } from '../../chains/networks.ts';
 import type { Config } from '../../config/schema.ts';
 import { RpcError, toRpcError, UpstreamError } from '../../errors/rpc.ts';
 import { answerIdIsNull, arrayElements, idSpan, idText, withId } from '../../json/lossless.ts';

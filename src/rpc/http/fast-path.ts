@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
-import type { Network, NetworkRegistry } from '../../chains/registry.ts';
+import type { Network, Networks } from '../../chains/networks.ts';
 import type { Config } from '../../config/schema.ts';
 import { GATEWAY_BUSY_RETRY_AFTER_S, InternalRpcError, InvalidRequestError, RpcError, ShuttingDownRpcError, UnknownNetworkError } from '../../errors/rpc.ts';
 import { genReqId, redactSecrets } from '../../ops/logging.ts';
@@ -27,7 +27,7 @@ interface Target {
 
 export interface FastPathDeps {
   config: Config;
-  registry: NetworkRegistry;
+  networks: Networks;
   pipeline: RpcPipeline;
   logger: Logger;
   metrics?: RpcHttpMetrics;
@@ -48,7 +48,7 @@ export interface FastPathDeps {
  * @returns a handler that answers `true` when it took the request.
  */
 export function rpcFastPath(deps: FastPathDeps): (req: IncomingMessage, res: ServerResponse) => boolean {
-  const { config, registry, pipeline, logger, metrics, outbound, tracing } = deps;
+  const { config, networks, pipeline, logger, metrics, outbound, tracing } = deps;
   const stopping = deps.stopping ?? (() => false);
   const limit = config.server.bodyLimitBytes;
   const perConnection = config.server.maxPendingBytesPerConnection;
@@ -73,8 +73,8 @@ export function rpcFastPath(deps: FastPathDeps): (req: IncomingMessage, res: Ser
   const origins = new Set(config.rpc.corsOrigins);
   const anyOrigin = origins.has('*');
   const accessLog = config.rpc.accessLog;
-  const publicNetwork = registry.bySlug(PUBLIC_NETWORK);
-  const networkList = () => registry.all.map((n) => n.slug);
+  const publicNetwork = networks.bySlug(PUBLIC_NETWORK);
+  const networkList = () => networks.all.map((n) => n.slug);
   // The name as sent is repeated only with anything key-shaped in it redacted (a key in the wrong slot).
   const unknownNetwork = (what: string) => new UnknownNetworkError(`Unknown network: ${redactSecrets(what)}`, { details: { networks: networkList() } });
 
@@ -84,7 +84,7 @@ export function rpcFastPath(deps: FastPathDeps): (req: IncomingMessage, res: Ser
   // `/v1/native-mainnet`): found again by one lookup instead of a split and a pattern per request.
   // Bounded by the networks (two per network); a key in the path (`/v1/{network}/{key}`) is never kept.
   const known = new Map<string, { route: string; network: Network }>();
-  for (const n of registry.all) {
+  for (const n of networks.all) {
     known.set(`/rpc/main/evm/${n.chainId}`, { route: '/rpc/main/evm/:chainId', network: n });
     known.set(`/v1/${n.slug}`, { route: '/v1/:network', network: n });
   }
@@ -96,12 +96,12 @@ export function rpcFastPath(deps: FastPathDeps): (req: IncomingMessage, res: Ser
     // ['', 'rpc', 'main', 'evm', chainId] | ['', 'v1', network, key?] | ['', 'public', 'main']
     if (parts[1] === 'rpc' && parts.length === 5 && parts[2] === 'main' && parts[3] === 'evm') {
       const id = parts[4] as string;
-      const network = /^\d{1,12}$/.test(id) ? registry.byChainId(Number(id)) : undefined;
+      const network = /^\d{1,12}$/.test(id) ? networks.byChainId(Number(id)) : undefined;
       return { route: '/rpc/main/evm/:chainId', network: network ?? unknownNetwork(`chainId ${decode(id).slice(0, 20)}`), apiKey: header(req, 'x-api-key') };
     }
     if (parts[1] === 'v1' && (parts.length === 3 || parts.length === 4) && parts[2]) {
       const slug = decode(parts[2]);
-      const network = registry.bySlug(slug) ?? unknownNetwork(slug.slice(0, 64));
+      const network = networks.bySlug(slug) ?? unknownNetwork(slug.slice(0, 64));
       if (parts.length === 4) {
         if (!parts[3]) return null;
         return { route: '/v1/:network/:apiKey', network, apiKey: decode(parts[3]) };

@@ -1,7 +1,7 @@
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import WebSocket from 'ws';
-import type { Network } from '../../chains/registry.ts';
+import type { Network } from '../../chains/networks.ts';
 import type { Config } from '../../config/schema.ts';
 import { InternalRpcError, InvalidParamsError, ParseError, RateLimitedError, RpcError, toRpcError } from '../../errors/rpc.ts';
 import { admit, Refusal } from '../../keys/admission.ts';

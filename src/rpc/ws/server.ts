@@ -5,7 +5,7 @@ import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { Logger } from 'pino';
 import { Gauge, type Registry } from 'prom-client';
 import { WebSocketServer } from 'ws';
-import type { NetworkRegistry } from '../../chains/registry.ts';
+import type { Networks } from '../../chains/networks.ts';
 import type { Config } from '../../config/schema.ts';
 import { InternalRpcError, InvalidRequestError, RateLimitedError, type RpcError, UnknownNetworkError } from '../../errors/rpc.ts';
 import { admit, Refusal } from '../../keys/admission.ts';
@@ -28,7 +28,7 @@ import { WATCHES_ONLY } from '../../http/drain.ts';
 
 export interface WsDeps {
   config: Config;
-  registry: NetworkRegistry;
+  networks: Networks;
   pipeline: RpcPipeline;
   keys: KeyCache;
   meter: Meter;
@@ -216,9 +216,9 @@ export class WsGateway {
       refuse(s, status, err, { ...headers, 'x-request-id': reqId });
     };
     if (this.#closing) return deny(socket, 503, new InternalRpcError('The gateway is shutting down; reconnect shortly'));
-    const network = this.#d.registry.bySlug(slug);
+    const network = this.#d.networks.bySlug(slug);
     if (!network) {
-      return deny(socket, 404, new UnknownNetworkError(`Unknown network: ${redactSecrets(slug.slice(0, 64))}`, { details: { networks: this.#d.registry.all.map((n) => n.slug) } }));
+      return deny(socket, 404, new UnknownNetworkError(`Unknown network: ${redactSecrets(slug.slice(0, 64))}`, { details: { networks: this.#d.networks.all.map((n) => n.slug) } }));
     }
     const origin = req.headers.origin;
     if (origin && !this.#origins.has('*') && !this.#origins.has(origin)) {

@@ -9,7 +9,7 @@ export interface Network extends NetworkConfig {
 }
 
 /** All networks, looked up by slug or chainId (networks are data: one definition per chain). */
-export class NetworkRegistry {
+export class Networks {
   readonly all: readonly Network[];
   readonly #bySlug = new Map<string, Network>();
   readonly #byChainId = new Map<number, Network>();
