@@ -208,8 +208,8 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
     },
   });
   const usageQueries = new UsageQueries({ db, config });
-  const keys = new KeyService({ db, config, networks, encryptionSecret: deps.secrets.keyEncryptionSecret, usage: usageQueries });
-  const keyCache = new KeyCache(keys, config, { ttlMs: config.rpc.keyCacheTtlMs, maxEntries: config.rpc.keyCacheMaxEntries });
+  const keys = new KeyService({ db, settings: config, networks, encryptionSecret: deps.secrets.keyEncryptionSecret, usage: usageQueries });
+  const keyCache = new KeyCache(keys, config.plans, { ttlMs: config.rpc.keyCacheTtlMs, maxEntries: config.rpc.keyCacheMaxEntries });
   const policy = new MethodPolicy({ config, wsHint: 'the WebSocket address /ws/{network}?apiKey=...' });
   // C48: whether Redis answers, as the limiter, the key-change bus and the readiness check find out.
   const link = deps.redis ? new RedisLink(deps.redis, { log: logger }) : undefined;
@@ -375,7 +375,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   // C13: a REST answer's X-CU-Remaining is the signed-in account's, as its RPC answers say it.
   const restLimits = new RestLimits(config, limiter, async (userId) => {
     const user = await accounts.findById(userId);
-    return user ? meter.computeUnitsLeft(userId, effectiveLimits(config, user).monthlyComputeUnits) : -1;
+    return user ? meter.computeUnitsLeft(userId, effectiveLimits(config.plans, user).monthlyComputeUnits) : -1;
   });
   await app.register(
     async (api) => {
@@ -384,15 +384,15 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
         open.addHook('onRequest', (req, reply) => restLimits.request(req, reply));
         await open.register(authRoutes, { accounts, tokens, limits: restLimits, publicHttps: publicUrlIsHttps(config) });
         await open.register(networkRoutes, { networks });
-        await open.register(planRoutes, { config });
-        if (config.admin.token) await open.register(adminRoutes, { token: config.admin.token, accounts, keys, config });
+        await open.register(planRoutes, { plans: config.plans });
+        if (config.admin.token) await open.register(adminRoutes, { token: config.admin.token, accounts, keys, plans: config.plans });
       });
       // ...and signed-in traffic per account.
       await api.register(async (protectedScope) => {
         requireBearer(protectedScope, tokens, restLimits);
         protectedScope.addHook('onRequest', (req, reply) => restLimits.request(req, reply, req.userId));
-        await protectedScope.register(accountRoutes, { accounts, tokens, limits: restLimits, meter, config });
-        await protectedScope.register(keyRoutes, { keys, accounts, config, networks });
+        await protectedScope.register(accountRoutes, { accounts, tokens, limits: restLimits, meter, plans: config.plans, publicHttps: publicUrlIsHttps(config) });
+        await protectedScope.register(keyRoutes, { keys, accounts, networks });
         await protectedScope.register(usageRoutes, { usage: usageQueries, answers: answers.stats });
         await protectedScope.register(analyticsRoutes, { store: analyticsStore, answers: answers.analytics, accounts, networks: new Set(config.networks.map((n) => n.slug)) });
         await protectedScope.register(faucetRoutes, { faucet });

@@ -1,7 +1,7 @@
 import { and, eq, ne } from 'drizzle-orm';
 import type { UserRow } from '../auth/accounts.ts';
 import type { Networks } from '../chains/networks.ts';
-import type { Config } from '../config/schema.ts';
+import type { MethodsConfig, PlansConfig } from '../config/schema.ts';
 import { HttpError } from '../errors/http.ts';
 import { type AccountLimitsInput, effectiveLimits } from '../metering/plans.ts';
 import { WEBSOCKET_METHODS } from '../methods/catalogue.ts';
@@ -29,12 +29,20 @@ export interface PlanEnforcement {
   rateLimited: string[];
 }
 
+/** The settings plan rules read: the plan table and the methods a key's list may name. */
+export interface PlanRulesSettings {
+  plans: PlansConfig;
+  methods: Pick<MethodsConfig, 'standard' | 'native' | 'planExtras'>;
+}
+
 export class PlanRules {
-  readonly #config: Config;
+  readonly #plans: PlansConfig;
+  readonly #methods: PlanRulesSettings['methods'];
   readonly #networks: Networks;
 
-  constructor(config: Config, networks: Networks) {
-    this.#config = config;
+  constructor(settings: PlanRulesSettings, networks: Networks) {
+    this.#plans = settings.plans;
+    this.#methods = settings.methods;
     this.#networks = networks;
   }
 
@@ -43,7 +51,7 @@ export class PlanRules {
    * on a plan without a network cap, the native networks on one with a cap (free).
    */
   planNetworks(account: AccountLimitsInput): string[] {
-    const max = effectiveLimits(this.#config, account).maxNetworks;
+    const max = effectiveLimits(this.#plans, account).maxNetworks;
     return max === null ? this.#networks.all.map((n) => n.slug) : FREE_DEFAULT_NETWORKS.slice(0, max);
   }
 
@@ -54,7 +62,7 @@ export class PlanRules {
 
   /** The changes that bring `rows` (all of one account's keys, oldest first) within the account's limits. */
   fitToPlan(user: UserRow, rows: KeyRow[]): Map<string, Partial<Pick<KeyRow, 'status' | 'networks' | 'allNetworks' | 'rateLimit'>>> {
-    const limits = effectiveLimits(this.#config, user);
+    const limits = effectiveLimits(this.#plans, user);
     const changes = new Map<string, Partial<Pick<KeyRow, 'status' | 'networks' | 'allNetworks' | 'rateLimit'>>>();
     const change = (id: string) => {
       let c = changes.get(id);
@@ -104,7 +112,7 @@ export class PlanRules {
 
   /** C15 after a downgrade: switching a key back on must not make more active keys than the plan allows. */
   async checkActiveAllowance(tx: Db, user: UserRow, id: string): Promise<void> {
-    const max = effectiveLimits(this.#config, user).maxKeys;
+    const max = effectiveLimits(this.#plans, user).maxKeys;
     if (max === null) return;
     const others = await tx
       .select({ id: apiKeys.id })
@@ -126,7 +134,7 @@ export class PlanRules {
       });
     }
     let networks = [...new Set(requested ?? [])];
-    const limits = effectiveLimits(this.#config, user);
+    const limits = effectiveLimits(this.#plans, user);
     if (networks.length === 0) networks = this.planNetworks(user);
     if (limits.maxNetworks !== null) {
       const distinct = new Set([...otherKeys.flat(), ...networks]);
@@ -143,7 +151,7 @@ export class PlanRules {
 
   /** The method names an allowlist may name: what the plan lets through (C24), subscriptions included. */
   planMethods(user: UserRow): ReadonlySet<string> {
-    const m = this.#config.methods;
+    const m = this.#methods;
     const extras = (m.planExtras as Record<string, string[] | undefined>)[user.tier] ?? [];
     return new Set([...m.standard, ...extras, ...Object.keys(m.native), ...WEBSOCKET_METHODS]);
   }
@@ -151,7 +159,7 @@ export class PlanRules {
   /** C14: 1 <= rateLimit <= the plan's rate (any >= 1 when the plan is unlimited); omitted = plan rate. */
   checkRateLimit(user: UserRow, rateLimit: number | undefined): number | null {
     if (rateLimit === undefined) return null;
-    const max = effectiveLimits(this.#config, user).requestsPerMinute;
+    const max = effectiveLimits(this.#plans, user).requestsPerMinute;
     if (rateLimit < 1 || (max !== null && rateLimit > max)) {
       throw new HttpError('VALIDATION_ERROR', `rateLimit must be between 1 and ${max ?? 'any'} requests per minute`, {
         details: [{ field: 'body.rateLimit', message: `must be between 1 and ${max ?? 'any'}` }],

@@ -3,7 +3,6 @@ import { Type as T } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AccountService } from '../auth/accounts.ts';
 import type { Networks } from '../chains/networks.ts';
-import type { Config } from '../config/schema.ts';
 import { unauthorized } from '../errors/http.ts';
 import { ErrorResponse, IsoDate, ok, OkMessage, StoredCount } from '../http/schemas.ts';
 import { MAX_JWT_KEYS, MAX_LIST_ENTRIES } from './access.ts';
@@ -108,7 +107,7 @@ const errors = { 400: ErrorResponse, 401: ErrorResponse, 403: ErrorResponse, 404
 const security = [{ bearerAuth: [] }];
 
 /** API key routes (spec 4.2; C14–C16, C19–C21). Registered behind the bearer hook. */
-export const keyRoutes: FastifyPluginAsyncTypebox<{ keys: KeyService; accounts: AccountService; config: Config; networks: Networks }> = async (
+export const keyRoutes: FastifyPluginAsyncTypebox<{ keys: KeyService; accounts: AccountService; networks: Networks }> = async (
   app,
   { keys, accounts, networks },
 ) => {

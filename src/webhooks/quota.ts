@@ -101,7 +101,7 @@ export class QuotaNotices {
         and exists (select 1 from webhook_endpoints e where e.user_id = u.id and e.status = 'enabled' and e.events @> '["usage.quota"]'::jsonb)`);
     let sent = 0;
     for (const a of (result as { rows: AccountUsage[] }).rows) {
-      const limits = effectiveLimits(this.#config, {
+      const limits = effectiveLimits(this.#config.plans, {
         tier: a.tier,
         requestsPerMinute: a.requests_per_minute,
         dailyLimit: a.daily_limit,
