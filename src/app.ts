@@ -198,7 +198,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   const answers = { analytics: new AnswerCache<Analytics>({ ttlMs: config.usage.flushIntervalMs }), stats: new AnswerCache<UsageStats>({ ttlMs: config.usage.flushIntervalMs }) };
   const usage = new UsageService({
     db,
-    config,
+    settings: config.usage,
     logger,
     analytics,
     onFlush: (userIds) => webhooks.quota.afterFlush(userIds),
@@ -207,7 +207,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
       answers.stats.invalidate(userIds);
     },
   });
-  const usageQueries = new UsageQueries({ db, config });
+  const usageQueries = new UsageQueries({ db, networkSlugs: config.networks.map((n) => n.slug) });
   const keys = new KeyService({ db, settings: config, networks, encryptionSecret: deps.secrets.keyEncryptionSecret, usage: usageQueries });
   const keyCache = new KeyCache(keys, config.plans, { ttlMs: config.rpc.keyCacheTtlMs, maxEntries: config.rpc.keyCacheMaxEntries });
   const policy = new MethodPolicy({ config, wsHint: 'the WebSocket address /ws/{network}?apiKey=...' });
@@ -216,7 +216,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   const bus = deps.redis ? new KeyChangeBus(deps.redis, keys, keyCache, logger, link) : undefined;
   const redisLimiter = deps.redis ? new RedisLimiter(deps.redis, { ...(link ? { link } : {}) }) : undefined;
   const limiter: Limiter = redisLimiter ?? new MemoryLimiter();
-  const meter = new Meter(config, limiter);
+  const meter = new Meter(config.limits, limiter);
   // C48: the quotas of accounts this instance has not seen yet start in memory from stored usage too.
   link?.onChange((up) => {
     if (!up) meter.seedFromUsage(usageQueries).catch((err: unknown) => logger.warn({ error: (err as Error).message }, 'could not read stored usage for the in-memory quotas'));
@@ -373,7 +373,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   ]);
 
   // C13: a REST answer's X-CU-Remaining is the signed-in account's, as its RPC answers say it.
-  const restLimits = new RestLimits(config, limiter, async (userId) => {
+  const restLimits = new RestLimits(config.limits, limiter, async (userId) => {
     const user = await accounts.findById(userId);
     return user ? meter.computeUnitsLeft(userId, effectiveLimits(config.plans, user).monthlyComputeUnits) : -1;
   });

@@ -117,7 +117,7 @@ export class RpcPipeline {
     this.#keys = deps.keys;
     this.#policy = deps.policy;
     this.#meter = deps.meter;
-    this.#cu = new ComputeUnits(deps.config);
+    this.#cu = new ComputeUnits(deps.config.methods.computeUnits);
     this.#usage = deps.usage;
     this.#settlement = new Settlement({ metrics: deps.metrics, analytics: deps.analytics, logger: deps.logger });
     this.#tracing = deps.tracing;
