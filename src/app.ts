@@ -187,8 +187,8 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   const upstreams = new Upstreams(config, logger, tracing?.attempts, outbound);
   // Chain events (C33-C39): one follower hands blocks to whale alerts, webhooks and the solver; prices
   // value them. Made first: the features that change what it follows tell it so (webhooks, intents).
-  const follower = new BlockFollower({ db, config, upstreams, logger });
-  const prices = new Prices({ config, upstreams, logger });
+  const follower = new BlockFollower({ db, settings: config, upstreams, logger });
+  const prices = new Prices({ settings: config, upstreams, logger });
   // A new or changed address.activity endpoint is followed at once, not at the next asking.
   const webhooks = new Webhooks({ db, config, logger, encryptionSecret: deps.secrets.keyEncryptionSecret, onEndpointsChange: () => void follower.refresh() });
   // C46: recorded with usage and flushed in its transaction; `analytics.enabled: false` records nothing.
@@ -328,7 +328,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
     metricsRegistry: metrics.registry,
   });
   const faucet = new FaucetService({ db, config, networks, upstreams, logger });
-  const whales = new WhaleAlerts({ db, config, prices, webhooks, logger, upstreams });
+  const whales = new WhaleAlerts({ db, settings: config, prices, webhooks, logger, upstreams });
   observeFeatures(metrics, { link, redisLimiter, follower, usage, webhooks });
   follower.register(whales);
   follower.register(new AddressActivity({ webhooks, prices, upstreams, config, logger }));
@@ -396,7 +396,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
         await protectedScope.register(usageRoutes, { usage: usageQueries, answers: answers.stats });
         await protectedScope.register(analyticsRoutes, { store: analyticsStore, answers: answers.analytics, accounts, networks: new Set(config.networks.map((n) => n.slug)) });
         await protectedScope.register(faucetRoutes, { faucet });
-        await protectedScope.register(whaleRoutes, { whales, accounts, config });
+        await protectedScope.register(whaleRoutes, { whales, accounts });
         await protectedScope.register(webhookRoutes, { webhooks, accounts, config });
         await protectedScope.register(balanceRoutes, { balances });
         await protectedScope.register(intentRoutes, { intents });

@@ -147,7 +147,7 @@ describe('address.activity on the devnet (C38)', () => {
     const net = draft.networks.find((n) => n.slug === NET);
     assert.ok(net);
     net.price = { type: 'fixed', usd: 0.05 };
-    const prices = new Prices({ config: validateConfig(draft), upstreams: t.app.parts.upstreams, logger: pino({ level: 'silent' }) });
+    const prices = new Prices({ settings: validateConfig(draft), upstreams: t.app.parts.upstreams, logger: pino({ level: 'silent' }) });
     const activity = new AddressActivity({ webhooks: t.app.parts.webhooks, prices, upstreams: t.app.parts.upstreams, config: t.config, logger: pino({ level: 'silent' }) });
     const watched = privateKeyToAddress(generatePrivateKey()).toLowerCase();
     await createWebhook(t.app, user, { url: `${r.url}/usd`, events: ['address.activity'], filters: { networks: [NET], addresses: [watched] } });
