@@ -190,7 +190,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   const follower = new BlockFollower({ db, settings: config, upstreams, logger });
   const prices = new Prices({ settings: config, upstreams, logger });
   // A new or changed address.activity endpoint is followed at once, not at the next asking.
-  const webhooks = new Webhooks({ db, config, logger, encryptionSecret: deps.secrets.keyEncryptionSecret, onEndpointsChange: () => void follower.refresh() });
+  const webhooks = new Webhooks({ db, settings: config, logger, encryptionSecret: deps.secrets.keyEncryptionSecret, onEndpointsChange: () => void follower.refresh() });
   // C46: recorded with usage and flushed in its transaction; `analytics.enabled: false` records nothing.
   const analytics = config.analytics.enabled ? new AnalyticsRecorder(rpcMethodLabels(config.methods)) : undefined;
   // C38 usage.quota: checked after usage counts are stored, never on the RPC path.
@@ -331,7 +331,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   const whales = new WhaleAlerts({ db, settings: config, prices, webhooks, logger, upstreams });
   observeFeatures(metrics, { link, redisLimiter, follower, usage, webhooks });
   follower.register(whales);
-  follower.register(new AddressActivity({ webhooks, prices, upstreams, config, logger }));
+  follower.register(new AddressActivity({ webhooks, prices, upstreams, networks: config.networks, logger }));
   // C41: intents; their solver follows the blocks of their networks (a new intent's at once).
   const intents = new IntentService({ db, config, upstreams, logger, onCreated: () => void follower.refresh() });
   const solver = new Solver({ db, config, intents, upstreams, webhooks, logger });
@@ -397,7 +397,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
         await protectedScope.register(analyticsRoutes, { store: analyticsStore, answers: answers.analytics, accounts, networks: new Set(config.networks.map((n) => n.slug)) });
         await protectedScope.register(faucetRoutes, { faucet });
         await protectedScope.register(whaleRoutes, { whales, accounts });
-        await protectedScope.register(webhookRoutes, { webhooks, accounts, config });
+        await protectedScope.register(webhookRoutes, { webhooks, accounts, maxEndpoints: config.webhooks.maxEndpoints });
         await protectedScope.register(balanceRoutes, { balances });
         await protectedScope.register(intentRoutes, { intents });
       });
