@@ -327,7 +327,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
     onKeyChange: (listener) => keys.changes.on(listener),
     metricsRegistry: metrics.registry,
   });
-  const faucet = new FaucetService({ db, config, networks, upstreams, logger });
+  const faucet = new FaucetService({ db, settings: config, networks, upstreams, logger });
   const whales = new WhaleAlerts({ db, settings: config, prices, webhooks, logger, upstreams });
   observeFeatures(metrics, { link, redisLimiter, follower, usage, webhooks });
   follower.register(whales);

@@ -3,7 +3,6 @@
 import type { Logger } from 'pino';
 import type { Address, Hex } from 'viem';
 import type { Networks } from '../chains/networks.ts';
-import type { Config } from '../config/schema.ts';
 import { CooldownError } from '../errors/domain.ts';
 import { badRequest, HttpError } from '../errors/http.ts';
 import type { Upstreams } from '../upstreams/upstreams.ts';
@@ -17,7 +16,7 @@ import { broadcast, lookup } from '../onchain/transactions.ts';
 import { readWallet } from '../onchain/wallets.ts';
 import { signGrant, transferGas } from './sender.ts';
 import { type GrantRequest, validateGrant } from './validate.ts';
-import { type FaucetWallet, faucetWallets } from './wallets.ts';
+import { type FaucetWallet, faucetWallets, type FaucetWalletSettings } from './wallets.ts';
 
 /** What `POST /faucet/request` answers (spec: Faucet result). */
 export interface FaucetResult {
@@ -87,14 +86,14 @@ export class FaucetService {
   #closed = false;
 
   /** @throws ConfigError naming a bad faucet setting. */
-  constructor(deps: { db: Db; config: Config; networks: Networks; upstreams: Upstreams; logger: Logger }) {
-    this.#wallets = new Map(faucetWallets(deps.config).map((w) => [w.slug, w]));
-    this.#cooldownSeconds = deps.config.faucet.cooldownSeconds;
-    this.#recheckAfterMs = deps.config.faucet.recheckAfterSeconds * 1000;
+  constructor(deps: { db: Db; settings: FaucetWalletSettings; networks: Networks; upstreams: Upstreams; logger: Logger }) {
+    this.#wallets = new Map(faucetWallets(deps.settings).map((w) => [w.slug, w]));
+    this.#cooldownSeconds = deps.settings.faucet.cooldownSeconds;
+    this.#recheckAfterMs = deps.settings.faucet.recheckAfterSeconds * 1000;
     this.#sweeps = new PeriodicJob({
       // Not younger than recheckAfter after the first: another instance's grant in flight is left to finish first.
       run: (first) => this.#reconcile(first ? 0 : this.#recheckAfterMs),
-      everyMs: deps.config.faucet.recheckIntervalSeconds * 1000,
+      everyMs: deps.settings.faucet.recheckIntervalSeconds * 1000,
       onError: (err) => this.#log.error({ err }, 'faucet: checking unsettled grants failed'),
       outage: new StorageOutageLog(deps.logger.child({ component: 'faucet' }), 'faucet: checking unsettled grants'),
     });
