@@ -333,8 +333,8 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   follower.register(whales);
   follower.register(new AddressActivity({ webhooks, prices, upstreams, networks: config.networks, logger }));
   // C41: intents; their solver follows the blocks of their networks (a new intent's at once).
-  const intents = new IntentService({ db, config, upstreams, logger, onCreated: () => void follower.refresh() });
-  const solver = new Solver({ db, config, intents, upstreams, webhooks, logger });
+  const intents = new IntentService({ db, settings: config, upstreams, logger, onCreated: () => void follower.refresh() });
+  const solver = new Solver({ db, settings: config, intents, upstreams, webhooks, logger });
   follower.register(solver);
   // C40: the unified balance reads through the same pools and values with the same prices.
   const balances = new BalanceService({ networks, upstreams, prices, logger });
