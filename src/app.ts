@@ -252,7 +252,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
     // A graceful stop closes idle keep-alive sockets and lets requests in flight finish.
     forceCloseConnections: 'idle',
   }).withTypeProvider<TypeBoxTypeProvider>() as unknown as FastifyInstance;
-  applyServerTimeouts(app.server, config);
+  applyServerTimeouts(app.server, config.server);
   drain.attach(app.server);
   app.addHook('onListen', async () => {
     const addr = app.server.address();
