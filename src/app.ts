@@ -210,7 +210,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   const usageQueries = new UsageQueries({ db, networkSlugs: config.networks.map((n) => n.slug) });
   const keys = new KeyService({ db, settings: config, networks, encryptionSecret: deps.secrets.keyEncryptionSecret, usage: usageQueries });
   const keyCache = new KeyCache(keys, config.plans, { ttlMs: config.rpc.keyCacheTtlMs, maxEntries: config.rpc.keyCacheMaxEntries });
-  const policy = new MethodPolicy({ config, wsHint: 'the WebSocket address /ws/{network}?apiKey=...' });
+  const policy = new MethodPolicy({ methods: config.methods, wsHint: 'the WebSocket address /ws/{network}?apiKey=...' });
   // C48: whether Redis answers, as the limiter, the key-change bus and the readiness check find out.
   const link = deps.redis ? new RedisLink(deps.redis, { log: logger }) : undefined;
   const bus = deps.redis ? new KeyChangeBus(deps.redis, keys, keyCache, logger, link) : undefined;
@@ -225,10 +225,10 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   const rpcMetrics = observeRpc(metrics, { methods: config.methods, upstreams, upstreamBuckets: UPSTREAM_BUCKETS, cache });
   const analyticsStore = new AnalyticsStore({ db, logger });
   const usageRetention = new UsageRetention({ db, logger, retentionDays: config.usage.retentionDays });
-  const pipeline = new RpcPipeline({ config, keys: keyCache, policy, upstreams, logger, meter, usage, metrics: rpcMetrics, ...(cache ? { cache } : {}), ...(analytics ? { analytics } : {}), ...(tracing ? { tracing } : {}) });
+  const pipeline = new RpcPipeline({ settings: config, keys: keyCache, policy, upstreams, logger, meter, usage, metrics: rpcMetrics, ...(cache ? { cache } : {}), ...(analytics ? { analytics } : {}), ...(tracing ? { tracing } : {}) });
   // C57: a stop that lets connections drain.
   const drain = new ConnectionDrain(logger);
-  const rpcHttp = rpcFastPath({ config, networks, pipeline, logger, metrics: new RpcHttpMetrics(metrics.registry), outbound, stopping: () => drain.stopping, ...(tracing ? { tracing } : {}) });
+  const rpcHttp = rpcFastPath({ settings: config, networks, pipeline, logger, metrics: new RpcHttpMetrics(metrics.registry), outbound, stopping: () => drain.stopping, ...(tracing ? { tracing } : {}) });
 
   const app = Fastify({
     // The server asks the fast path first for every request. A request without Host is let
@@ -315,7 +315,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
     app.route({ method: ['POST', 'OPTIONS'], url, schema: { hide: true }, onRequest: viaFastPath, handler: async (_req, reply) => reply.callNotFound() });
   }
   const ws = installWebSocket(app, {
-    config,
+    settings: config,
     networks,
     pipeline,
     keys: keyCache,

@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
 import type { Network, Networks } from '../../chains/networks.ts';
-import type { Config } from '../../config/schema.ts';
+import type { RpcConfig, ServerConfig } from '../../config/schema.ts';
 import { GATEWAY_BUSY_RETRY_AFTER_S, InternalRpcError, InvalidRequestError, RpcError, ShuttingDownRpcError, UnknownNetworkError } from '../../errors/rpc.ts';
 import { genReqId, redactSecrets } from '../../ops/logging.ts';
 import type { RpcHttpMetrics } from '../../ops/metrics.ts';
@@ -26,7 +26,11 @@ interface Target {
 }
 
 export interface FastPathDeps {
-  config: Config;
+  /** The listener's limits and proxies; the RPC addresses' CORS origins and access log. */
+  settings: {
+    server: Pick<ServerConfig, 'bodyLimitBytes' | 'maxPendingBytesPerConnection' | 'trustedProxies'>;
+    rpc: Pick<RpcConfig, 'corsOrigins' | 'accessLog'>;
+  };
   networks: Networks;
   pipeline: RpcPipeline;
   logger: Logger;
@@ -48,10 +52,10 @@ export interface FastPathDeps {
  * @returns a handler that answers `true` when it took the request.
  */
 export function rpcFastPath(deps: FastPathDeps): (req: IncomingMessage, res: ServerResponse) => boolean {
-  const { config, networks, pipeline, logger, metrics, outbound, tracing } = deps;
+  const { settings, networks, pipeline, logger, metrics, outbound, tracing } = deps;
   const stopping = deps.stopping ?? (() => false);
-  const limit = config.server.bodyLimitBytes;
-  const perConnection = config.server.maxPendingBytesPerConnection;
+  const limit = settings.server.bodyLimitBytes;
+  const perConnection = settings.server.maxPendingBytesPerConnection;
   /** C60: bytes of answers waiting behind another on their connection (pipelining), by socket. */
   const queued = new WeakMap<Socket, number>();
   /** Their sum over every connection: while 0 (no pipelining), the map is never looked at. */
@@ -69,10 +73,10 @@ export function rpcFastPath(deps: FastPathDeps): (req: IncomingMessage, res: Ser
     };
     res.once('finish', out).once('close', out);
   };
-  const clientIp = clientIpResolver(config.server.trustedProxies);
-  const origins = new Set(config.rpc.corsOrigins);
+  const clientIp = clientIpResolver(settings.server.trustedProxies);
+  const origins = new Set(settings.rpc.corsOrigins);
   const anyOrigin = origins.has('*');
-  const accessLog = config.rpc.accessLog;
+  const accessLog = settings.rpc.accessLog;
   const publicNetwork = networks.bySlug(PUBLIC_NETWORK);
   const networkList = () => networks.all.map((n) => n.slug);
   // The name as sent is repeated only with anything key-shaped in it redacted (a key in the wrong slot).
