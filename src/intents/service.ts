@@ -10,7 +10,7 @@ import { formatAmount as formatWei, parseAmount } from '../onchain/amounts.ts';
 import { readFees } from '../onchain/transactions.ts';
 import type { Db } from '../storage/db.ts';
 import type { Upstreams } from '../upstreams/upstreams.ts';
-import { type IntentsSettings, type IntentsSetup, readIntentsConfig, type Route, routeGap, routeKey } from './config.ts';
+import { type IntentsSettings, type IntentsSetup, readIntentsConfig, type Route, routeGap, routeKey } from './setup.ts';
 import { encodeFill, encodeOracleCall, encodeOriginData, orderIdOf } from './contracts.ts';
 import { quote } from './quote.ts';
 import { IntentStore, type IntentRow } from './store.ts';

@@ -11,7 +11,7 @@ import { SerialJob } from '../jobs/serial.ts';
 import type { Db } from '../storage/db.ts';
 import type { Upstreams } from '../upstreams/upstreams.ts';
 import type { Webhooks } from '../webhooks/service.ts';
-import type { IntentsSetup } from './config.ts';
+import type { IntentsSetup } from './setup.ts';
 import { decodeSettlerLog, encodeFill, encodeOriginData, encodeRefund, encodeSettle, originAbi, type RawLog, type SettlerEvent, settlerTopics } from './contracts.ts';
 import { intents as i, type IntentStatus, type IntentTxKind } from './schema.ts';
 import type { IntentService } from './service.ts';

@@ -9,7 +9,7 @@ import type { Db } from '../storage/db.ts';
 import { EndpointStore, webhookPlans } from './endpoints.ts';
 import { eventBody, matchesFilters, type PublishedEvent } from './events.ts';
 import { webhookDeliveries, webhookEndpoints, webhookEvents } from './schema.ts';
-import { QuotaNotices } from './quota.ts';
+import { QuotaNotices } from './quota-notices.ts';
 import { Sender, type SenderStats } from './sender.ts';
 
 export type { PublishedEvent, WebhookEventType } from './events.ts';
