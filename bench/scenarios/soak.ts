@@ -19,30 +19,42 @@ import { createServer } from 'node:http';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
 import WebSocket from 'ws';
 // @ts-expect-error: a plain .mjs build script without type declarations
-import { build } from '../scripts/build.mjs';
-import { type Child, cleanup, cleanupOnSignals, freePort, startChild, tempDir, waitUntil } from './children.ts';
+import { build } from '../../scripts/build.mjs';
+import { type Child, cleanupOnSignals, freePort, startChild, tempDir, waitUntil } from '../lib/children.ts';
+import { defineScenario, type Values } from '../lib/scenario.ts';
+import { record } from '../lib/report/results.ts';
 
-const { values: opt } = parseArgs({
-  options: {
-    minutes: { type: 'string', default: '30' },
-    'sample-seconds': { type: 'string', default: '60' },
-    /** The first part of the run not judged: caches, JIT and pools fill up then. */
-    'warmup-fraction': { type: 'string', default: '0.2' },
-    'http-workers': { type: 'string', default: '3' },
-    'ws-connections': { type: 'string', default: '24' },
-    /** A folder: heap snapshots of the gateway at the first judged sample and the last (bench/heap-diff.ts). */
-    'heap-snapshots': { type: 'string' },
+const OPTIONS = {
+  minutes: { type: 'string', default: '30' },
+  'sample-seconds': { type: 'string', default: '60' },
+  'warmup-fraction': { type: 'string', default: '0.2', help: 'the first part of the run not judged: caches, JIT and pools fill up then' },
+  'http-workers': { type: 'string', default: '3' },
+  'ws-connections': { type: 'string', default: '24' },
+  'heap-snapshots': { type: 'string', help: 'a folder: heap snapshots of the gateway at the first judged sample and the last (npm run bench -- heap-diff)' },
+} as const;
+let opt: Values<typeof OPTIONS>;
+
+export default defineScenario({
+  summary: 'hours of ordinary traffic compressed into a run (HTTP, WebSocket, REST, webhooks): growth of RSS, heap, handles',
+  options: OPTIONS,
+  duration: { option: 'minutes', unit: 'min' },
+  run: async (ctx) => {
+    opt = ctx.opt;
+    MINUTES = Number(opt.minutes);
+    SAMPLE_MS = Number(opt['sample-seconds']) * 1000;
+    WARMUP = Number(opt['warmup-fraction']);
+    SNAPSHOT_DIR = opt['heap-snapshots'] ? path.resolve(opt['heap-snapshots']) : undefined;
+    await main();
   },
 });
 
-const MINUTES = Number(opt.minutes);
-const SAMPLE_MS = Number(opt['sample-seconds']) * 1000;
-const WARMUP = Number(opt['warmup-fraction']);
+let MINUTES = 30;
+let SAMPLE_MS = 60_000;
+let WARMUP = 0.2;
 const GOAL = 0.05;
-const SNAPSHOT_DIR = opt['heap-snapshots'] ? path.resolve(opt['heap-snapshots']) : undefined;
+let SNAPSHOT_DIR: string | undefined;
 
 interface Network {
   slug: string;
@@ -343,6 +355,12 @@ async function main(): Promise<void> {
     const b = median(last.map(pick));
     const growth = (b - a) / a;
     const ok = growth < GOAL;
+    const unit = label === 'RSS' || label.startsWith('JS') ? 'MiB' : label.includes('delay') ? 'ms' : 'handles';
+    const scale = unit === 'MiB' ? 1 / 1_048_576 : 1;
+    record('after warm-up', label, {
+      samples: { unit, better: 'lower', value: judged.map((x) => pick(x) * scale) },
+      growth_pct: { unit: '%', better: 'lower', value: growth * 100 },
+    });
     if (judgedFigure && !ok) failures.push(`${label} grew ${(growth * 100).toFixed(1)}%`);
     const show = (v: number) => (label === 'RSS' || label.startsWith('JS') ? `${mib(v)} MiB` : v.toFixed(label.includes('delay') ? 1 : 0));
     console.log(`  ${label}: ${show(a)} -> ${show(b)} (${growth >= 0 ? '+' : ''}${(growth * 100).toFixed(1)}%)${judgedFigure ? (ok ? ' OK' : ' ABOVE') : ' (reported: it follows the machine\'s other work)'}`);
@@ -366,10 +384,3 @@ async function main(): Promise<void> {
   console.log(failures.length ? `\nFAILED: ${failures.join('; ')}` : '\nOK');
   process.exitCode = failures.length ? 1 : 0;
 }
-
-main()
-  .catch((err: Error) => {
-    console.error(err.stack ?? err.message);
-    process.exitCode = 1;
-  })
-  .finally(() => cleanup());

@@ -12,25 +12,36 @@
 import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
-import { MAX_NESTING } from '../src/rpc/message.ts';
-import { judge, paramFuzzer, prng, WsFuzzChannel } from '../test/support/fuzz-gen.ts';
+import { MAX_NESTING } from '../../src/rpc/message.ts';
+import { judge, paramFuzzer, prng, WsFuzzChannel } from '../../test/support/fuzz-gen.ts';
 // @ts-expect-error: a plain .mjs build script without type declarations
-import { build } from '../scripts/build.mjs';
-import { type Child, cleanup, cleanupOnSignals, freePort, startChild, tempDir, waitUntil } from './children.ts';
+import { build } from '../../scripts/build.mjs';
+import { type Child, cleanup, cleanupOnSignals, freePort, startChild, tempDir, waitUntil } from '../lib/children.ts';
+import { defineScenario, type Values } from '../lib/scenario.ts';
+import { record as recordFigures } from '../lib/report/results.ts';
 
-const { values: opt } = parseArgs({
-  options: {
-    messages: { type: 'string', default: '20000' },
-    seed: { type: 'string', default: '20261126' },
-    url: { type: 'string' }, // a running gateway instead of starting one
-    key: { type: 'string' }, // its API key (an account with every network); without one only /public/main is fuzzed over HTTP
-    'http-workers': { type: 'string', default: '6' },
+const OPTIONS = {
+  messages: { type: 'string', default: '20000' },
+  seed: { type: 'string', default: '20261126' },
+  url: { type: 'string', help: 'a running gateway instead of starting one' },
+  key: { type: 'string', help: 'its API key (an account with every network); without one only /public/main is fuzzed over HTTP' },
+  'http-workers': { type: 'string', default: '6' },
+} as const;
+let opt: Values<typeof OPTIONS>;
+
+export default defineScenario({
+  summary: '20,000 messages with mutated params over HTTP and WebSocket against the gateway on its devnet (C22, C23)',
+  options: OPTIONS,
+  run: async (ctx) => {
+    opt = ctx.opt;
+    TOTAL = Number(opt.messages);
+    SEED = Number(opt.seed);
+    return main();
   },
 });
 
-const TOTAL = Number(opt.messages);
-const SEED = Number(opt.seed);
+let TOTAL = 20_000;
+let SEED = 20261126;
 const BODY_LIMIT = 1_048_576;
 const MAX_BATCH = 100;
 /** WebSocket connections (each sends its frames one at a time), on these networks. */
@@ -116,7 +127,7 @@ async function alive(url: string, key: string | undefined, networks: Network[]):
   return out;
 }
 
-async function main(): Promise<void> {
+async function main(): Promise<number> {
   cleanupOnSignals();
   const started = opt.url ? undefined : await startDevnetGateway();
   const url = opt.url ?? (started as { url: string }).url;
@@ -217,7 +228,7 @@ async function main(): Promise<void> {
   const killed = [...before].filter(([slug, b]) => isBlock(b) && !isBlock(after.get(slug))).map(([slug]) => slug);
   const sorted = <K>(m: Map<K, number>) => [...m].sort((a, b) => b[1] - a[1]);
 
-  console.log(`\nbench:fuzz: seed ${SEED}, ${TOTAL} messages in ${seconds.toFixed(0)} s against ${opt.url ? url : 'dist/main.js --devnet'}`);
+  console.log(`\nfuzz: seed ${SEED}, ${TOTAL} messages in ${seconds.toFixed(0)} s against ${opt.url ? url : 'dist/main.js --devnet'}`);
   console.log('\nMessages sent');
   for (const [k, v] of [...sent].sort()) console.log(`  ${k.padEnd(28)} ${v}`);
   console.log(`  ${'total'.padEnd(28)} ${[...sent.values()].reduce((a, b) => a + b, 0)} (answers judged: ${answered})`);
@@ -241,13 +252,13 @@ async function main(): Promise<void> {
   for (const [slug, b] of before) console.log(`  ${slug.padEnd(20)} ${String(b).padEnd(12)} -> ${after.get(slug)}`);
 
   const failed = over502.length > 0 || killed.length > 0 || problems.length > 0 || (started?.errorLines.length ?? 0) > 0;
+  recordFigures(`seed ${SEED}`, `${TOTAL} messages`, {
+    per_s: { unit: 'messages/s', better: 'higher', value: TOTAL / seconds },
+    over_502: { unit: 'answers', better: 'lower', value: over502.length },
+    broken_answers: { unit: 'answers', better: 'lower', value: problems.length },
+    chains_killed: { unit: 'chains', better: 'lower', value: killed.length },
+  });
   await cleanup();
   if (failed) console.log('\nFAILED');
-  process.exit(failed ? 1 : 0);
+  return failed ? 1 : 0;
 }
-
-main().catch(async (err: Error) => {
-  console.error(err.stack ?? err.message);
-  await cleanup();
-  process.exit(1);
-});

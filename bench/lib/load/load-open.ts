@@ -9,7 +9,7 @@
 // shares the machine's cores with the target. Prints one JSON line with the LoadResult.
 import net from 'node:net';
 import { Worker } from 'node:worker_threads';
-import { Histogram } from './histogram.ts';
+import { Histogram } from '../measures/histogram.ts';
 import type { LoadResult, LoadSpec } from './load.ts';
 
 const spec = JSON.parse(process.argv[2] ?? '{}') as LoadSpec & { timeoutS: number };

@@ -1,4 +1,4 @@
-// `npx tsx bench/scaling-cost.ts [--calls N]`: what one call costs the shared services (docs/scaling.md).
+// `npm run bench -- scaling-cost [--calls N]`: what one call costs the shared services (docs/scaling.md).
 // A redis-server of its own (a spare port) and a PostgreSQL database of its own (dropped after),
 // the static upstream, and the compiled gateway (dist/, `npm run build` first) on both with a free
 // account whose limits are never reached: every call runs the Redis limiter. It prints, for N
@@ -10,12 +10,21 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
 import { Pool } from 'undici';
-import { cleanup, startScript, stopChild } from './children.ts';
-import { LIMITS, NO_CACHE, startGateway } from './gateway.ts';
+import { cleanup, startScript, stopChild } from '../lib/children.ts';
+import { record } from '../lib/report/results.ts';
+import { LIMITS, NO_CACHE, startGateway } from '../lib/targets/gateway.ts';
+import { defineScenario, type Values } from '../lib/scenario.ts';
 
-const { values: opt } = parseArgs({ options: { calls: { type: 'string', default: '20000' } } });
+const OPTIONS = { calls: { type: 'string', default: '20000', help: 'calls per variant, 8 at a time' } } as const;
+
+export default defineScenario({
+  summary: 'what one call costs the shared services: Redis commands and CPU per call, PostgreSQL transactions and rows written',
+  options: OPTIONS,
+  run: ({ opt }) => main(opt),
+});
+
+async function main(opt: Values<typeof OPTIONS>): Promise<void> {
 const N = Number(opt.calls);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const port = 20000 + Math.floor(Math.random() * 20000);
@@ -98,6 +107,15 @@ try {
     await sleep(2500); // the flush that takes the last calls
     const loadSecs = (Date.now() - t0) / 1000;
     const rows = diff(w0, written());
+    record(`${N} calls, 8 at a time`, v.label, {
+      rps: N / secs,
+      redis_commands_per_call: { unit: 'commands', better: 'lower', value: sum(cmds) / N },
+      redis_round_trips_per_call: { unit: 'EVALSHA', better: 'lower', value: (cmds.evalsha ?? 0) / N },
+      redis_cpu_per_call_us: (cpu * 1e6) / N,
+      pg_transactions_per_s: { unit: '/s', better: 'lower', value: (commits() - p0) / loadSecs },
+      pg_rows_written_per_s: { unit: '/s', better: 'lower', value: sum(rows) / loadSecs },
+      pg_idle_transactions_per_s: { unit: '/s', better: 'lower', value: idle.commits },
+    });
     console.log(`${v.label}: ${N} calls in ${secs.toFixed(1)} s (${Math.round(N / secs)}/s, 8 at a time)`);
     console.log(`  Redis: ${(sum(cmds) / N).toFixed(2)} commands per call, ${((cmds.evalsha ?? 0) / N).toFixed(2)} round trips (EVALSHA) per call; redis-server CPU ${((cpu * 1e6) / N).toFixed(1)} µs per call; idle ${idle.redis.toFixed(1)} commands/s`);
     console.log(`  Redis commands: ${JSON.stringify(cmds)}`);
@@ -112,4 +130,4 @@ try {
   redis.kill('SIGTERM');
   execFileSync('dropdb', ['-h', '127.0.0.1', '-U', 'root', '--force', DB]);
 }
-process.exit(0);
+}

@@ -4,18 +4,30 @@
 // publish's commit to the receiver, p50/p99, at a steady rate. Storage: embedded PGlite in
 // memory, or PostgreSQL when DATABASE_URL is set. The receiver runs in this process.
 //
-//   npx tsx bench/webhook-delivery.ts [--burst 1000] [--steady 200] [--rate 20]
+//   npm run bench -- webhook-delivery [--burst 1000] [--steady 200] [--rate 20]
 import { randomBytes, randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
 import { sql } from 'drizzle-orm';
 import pino from 'pino';
-import { users } from '../src/auth/schema.ts';
-import { loadConfig } from '../src/config/load.ts';
-import { openStorage } from '../src/storage/db.ts';
-import { Webhooks } from '../src/webhooks/service.ts';
+import { users } from '../../src/auth/schema.ts';
+import { loadConfig } from '../../src/config/load.ts';
+import { openStorage } from '../../src/storage/db.ts';
+import { Webhooks } from '../../src/webhooks/service.ts';
+import { record } from '../lib/report/results.ts';
+import { defineScenario, type Values } from '../lib/scenario.ts';
+
+export const OPTIONS = {
+  burst: { type: 'string', default: '1000', help: 'events published at once' },
+  steady: { type: 'string', default: '200', help: 'events published at --rate' },
+  rate: { type: 'string', default: '20', help: 'events per second of the steady part' },
+} as const;
+
+export default defineScenario({
+  summary: 'C39: webhook delivery, a burst through the outbox (events/s) and commit-to-receiver latency at a steady rate',
+  options: OPTIONS,
+  run: (ctx) => main(ctx.opt),
+});
 
 const TIME_LIMIT_MS = 120_000;
 const BATCH = 50;
@@ -34,12 +46,7 @@ function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? NaN;
 }
 
-export async function main(argv: string[] = process.argv.slice(2)): Promise<void> {
-  const { values } = parseArgs({
-    args: argv,
-    options: { burst: { type: 'string', default: '1000' }, steady: { type: 'string', default: '200' }, rate: { type: 'string', default: '20' } },
-    strict: false,
-  });
+export async function main(values: Values<typeof OPTIONS>): Promise<void> {
   const burst = Number(values.burst);
   const steady = Number(values.steady);
   const rate = Number(values.rate);
@@ -83,6 +90,8 @@ export async function main(argv: string[] = process.argv.slice(2)): Promise<void
     webhooks.start();
     await until('the burst', () => arrived.size >= burst);
     const t2 = Math.max(...arrived.values());
+    const kind = databaseUrl ? 'PostgreSQL' : 'PGlite';
+    record('burst', kind, { publish_per_s: burst / ((t1 - t0) / 1000), deliver_per_s: burst / ((t2 - t1) / 1000) });
     console.log(`publish: ${burst} events in ${((t1 - t0) / 1000).toFixed(2)} s = ${Math.round(burst / ((t1 - t0) / 1000))} events/s into the outbox`);
     console.log(`deliver: ${burst} events in ${((t2 - t1) / 1000).toFixed(2)} s = ${Math.round(burst / ((t2 - t1) / 1000))} events/s signed, sent and recorded`);
 
@@ -105,6 +114,7 @@ export async function main(argv: string[] = process.argv.slice(2)): Promise<void
     const rows = (ids as { rows: Array<{ id: string }> }).rows;
     const latencies = rows.map((r, i) => (arrived.get(r.id) ?? NaN) - (commits[i] ?? NaN)).filter((x) => Number.isFinite(x));
     latencies.sort((a, b) => a - b);
+    record(`steady ${rate}/s`, databaseUrl ? 'PostgreSQL' : 'PGlite', { p50_ms: percentile(latencies, 50), p99_ms: percentile(latencies, 99), max_ms: latencies.at(-1) });
     console.log(
       `steady ${rate}/s, ${steady} events: commit -> receiver p50 ${percentile(latencies, 50).toFixed(1)} ms, p99 ${percentile(latencies, 99).toFixed(1)} ms, max ${(latencies.at(-1) ?? NaN).toFixed(1)} ms`,
     );
@@ -117,5 +127,3 @@ export async function main(argv: string[] = process.argv.slice(2)): Promise<void
     receiver.close();
   }
 }
-
-if (process.argv[1] === fileURLToPath(import.meta.url)) await main();

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 /** The repository root: children run from here so `--import tsx` resolves. */
-export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
 /** A process the bench started; it is stopped (and its temp dirs removed) however the bench ends. */
 export interface Child {
@@ -149,11 +149,11 @@ export async function waitUntil(child: Child, what: string, probe: () => Promise
 }
 
 /**
- * Starts one of the bench's own servers (`bench/<script>`, run through tsx, `nodeArgs` before it);
+ * Starts one of the bench's own servers (`bench/lib/targets/<script>`, run through tsx, `nodeArgs` before it);
  * it prints `listening <port>`.
  */
 export async function startScript(name: string, script: string, args: string[], role: Role, nodeArgs: string[] = []): Promise<{ child: Child; url: string }> {
-  const child = startChild(name, process.execPath, [...nodeArgs, '--import', 'tsx', path.join(ROOT, 'bench', script), ...args], { role });
+  const child = startChild(name, process.execPath, [...nodeArgs, '--import', 'tsx', path.join(ROOT, 'bench', 'lib', 'targets', script), ...args], { role });
   let port = 0;
   await waitUntil(child, 'listening', async () => {
     port = Number(/listening (\d+)/.exec(child.output())?.[1] ?? 0);

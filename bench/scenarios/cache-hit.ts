@@ -1,6 +1,18 @@
 // Micro-benchmark of the response cache's hit path (C44): plan (key) + lookup + answer text.
-// Run: npx tsx bench/cache-hit.ts
-import { ResponseCache, answerText } from '../src/rpc/dispatch/cache.ts';
+// Run: npm run bench -- cache-hit
+import { ResponseCache, answerText } from '../../src/rpc/dispatch/cache.ts';
+import { record } from '../lib/report/results.ts';
+import { defineScenario } from '../lib/scenario.ts';
+
+export default defineScenario({
+  summary: 'C44: the response cache\'s hit path (plan + get + answerText), ns per call, in process',
+  options: {},
+  run: async () => {
+    run();
+  },
+});
+
+function run(): void {
 
 const cache = new ResponseCache({ enabled: true, maxBytesPerNetwork: 32 * 1024 * 1024, safeDepth: 64 });
 const net = { slug: 'ethereum' };
@@ -15,7 +27,7 @@ for (let i = 0; i < blocks; i++) {
 }
 const params = Array.from({ length: blocks }, (_, i) => [`0x${i.toString(16)}`, false]);
 
-function run(n: number): number {
+function pass(n: number): number {
   let sink = 0;
   const t0 = process.hrtime.bigint();
   for (let i = 0; i < n; i++) {
@@ -29,7 +41,9 @@ function run(n: number): number {
   return ns;
 }
 
-run(200_000); // warm up
-const rounds = [run(1_000_000), run(1_000_000), run(1_000_000)];
+pass(200_000); // warm up
+const rounds = [pass(1_000_000), pass(1_000_000), pass(1_000_000)];
+record('hit path', `plan + get + answerText, ${result.length}-char result`, { per_call_ns: rounds });
 console.log(`hit path (plan + get + answerText), ${result.length}-char result: ${Math.min(...rounds).toFixed(0)} ns/op (best of 3; ${rounds.map((r) => r.toFixed(0)).join(', ')})`);
 console.log(`stats: ${JSON.stringify(cache.stats())}`);
+}

@@ -1,6 +1,6 @@
 import os from 'node:os';
-import type { LoopDelay } from './event-loop.ts';
-import type { LoadResult } from './load.ts';
+import type { LoopDelay } from '../measures/event-loop.ts';
+import type { LoadResult } from '../load/load.ts';
 
 /** One measured line of the table. */
 export interface Row extends LoadResult {

@@ -1,7 +1,8 @@
-import { cpuSeconds, machineBusySeconds, mainThreadWaitSeconds } from './cpu.ts';
-import { type LoopDelay, scrapeLoopDelay } from './event-loop.ts';
+import { cpuSeconds, machineBusySeconds, mainThreadWaitSeconds } from '../measures/cpu.ts';
+import { type LoopDelay, scrapeLoopDelay } from '../measures/event-loop.ts';
 import type { LoadGenerator, OpenLoopFigures } from './load.ts';
-import { QUIET, waitForQuiet } from './measure.ts';
+import { QUIET, waitForQuiet } from '../measures/measure.ts';
+import { median, record } from '../report/results.ts';
 
 // Interleaved comparisons: the targets of a comparison run side by side (an idle one costs
 // nothing) and take turns under load, round after round, in an order that alternates (A B, then
@@ -56,11 +57,6 @@ export interface PairOptions {
   rate?: number;
 }
 
-const median = (xs: number[]): number => {
-  const s = [...xs].sort((x, y) => x - y);
-  const mid = Math.floor(s.length / 2);
-  return s.length % 2 ? (s[mid] as number) : ((s[mid - 1] as number) + (s[mid] as number)) / 2;
-};
 
 async function sample(t: PairTarget, o: PairOptions): Promise<Sample> {
   const spec = { url: t.url, headers: t.headers, body: t.body, connections: o.connections, ...(o.rate ? { rate: o.rate } : {}) };
@@ -90,6 +86,32 @@ async function rounds(targets: PairTarget[], o: PairOptions): Promise<Map<string
   return samples;
 }
 
+/** Every target's figures in each round, and each comparison's ratio in each round, into the run's JSON. */
+function recordRounds(section: string, samples: Map<string, Sample[]>, comparisons: Comparison[]): void {
+  for (const [label, s] of samples) {
+    record(section, label, {
+      rps: s.map((x) => x.rps),
+      cpu_per_request_us: s.map((x) => x.cpuUs),
+      p50_ms: s.map((x) => x.p50Ms),
+      p99_ms: s.map((x) => x.p99Ms),
+      p999_ms: s.map((x) => x.p999Ms),
+      loop_p99_ms: s.every((x) => x.loop) ? s.map((x) => x.loop?.p99Ms ?? 0) : null,
+      other_pct: s.map((x) => x.otherPct),
+    });
+  }
+  for (const c of comparisons) {
+    const a = samples.get(c.a) ?? [];
+    const b = samples.get(c.b) ?? [];
+    if (a.length === 0 || a.length !== b.length) continue;
+    const ratio = (f: (x: Sample) => number) => a.map((x, i) => f(x) / f(b[i] as Sample));
+    record(section, c.name, {
+      rps_ratio: { unit: 'x', better: 'higher', value: ratio((x) => x.rps) },
+      cpu_ratio: { unit: 'x', better: 'lower', value: ratio((x) => x.cpuUs) },
+      p99_ratio: { unit: 'x', better: 'lower', value: ratio((x) => x.p99Ms) },
+    });
+  }
+}
+
 const range = (xs: number[], digits = 2) => `${Math.min(...xs).toFixed(digits)}-${Math.max(...xs).toFixed(digits)}`;
 
 /** The event-loop delay line of a gateway's samples: the median of the rounds' p99 and the largest delay of all. */
@@ -105,6 +127,7 @@ const loopText = (s: Sample[]) => {
  */
 export async function interleaved(targets: PairTarget[], comparisons: Comparison[], o: PairOptions): Promise<string[]> {
   const samples = await rounds(targets, o);
+  recordRounds(`interleaved, ${o.connections} connections`, samples, comparisons);
   const lines = [`interleaved, ${o.rounds} rounds of ${o.seconds} s at ${o.connections} connections (medians; the spread is the lowest and highest round):`];
   for (const t of targets) {
     const s = samples.get(t.label) ?? [];
@@ -144,6 +167,7 @@ export async function interleaved(targets: PairTarget[], comparisons: Comparison
  */
 export async function openLoopTail(targets: PairTarget[], comparisons: Comparison[], o: PairOptions & { rate: number }): Promise<string[]> {
   const samples = await rounds(targets, o);
+  recordRounds(`open loop, ${o.rate} req/s`, samples, comparisons);
   const all = [...samples.values()].flat();
   const lines = [
     `open loop, ${o.rounds} rounds of ${o.seconds} s at ${o.rate} req/s offered over ${o.connections} connections ` +

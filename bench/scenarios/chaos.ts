@@ -22,13 +22,14 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
 import { Client } from 'undici';
-import { createKey, registerUser, startTestApp, type TestApp } from '../test/support/app.ts';
-import { type FakeNode, startFakeNode } from '../test/support/fake-node.ts';
-import { createPgCluster, type PgCluster, pgBinDir, storedRequests } from '../test/support/pg-cluster.ts';
-import { spawnGateway, usageTotal } from '../test/support/process.ts';
-import { hasRedisServer, type OwnRedis, startOwnRedis } from '../test/support/redis-server.ts';
+import { createKey, registerUser, startTestApp, type TestApp } from '../../test/support/app.ts';
+import { type FakeNode, startFakeNode } from '../../test/support/fake-node.ts';
+import { createPgCluster, type PgCluster, pgBinDir, storedRequests } from '../../test/support/pg-cluster.ts';
+import { spawnGateway, usageTotal } from '../../test/support/process.ts';
+import { hasRedisServer, type OwnRedis, startOwnRedis } from '../../test/support/redis-server.ts';
+import { defineScenario, type Values } from '../lib/scenario.ts';
+import { record } from '../lib/report/results.ts';
 
 interface Env {
   redis?: OwnRedis;
@@ -162,16 +163,26 @@ const SCENARIOS: Scenario[] = [
   },
 ];
 const ADMIN = 'admin-token-0123456789abcdef';
-const { values } = parseArgs({
-  options: {
-    seconds: { type: 'string', default: '5' },
-    'db-seconds': { type: 'string', default: '10' },
-    concurrency: { type: 'string', default: '16' },
-    only: { type: 'string' },
+const OPTIONS = {
+  seconds: { type: 'string', default: '5' },
+  'db-seconds': { type: 'string', default: '10' },
+  concurrency: { type: 'string', default: '16' },
+  only: { type: 'string' },
+} as const;
+let values: Values<typeof OPTIONS>;
+
+export default defineScenario({
+  summary: 'faults under load (Redis, PostgreSQL, nodes hung, dead or lying, SIGTERM) and what the gateway did: C48, C49, C55, C57',
+  options: OPTIONS,
+  duration: { option: 'seconds', unit: 's' },
+  run: async (ctx) => {
+    values = ctx.opt;
+    concurrency = Number(values.concurrency);
+    await main();
   },
 });
 const faultMsOf = (s: Scenario) => Number(s.part === 'database' ? values['db-seconds'] : values.seconds) * 1000;
-const concurrency = Number(values.concurrency);
+let concurrency = 16;
 
 interface Row {
   scenario: string;
@@ -474,6 +485,7 @@ async function runStop(s: Scenario): Promise<Row> {
   return row;
 }
 
+async function main(): Promise<void> {
 const only = values.only?.split(',').map((o) => o.trim().toLowerCase()).filter((o) => o !== '') ?? [];
 const wanted = SCENARIOS.filter((s) => only.length === 0 || only.some((o) => s.name.toLowerCase().includes(o)));
 const runnable = wanted.filter((s) => {
@@ -497,6 +509,16 @@ console.log('| fault | fault s | calls | served | 429 | 5xx | other | p50 ms | p
 console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
 // The stop's columns: fault s is the load before SIGTERM; p50/p99/max the calls under way or sent after it; back s SIGTERM to exit.
 for (const r of rows) {
+  record(`${concurrency} concurrent callers`, r.scenario, {
+    calls: { unit: 'calls', value: r.calls },
+    served: { unit: 'calls', better: 'higher', value: r.served },
+    fivexx: { unit: 'calls', better: 'lower', value: r.fivexx },
+    p50_ms: pct(r.during, 50),
+    p99_ms: pct(r.during, 99),
+    max_ms: r.maxMs,
+    back_s: r.backS === null ? null : { unit: 's', better: 'lower', value: r.backS },
+    missing: r.missing === null ? null : { unit: 'calls', better: 'lower', value: r.missing },
+  });
   const f = (x: number) => (Number.isNaN(x) ? '-' : x < 10 ? x.toFixed(1) : String(Math.round(x)));
   console.log(
     `| ${r.scenario} | ${r.faultS} | ${r.calls} | ${r.served} | ${r.limited} | ${r.fivexx} | ${r.otherErrors} | ${f(pct(r.during, 50))} | ${f(pct(r.during, 99))} | ${f(r.maxMs)} | ${r.backS === null ? 'not back in 30 s' : r.backS.toFixed(1)} | ${r.missing ?? '-'} |`,
@@ -516,4 +538,5 @@ if (dead) {
   console.log(
     `\nAll nodes dead, once known (after the fault's first second): ${k.length} calls answered -32000 with 502 in p50 ${pct(k, 50).toFixed(1)} ms, p99 ${pct(k, 99).toFixed(1)} ms, max ${pct(k, 100).toFixed(1)} ms (goal < 50 ms).`,
   );
+}
 }

@@ -10,25 +10,38 @@
 // linux-perf) and wrk, and the right to profile the targets (root, or kernel.perf_event_paranoid <= 1).
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { parseArgs } from 'node:util';
-import { type Child, cleanup, cleanupOnSignals, removeStaleTempDirs, startScript, stopChild, tempDir } from './children.ts';
-import { mainThreadCpuSeconds } from './cpu.ts';
-import { LIMITS, NO_CACHE, startGateway } from './gateway.ts';
-import { openLoopGenerator, pickLoadGenerator } from './load.ts';
+import { type Child, cleanup, cleanupOnSignals, removeStaleTempDirs, startScript, stopChild, tempDir } from '../lib/children.ts';
+import { mainThreadCpuSeconds } from '../lib/measures/cpu.ts';
+import { LIMITS, NO_CACHE, startGateway } from '../lib/targets/gateway.ts';
+import { openLoopGenerator, pickLoadGenerator } from '../lib/load/load.ts';
 // @ts-expect-error: a plain .mjs build script without type declarations
-import { build } from '../scripts/build.mjs';
+import { build } from '../../scripts/build.mjs';
+import { defineScenario, type Values } from '../lib/scenario.ts';
+import { record } from '../lib/report/results.ts';
 
-const { values: opt } = parseArgs({
-  options: {
-    seconds: { type: 'string', default: '5' }, // sampled seconds per target
-    connections: { type: 'string', default: '32' },
-    top: { type: 'string', default: '12' }, // how many of the gateway's own files to list
-    rate: { type: 'string' }, // open loop at this many req/s (bench/load-open.ts) instead of wrk's closed loop
+const OPTIONS = {
+  seconds: { type: 'string', default: '5' }, // sampled seconds per target
+  connections: { type: 'string', default: '32' },
+  top: { type: 'string', default: '12' }, // how many of the gateway's own files to list
+  rate: { type: 'string' }, // open loop at this many req/s (bench/lib/load/load-open.ts) instead of wrk's closed loop
+} as const;
+let opt: Values<typeof OPTIONS>;
+
+export default defineScenario({
+  summary: 'where the CPU of one forwarded call goes, bare Node proxy against the gateway, by owner (perf record)',
+  options: OPTIONS,
+  duration: { option: 'seconds', unit: 's' },
+  run: async (ctx) => {
+    opt = ctx.opt;
+    SECONDS = Number(opt.seconds);
+    CONNECTIONS = Number(opt.connections);
+    RATE = opt.rate === undefined ? undefined : Number(opt.rate);
+    return main();
   },
 });
-const SECONDS = Number(opt.seconds);
-const CONNECTIONS = Number(opt.connections);
-const RATE = opt.rate === undefined ? undefined : Number(opt.rate);
+let SECONDS = 5;
+let CONNECTIONS = 32;
+let RATE: number | undefined;
 const BODY = '{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber","params":[]}';
 
 /** The owner groups of the report, first match wins; `file` is a JavaScript frame's file, or a tag for native frames. */
@@ -40,7 +53,7 @@ const GROUPS: Array<[string, (file: string) => boolean]> = [
   ["the gateway's code", (f) => f.includes('/dist/') && !f.includes('node_modules')],
   ['storage (PGlite, drizzle)', (f) => f.includes('@electric-sql/pglite') || f.includes('drizzle-orm')],
   ['promise queue and timers', (f) => f === 'node:internal/process/task_queues' || f === 'node:internal/timers' || f === 'node:timers'],
-  ['the bare proxy', (f) => f.includes('bench/bare-proxy')],
+  ['the bare proxy', (f) => f.includes('bench/lib/targets/bare-proxy')],
   ['other packages', (f) => f.includes('node_modules/')],
   ['other Node.js', (f) => f.startsWith('node:')],
   ['native, outside JavaScript', () => true],
@@ -156,6 +169,11 @@ function report(profiles: Profile[]): string[] {
     return g;
   };
   const groups = profiles.map(byGroup);
+  for (const [i, p] of profiles.entries()) {
+    const figures: Record<string, number> = { all_us: p.cpuUs };
+    for (const [name, us] of groups[i] ?? []) figures[`${name}_us`] = us;
+    record(`main-thread CPU per request by owner, ${CONNECTIONS} connections${RATE ? `, ${RATE} req/s` : ''}`, p.label, figures);
+  }
   const width = Math.max(...GROUPS.map(([n]) => n.length));
   lines.push(`main-thread CPU per request, µs (perf samples: ${profiles.map((p) => `${p.label} ${p.samples}`).join(', ')})`);
   lines.push(`${''.padEnd(width)}  ${profiles.map((p) => p.label.padStart(12)).join('  ')}  ${'difference'.padStart(10)}`);
@@ -211,11 +229,3 @@ async function main(): Promise<number> {
     await cleanup();
   }
 }
-
-main().then(
-  (code) => process.exit(code),
-  (err: unknown) => {
-    console.error(err instanceof Error ? err.message : err);
-    void cleanup().finally(() => process.exit(1));
-  },
-);

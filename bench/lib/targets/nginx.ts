@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { type Child, freePort, startChild, tempDir, waitUntil } from './children.ts';
+import { type Child, freePort, startChild, tempDir, waitUntil } from '../children.ts';
 
 /** The nginx binary on PATH (or in /usr/sbin), or undefined when nginx is not installed. */
 export function findNginx(): string | undefined {

@@ -7,7 +7,7 @@
 // the gateway's RSS per connection after a full GC (BENCH_GC=1 + --expose-gc: SIGUSR2, see
 // src/ops/bench-gc.ts), and the gateway's CPU.
 //
-//   npm run bench:ws -- --connections 18000 --processes 5 --notifications 30 --interval 1000
+//   npm run bench -- ws --connections 18000 --processes 5 --notifications 30 --interval 1000
 import { type ChildProcess, fork, spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
@@ -15,24 +15,38 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { parseArgs } from 'node:util';
 import { type WebSocket, WebSocketServer } from 'ws';
-import { cpuSeconds } from './cpu.ts';
-import { type Child, cleanup, cleanupOnSignals, pinCpus, removeStaleTempDirs, ROOT } from './children.ts';
-import { startGateway } from './gateway.ts';
+import { cpuSeconds } from '../lib/measures/cpu.ts';
+import { type Child, cleanup, cleanupOnSignals, pinCpus, removeStaleTempDirs, ROOT } from '../lib/children.ts';
+import { startGateway } from '../lib/targets/gateway.ts';
+import { defineScenario, type Values } from '../lib/scenario.ts';
+import { record } from '../lib/report/results.ts';
 
-const { values: opt } = parseArgs({
-  options: {
-    connections: { type: 'string', default: '18000' },
-    processes: { type: 'string', default: '5' },
-    notifications: { type: 'string', default: '30' },
-    interval: { type: 'string', default: '1000' }, // milliseconds between blocks
-    'logs-every': { type: 'string', default: '3' }, // every n-th client also subscribes to logs
-    concurrency: { type: 'string', default: '50' }, // connections being opened at once, per client process
-    'source-addresses': { type: 'string', default: '4' }, // 127.0.0.1 .. 127.0.0.n
-    'no-build': { type: 'boolean', default: false },
-    pin: { type: 'boolean', default: false }, // the gateway alone on the last CPU, the clients and the node on the others (taskset)
-    perf: { type: 'string' }, // a file: the gateway is sampled with `perf record -g` while it notifies (root, or perf_event_paranoid <= 1)
+const OPTIONS = {
+  connections: { type: 'string', default: '18000' },
+  processes: { type: 'string', default: '5' },
+  notifications: { type: 'string', default: '30' },
+  interval: { type: 'string', default: '1000' }, // milliseconds between blocks
+  'logs-every': { type: 'string', default: '3' }, // every n-th client also subscribes to logs
+  concurrency: { type: 'string', default: '50' }, // connections being opened at once, per client process
+  'source-addresses': { type: 'string', default: '4' }, // 127.0.0.1 .. 127.0.0.n
+  'no-build': { type: 'boolean', default: false },
+  pin: { type: 'boolean', default: false }, // the gateway alone on the last CPU, the clients and the node on the others (taskset)
+  perf: { type: 'string' }, // a file: the gateway is sampled with `perf record -g` while it notifies (root, or perf_event_paranoid <= 1)
+} as const;
+let opt: Values<typeof OPTIONS>;
+
+export default defineScenario({
+  summary: 'WebSocket subscribers at one instance limit: fan-out delay, set-up, RSS per connection, gateway CPU',
+  options: OPTIONS,
+  run: async (ctx) => {
+    opt = ctx.opt;
+    connections = Number(opt.connections);
+    processes = Number(opt.processes);
+    notifications = Number(opt.notifications);
+    intervalMs = Number(opt.interval);
+    logsEvery = Number(opt['logs-every']);
+    await main();
   },
 });
 
@@ -50,11 +64,11 @@ function userSys(pid: number): { user: number; sys: number } {
   return { user: (f[11] ?? 0) / CLK_TCK, sys: (f[12] ?? 0) / CLK_TCK };
 }
 
-const connections = Number(opt.connections);
-const processes = Number(opt.processes);
-const notifications = Number(opt.notifications);
-const intervalMs = Number(opt.interval);
-const logsEvery = Number(opt['logs-every']);
+let connections = 18_000;
+let processes = 5;
+let notifications = 30;
+let intervalMs = 1000;
+let logsEvery = 3;
 
 /** The scripted node: JSON-RPC over HTTP (fixed answers, for the gateway's probes) and WebSocket subscriptions. */
 async function startFakeNode() {
@@ -130,7 +144,7 @@ interface Report {
 /** The client processes, each under this machine's open-file limit. */
 function startClients(n: number): ChildProcess[] {
   return Array.from({ length: n }, () =>
-    fork(path.join(ROOT, 'bench', 'ws-clients.ts'), [], { cwd: ROOT, execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }),
+    fork(path.join(ROOT, 'bench', 'lib', 'load', 'ws-clients.ts'), [], { cwd: ROOT, execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }),
   );
 }
 const next = <T>(c: ChildProcess, type: string) =>
@@ -291,6 +305,17 @@ async function main(): Promise<void> {
     console.log(`  logs node -> last client              p50 ${f(pct(logs.last, 50))}, p99 ${f(pct(logs.last, 99))}, max ${f(Math.max(...logs.last))}`);
     console.log(`  node -> client, all deliveries        p50 ${medianAll.toFixed(1)} ms`);
     console.log(`  notifications missing                 newHeads ${heads.missing}, logs ${logs.missing}; connections closed early ${reports.reduce((a, r) => a + r.closedEarly, 0)}`);
+    record('subscribers', `${connections} connections, ${processes} client processes`, {
+      setup_per_s: connections / (setupMs / 1000),
+      setup_cpu_per_connection_us: (setupCpu * 1e6) / connections,
+      rss_per_connection_kib: { unit: 'KiB', better: 'lower', value: rssPerConn },
+      notify_cpu_per_frame_ns: (notifyCpu * 1e9) / notifications / subscribers,
+      fanout_ms: fanoutMs,
+      newheads_last_client_p50_ms: pct(heads.last, 50),
+      newheads_last_client_p99_ms: pct(heads.last, 99),
+      logs_last_client_p99_ms: pct(logs.last, 99),
+      missing: { unit: 'notifications', better: 'lower', value: heads.missing + logs.missing },
+    });
     const p99 = Math.max(pct(heads.last, 99), pct(logs.last, 99));
     const verdicts: Array<[string, boolean]> = [
       [`all ${connections} connections subscribed`, failures === 0 && after.connections === connections],
@@ -312,4 +337,3 @@ async function main(): Promise<void> {
   }
 }
 
-await main();

@@ -1,16 +1,30 @@
-// `npx tsx bench/heap-diff.ts A.heapsnapshot B.heapsnapshot [--top 30]`: what grew between two heap
+// `npm run bench -- heap-diff A.heapsnapshot B.heapsnapshot [--top 30]`: what grew between two heap
 // snapshots of the same process (`npm run soak -- --heap-snapshots DIR` writes them after a full
 // GC). Objects are grouped by constructor (strings, code and arrays by kind), and the groups whose
 // count or size grew most are printed, with the retainers of a few new objects of the top group:
 // where a leak is held.
 import { readFileSync } from 'node:fs';
-import { parseArgs } from 'node:util';
+import { defineScenario, type Values } from '../lib/scenario.ts';
 
-const { values: opt, positionals } = parseArgs({ allowPositionals: true, options: { top: { type: 'string', default: '30' }, group: { type: 'string' } } });
-if (positionals.length !== 2) {
-  console.error('usage: tsx bench/heap-diff.ts A.heapsnapshot B.heapsnapshot [--top N] [--group NAME]');
-  process.exit(2);
-}
+const OPTIONS = {
+  top: { type: 'string', default: '30', help: 'how many groups to list' },
+  group: { type: 'string', help: 'the group whose new objects\' retainers are printed (default: the one that grew most)' },
+} as const;
+
+// A tool rather than a measure: it records no figures, its JSON holds the options only.
+export default defineScenario({
+  summary: 'what grew between two heap snapshots (soak --heap-snapshots writes them), by constructor, with retainers',
+  positionals: 'A.heapsnapshot B.heapsnapshot',
+  options: OPTIONS,
+  run: async ({ opt, positionals }) => {
+    if (positionals.length !== 2) {
+      console.error('usage: npm run bench -- heap-diff A.heapsnapshot B.heapsnapshot [--top N] [--group NAME]');
+      return 2;
+    }
+    diff(positionals[0] as string, positionals[1] as string, opt);
+    return 0;
+  },
+});
 
 interface Snapshot {
   snapshot: { meta: { node_fields: string[]; node_types: [string[], ...unknown[]]; edge_fields: string[]; edge_types: [string[], ...unknown[]] } };
@@ -51,8 +65,9 @@ function load(file: string): Heap {
   return { groups, ids, raw, group };
 }
 
-const a = load(positionals[0] as string);
-const b = load(positionals[1] as string);
+function diff(fileA: string, fileB: string, opt: Values<typeof OPTIONS>): void {
+const a = load(fileA);
+const b = load(fileB);
 const rows = [...b.groups].map(([g, e]) => {
   const before = a.groups.get(g) ?? { count: 0, size: 0 };
   return { g, count: e.count - before.count, size: e.size - before.size, total: e.count };
@@ -109,4 +124,5 @@ for (const start of fresh) {
   }
   if (repeats) chain.push(`(x${repeats} more of the same)`);
   console.log(`  ${b.group(start)}\n    ${chain.join('\n    ')}`);
+}
 }

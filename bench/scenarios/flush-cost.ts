@@ -1,4 +1,4 @@
-// `npx tsx bench/flush-cost.ts [--rows 1000,5000] [--rounds 5]`: what one usage flush (usage rows,
+// `npm run bench -- flush-cost [--rows 1000,5000] [--rounds 5]`: what one usage flush (usage rows,
 // keys' last use, analytics rows and their roll-ups, one transaction) costs the gateway's own thread
 // on PostgreSQL (issue 28: "no flush blocks an RPC answer"). Each round records --rows calls, each of
 // another key, and flushes them into a fresh database; printed per round size: the CPU this
@@ -12,25 +12,37 @@
 // spends, besides the gateway's own part; in a gateway they compete for the same cores).
 import { randomBytes } from 'node:crypto';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import { parseArgs } from 'node:util';
 import { sql } from 'drizzle-orm';
 import pg from 'pg';
 import pino from 'pino';
-import { AnalyticsRecorder } from '../src/analytics/recorder.ts';
-import { loadConfig } from '../src/config/load.ts';
-import { openStorage } from '../src/storage/db.ts';
-import { UsageService } from '../src/usage/service.ts';
+import { AnalyticsRecorder } from '../../src/analytics/recorder.ts';
+import { loadConfig } from '../../src/config/load.ts';
+import { openStorage } from '../../src/storage/db.ts';
+import { UsageService } from '../../src/usage/service.ts';
 
-const { values: opt } = parseArgs({
-  options: {
-    rows: { type: 'string', default: '1000,5000' },
-    rounds: { type: 'string', default: '5' },
-    base: { type: 'string', default: process.env.TEST_PG ?? 'postgres://root@127.0.0.1:5432' },
-    embedded: { type: 'boolean', default: false },
+import { record } from '../lib/report/results.ts';
+import { defineScenario, type Values } from '../lib/scenario.ts';
+
+const OPTIONS = {
+  rows: { type: 'string', default: '1000,5000', help: 'rows per flush, comma-separated' },
+  rounds: { type: 'string', default: '5' },
+  base: { type: 'string', default: process.env.TEST_PG ?? 'postgres://root@127.0.0.1:5432', help: 'PostgreSQL server (a database of its own is made and dropped)' },
+  embedded: { type: 'boolean', default: false, help: 'PGlite in memory on this thread instead of PostgreSQL' },
+} as const;
+let opt: Values<typeof OPTIONS>;
+let SIZES: number[] = [];
+let ROUNDS = 5;
+
+export default defineScenario({
+  summary: 'issue 28: CPU and event-loop hold of one usage flush on the gateway\'s thread, by rows per flush',
+  options: OPTIONS,
+  run: async (ctx) => {
+    opt = ctx.opt;
+    SIZES = opt.rows.split(',').map(Number);
+    ROUNDS = Number(opt.rounds);
+    await main();
   },
 });
-const SIZES = opt.rows.split(',').map(Number);
-const ROUNDS = Number(opt.rounds);
 const METHODS = ['eth_blockNumber', 'eth_call', 'eth_getBalance', 'eth_getLogs'];
 const NETWORKS = ['ethereum', 'polygon', 'base'];
 const ACCOUNTS = 100;
@@ -78,6 +90,7 @@ async function main(): Promise<void> {
         wall.push(t1 - t0);
       }
       const c = median(cpu);
+      record(`one flush, ${opt.embedded ? 'PGlite on this thread' : 'PostgreSQL'}`, `${n} rows`, { thread_cpu_ms: cpu, loop_held_max_ms: opt.embedded ? null : held, wall_ms: wall });
       console.log(`${String(n).padEnd(6)} | ${c.toFixed(1).padStart(12)} ms | ${((c * 1000) / n).toFixed(1).padStart(11)} ms | ${opt.embedded ? '(the whole flush)'.padStart(21) : `${median(held).toFixed(1).padStart(18)} ms`} | ${median(wall).toFixed(0).padStart(6)} ms`);
     }
   } finally {
@@ -86,5 +99,3 @@ async function main(): Promise<void> {
     await admin?.end();
   }
 }
-
-await main();

@@ -4,7 +4,7 @@
 // prints one JSON line with the LoadResult. Less efficient than wrk: on a small machine it takes
 // more of the CPU that the target could use.
 import { Client } from 'undici';
-import { Histogram } from './histogram.ts';
+import { Histogram } from '../measures/histogram.ts';
 import type { LoadSpec } from './load.ts';
 
 const spec = JSON.parse(process.argv[2] ?? '{}') as LoadSpec & { timeoutS: number };

@@ -6,11 +6,10 @@
  * machine that deschedules the process does not count, which is why this figure holds to a
  * fraction of a per cent where req/s on a shared VM swings by a quarter.
  *
- * `npm run bench` prints it against the gateway's CPU per request; alone: `npx tsx bench/analytics-record.ts`.
+ * The proxy scenario prints it against the gateway's CPU per request; alone: `npm run bench -- analytics-record`.
  */
-import { fileURLToPath } from 'node:url';
-import { AnalyticsRecorder, NODE_ERROR, OK } from '../src/analytics/recorder.ts';
-import { answerErrorCode } from '../src/json/lossless.ts';
+import { AnalyticsRecorder, NODE_ERROR, OK } from '../../../src/analytics/recorder.ts';
+import { answerErrorCode } from '../../../src/json/lossless.ts';
 
 const CALLS = 1_000_000;
 const methods = ['eth_blockNumber', 'eth_call', 'eth_getBalance', 'eth_getLogs', 'eth_chainId'];
@@ -49,9 +48,4 @@ export function recordingCost(): { onNs: number; offNs: number; addedNs: number 
   const onNs = Math.min(...on);
   const offNs = Math.min(...off);
   return { onNs, offNs, addedNs: Math.max(0, onNs - offNs) };
-}
-
-if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  const c = recordingCost();
-  console.log(`per call: ${c.onNs.toFixed(1)} ns with recording, ${c.offNs.toFixed(1)} ns reading the answer only; recording adds ${c.addedNs.toFixed(1)} ns`);
 }

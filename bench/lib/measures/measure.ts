@@ -1,7 +1,7 @@
 import { cpuSeconds, machineBusySeconds, otherLoad } from './cpu.ts';
 import { scrapeLoopDelay } from './event-loop.ts';
-import type { LoadGenerator } from './load.ts';
-import type { Row } from './report.ts';
+import type { LoadGenerator } from '../load/load.ts';
+import type { Row } from '../report/table.ts';
 
 /** What one table row pair measures. */
 export interface Target {

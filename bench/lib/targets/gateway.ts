@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { type Child, freePort, startChild, tempDir, waitUntil } from './children.ts';
+import { type Child, freePort, startChild, tempDir, waitUntil } from '../children.ts';
 
 // Pass-through rows run with the response cache off: with it on, identical concurrent
 // eth_blockNumber calls share one upstream call (C44), which is not forwarding any more.

@@ -1,4 +1,4 @@
-// `npx tsx bench/storage-loop.ts`: what storage work costs the event loop that answers RPC
+// `npm run bench -- storage-loop`: what storage work costs the event loop that answers RPC
 // calls, embedded PGlite on the calling thread (as before issue 28) against PGlite in its worker
 // thread (now), in one process, taking turns. Each round runs, for --seconds, every 50 ms (one at
 // a time), an upsert of --rows rows of the shape of a usage flush (one transaction) and a grouped
@@ -6,12 +6,24 @@
 // (perf_hooks.monitorEventLoopDelay, resolution 1 ms). A shared machine slows both sides alike;
 // the difference between them is the storage work held on the thread.
 import { monitorEventLoopDelay } from 'node:perf_hooks';
-import { parseArgs } from 'node:util';
 import { sql } from 'drizzle-orm';
-import { migratedPgliteImage, openStorage, type Storage } from '../src/storage/db.ts';
+import { migratedPgliteImage, openStorage, type Storage } from '../../src/storage/db.ts';
+import { record } from '../lib/report/results.ts';
+import { defineScenario, type Values } from '../lib/scenario.ts';
 
-const { values: opt } = parseArgs({ options: { seconds: { type: 'string', default: '3' }, rounds: { type: 'string', default: '4' }, rows: { type: 'string', default: '500' } } });
-const ROWS = Number(opt.rows);
+const OPTIONS = {
+  seconds: { type: 'string', default: '3', help: 'seconds of each side in a round' },
+  rounds: { type: 'string', default: '4' },
+  rows: { type: 'string', default: '500', help: 'rows per flush' },
+} as const;
+let ROWS = 500;
+
+export default defineScenario({
+  summary: 'issue 28: event-loop delay of storage work, PGlite on the calling thread against PGlite in its worker, interleaved',
+  options: OPTIONS,
+  duration: { option: 'seconds', unit: 's' },
+  run: ({ opt }) => main(opt),
+});
 
 async function prepare(s: Storage): Promise<void> {
   await s.db.execute(sql`create table bench_usage (user_id text, key_id text, network text, method text, day date, requests bigint, compute_units bigint, primary key (user_id, key_id, day, network, method))`);
@@ -51,6 +63,8 @@ async function round(s: Storage, seconds: number): Promise<{ ops: number; p99Ms:
   return { ops, p99Ms: Math.max(0, h.percentile(99) / 1e6 - 1), maxMs: Math.max(0, h.max / 1e6 - 1) };
 }
 
+async function main(opt: Values<typeof OPTIONS>): Promise<void> {
+ROWS = Number(opt.rows);
 const image = await migratedPgliteImage();
 const sides = { 'calling thread (before)': await openStorage({ dataDir: 'memory', pgliteImage: image, embeddedThread: 'main' }), 'worker thread (now)': await openStorage({ dataDir: 'memory', pgliteImage: image }) };
 for (const s of Object.values(sides)) await prepare(s);
@@ -63,8 +77,10 @@ for (let r = 0; r < Number(opt.rounds); r++) {
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
 console.log(`${opt.rounds} rounds of ${seconds} s each: a flush of ${ROWS} rows (upsert, one transaction) then a grouped read, every 50 ms`);
 for (const [label, rs] of results) {
+  record(`every 50 ms, ${ROWS} rows`, `PGlite on the ${label}`, { flush_read_per_s: rs.map((x) => x.ops / seconds), loop_p99_ms: rs.map((x) => x.p99Ms), loop_max_ms: rs.map((x) => x.maxMs) });
   console.log(
     `  PGlite on the ${label}: ${median(rs.map((x) => (x.ops / seconds))).toFixed(1)} flush+read/s; event loop delay p99 ${median(rs.map((x) => x.p99Ms)).toFixed(1)} ms (median of rounds), max ${Math.max(...rs.map((x) => x.maxMs)).toFixed(1)} ms`,
   );
 }
 for (const s of Object.values(sides)) await s.close();
+}

@@ -4,16 +4,27 @@
 // blocks per second and the total time. Storage: embedded PGlite in memory, or PostgreSQL when
 // DATABASE_URL is set.
 //
-//   npx tsx bench/follower-catchup.ts [--blocks 10000] [--every 20]
-import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
+//   npm run bench -- follower-catchup [--blocks 10000] [--every 20]
 import pino from 'pino';
-import { loadConfig } from '../src/config/load.ts';
-import { startDevnet } from '../src/devnet/devnet.ts';
-import { BlockFollower } from '../src/events/follower.ts';
-import type { BlockConsumer, FollowedBlock } from '../src/events/types.ts';
-import { openStorage } from '../src/storage/db.ts';
-import { Upstreams } from '../src/upstreams/upstreams.ts';
+import { loadConfig } from '../../src/config/load.ts';
+import { startDevnet } from '../../src/devnet/devnet.ts';
+import { BlockFollower } from '../../src/events/follower.ts';
+import type { BlockConsumer, FollowedBlock } from '../../src/events/types.ts';
+import { openStorage } from '../../src/storage/db.ts';
+import { Upstreams } from '../../src/upstreams/upstreams.ts';
+import { record } from '../lib/report/results.ts';
+import { defineScenario, type Values } from '../lib/scenario.ts';
+
+export const OPTIONS = {
+  blocks: { type: 'string', default: '10000', help: 'blocks in the backlog' },
+  every: { type: 'string', default: '20', help: 'one transfer every this many blocks' },
+} as const;
+
+export default defineScenario({
+  summary: 'C33: the block follower catching up a 10,000-block backlog on a devnet chain, blocks/s',
+  options: OPTIONS,
+  run: (ctx) => main(ctx.opt),
+});
 
 const NETWORK = 'ethereum-sepolia';
 const CHAIN_ID = 11_155_111;
@@ -52,8 +63,7 @@ class Counter implements BlockConsumer {
   }
 }
 
-export async function main(argv: string[] = []): Promise<void> {
-  const { values } = parseArgs({ args: argv, options: { blocks: { type: 'string', default: '10000' }, every: { type: 'string', default: '20' } }, strict: false });
+export async function main(values: Values<typeof OPTIONS>): Promise<void> {
   const total = Number(values.blocks);
   const txEvery = Number(values.every); // one transfer every this many blocks
   console.log(`\n== Block follower catch-up: ${total.toLocaleString('en')} blocks, a transfer every ${txEvery} ==`);
@@ -106,6 +116,7 @@ export async function main(argv: string[] = []): Promise<void> {
     await follower.close();
     const expected = head - start + 1;
     if (counter.blocks !== expected) throw new Error(`bench: ${counter.blocks} blocks handed, ${expected} expected`);
+    record('catch-up', `storage ${storage.kind}, batches of ${config.events.batchBlocks}`, { blocks_per_s: counter.blocks / seconds, total_ms: seconds * 1000 });
     console.log(
       `catch-up: ${counter.blocks.toLocaleString('en')} blocks (${counter.transactions} transactions) in ${seconds.toFixed(2)} s = ` +
         `${Math.round(counter.blocks / seconds).toLocaleString('en')} blocks/s (batches of ${config.events.batchBlocks}, storage ${storage.kind})`,
@@ -116,5 +127,3 @@ export async function main(argv: string[] = []): Promise<void> {
     await devnet.stop();
   }
 }
-
-if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) await main(process.argv.slice(2));

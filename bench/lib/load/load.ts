@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { startChild, stopChild, tempDir } from './children.ts';
+import { startChild, stopChild, tempDir } from '../children.ts';
 
 /**
  * One load run over `connections` keep-alive connections: closed loop (each connection sends its
