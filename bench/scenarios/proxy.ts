@@ -267,7 +267,7 @@ async function main(): Promise<number> {
 
 /**
  * C46 measured where a shared machine cannot blur it: the recording's own CPU per call, in this
- * process once the targets are stopped (bench/analytics-record.ts), as a share of the CPU the
+ * process once the targets are stopped (bench/lib/measures/analytics-record.ts), as a share of the CPU the
  * gateway spends per forwarded request (its pass-through row without analytics, in the table).
  */
 function recordingLine(rows: Row[]): string | undefined {
@@ -284,7 +284,7 @@ function recordingLine(rows: Row[]): string | undefined {
 }
 
 /**
- * The ratios the goals speak of, measured interleaved (bench/pairs.ts): the bare proxy and the
+ * The ratios the goals speak of, measured interleaved (bench/lib/load/pairs.ts): the bare proxy and the
  * gateway rows run side by side and take turns, so drift on a shared machine falls on both sides.
  */
 async function pairs(upstreamUrl: string, load: ReturnType<typeof pickLoadGenerator>, rounds: number): Promise<string[]> {
@@ -372,7 +372,7 @@ async function startTargets(upstreamUrl: string, gateways: GatewayVariant[], chi
 /**
  * Issue 28: the gateway's tail beside the bare proxy's AT THE SAME LOAD. Closed loop at saturation,
  * p99 follows the CPU per request (latency = connections / throughput); here every target gets the
- * same offered rate, open loop (bench/load-open.ts), in interleaved rounds, so what shows in the
+ * same offered rate, open loop (bench/lib/load/load-open.ts), in interleaved rounds, so what shows in the
  * tail is what holds an answer back (a flush every 500 ms falls in every round), not the throughput.
  * Pass-through on embedded storage and on PostgreSQL (when it answers) against the bare proxy.
  */

@@ -12,7 +12,7 @@
 //
 //   npm run soak                          # 30 minutes
 //   npm run soak -- --minutes 3 --sample-seconds 20
-//   npm run soak -- --minutes 12 --heap-snapshots /tmp/snaps && npx tsx bench/heap-diff.ts /tmp/snaps/01.heapsnapshot /tmp/snaps/02.heapsnapshot
+//   npm run soak -- --minutes 12 --heap-snapshots /tmp/snaps && npm run bench -- heap-diff /tmp/snaps/01.heapsnapshot /tmp/snaps/02.heapsnapshot
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:http';

@@ -2,7 +2,7 @@
 // (dist/main.js, as `npm start` runs it) in its own process; in front of it a scripted fake node
 // (this process) that emits newHeads and logs at a set pace, with its send time (process.hrtime,
 // one clock for every process of the machine) in each notification; the clients in several child
-// processes (bench/ws-clients.ts), every one on newHeads and a third on logs too. Prints the delay
+// processes (bench/lib/load/ws-clients.ts), every one on newHeads and a third on logs too. Prints the delay
 // from the node's send to the last client's receipt per notification, the connection set-up time,
 // the gateway's RSS per connection after a full GC (BENCH_GC=1 + --expose-gc: SIGUSR2, see
 // src/ops/bench-gc.ts), and the gateway's CPU.

@@ -1,5 +1,5 @@
-// Open-loop load generator (the wrk2 way), in its own process (bench/load.ts starts it). Usage:
-// node --import tsx bench/load-open.ts '<LoadSpec JSON with rate, + timeoutS>'.
+// Open-loop load generator (the wrk2 way), in its own process (bench/lib/load/load.ts starts it). Usage:
+// node --import tsx bench/lib/load/load-open.ts '<LoadSpec JSON with rate, + timeoutS>'.
 // Requests are sent at a fixed rate over all connections, on a timetable: request i is due at
 // start + i / rate, whatever became of the earlier ones. Each is sent on the next free keep-alive
 // connection (one request in flight per connection, no pipelining), and its latency is counted

@@ -1,5 +1,5 @@
-// Fallback load generator when wrk is not installed; runs in its own process (bench/load.ts
-// starts it). Usage: node --import tsx bench/load-undici.ts '<LoadSpec JSON + timeoutS>'.
+// Fallback load generator when wrk is not installed; runs in its own process (bench/lib/load/load.ts
+// starts it). Usage: node --import tsx bench/lib/load/load-undici.ts '<LoadSpec JSON + timeoutS>'.
 // One undici Client per connection, each sending its next request when the last answer is in;
 // prints one JSON line with the LoadResult. Less efficient than wrk: on a small machine it takes
 // more of the CPU that the target could use.

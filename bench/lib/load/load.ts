@@ -6,7 +6,7 @@ import { startChild, stopChild, tempDir } from '../children.ts';
 
 /**
  * One load run over `connections` keep-alive connections: closed loop (each connection sends its
- * next request when the last answer is in), or with `rate` open loop (bench/load-open.ts).
+ * next request when the last answer is in), or with `rate` open loop (bench/lib/load/load-open.ts).
  */
 export interface LoadSpec {
   url: string;
@@ -30,7 +30,7 @@ export interface LoadResult {
   errors: number;
   /** Answers with a status other than 2xx/3xx. */
   non2xx: number;
-  /** Open loop only: latency counted from each request's scheduled send time (bench/load-open.ts). */
+  /** Open loop only: latency counted from each request's scheduled send time (bench/lib/load/load-open.ts). */
   open?: OpenLoopFigures;
 }
 
@@ -118,15 +118,15 @@ function nodeGenerator(name: string, script: string): LoadGenerator {
   };
 }
 
-/** The fallback: bench/load-undici.ts. */
+/** The fallback: bench/lib/load/load-undici.ts. */
 function undiciGenerator(wrkMissing: boolean): LoadGenerator {
   const why = wrkMissing ? '; wrk is not installed: apt-get install wrk' : '';
-  return nodeGenerator(`undici load generator in its own process (bench/load-undici.ts${why})`, 'load-undici.ts');
+  return nodeGenerator(`undici load generator in its own process (bench/lib/load/load-undici.ts${why})`, 'load-undici.ts');
 }
 
-/** Open loop at `spec.rate` (bench/load-open.ts): latency from each request's scheduled send time. */
+/** Open loop at `spec.rate` (bench/lib/load/load-open.ts): latency from each request's scheduled send time. */
 export function openLoopGenerator(): LoadGenerator {
-  return nodeGenerator('open-loop generator in its own process (bench/load-open.ts)', 'load-open.ts');
+  return nodeGenerator('open-loop generator in its own process (bench/lib/load/load-open.ts)', 'load-open.ts');
 }
 
 /**

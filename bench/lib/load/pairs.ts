@@ -16,7 +16,7 @@ export interface PairTarget {
   headers: Record<string, string>;
   body: string;
   pid: number;
-  /** A gateway's GET /metrics: its event-loop delay in each round (bench/event-loop.ts). */
+  /** A gateway's GET /metrics: its event-loop delay in each round (bench/lib/measures/event-loop.ts). */
   metricsUrl?: string;
 }
 
@@ -53,7 +53,7 @@ export interface PairOptions {
   rounds: number;
   warmupSeconds: number;
   seconds: number;
-  /** Open loop: every target at this many requests per second (the load generator must be bench/load-open.ts). */
+  /** Open loop: every target at this many requests per second (the load generator must be bench/lib/load/load-open.ts). */
   rate?: number;
 }
 
@@ -160,7 +160,7 @@ export async function interleaved(targets: PairTarget[], comparisons: Comparison
 }
 
 /**
- * Issue 28's tail at equal load: every target at the same offered rate (open loop, bench/load-open.ts),
+ * Issue 28's tail at equal load: every target at the same offered rate (open loop, bench/lib/load/load-open.ts),
  * in interleaved rounds. Per target the medians of the rounds' percentiles (latency counted from
  * each request's scheduled send time) with their spread, and per comparison the median of the
  * rounds' p99 ratios against the goal (`p99Max`).

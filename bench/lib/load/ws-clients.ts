@@ -1,4 +1,4 @@
-// One of bench/ws.ts's client processes: opens `count` WebSocket connections to the gateway, each
+// One of bench/scenarios/ws.ts's client processes: opens `count` WebSocket connections to the gateway, each
 // subscribed to newHeads (and every `logsEvery`-th, by global index, to logs too), and records when
 // each notification arrives. The fake node writes its send time (process.hrtime, CLOCK_MONOTONIC:
 // one clock for every process of the machine) into each notification, so the delay is node ->

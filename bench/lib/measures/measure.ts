@@ -10,7 +10,7 @@ export interface Target {
   headers: Record<string, string>;
   /** The proxy process (with its children, e.g. nginx's worker), or null when the target is the upstream itself. */
   proxyPid: number | null;
-  /** The gateway's GET /metrics: its event-loop delay during the run is read there (bench/event-loop.ts). */
+  /** The gateway's GET /metrics: its event-loop delay during the run is read there (bench/lib/measures/event-loop.ts). */
   metricsUrl?: string;
 }
 

@@ -104,14 +104,14 @@ export function writeResults(root: string, scenario: string, options: Record<str
   const sha = git(['rev-parse', 'HEAD']) || 'unknown';
   const dirty = git(['status', '--porcelain', '--untracked-files=no']) !== '';
   const now = new Date();
-  const stamp = now.toISOString().slice(0, 16).replace('T', '-').replace(':', '');
+  const stamp = now.toISOString().slice(0, 19).replace('T', '-').replaceAll(':', '');
   const out = file ? path.resolve(file) : path.join(root, 'bench', 'results', `${scenario}-${stamp}-${sha.slice(0, 7)}.json`);
   const result: ResultFile = {
     scenario,
     date: now.toISOString(),
     git: { sha, dirty },
     machine: machine(),
-    command: `npm run bench -- ${process.argv.slice(2).join(' ')}`.trim(),
+    command: `npm run bench -- ${process.argv.slice(2).map((a) => (/^[\w./:=,-]+$/.test(a) ? a : `'${a}'`)).join(' ')}`.trim(),
     options,
     exitCode,
     rows,
@@ -122,6 +122,7 @@ export function writeResults(root: string, scenario: string, options: Record<str
 }
 
 const fmt = (n: number): string => {
+  if (Number.isInteger(n)) return String(n);
   const a = Math.abs(n);
   return a >= 100 ? n.toFixed(0) : a >= 10 ? n.toFixed(1) : a >= 1 ? n.toFixed(2) : n.toFixed(3);
 };

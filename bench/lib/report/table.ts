@@ -6,7 +6,7 @@ import type { LoadResult } from '../load/load.ts';
 export interface Row extends LoadResult {
   target: string;
   connections: number;
-  /** The gateway's event-loop delay during the run (bench/event-loop.ts); null for other targets. */
+  /** The gateway's event-loop delay during the run (bench/lib/measures/event-loop.ts); null for other targets. */
   loop: LoopDelay | null;
   /**
    * CPU used during the measured run, in % of one core: the proxy under test, the static
@@ -53,7 +53,7 @@ export function table(rows: Row[]): string {
     ...body.map(line),
     `CPU columns: % of one core during the measured run (${os.cpus().length} cores = ${os.cpus().length * 100}%); ` +
       '"other" is work outside the bench (and unattributed kernel time).\n' +
-      '"loop p99" and "loop max": the gateway\'s event-loop delay during the run, in ms, as it measures it itself (monitorEventLoopDelay, bench/event-loop.ts).',
+      '"loop p99" and "loop max": the gateway\'s event-loop delay during the run, in ms, as it measures it itself (monitorEventLoopDelay, bench/lib/measures/event-loop.ts).',
   ].join('\n');
 }
 

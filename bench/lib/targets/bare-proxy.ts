@@ -1,7 +1,7 @@
 // The floor for any Node.js proxy on this machine: node:http in, an undici Pool out, nothing else
 // (no routing, auth, logging or metrics). The gateway's row against this one is the cost of the
 // gateway's own code; this row against nginx is the cost of Node.js itself.
-// Run as its own process: `node --import tsx bench/bare-proxy.ts <upstream-url>`; prints `listening <port>`.
+// Run as its own process: `node --import tsx bench/lib/targets/bare-proxy.ts <upstream-url>`; prints `listening <port>`.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Pool } from 'undici';

@@ -2,7 +2,7 @@
 // body and the headers the gateway sends with a cached answer (content type and length, x-cache,
 // the rate-limit and compute-unit headers, a fresh x-request-id), no routing, key, limits or
 // cache lookup. The gateway's cached row as a fraction of this one is how close it comes.
-// Run as its own process (`node --import tsx bench/fixed-answer.ts`); it prints `listening <port>`.
+// Run as its own process (`node --import tsx bench/lib/targets/fixed-answer.ts`); it prints `listening <port>`.
 import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';

@@ -96,13 +96,13 @@ interface Session {
 export async function startGateway(
   variant: GatewayVariant,
   upstreamUrl: string,
-  opts: { nodeArgs?: string[]; /** Another checkout whose dist/ is started (bench/run.ts --baseline). */ cwd?: string } = {},
+  opts: { nodeArgs?: string[]; /** Another checkout whose dist/ is started (bench/scenarios/proxy.ts --baseline). */ cwd?: string } = {},
 ): Promise<RunningGateway> {
   const port = await freePort();
   const adminToken = randomBytes(16).toString('hex');
   const configFile = path.join(tempDir('gateway-config'), 'config.json');
   writeFileSync(configFile, JSON.stringify({ ...FLUSH, ...variant.config }));
-  // The compiled gateway, as `npm start` runs it (bench/run.ts builds dist/ first).
+  // The compiled gateway, as `npm start` runs it (bench/scenarios/proxy.ts builds dist/ first).
   const child = startChild(variant.label, process.execPath, [...(opts.nodeArgs ?? []), 'dist/main.js'], {
     role: 'target',
     ...(opts.cwd ? { cwd: opts.cwd } : {}),

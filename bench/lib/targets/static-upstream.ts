@@ -1,6 +1,6 @@
 // A JSON-RPC "node" that answers every POST at once with a fixed body: the fastest upstream
 // possible, so the bench measures the proxy in front of it. Run as its own process
-// (`node --import tsx bench/static-upstream.ts [port]`); it prints `listening <port>`.
+// (`node --import tsx bench/lib/targets/static-upstream.ts [port]`); it prints `listening <port>`.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 
