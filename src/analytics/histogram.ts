@@ -112,11 +112,12 @@ export function decodeLatency(stored: string | Uint8Array): number[] {
 }
 
 /**
- * Adds into `into` the histograms of `stored`: stored forms (`encodeLatency`, as bytes) one after
- * the other, each after its length in two bytes, big-endian (SQL: `string_agg(int2send(length(h)::int2) || h, '')`).
+ * Adds into `into` the histograms of `stored` (from byte `from` to `to`, by default all of it):
+ * stored forms (`encodeLatency`, as bytes) one after the other, each after its length in two bytes,
+ * big-endian (SQL: `string_agg(int2send(length(h)::int2) || h, '')`).
  */
-export function addStoredLatencies(into: number[], stored: Uint8Array): void {
-  for (let at = 0; at + 2 <= stored.length; ) {
+export function addStoredLatencies(into: number[], stored: Uint8Array, from = 0, to = stored.length): void {
+  for (let at = from; at + 2 <= to; ) {
     const end = at + 2 + (((stored[at] as number) << 8) | (stored[at + 1] as number));
     const w = stored[at + 2] as number;
     for (let o = at + 3; o + w < end; o += w + 1) {

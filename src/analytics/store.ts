@@ -53,7 +53,6 @@ const emptySum = (): Sum => ({ requests: 0, computeUnits: 0, errorsNode: 0, erro
 
 /** A row of a grouping set: the columns not grouped are null. */
 interface GroupedRow {
-  bucket: number | null;
   key_id: string | null;
   network: string | null;
   method: string | null;
@@ -157,13 +156,14 @@ export class AnalyticsStore {
     const names = new Map<string, string>();
     const perSeries = new Map<number, Sum>();
     const described: Array<{ series: number; key_id: string; network: string; method: string }> = [];
-    for (const r of rows.rows as Array<GroupedRow & StoredSums & { series: number | null; key_name: string | null; latency: Uint8Array | null }>) {
-      if (r.key_id !== null) {
+    const unitMs = q.granularity === 'hour' ? HOUR_MS : DAY_MS;
+    for (const r of rows.rows as Array<GroupedRow & StoredSums & { buckets: Uint8Array | null; series: number | null; key_name: string | null; latency: Uint8Array | null }>) {
+      if (r.buckets !== null) addPackedBuckets(sets.perBucket, r.buckets, unitMs);
+      else if (r.key_id !== null) {
         // A series of the filter: what it is (no counts).
         described.push(r as { series: number; key_id: string; network: string; method: string });
         if (r.key_name !== null) names.set(r.key_id, r.key_name);
-      } else if (r.bucket !== null) sets.perBucket.set(Number(r.bucket), sumOf(r));
-      else perSeries.set(Number(r.series), sumOf(r));
+      } else perSeries.set(Number(r.series), sumOf(r));
     }
     for (const d of described) {
       const s = perSeries.get(Number(d.series));
@@ -197,17 +197,13 @@ export class AnalyticsStore {
     const sets = emptySets();
     const fromBuckets = emptySum();
     const fromDays = emptySum();
-    for (const r of rows.rows as Array<GroupedRow & StoredSums & { key_name: string | null; latency: Uint8Array }>) {
-      const row = sumOf(r);
-      if (r.bucket !== null) {
-        // One roll-up row per bucket (its primary key): the row is the bucket's sum.
-        const bucket = Number(r.bucket);
-        const had = sets.perBucket.get(bucket);
-        if (had) addCounts(had, row);
-        else sets.perBucket.set(bucket, row);
-        addCounts(fromBuckets, row);
+    for (const r of rows.rows as Array<GroupedRow & StoredSums & { buckets: Uint8Array | null; key_name: string | null; latency: Uint8Array }>) {
+      if (r.buckets !== null) {
+        // One roll-up row per bucket (its primary key), all of them packed in this one column.
+        addPackedBuckets(sets.perBucket, r.buckets, q.granularity === 'hour' ? HOUR_MS : DAY_MS, fromBuckets);
         continue;
       }
+      const row = sumOf(r);
       if (r.method !== null) {
         // Every call has one method: the methods' rows together are the account's day.
         addCounts(fromDays, row);
@@ -257,28 +253,44 @@ export class AnalyticsStore {
 }
 
 /**
- * The roll-up read of `#queryRollups`, one statement: the account's roll-up rows of the period
- * (per hour or day) and its day parts summed per key, network and method, with each key's name
- * (one round trip; a deleted key's is null). Histograms as their stored forms, each after its
- * length (addStoredLatencies); a part's histograms concatenated. Placeholders: userId, start and
- * end (days, inclusive), fromHour and toHour (hours since 1970, end exclusive) for `hour`.
+ * SQL text: one bucket's sums packed into bytes, for `addPackedBuckets` (for scale, docs/scaling.md:
+ * a cold 7-day hourly answer is 168 buckets, and the driver's parsing of one row per bucket, a
+ * dozen text fields each, cost the gateway more CPU than the rest of the answer; one column of
+ * bytes for all of them is one field to parse). The bucket's number (int4: hours or days since
+ * 1970), each counter of COUNTERS (int8, 0 for none), then the byte length (int4) of its
+ * histograms' stored forms, each after its length (as `addStoredLatencies` reads them), and those.
+ */
+function packedBucketSql(number: string, counter: (c: string) => string, latency: string): string {
+  return [`int4send(${number})`, ...COUNTERS.map((c) => `int8send(${counter(c)})`), `int4send(coalesce(length(${latency}), 0))`, `coalesce(${latency}, ''::bytea)`].join(' || ');
+}
+
+/** SQL text: the bytes of `packed` (packedBucketSql) of every row of what follows, one after the other. */
+const packedAll = (packed: string) => `coalesce(string_agg(${packed}, ''::bytea), ''::bytea)`;
+
+/**
+ * The roll-up read of `#queryRollups`, one statement: a first row whose `buckets` holds the
+ * account's roll-up rows of the period (per hour or day) packed (`packedBucketSql`), then its day
+ * parts summed per key, network and method, with each key's name (one round trip; a deleted
+ * key's is null). Histograms as their stored forms, each after its length (addStoredLatencies); a
+ * part's histograms concatenated. Placeholders: userId, start and end (days, inclusive), fromHour
+ * and toHour (hours since 1970, end exclusive) for `hour`.
  */
 function rollupsSql(granularity: Granularity): SQL {
-  const one = sql.raw(`${COUNTERS.map((c) => `coalesce(r.${c}, 0)::float8 as ${c}`).join(', ')}, int2send(length(r.latency)::int2) || r.latency as latency`);
   const summed = sql.raw(
     `${COUNTERS.map((c) => `coalesce(sum(r.${c}), 0)::float8 as ${c}`).join(', ')}, string_agg(int2send(length(r.latency)::int2) || r.latency, ''::bytea) as latency`,
   );
   const userId = sql.placeholder('userId');
   const start = sql`${sql.placeholder('start')}::date`;
   const end = sql`${sql.placeholder('end')}::date`;
-  const none = sql.raw('null::text as key_id, null::text as network, null::text as method, null::text as key_name');
+  const none = sql.raw(`null::text as key_id, null::text as network, null::text as method, null::text as key_name, ${COUNTERS.map((c) => `null::float8 as ${c}`).join(', ')}, null::bytea as latency`);
+  // A roll-up row's histogram is one stored form: after its length, as the day parts' are.
+  const packed = (number: string) => sql.raw(packedAll(packedBucketSql(number, (c) => `coalesce(r.${c}, 0)`, 'int2send(length(r.latency)::int2) || r.latency')));
   const buckets =
     granularity === 'hour'
-      ? sql`select r.hour::float8 * ${sql.raw(String(HOUR_MS))} as bucket, ${none}, ${one}
-          from analytics_account_hours r where r.user_id = ${userId} and r.hour >= ${sql.placeholder('fromHour')}::int and r.hour < ${sql.placeholder('toHour')}::int`
-      : sql`select extract(epoch from r.day::timestamp)::float8 * 1000 as bucket, ${none}, ${one}
-          from analytics_account_days r where r.user_id = ${userId} and r.day >= ${start} and r.day <= ${end}`;
-  return sql`${buckets}
+      ? sql`select ${packed('r.hour')} from analytics_account_hours r
+          where r.user_id = ${userId} and r.hour >= ${sql.placeholder('fromHour')}::int and r.hour < ${sql.placeholder('toHour')}::int`
+      : sql`select ${packed("r.day - date '1970-01-01'")} from analytics_account_days r where r.user_id = ${userId} and r.day >= ${start} and r.day <= ${end}`;
+  return sql`select (${buckets}) as buckets, ${none}
     union all
     select null, case when r.kind = 'k' then r.name end, case when r.kind = 'n' then r.name end, case when r.kind = 'm' then r.name end,
       case when r.kind = 'k' then (select k.name from api_keys k where k.id = r.name and k.user_id = ${userId}) end, ${summed}
@@ -291,9 +303,10 @@ function rollupsSql(granularity: Granularity): SQL {
  * The series read of `querySeries`, one statement: the account's series that pass the filters
  * (each filter a placeholder, null for none) first, as an array, then each one's rows of the
  * period by the primary key (never the period's rows of every account), summed per bucket and per
- * series (grouping sets: one pass over the rows); then one row per series saying its key, network,
- * method and the key's name. Numbers as float8, the same on PGlite and node-postgres; counters
- * stored NULL for zero. For scale (docs/scaling.md): the histograms are not decoded in SQL (a lateral
+ * series (grouping sets: one pass over the rows); a first row whose `buckets` holds the buckets'
+ * sums packed (`packedBucketSql`), then one row per series with its sums, then one per series
+ * saying its key, network, method and the key's name. Numbers as float8, the same on PGlite and
+ * node-postgres; counters stored NULL for zero. For scale (docs/scaling.md): the histograms are not decoded in SQL (a lateral
  * unnesting per row, which the planner costed at a thousand rows each: 0.9 s for a year of 120
  * series, half of it JIT compilation) but concatenated like the roll-ups', for addStoredLatencies.
  * Placeholders: userId, keyId, network, method, and the period as for `rollupsSql`.
@@ -303,18 +316,24 @@ function seriesSql(granularity: Granularity): SQL {
   const nullable = (name: string, column: string) => sql`(${sql.placeholder(name)}::text is null or ${sql.raw(column)} = ${sql.placeholder(name)}::text)`;
   const ofFilter = sql`user_id = ${userId} and ${nullable('keyId', 'key_id')} and ${nullable('network', 'network')} and ${nullable('method', 'method')}`;
   const summed = sql.raw(
-    `${COUNTERS.map((c) => `coalesce(sum(r.${c}), 0)::float8 as ${c}`).join(', ')}, string_agg(int2send(length(r.latency)::int2) || r.latency, ''::bytea) as latency`,
+    `${COUNTERS.map((c) => `coalesce(sum(r.${c}), 0)::int8 as ${c}`).join(', ')}, string_agg(int2send(length(r.latency)::int2) || r.latency, ''::bytea) as latency`,
   );
-  const [table, bucket, period] =
+  const [table, at, period] =
     granularity === 'hour'
-      ? [sql.raw('analytics_hours'), sql.raw(`r.hour::float8 * ${HOUR_MS}`), sql`r.hour >= ${sql.placeholder('fromHour')}::int and r.hour < ${sql.placeholder('toHour')}::int`]
-      : [sql.raw('analytics_days'), sql.raw('extract(epoch from r.day::timestamp)::float8 * 1000'), sql`r.day >= ${sql.placeholder('start')}::date and r.day <= ${sql.placeholder('end')}::date`];
-  const at = sql.raw(granularity === 'hour' ? 'r.hour' : 'r.day');
+      ? [sql.raw('analytics_hours'), sql.raw('r.hour'), sql`r.hour >= ${sql.placeholder('fromHour')}::int and r.hour < ${sql.placeholder('toHour')}::int`]
+      : [sql.raw('analytics_days'), sql.raw("(r.day - date '1970-01-01')"), sql`r.day >= ${sql.placeholder('start')}::date and r.day <= ${sql.placeholder('end')}::date`];
   const noCounts = sql.raw(`${COUNTERS.map((c) => `0::float8 as ${c}`).join(', ')}, null::bytea as latency`);
-  return sql`select ${bucket} as bucket, r.series, null::text as key_id, null::text as network, null::text as method, null::text as key_name, ${summed}
-    from ${table} r
-    where r.series = any(array(select id from analytics_series where ${ofFilter})) and ${period}
-    group by grouping sets ((${at}), (r.series))
+  const none = sql.raw(`null::int as series, null::text as key_id, null::text as network, null::text as method, null::text as key_name, ${COUNTERS.map((c) => `null::float8 as ${c}`).join(', ')}, null::bytea as latency`);
+  const asFloat = sql.raw(COUNTERS.map((c) => `g.${c}::float8`).join(', '));
+  // A series is never null in the rows: a row of the (bucket) set is one whose series is.
+  return sql`with g as (
+      select ${at} as at, r.series, ${summed}
+      from ${table} r
+      where r.series = any(array(select id from analytics_series where ${ofFilter})) and ${period}
+      group by grouping sets ((${at}), (r.series)))
+    select (select ${sql.raw(packedAll(packedBucketSql('g.at', (c) => `g.${c}`, 'g.latency')))} from g where g.series is null) as buckets, ${none}
+    union all
+    select null, g.series, null, null, null, null, ${asFloat}, g.latency from g where g.series is not null
     union all
     select null, s.id, s.key_id, s.network, s.method, (select k.name from api_keys k where k.id = s.key_id and k.user_id = ${userId}), ${noCounts}
     from analytics_series s where ${ofFilter}`;
@@ -348,6 +367,35 @@ function sumOf(r: StoredSums & { latency: Uint8Array | null }): Sum {
   if (r.latency !== null) addStoredLatencies(row.latency, r.latency);
   return row;
 }
+
+/**
+ * Adds the buckets packed by `packedBucketSql` into `perBucket`, each under its start (epoch ms:
+ * its number times `unitMs`), and into `total` when given.
+ */
+function addPackedBuckets(perBucket: Map<number, Sum>, packed: Uint8Array, unitMs: number, total?: Sum): void {
+  const v = new DataView(packed.buffer, packed.byteOffset, packed.byteLength);
+  for (let at = 0; at < packed.length; ) {
+    const start = v.getInt32(at) * unitMs;
+    const row: Sum = {
+      requests: int8(v, at + 4),
+      computeUnits: int8(v, at + 12),
+      errorsNode: int8(v, at + 20),
+      errorsUpstream: int8(v, at + 28),
+      refused: [int8(v, at + 36), int8(v, at + 44), int8(v, at + 52), int8(v, at + 60), int8(v, at + 68), int8(v, at + 76)],
+      latency: [],
+    };
+    const end = at + 88 + v.getInt32(at + 84);
+    addStoredLatencies(row.latency, packed, at + 88, end);
+    at = end;
+    const had = perBucket.get(start);
+    if (had) addCounts(had, row);
+    else perBucket.set(start, row);
+    if (total) addCounts(total, row);
+  }
+}
+
+/** A packed counter at `at` (int8, big-endian): below 2^53, as every number of an answer is. */
+const int8 = (v: DataView, at: number) => v.getUint32(at) * 0x1_0000_0000 + v.getUint32(at + 4);
 
 /** Whether two sums hold the same counters and histogram (trailing empty buckets aside). */
 function sameSum(a: Sum, b: Sum): boolean {

@@ -1,4 +1,4 @@
-import { and, eq, gte, inArray, lte, type Placeholder, type SQL, sql } from 'drizzle-orm';
+import { and, eq, gte, inArray, lte, type SQL, sql } from 'drizzle-orm';
 import type { KeyUsageReader } from '../keys/service.ts';
 import { currentPeriods } from '../metering/periods.ts';
 import type { Db } from '../storage/db.ts';
@@ -41,7 +41,7 @@ export class UsageQueries implements KeyUsageReader {
    * The `/usage/stats` reads (C27), prepared once each (planned once, not at each call: docs/scaling.md):
    * account-wide, one network, one key, one key on one network.
    */
-  readonly #statsReads;
+  readonly #statsReads: Record<'account' | 'network' | 'key' | 'keyNetwork', ReturnType<typeof prepareSql>>;
   /** `ownsKey`'s read, prepared once. */
   readonly #ownsKey: ReturnType<typeof prepareSql>;
   readonly #networks: ReadonlySet<string>;
@@ -50,14 +50,11 @@ export class UsageQueries implements KeyUsageReader {
   constructor(deps: { db: Db; networkSlugs: Iterable<string> }) {
     this.#db = deps.db;
     this.#networks = new Set(deps.networkSlugs);
-    const at = { userId: sql.placeholder('userId'), start: sql.placeholder('start'), end: sql.placeholder('end') };
-    const network = sql.placeholder('network');
-    const key = eq(usageDaily.keyId, sql.placeholder('keyId'));
     this.#statsReads = {
-      account: this.#stats(usageAccountDaily, at).prepare('usage_stats_account'),
-      network: this.#stats(usageAccountDaily, { ...at, network }).prepare('usage_stats_network'),
-      key: this.#stats(usageDaily, at, key).prepare('usage_stats_key'),
-      keyNetwork: this.#stats(usageDaily, { ...at, network }, key).prepare('usage_stats_key_network'),
+      account: prepareSql(deps.db, 'usage_stats_account', statsSql('usage_account_daily', { network: false, key: false })),
+      network: prepareSql(deps.db, 'usage_stats_network', statsSql('usage_account_daily', { network: true, key: false })),
+      key: prepareSql(deps.db, 'usage_stats_key', statsSql('usage_daily', { network: false, key: true })),
+      keyNetwork: prepareSql(deps.db, 'usage_stats_key_network', statsSql('usage_daily', { network: true, key: true })),
     };
     this.#ownsKey = prepareSql(
       deps.db,
@@ -130,43 +127,58 @@ export class UsageQueries implements KeyUsageReader {
     // For scale (docs/scaling.md): account-wide, the rows summed over keys (a tenth of the rows for ten keys); one key, its own rows.
     const reads = this.#statsReads;
     const read = q.keyId !== undefined ? (q.network !== undefined ? reads.keyNetwork : reads.key) : q.network !== undefined ? reads.network : reads.account;
-    const rows = await read.execute({ userId: q.userId, start: q.start, end: q.end, keyId: q.keyId, network: q.network });
+    const result = await read({ userId: q.userId, start: q.start, end: q.end, keyId: q.keyId, network: q.network });
     const perDay = new Map<string, number>();
     const requestsByNetwork: Record<string, number> = {};
     const requestsByMethod: Record<string, number> = {};
     let totalRequests = 0;
     let totalComputeUnits = 0;
-    for (const r of rows) {
-      if (r.day !== null) {
-        perDay.set(r.day, r.requests);
-        totalRequests += r.requests;
-        totalComputeUnits += r.computeUnits;
+    for (const r of result.rows as Array<{ days: Uint8Array | null; network: string | null; method: string | null; requests: number }>) {
+      if (r.days !== null) {
+        // Every day's sums, packed (statsSql): the day (int4, days since 1970), requests and compute units (int8 each).
+        const v = new DataView(r.days.buffer, r.days.byteOffset, r.days.byteLength);
+        for (let at = 0; at + 20 <= r.days.length; at += 20) {
+          const requests = v.getUint32(at + 4) * 0x1_0000_0000 + v.getUint32(at + 8);
+          perDay.set(new Date(v.getInt32(at) * DAY_MS).toISOString().slice(0, 10), requests);
+          totalRequests += requests;
+          totalComputeUnits += v.getUint32(at + 12) * 0x1_0000_0000 + v.getUint32(at + 16);
+        }
       } else if (r.network !== null) requestsByNetwork[r.network] = r.requests;
       else if (r.method !== null) requestsByMethod[r.method] = r.requests;
     }
     const dailyBreakdown = daysBetween(q.start, q.end).map((date) => ({ date, requests: perDay.get(date) ?? 0 }));
     return { period: { start: q.start, end: q.end }, totalRequests, totalComputeUnits, requestsByNetwork, requestsByMethod, dailyBreakdown };
   }
-
-  /** One pass over `t`'s rows of the period, three groupings: a row has exactly one of day, network, method set. */
-  #stats(t: typeof usageDaily | typeof usageAccountDaily, q: { network?: Placeholder } & Record<'userId' | 'start' | 'end', Placeholder>, ...also: SQL[]) {
-    const where: SQL[] = [eq(t.userId, q.userId), gte(t.day, q.start), lte(t.day, q.end), ...also];
-    if (q.network !== undefined) where.push(eq(t.network, q.network));
-    return this.#db
-      .select({
-        day: sql<string | null>`${t.day}::text`,
-        network: sql<string | null>`${t.network}`,
-        method: sql<string | null>`${t.method}`,
-        requests: sql`sum(${t.requests})`.mapWith(Number),
-        computeUnits: sql`sum(${t.computeUnits})`.mapWith(Number),
-      })
-      .from(t)
-      .where(and(...where))
-      .groupBy(sql`grouping sets ((${t.day}), (${t.network}), (${t.method}))`);
-  }
 }
 
 const DAY_MS = 86_400_000;
+
+/**
+ * A `/usage/stats` read (C27) of `table` (the account-wide sums, or the key rows for `apiKeyId`),
+ * one pass over the period's rows, three groupings (a grouped row has exactly one of day, network,
+ * method set). For scale (docs/scaling.md): a first row whose `days` holds every day's sums packed
+ * into bytes (the day as int4, days since 1970; requests and compute units as int8), so that 90
+ * days are one field for the driver to parse instead of 90 rows; then one row per network and per
+ * method (requests as float8: a number on both drivers). Placeholders: userId, start, end (days,
+ * inclusive), and network and keyId when filtered.
+ */
+function statsSql(table: 'usage_daily' | 'usage_account_daily', by: { network: boolean; key: boolean }): SQL {
+  const where = [
+    sql`t.user_id = ${sql.placeholder('userId')}`,
+    sql`t.day >= ${sql.placeholder('start')}::date`,
+    sql`t.day <= ${sql.placeholder('end')}::date`,
+    ...(by.network ? [sql`t.network = ${sql.placeholder('network')}`] : []),
+    ...(by.key ? [sql`t.key_id = ${sql.placeholder('keyId')}`] : []),
+  ];
+  return sql`with g as (
+      select t.day, t.network, t.method, sum(t.requests)::int8 as requests, sum(t.compute_units)::int8 as compute_units
+      from ${sql.raw(table)} t where ${sql.join(where, sql` and `)}
+      group by grouping sets ((t.day), (t.network), (t.method)))
+    select (select coalesce(string_agg(int4send(g.day - date '1970-01-01') || int8send(g.requests) || int8send(g.compute_units), ''::bytea), ''::bytea)
+        from g where g.day is not null) as days, null::text as network, null::text as method, null::float8 as requests
+    union all
+    select null, g.network, g.method, g.requests::float8 from g where g.day is null`;
+}
 
 /** Every UTC day from `start` to `end` inclusive, as YYYY-MM-DD. */
 export function daysBetween(start: string, end: string): string[] {
