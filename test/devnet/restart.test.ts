@@ -1,5 +1,6 @@
 // A devnet chain that dies while the devnet runs comes back on its port from its state file, and a
 // chain stopped because the gateway is stopping is neither an error nor restarted (C31).
+// slow: anvil chains killed and restarted
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -1,5 +1,6 @@
 // C60: clients that never read their answers, and answers larger than there is room for, against
 // the real gateway process.
+// slow: the real gateway process under load
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
