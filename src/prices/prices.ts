@@ -14,13 +14,14 @@ import type { Config, NetworkConfig, PriceSourceConfig } from '../config/schema.
 import type { Upstreams } from '../upstreams/upstreams.ts';
 import { readJsonPrice } from './http-source.ts';
 import { PriceSourceError } from '../errors/node.ts';
+import { type Clock, systemClock } from '../time/clock.ts';
 
 export interface PricesOptions {
   config: Config;
   upstreams: Upstreams;
   logger: Logger;
   /** The clock in ms, for tests of staleness; Date.now by default. */
-  now?: () => number;
+  now?: Clock;
 }
 
 /** The part of Chainlink's AggregatorV3Interface a price needs. */
@@ -74,7 +75,7 @@ export class Prices {
   readonly #timeoutMs: number;
   readonly #entries = new Map<string, Entry>();
   readonly #closing = new AbortController();
-  readonly #now: () => number;
+  readonly #now: Clock;
 
   constructor(opts: PricesOptions) {
     this.#networks = new Map(opts.config.networks.map((n) => [n.slug, n]));
@@ -83,7 +84,7 @@ export class Prices {
     this.#cacheMs = opts.config.prices.cacheSeconds * 1000;
     this.#maxAgeMs = opts.config.prices.maxAgeSeconds * 1000;
     this.#timeoutMs = opts.config.prices.timeoutMs;
-    this.#now = opts.now ?? Date.now;
+    this.#now = opts.now ?? systemClock;
   }
 
   /** USD per whole native coin of `network`, or null when unknown or stale (never a guess). */
