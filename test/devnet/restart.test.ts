@@ -12,7 +12,7 @@ import { waitFor } from '../support/wait.ts';
 
 /** Polls `fn` (its errors count as not yet) every 200 ms for up to 30 s. */
 const until = <T>(what: string, fn: () => Promise<T | undefined>): Promise<T> =>
-  waitFor(() => fn().catch(() => undefined), { timeoutMs: 30_000, intervalMs: 200, what }) as Promise<T>;
+  waitFor(() => fn().catch(() => undefined), { timeoutMs: 30_000, intervalMs: 200, what });
 
 interface Line {
   level: 'info' | 'warn' | 'error';
