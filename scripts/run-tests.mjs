@@ -51,7 +51,7 @@ for (const [name, url] of [['PostgreSQL', pgUrl], ['Redis', redisUrl]]) {
 // `--unit`: the fast tier (npm run test:unit), the files that start nothing: no app, gateway
 // process, chain, database (PGlite included), Redis, browser or child process (in-process servers of their own are
 // fine). Told by what a file imports and calls, so a new file lands in its tier by itself.
-const STARTERS = /support\/(app|process|anvil|hardhat|pg-cluster|redis-cluster|redis-server|services|scale-out|pglite-template)\.ts|\/web\/support\.ts|scripts\/api-types\.ts|\/ws\/helpers\.ts|src\/devnet\/|src\/storage\/db\.ts|node:child_process|playwright/;
+const STARTERS = /support\/(app|process|anvil|hardhat|pg-cluster|redis-cluster|redis-server|services|scale-out|pglite-template|ws)\.ts|\/web\/support\.ts|scripts\/api-types\.ts|src\/devnet\/|src\/storage\/db\.ts|node:child_process|playwright/;
 // A file's text with that of the test helpers it imports (relative imports inside test/, followed
 // through), so a helper that starts something marks the files that use it.
 const textWithHelpers = (f, seen = new Set()) => {

@@ -12,7 +12,7 @@ import { after, before, describe, test } from 'node:test';
 import WebSocket from 'ws';
 import { type GatewayProcess, spawnGateway } from '../support/process.ts';
 import { waitFor } from '../support/wait.ts';
-import { type FakeWsNode, startFakeWsNode } from '../ws/helpers.ts';
+import { type FakeWsNode, startFakeWsNode } from '../support/ws.ts';
 
 const MiB = 1024 * 1024;
 

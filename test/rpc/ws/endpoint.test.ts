@@ -5,8 +5,8 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { after, before, describe, test } from 'node:test';
-import { createKey, registerUser, startTestApp, type TestApp } from '../support/app.ts';
-import { connect, tryUpgrade, wsAddress } from './helpers.ts';
+import { createKey, registerUser, startTestApp, type TestApp } from '../../support/app.ts';
+import { connect, tryUpgrade, wsAddress } from '../../support/ws.ts';
 
 let t: TestApp;
 let key: string;
