@@ -25,6 +25,27 @@ export default tseslint.config(
     },
   },
   {
+    // Each part is handed the slice of the configuration it reads (a section, or a small interface
+    // naming the sections it reads); only the composition roots and config loading see the whole.
+    files: ['src/**/*.ts'],
+    ignores: ['src/app.ts', 'src/main.ts', 'src/config/**'],
+    rules: {
+      'no-restricted-imports': [
+        'error',
+        {
+          patterns: [
+            {
+              group: ['**/config/schema.ts'],
+              importNames: ['Config', 'ConfigSchema'],
+              message:
+                'Take the part of the config this module reads (e.g. FaucetConfig, Pick<RpcConfig, ...>, or an interface naming the sections), not the whole Config: only app.ts, main.ts and src/config/ see it.',
+            },
+          ],
+        },
+      ],
+    },
+  },
+  {
     // Tests read JSON answers freely; node:test's describe/test return promises the runner awaits.
     files: ['test/**/*.ts', 'bench/**/*.ts'],
     rules: {

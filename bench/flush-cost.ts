@@ -57,7 +57,7 @@ async function main(): Promise<void> {
       const wall: number[] = [];
       for (let round = 0; round <= ROUNDS; round++) {
         const analytics = new AnalyticsRecorder(METHODS);
-        const usage = new UsageService({ db: storage.db, config, logger: pino({ level: 'silent' }), analytics });
+        const usage = new UsageService({ db: storage.db, settings: config.usage, logger: pino({ level: 'silent' }), analytics });
         for (let i = 0; i < n; i++, key++) {
           const event = { userId: `u${key % ACCOUNTS}`, keyId: `k${key}`, network: NETWORKS[key % 3] as string, method: METHODS[key % 4] as string, computeUnits: 10 };
           usage.record(event);

@@ -70,7 +70,7 @@ export async function main(argv: string[] = []): Promise<void> {
   const upstreams = new Upstreams(config, logger);
   try {
     // A first follower makes the cursor at the head and stops.
-    const first = new BlockFollower({ db: storage.db, config, upstreams, logger });
+    const first = new BlockFollower({ db: storage.db, settings: config, upstreams, logger });
     const warm = new Counter();
     first.register(warm);
     first.start();
@@ -96,7 +96,7 @@ export async function main(argv: string[] = []): Promise<void> {
     console.log(`backlog: ${mined.toLocaleString('en')} blocks, ${sent} transfers, mined in ${((Date.now() - minedAt) / 1000).toFixed(1)} s`);
 
     // The measured part: a new follower resumes from the cursor and reaches the head.
-    const follower = new BlockFollower({ db: storage.db, config, upstreams, logger });
+    const follower = new BlockFollower({ db: storage.db, settings: config, upstreams, logger });
     const counter = new Counter();
     follower.register(counter);
     const t0 = performance.now();

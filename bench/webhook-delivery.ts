@@ -60,7 +60,7 @@ export async function main(argv: string[] = process.argv.slice(2)): Promise<void
   const url = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/hook`;
 
   const storage = await openStorage(databaseUrl ? { databaseUrl } : { dataDir: 'memory' });
-  const webhooks = new Webhooks({ db: storage.db, config, logger: pino({ level: 'warn' }), encryptionSecret: randomBytes(32).toString('hex') });
+  const webhooks = new Webhooks({ db: storage.db, settings: config, logger: pino({ level: 'warn' }), encryptionSecret: randomBytes(32).toString('hex') });
   try {
     const userId = randomUUID();
     await storage.db.insert(users).values({ id: userId, email: `${userId}@bench.invalid`, name: 'bench', passwordHash: 'x', tier: 'enterprise' });

@@ -12,7 +12,7 @@ import { requireBearer } from './auth/bearer.ts';
 import { planRoutes } from './auth/plan-routes.ts';
 import { authRoutes } from './auth/routes.ts';
 import { TokenService } from './auth/tokens.ts';
-import { NetworkRegistry } from './chains/registry.ts';
+import { Networks } from './chains/networks.ts';
 import { networkRoutes } from './chains/routes.ts';
 import { publicUrl, publicUrlIsHttps } from './config/load.ts';
 import type { Config } from './config/schema.ts';
@@ -92,7 +92,7 @@ export interface AppDeps {
  */
 export interface AppParts {
   config: Config;
-  registry: NetworkRegistry;
+  networks: Networks;
   accounts: AccountService;
   tokens: TokenService;
   keys: KeyService;
@@ -170,7 +170,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   // C58: undefined unless an OTLP endpoint is set (the SDK is loaded only then).
   const tracing = await startTracing(config, logger);
   let listeningPort: number | undefined;
-  const registry = new NetworkRegistry(config, () => publicUrl(config, listeningPort));
+  const networks = new Networks(config, () => publicUrl(config, listeningPort));
   const db = deps.storage.db;
   // Password hashing is bounded process-wide (register, login, password change).
   configureHashSlots(config.auth);
@@ -187,10 +187,10 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   const upstreams = new Upstreams(config, logger, tracing?.attempts, outbound);
   // Chain events (C33-C39): one follower hands blocks to whale alerts, webhooks and the solver; prices
   // value them. Made first: the features that change what it follows tell it so (webhooks, intents).
-  const follower = new BlockFollower({ db, config, upstreams, logger });
-  const prices = new Prices({ config, upstreams, logger });
+  const follower = new BlockFollower({ db, settings: config, upstreams, logger });
+  const prices = new Prices({ settings: config, upstreams, logger });
   // A new or changed address.activity endpoint is followed at once, not at the next asking.
-  const webhooks = new Webhooks({ db, config, logger, encryptionSecret: deps.secrets.keyEncryptionSecret, onEndpointsChange: () => void follower.refresh() });
+  const webhooks = new Webhooks({ db, settings: config, logger, encryptionSecret: deps.secrets.keyEncryptionSecret, onEndpointsChange: () => void follower.refresh() });
   // C46: recorded with usage and flushed in its transaction; `analytics.enabled: false` records nothing.
   const analytics = config.analytics.enabled ? new AnalyticsRecorder(rpcMethodLabels(config.methods)) : undefined;
   // C38 usage.quota: checked after usage counts are stored, never on the RPC path.
@@ -198,7 +198,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   const answers = { analytics: new AnswerCache<Analytics>({ ttlMs: config.usage.flushIntervalMs }), stats: new AnswerCache<UsageStats>({ ttlMs: config.usage.flushIntervalMs }) };
   const usage = new UsageService({
     db,
-    config,
+    settings: config.usage,
     logger,
     analytics,
     onFlush: (userIds) => webhooks.quota.afterFlush(userIds),
@@ -207,16 +207,16 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
       answers.stats.invalidate(userIds);
     },
   });
-  const usageQueries = new UsageQueries({ db, config });
-  const keys = new KeyService({ db, config, registry, encryptionSecret: deps.secrets.keyEncryptionSecret, usage: usageQueries });
-  const keyCache = new KeyCache(keys, config, { ttlMs: config.rpc.keyCacheTtlMs, maxEntries: config.rpc.keyCacheMaxEntries });
-  const policy = new MethodPolicy({ config, wsHint: 'the WebSocket address /ws/{network}?apiKey=...' });
+  const usageQueries = new UsageQueries({ db, networkSlugs: config.networks.map((n) => n.slug) });
+  const keys = new KeyService({ db, settings: config, networks, encryptionSecret: deps.secrets.keyEncryptionSecret, usage: usageQueries });
+  const keyCache = new KeyCache(keys, config.plans, { ttlMs: config.rpc.keyCacheTtlMs, maxEntries: config.rpc.keyCacheMaxEntries });
+  const policy = new MethodPolicy({ methods: config.methods, wsHint: 'the WebSocket address /ws/{network}?apiKey=...' });
   // C48: whether Redis answers, as the limiter, the key-change bus and the readiness check find out.
   const link = deps.redis ? new RedisLink(deps.redis, { log: logger }) : undefined;
   const bus = deps.redis ? new KeyChangeBus(deps.redis, keys, keyCache, logger, link) : undefined;
   const redisLimiter = deps.redis ? new RedisLimiter(deps.redis, { ...(link ? { link } : {}) }) : undefined;
   const limiter: Limiter = redisLimiter ?? new MemoryLimiter();
-  const meter = new Meter(config, limiter);
+  const meter = new Meter(config.limits, limiter);
   // C48: the quotas of accounts this instance has not seen yet start in memory from stored usage too.
   link?.onChange((up) => {
     if (!up) meter.seedFromUsage(usageQueries).catch((err: unknown) => logger.warn({ error: (err as Error).message }, 'could not read stored usage for the in-memory quotas'));
@@ -225,10 +225,10 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   const rpcMetrics = observeRpc(metrics, { methods: config.methods, upstreams, upstreamBuckets: UPSTREAM_BUCKETS, cache });
   const analyticsStore = new AnalyticsStore({ db, logger });
   const usageRetention = new UsageRetention({ db, logger, retentionDays: config.usage.retentionDays });
-  const pipeline = new RpcPipeline({ config, keys: keyCache, policy, upstreams, logger, meter, usage, metrics: rpcMetrics, ...(cache ? { cache } : {}), ...(analytics ? { analytics } : {}), ...(tracing ? { tracing } : {}) });
+  const pipeline = new RpcPipeline({ settings: config, keys: keyCache, policy, upstreams, logger, meter, usage, metrics: rpcMetrics, ...(cache ? { cache } : {}), ...(analytics ? { analytics } : {}), ...(tracing ? { tracing } : {}) });
   // C57: a stop that lets connections drain.
   const drain = new ConnectionDrain(logger);
-  const rpcHttp = rpcFastPath({ config, registry, pipeline, logger, metrics: new RpcHttpMetrics(metrics.registry), outbound, stopping: () => drain.stopping, ...(tracing ? { tracing } : {}) });
+  const rpcHttp = rpcFastPath({ settings: config, networks, pipeline, logger, metrics: new RpcHttpMetrics(metrics.registry), outbound, stopping: () => drain.stopping, ...(tracing ? { tracing } : {}) });
 
   const app = Fastify({
     // The server asks the fast path first for every request. A request without Host is let
@@ -252,7 +252,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
     // A graceful stop closes idle keep-alive sockets and lets requests in flight finish.
     forceCloseConnections: 'idle',
   }).withTypeProvider<TypeBoxTypeProvider>() as unknown as FastifyInstance;
-  applyServerTimeouts(app.server, config);
+  applyServerTimeouts(app.server, config.server);
   drain.attach(app.server);
   app.addHook('onListen', async () => {
     const addr = app.server.address();
@@ -315,8 +315,8 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
     app.route({ method: ['POST', 'OPTIONS'], url, schema: { hide: true }, onRequest: viaFastPath, handler: async (_req, reply) => reply.callNotFound() });
   }
   const ws = installWebSocket(app, {
-    config,
-    registry,
+    settings: config,
+    networks,
     pipeline,
     keys: keyCache,
     meter,
@@ -327,18 +327,18 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
     onKeyChange: (listener) => keys.changes.on(listener),
     metricsRegistry: metrics.registry,
   });
-  const faucet = new FaucetService({ db, config, registry, upstreams, logger });
-  const whales = new WhaleAlerts({ db, config, prices, webhooks, logger, upstreams });
+  const faucet = new FaucetService({ db, settings: config, networks, upstreams, logger });
+  const whales = new WhaleAlerts({ db, settings: config, prices, webhooks, logger, upstreams });
   observeFeatures(metrics, { link, redisLimiter, follower, usage, webhooks });
   follower.register(whales);
-  follower.register(new AddressActivity({ webhooks, prices, upstreams, config, logger }));
+  follower.register(new AddressActivity({ webhooks, prices, upstreams, networks: config.networks, logger }));
   // C41: intents; their solver follows the blocks of their networks (a new intent's at once).
-  const intents = new IntentService({ db, config, upstreams, logger, onCreated: () => void follower.refresh() });
-  const solver = new Solver({ db, config, intents, upstreams, webhooks, logger });
+  const intents = new IntentService({ db, settings: config, upstreams, logger, onCreated: () => void follower.refresh() });
+  const solver = new Solver({ db, settings: config, intents, upstreams, webhooks, logger });
   follower.register(solver);
   // C40: the unified balance reads through the same pools and values with the same prices.
-  const balances = new BalanceService({ registry, upstreams, prices, logger });
-  app.decorate('parts', { config, registry, accounts, tokens, keys, metrics, keyCache, upstreams, usage, usageQueries, ws, drain, outbound, follower, prices, whales, webhooks, intents, solver } satisfies AppParts);
+  const balances = new BalanceService({ networks, upstreams, prices, logger });
+  app.decorate('parts', { config, networks, accounts, tokens, keys, metrics, keyCache, upstreams, usage, usageQueries, ws, drain, outbound, follower, prices, whales, webhooks, intents, solver } satisfies AppParts);
 
   // Started in this order once the app is ready, closed in the reverse order when it closes.
   installLifecycle(app, [
@@ -373,9 +373,9 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   ]);
 
   // C13: a REST answer's X-CU-Remaining is the signed-in account's, as its RPC answers say it.
-  const restLimits = new RestLimits(config, limiter, async (userId) => {
+  const restLimits = new RestLimits(config.limits, limiter, async (userId) => {
     const user = await accounts.findById(userId);
-    return user ? meter.computeUnitsLeft(userId, effectiveLimits(config, user).monthlyComputeUnits) : -1;
+    return user ? meter.computeUnitsLeft(userId, effectiveLimits(config.plans, user).monthlyComputeUnits) : -1;
   });
   await app.register(
     async (api) => {
@@ -383,21 +383,21 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
       await api.register(async (open) => {
         open.addHook('onRequest', (req, reply) => restLimits.request(req, reply));
         await open.register(authRoutes, { accounts, tokens, limits: restLimits, publicHttps: publicUrlIsHttps(config) });
-        await open.register(networkRoutes, { registry });
-        await open.register(planRoutes, { config });
-        if (config.admin.token) await open.register(adminRoutes, { token: config.admin.token, accounts, keys, config });
+        await open.register(networkRoutes, { networks });
+        await open.register(planRoutes, { plans: config.plans });
+        if (config.admin.token) await open.register(adminRoutes, { token: config.admin.token, accounts, keys, plans: config.plans });
       });
       // ...and signed-in traffic per account.
       await api.register(async (protectedScope) => {
         requireBearer(protectedScope, tokens, restLimits);
         protectedScope.addHook('onRequest', (req, reply) => restLimits.request(req, reply, req.userId));
-        await protectedScope.register(accountRoutes, { accounts, tokens, limits: restLimits, meter, config });
-        await protectedScope.register(keyRoutes, { keys, accounts, config, registry });
+        await protectedScope.register(accountRoutes, { accounts, tokens, limits: restLimits, meter, plans: config.plans, publicHttps: publicUrlIsHttps(config) });
+        await protectedScope.register(keyRoutes, { keys, accounts, networks });
         await protectedScope.register(usageRoutes, { usage: usageQueries, answers: answers.stats });
         await protectedScope.register(analyticsRoutes, { store: analyticsStore, answers: answers.analytics, accounts, networks: new Set(config.networks.map((n) => n.slug)) });
         await protectedScope.register(faucetRoutes, { faucet });
-        await protectedScope.register(whaleRoutes, { whales, accounts, config });
-        await protectedScope.register(webhookRoutes, { webhooks, accounts, config });
+        await protectedScope.register(whaleRoutes, { whales, accounts });
+        await protectedScope.register(webhookRoutes, { webhooks, accounts, maxEndpoints: config.webhooks.maxEndpoints });
         await protectedScope.register(balanceRoutes, { balances });
         await protectedScope.register(intentRoutes, { intents });
       });

@@ -2,7 +2,7 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type as T } from '@sinclair/typebox';
 import type { AccountService, UserRow } from '../auth/accounts.ts';
-import type { Config } from '../config/schema.ts';
+import type { PlansConfig } from '../config/schema.ts';
 import { HttpError, notFound } from '../errors/http.ts';
 import { Email, ErrorResponse, ok, StoredCount } from '../http/schemas.ts';
 import type { AccountLimitsPatch, KeyRow, KeyService } from '../keys/service.ts';
@@ -55,8 +55,8 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{
   token: string;
   accounts: AccountService;
   keys: KeyService;
-  config: Config;
-}> = async (app, { token, accounts, keys, config }) => {
+  plans: PlansConfig;
+}> = async (app, { token, accounts, keys, plans }) => {
   const expected = digest(token);
   app.addHook('onRequest', async (req) => {
     const given = req.headers['x-admin-token'];
@@ -66,7 +66,7 @@ export const adminRoutes: FastifyPluginAsyncTypebox<{
   });
 
   const show = (u: UserRow) => {
-    const e = effectiveLimits(config, u);
+    const e = effectiveLimits(plans, u);
     return {
       id: u.id,
       email: u.email,

@@ -1,7 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type as T } from '@sinclair/typebox';
-import type { Config } from '../config/schema.ts';
-import { publicUrlIsHttps } from '../config/load.ts';
+import type { PlansConfig } from '../config/schema.ts';
 import { badRequest, unauthorized } from '../errors/http.ts';
 import { ErrorResponse, ok, OkMessage } from '../http/schemas.ts';
 import type { Meter } from '../metering/meter.ts';
@@ -48,8 +47,10 @@ export const accountRoutes: FastifyPluginAsyncTypebox<{
   tokens: TokenService;
   limits: RestLimits;
   meter: Meter;
-  config: Config;
-}> = async (app, { accounts, tokens, limits, meter, config }) => {
+  plans: PlansConfig;
+  /** The public URL is https: the refresh cookie is Secure (C43). */
+  publicHttps: boolean;
+}> = async (app, { accounts, tokens, limits, meter, plans, publicHttps }) => {
   const account = async (userId: string) => {
     const user = await accounts.findById(userId);
     if (!user) throw unauthorized('The account no longer exists');
@@ -69,7 +70,7 @@ export const accountRoutes: FastifyPluginAsyncTypebox<{
     },
     async (req) => {
       const user = await account(req.userId);
-      const l = effectiveLimits(config, user);
+      const l = effectiveLimits(plans, user);
       return {
         success: true as const,
         data: {
@@ -103,7 +104,7 @@ export const accountRoutes: FastifyPluginAsyncTypebox<{
     },
     async (req, reply) => {
       await tokens.revokeFamily(req.tokenFamily);
-      clearRefreshCookie(req, reply, publicUrlIsHttps(config)); // C43: the dashboard's cookie goes too
+      clearRefreshCookie(req, reply, publicHttps); // C43: the dashboard's cookie goes too
       return { success: true as const, message: 'Signed out' };
     },
   );
@@ -121,7 +122,7 @@ export const accountRoutes: FastifyPluginAsyncTypebox<{
     },
     async (req, reply) => {
       await tokens.revokeAll(req.userId);
-      clearRefreshCookie(req, reply, publicUrlIsHttps(config));
+      clearRefreshCookie(req, reply, publicHttps);
       return { success: true as const, message: 'Signed out everywhere' };
     },
   );

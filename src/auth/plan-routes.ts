@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type as T } from '@sinclair/typebox';
-import { type Config, TIERS } from '../config/schema.ts';
+import { type PlansConfig, TIERS } from '../config/schema.ts';
 import { ok } from '../http/schemas.ts';
 
 const Limit = T.Union([T.Integer(), T.Null()]);
@@ -23,9 +23,9 @@ const Plan = T.Object({
  * free plan gives before there is an account). The plan table of the config (C9, `plans`), in
  * tier order; an account's own overrides (C8) are in its GET /me.
  */
-export const planRoutes: FastifyPluginAsyncTypebox<{ config: Config }> = async (app, { config }) => {
+export const planRoutes: FastifyPluginAsyncTypebox<{ plans: PlansConfig }> = async (app, { plans: table }) => {
   const plans = TIERS.map((tier) => {
-    const p = config.plans[tier];
+    const p = table[tier];
     return {
       tier,
       limits: {

@@ -3,7 +3,7 @@
 import type { Logger } from 'pino';
 import type { Address } from 'viem';
 import { formatUnits } from 'viem/utils';
-import type { Network, NetworkRegistry } from '../chains/registry.ts';
+import type { Network, Networks } from '../chains/networks.ts';
 import { badRequest, HttpError } from '../errors/http.ts';
 import { DeadlineError } from '../errors/deadline.ts';
 import { BalanceReadError } from '../errors/node.ts';
@@ -64,7 +64,7 @@ export interface UnifiedBalance {
 }
 
 export interface BalanceServiceOptions {
-  registry: NetworkRegistry;
+  networks: Networks;
   upstreams: Upstreams;
   prices: Prices;
   logger: Logger;
@@ -110,7 +110,7 @@ const dollars = (cents: bigint): number => Number(cents) / 100;
  * others answer; when none answers, the request fails with 502.
  */
 export class BalanceService {
-  readonly #registry: NetworkRegistry;
+  readonly #networks: Networks;
   readonly #upstreams: Upstreams;
   readonly #prices: Prices;
   readonly #log: Logger;
@@ -119,11 +119,11 @@ export class BalanceService {
   readonly #cache = new Map<string, { read: Promise<NetworkRead>; expires: number }>();
 
   constructor(opts: BalanceServiceOptions) {
-    this.#registry = opts.registry;
+    this.#networks = opts.networks;
     this.#upstreams = opts.upstreams;
     this.#prices = opts.prices;
     this.#log = opts.logger;
-    this.#position = new Map(opts.registry.all.map((n, i) => [n.slug, i]));
+    this.#position = new Map(opts.networks.all.map((n, i) => [n.slug, i]));
   }
 
   /**
@@ -134,7 +134,7 @@ export class BalanceService {
   networksOf(query: BalanceQuery): Network[] {
     if (query.networks === undefined) {
       const type = query.testnets === true ? 'testnet' : 'mainnet';
-      return this.#registry.all.filter((n) => n.type === type);
+      return this.#networks.all.filter((n) => n.type === type);
     }
     if (query.testnets !== undefined) {
       throw badRequest('Invalid request: give either networks or testnets, not both', [
@@ -142,7 +142,7 @@ export class BalanceService {
       ]);
     }
     const slugs = [...new Set(query.networks.split(',').map((s) => s.trim()))];
-    const unknown = slugs.filter((s) => !this.#registry.has(s));
+    const unknown = slugs.filter((s) => !this.#networks.has(s));
     if (slugs.length === 0 || unknown.length > 0) {
       const message = unknown.some((s) => s !== '')
         ? `unknown network ${unknown.map((s) => `"${s}"`).join(', ')} (GET /networks lists them)`
@@ -150,7 +150,7 @@ export class BalanceService {
       throw badRequest(`Invalid request: querystring.networks ${message}`, [{ field: 'querystring.networks', message }]);
     }
     // In config order, whatever order they were asked in.
-    return this.#registry.all.filter((n) => slugs.includes(n.slug));
+    return this.#networks.all.filter((n) => slugs.includes(n.slug));
   }
 
   /**

@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type as T } from '@sinclair/typebox';
 import { notFound } from '../errors/http.ts';
 import { ErrorResponse, ok } from '../http/schemas.ts';
-import type { Network, NetworkRegistry } from './registry.ts';
+import type { Network, Networks } from './networks.ts';
 
 const Currency = T.Object({ name: T.String(), symbol: T.String(), decimals: T.Integer() }, { title: 'Currency' });
 const NetworkSummary = T.Object({
@@ -21,15 +21,15 @@ const NetworkDetail = T.Composite([
 ], { title: 'NetworkDetail' });
 
 /** GET /networks and /networks/:slug: public (C6). */
-export const networkRoutes: FastifyPluginAsyncTypebox<{ registry: NetworkRegistry }> = async (app, { registry }) => {
+export const networkRoutes: FastifyPluginAsyncTypebox<{ networks: Networks }> = async (app, { networks }) => {
   const summary = (n: Network) => ({
     id: n.slug,
     name: n.name,
     slug: n.slug,
     chainId: n.chainId,
     type: n.type,
-    rpcUrl: registry.rpcUrl(n.slug),
-    wsUrl: registry.wsUrl(n.slug),
+    rpcUrl: networks.rpcUrl(n.slug),
+    wsUrl: networks.wsUrl(n.slug),
     currency: n.currency,
   });
 
@@ -43,7 +43,7 @@ export const networkRoutes: FastifyPluginAsyncTypebox<{ registry: NetworkRegistr
         response: { 200: ok(T.Array(NetworkSummary)) },
       },
     },
-    async () => ({ success: true as const, data: registry.all.map(summary) }),
+    async () => ({ success: true as const, data: networks.all.map(summary) }),
   );
 
   app.get(
@@ -58,7 +58,7 @@ export const networkRoutes: FastifyPluginAsyncTypebox<{ registry: NetworkRegistr
       },
     },
     async (req) => {
-      const n = registry.bySlug(req.params.slug);
+      const n = networks.bySlug(req.params.slug);
       if (!n) throw notFound('network');
       return {
         success: true as const,

@@ -425,9 +425,30 @@ export const ConfigSchema = T.Object(
 );
 
 export type Config = Static<typeof ConfigSchema>;
+
+// The sections by name. A module is handed the sections it reads (one, or a small interface
+// naming several), never the whole Config: only the composition roots (app.ts, main.ts) and config
+// loading here see that; eslint's no-restricted-imports holds it (eslint.config.js).
+export type ServerConfig = Config['server'];
+export type AuthConfig = Config['auth'];
+export type KeysConfig = Config['keys'];
+export type PlansConfig = Config['plans'];
+export type MethodsConfig = Config['methods'];
+export type LimitsConfig = Config['limits'];
+export type UsageConfig = Config['usage'];
+export type RpcConfig = Config['rpc'];
+export type WsConfig = Config['ws'];
+export type DevnetConfig = Config['devnet'];
+export type FaucetConfig = Config['faucet'];
+export type EventsConfig = Config['events'];
+export type PricesConfig = Config['prices'];
+export type WhaleAlertsConfig = Config['whaleAlerts'];
+export type WebhooksConfig = Config['webhooks'];
+export type IntentsConfig = Config['intents'];
+export type TracingConfig = Config['tracing'];
 export type NetworkConfig = Static<typeof Network>;
 export type PriceSourceConfig = Static<typeof PriceSource>;
 export type TokenConfig = Static<typeof Token>;
 export type PlanLimits = Static<typeof Plan>;
-export type Tier = keyof Config['plans'];
+export type Tier = keyof PlansConfig;
 export const TIERS = ['free', 'pro', 'max', 'enterprise'] as const satisfies readonly Tier[];

@@ -1,6 +1,6 @@
 // C45: the price sources the devnet hands the app, so that USD values work with no internet.
 import type { Address } from 'viem';
-import type { Config } from '../config/schema.ts';
+import type { DevnetConfig, NetworkConfig, PricesConfig } from '../config/schema.ts';
 
 /**
  * Sets the devnet's price sources on a config draft (C34, C45): each native mainnet reads the feed
@@ -9,7 +9,7 @@ import type { Config } from '../config/schema.ts';
  * their coins are worth 0 USD unless configured (C34), as on the real networks, although the
  * native testnet has a feed too (a config may point its `price` at it).
  */
-export function applyDevnetPrices(draft: Config, priceFeeds: Readonly<Record<string, Address>>): void {
+export function applyDevnetPrices(draft: { networks: NetworkConfig[]; devnet: Pick<DevnetConfig, 'fixedUsdPrices'> }, priceFeeds: Readonly<Record<string, Address>>): void {
   for (const n of draft.networks) {
     if (n.type !== 'mainnet') continue;
     const feed = priceFeeds[n.slug];
@@ -23,6 +23,6 @@ export function applyDevnetPrices(draft: Config, priceFeeds: Readonly<Record<str
 }
 
 /** Seconds between the feeds' heartbeats: well inside `prices.maxAgeSeconds`, at most every 10 minutes. */
-export function feedHeartbeatSeconds(config: Config): number {
+export function feedHeartbeatSeconds(config: { prices: Pick<PricesConfig, 'maxAgeSeconds'> }): number {
   return Math.max(1, Math.min(600, Math.floor(config.prices.maxAgeSeconds / 3)));
 }

@@ -2,7 +2,7 @@
 // the dev accounts hold some, so the unified balance reads a real token through `balanceOf`.
 import type { Address, Hex } from 'viem';
 import { encodeDeployData, encodeFunctionData, getAddress, parseUnits } from 'viem/utils';
-import type { Config, TokenConfig } from '../config/schema.ts';
+import type { NetworkConfig, TokenConfig } from '../config/schema.ts';
 import { loadArtifact } from '../onchain/artifacts.ts';
 import { rpc, waitForReceipt } from '../json/rpc-client.ts';
 import { DevnetError } from '../errors/devnet.ts';
@@ -71,7 +71,7 @@ export function testTokenConfig(address: Address): TokenConfig {
  * validated: the configured tokens' addresses (the real USDC and USDT) hold no contract on a local
  * chain. Networks without a test token keep theirs.
  */
-export function applyDevnetTokens(draft: Config, tokens: Readonly<Record<string, Address>>): void {
+export function applyDevnetTokens(draft: { networks: NetworkConfig[] }, tokens: Readonly<Record<string, Address>>): void {
   for (const n of draft.networks) {
     const address = tokens[n.slug];
     if (address) n.tokens = [testTokenConfig(address)];

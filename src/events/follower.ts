@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Logger } from 'pino';
 import { DeadlineError } from '../errors/deadline.ts';
-import type { Config } from '../config/schema.ts';
+import type { EventsConfig, NetworkConfig } from '../config/schema.ts';
 import { SerialJob } from '../jobs/serial.ts';
 import type { Db } from '../storage/db.ts';
 import type { Upstreams } from '../upstreams/upstreams.ts';
@@ -20,7 +20,8 @@ export type { NetworkFollowerStats } from './network-follower.ts';
 
 export interface BlockFollowerOptions {
   db: Db;
-  config: Config;
+  /** C33: the follower's section, and the networks it may follow (slug, chain id). */
+  settings: { events: EventsConfig; networks: readonly Pick<NetworkConfig, 'slug' | 'chainId'>[] };
   upstreams: Upstreams;
   logger: Logger;
   /** Milliseconds between two askings of the consumers' networks; 5,000 by default. */
@@ -68,8 +69,8 @@ export class BlockFollower {
     this.#upstreams = opts.upstreams;
     this.#log = opts.logger.child({ component: 'follower' });
     this.#outage = new StorageOutageLog(this.#log, 'follower: asking the consumers for their networks');
-    this.#networks = new Map(opts.config.networks.map((n) => [n.slug, n.chainId]));
-    this.#settings = { ...opts.config.events };
+    this.#networks = new Map(opts.settings.networks.map((n) => [n.slug, n.chainId]));
+    this.#settings = { ...opts.settings.events };
     this.#refreshMs = opts.refreshIntervalMs ?? REFRESH_INTERVAL_MS;
   }
 

@@ -2,8 +2,7 @@
 // balances; re-broadcasting what a crash or a node left behind.
 import type { Logger } from 'pino';
 import type { Address, Hex } from 'viem';
-import type { NetworkRegistry } from '../chains/registry.ts';
-import type { Config } from '../config/schema.ts';
+import type { Networks } from '../chains/networks.ts';
 import { CooldownError } from '../errors/domain.ts';
 import { badRequest, HttpError } from '../errors/http.ts';
 import type { Upstreams } from '../upstreams/upstreams.ts';
@@ -17,7 +16,7 @@ import { broadcast, lookup } from '../onchain/transactions.ts';
 import { readWallet } from '../onchain/wallets.ts';
 import { signGrant, transferGas } from './sender.ts';
 import { type GrantRequest, validateGrant } from './validate.ts';
-import { type FaucetWallet, faucetWallets } from './wallets.ts';
+import { type FaucetWallet, faucetWallets, type FaucetWalletSettings } from './wallets.ts';
 
 /** What `POST /faucet/request` answers (spec: Faucet result). */
 export interface FaucetResult {
@@ -75,7 +74,7 @@ function upstreamFailure(network: string, err: unknown): unknown {
 export class FaucetService {
   readonly #wallets: ReadonlyMap<string, FaucetWallet>;
   readonly #grants: GrantStore;
-  readonly #registry: NetworkRegistry;
+  readonly #networks: Networks;
   readonly #upstreams: Upstreams;
   readonly #log: Logger;
   readonly #cooldownSeconds: number;
@@ -87,19 +86,19 @@ export class FaucetService {
   #closed = false;
 
   /** @throws ConfigError naming a bad faucet setting. */
-  constructor(deps: { db: Db; config: Config; registry: NetworkRegistry; upstreams: Upstreams; logger: Logger }) {
-    this.#wallets = new Map(faucetWallets(deps.config).map((w) => [w.slug, w]));
-    this.#cooldownSeconds = deps.config.faucet.cooldownSeconds;
-    this.#recheckAfterMs = deps.config.faucet.recheckAfterSeconds * 1000;
+  constructor(deps: { db: Db; settings: FaucetWalletSettings; networks: Networks; upstreams: Upstreams; logger: Logger }) {
+    this.#wallets = new Map(faucetWallets(deps.settings).map((w) => [w.slug, w]));
+    this.#cooldownSeconds = deps.settings.faucet.cooldownSeconds;
+    this.#recheckAfterMs = deps.settings.faucet.recheckAfterSeconds * 1000;
     this.#sweeps = new PeriodicJob({
       // Not younger than recheckAfter after the first: another instance's grant in flight is left to finish first.
       run: (first) => this.#reconcile(first ? 0 : this.#recheckAfterMs),
-      everyMs: deps.config.faucet.recheckIntervalSeconds * 1000,
+      everyMs: deps.settings.faucet.recheckIntervalSeconds * 1000,
       onError: (err) => this.#log.error({ err }, 'faucet: checking unsettled grants failed'),
       outage: new StorageOutageLog(deps.logger.child({ component: 'faucet' }), 'faucet: checking unsettled grants'),
     });
     this.#grants = new GrantStore(deps.db, this.#cooldownSeconds);
-    this.#registry = deps.registry;
+    this.#networks = deps.networks;
     this.#upstreams = deps.upstreams;
     this.#log = deps.logger.child({ component: 'faucet' });
   }
@@ -132,7 +131,7 @@ export class FaucetService {
    *   FAUCET_EMPTY 503, UPSTREAM_ERROR 502.
    */
   async grant(userId: string, body: GrantRequest): Promise<FaucetResult> {
-    const { wallet, recipient, amountWei } = validateGrant(body, this.#wallets, this.#registry);
+    const { wallet, recipient, amountWei } = validateGrant(body, this.#wallets, this.#networks);
     const network = wallet.slug;
     const who = { network, recipient: recipient.toLowerCase(), userId };
     // An early answer that neither waits for other grants nor asks the node; checked again under the lock.
@@ -239,7 +238,7 @@ export class FaucetService {
   async #reconcile(minAgeMs: number): Promise<void> {
     const byNetwork = new Map<string, Grant[]>();
     for (const g of await this.#grants.unsettled(minAgeMs)) {
-      if (!this.#registry.has(g.network)) continue;
+      if (!this.#networks.has(g.network)) continue;
       byNetwork.set(g.network, [...(byNetwork.get(g.network) ?? []), g]);
     }
     await Promise.all(

@@ -1,6 +1,6 @@
 // C28: a grant request checked (network, recipient, amount), every problem listed at once.
 import type { Address } from 'viem';
-import type { NetworkRegistry } from '../chains/registry.ts';
+import type { Networks } from '../chains/networks.ts';
 import { badRequest } from '../errors/http.ts';
 import { parseRecipient } from '../onchain/addresses.ts';
 import { formatAmount, parseAmount } from '../onchain/amounts.ts';
@@ -25,9 +25,9 @@ export interface ValidGrant {
  * Checks a grant request (C28) and lists every problem at once.
  * @throws HttpError VALIDATION_ERROR (400) with `details: [{field, message}]`.
  */
-export function validateGrant(body: GrantRequest, wallets: ReadonlyMap<string, FaucetWallet>, registry: NetworkRegistry): ValidGrant {
+export function validateGrant(body: GrantRequest, wallets: ReadonlyMap<string, FaucetWallet>, networks: Networks): ValidGrant {
   const problems: Array<{ field: string; message: string }> = [];
-  const network = registry.bySlug(body.network);
+  const network = networks.bySlug(body.network);
   const wallet = wallets.get(body.network);
   if (!network) problems.push({ field: 'body.network', message: `unknown network "${body.network}"` });
   else if (network.type !== 'testnet') problems.push({ field: 'body.network', message: `${body.network} is not a testnet; the faucet serves testnets only` });

@@ -4,7 +4,8 @@ import type { Address } from 'viem';
 import { generatePrivateKey, type PrivateKeyAccount } from 'viem/accounts';
 import { ConfigError } from '../errors/config.ts';
 import { validateConfig } from '../config/load.ts';
-import type { Config } from '../config/schema.ts';
+// eslint-disable-next-line no-restricted-imports -- withDevnetFaucetKeys rewrites the whole config for --devnet (config loading)
+import type { Config, FaucetConfig, NetworkConfig } from '../config/schema.ts';
 import { parseAmount } from '../onchain/amounts.ts';
 import { signerFromKey } from '../onchain/wallets.ts';
 
@@ -37,7 +38,13 @@ function amountSetting(text: string, decimals: number, setting: string): bigint 
  *
  * @throws ConfigError naming a bad faucet setting (a mainnet or unknown slug, an amount, a key).
  */
-export function faucetWallets(config: Config): FaucetWallet[] {
+/** The settings the faucet's wallets come from: its section and the networks (their types and coins). */
+export interface FaucetWalletSettings {
+  faucet: FaucetConfig;
+  networks: readonly NetworkConfig[];
+}
+
+export function faucetWallets(config: FaucetWalletSettings): FaucetWallet[] {
   const f = config.faucet;
   for (const slug of Object.keys(f.networks)) {
     const net = config.networks.find((n) => n.slug === slug);

@@ -1,5 +1,5 @@
 import type http from 'node:http';
-import type { Config } from '../config/schema.ts';
+import type { ServerConfig } from '../config/schema.ts';
 
 /** Node reads this property when listening starts (`http.createServer`'s option of the same name); @types/node omits it. */
 export type CheckedServer = http.Server & { connectionsCheckingInterval: number };
@@ -20,9 +20,9 @@ const MAX_CHECK_INTERVAL_MS = 1000;
  * Call it before the server listens (the check interval is read when listening starts). It
  * overrides whatever the server was created with (Fastify's `requestTimeout: 0`, for one).
  */
-export function applyServerTimeouts(server: http.Server, config: Config): void {
+export function applyServerTimeouts(server: http.Server, settings: Pick<ServerConfig, 'headersTimeoutMs' | 'requestTimeoutMs' | 'keepAliveTimeoutMs'>): void {
   if (server.listening) throw new Error('applyServerTimeouts: call it before the server listens');
-  const { headersTimeoutMs, requestTimeoutMs, keepAliveTimeoutMs } = config.server;
+  const { headersTimeoutMs, requestTimeoutMs, keepAliveTimeoutMs } = settings;
   server.headersTimeout = headersTimeoutMs;
   server.requestTimeout = requestTimeoutMs;
   server.keepAliveTimeout = keepAliveTimeoutMs;

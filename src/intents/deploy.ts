@@ -5,7 +5,8 @@ import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { encodeDeployData, keccak256 } from 'viem/utils';
 import { validateConfig } from '../config/load.ts';
 import { DeploymentError } from '../errors/node.ts';
-import type { Config } from '../config/schema.ts';
+// eslint-disable-next-line no-restricted-imports -- withDevnetIntents rewrites the whole config for --devnet (config loading)
+import type { Config, IntentsConfig } from '../config/schema.ts';
 import { type CallOptions, type Receipt, rpc, sendRawTransaction, waitForReceipt } from '../json/rpc-client.ts';
 import { loadArtifact } from '../onchain/artifacts.ts';
 
@@ -78,7 +79,7 @@ export async function deploySettlers(opts: DeployOptions): Promise<DeployedSettl
  * The devnet's solver wallet: the configured `intents.solverPrivateKey` when there is one, else a
  * key made for this run (in memory only). Fund its address on every chain, then deploy with it.
  */
-export function devnetSolver(config?: Config): { privateKey: Hex; address: Address } {
+export function devnetSolver(config?: { intents: Pick<IntentsConfig, 'solverPrivateKey'> }): { privateKey: Hex; address: Address } {
   const privateKey = (config?.intents.solverPrivateKey as Hex | null | undefined) ?? generatePrivateKey();
   return { privateKey, address: privateKeyToAccount(privateKey).address };
 }

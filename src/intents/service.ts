@@ -2,7 +2,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import { type Address, type Hex, maxUint256, toFunctionSelector, toHex } from 'viem';
-import type { Config } from '../config/schema.ts';
 import { AwaitingOpenError, LiquidityError, ReserveCapError } from '../errors/domain.ts';
 import { badRequest, HttpError, notFound } from '../errors/http.ts';
 import { NoUpstreamError, UpstreamRpcError } from '../errors/upstream.ts';
@@ -11,7 +10,7 @@ import { formatAmount as formatWei, parseAmount } from '../onchain/amounts.ts';
 import { readFees } from '../onchain/transactions.ts';
 import type { Db } from '../storage/db.ts';
 import type { Upstreams } from '../upstreams/upstreams.ts';
-import { type IntentsSetup, readIntentsConfig, type Route, routeGap, routeKey } from './config.ts';
+import { type IntentsSettings, type IntentsSetup, readIntentsConfig, type Route, routeGap, routeKey } from './setup.ts';
 import { encodeFill, encodeOracleCall, encodeOriginData, orderIdOf } from './contracts.ts';
 import { quote } from './quote.ts';
 import { IntentStore, type IntentRow } from './store.ts';
@@ -30,7 +29,7 @@ export interface IntentRequest {
 
 export interface IntentServiceOptions {
   db: Db;
-  config: Config;
+  settings: IntentsSettings;
   upstreams: Upstreams;
   logger: Logger;
   /** Called once an intent was created: its networks are to be followed now (C33), before its open. */
@@ -71,7 +70,7 @@ export class IntentService {
   readonly #oracleChecked = new Set<string>();
 
   constructor(opts: IntentServiceOptions) {
-    this.setup = readIntentsConfig(opts.config);
+    this.setup = readIntentsConfig(opts.settings);
     this.store = new IntentStore(opts.db);
     this.#upstreams = opts.upstreams;
     this.#log = opts.logger.child({ component: 'intents' });

@@ -8,7 +8,7 @@ import { NoUpstreamError, UpstreamRpcError } from '../errors/upstream.ts';
 import { broadcast } from '../onchain/transactions.ts';
 import { readWallet } from '../onchain/wallets.ts';
 import type { Upstreams } from '../upstreams/upstreams.ts';
-import type { IntentsSetup } from './config.ts';
+import type { IntentsSetup } from './setup.ts';
 import type { IntentTxKind } from './schema.ts';
 import type { IntentRow, IntentStore, IntentTxRow } from './store.ts';
 

@@ -5,13 +5,13 @@ import { and, isNotNull, isNull, not, sql } from 'drizzle-orm';
 import type { Logger } from 'pino';
 import type { Address, Hex } from 'viem';
 import { decodeFunctionResult, encodeFunctionData, pad, toHex } from 'viem/utils';
-import type { Config } from '../config/schema.ts';
+import type { EventsConfig } from '../config/schema.ts';
 import type { BlockConsumer, FollowedBlock } from '../events/types.ts';
 import { SerialJob } from '../jobs/serial.ts';
 import type { Db } from '../storage/db.ts';
 import type { Upstreams } from '../upstreams/upstreams.ts';
 import type { Webhooks } from '../webhooks/service.ts';
-import type { IntentsSetup } from './config.ts';
+import type { IntentsSetup } from './setup.ts';
 import { decodeSettlerLog, encodeFill, encodeOriginData, encodeRefund, encodeSettle, originAbi, type RawLog, type SettlerEvent, settlerTopics } from './contracts.ts';
 import { intents as i, type IntentStatus, type IntentTxKind } from './schema.ts';
 import type { IntentService } from './service.ts';
@@ -21,7 +21,8 @@ import { StorageOutageLog } from '../jobs/storage-outage.ts';
 
 export interface SolverOptions {
   db: Db;
-  config: Config;
+  /** C33: how deep a block must be before the solver reads it, as for the block follower. */
+  settings: { events: Pick<EventsConfig, 'confirmations'> };
   intents: IntentService;
   upstreams: Upstreams;
   webhooks: Webhooks;
@@ -78,7 +79,7 @@ export class Solver implements BlockConsumer {
     this.#webhooks = opts.webhooks;
     this.#log = opts.logger.child({ component: 'solver' });
     this.#outage = new StorageOutageLog(this.#log, 'solver');
-    this.#confirmations = Math.max(1, opts.config.events.confirmations);
+    this.#confirmations = Math.max(1, opts.settings.events.confirmations);
     this.#txs = new SolverTransactions({ setup: this.#setup, store: this.#store, upstreams: this.#upstreams, logger: this.#log, stats: this.stats, closed: () => this.#closed });
   }
 

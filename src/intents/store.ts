@@ -7,7 +7,7 @@ import type { Hex } from 'viem';
 import { keccak256 } from 'viem/utils';
 import { AwaitingOpenError, LiquidityError, type ReserveCap, ReserveCapError } from '../errors/domain.ts';
 import type { Db } from '../storage/db.ts';
-import type { ReserveShares } from './config.ts';
+import type { ReserveShares } from './setup.ts';
 import { intents as i, intentTransactions as t, type IntentStatus, type IntentTxKind, type IntentTxStatus, LIVE_STATUSES } from './schema.ts';
 
 export type IntentRow = typeof i.$inferSelect;

@@ -1,4 +1,4 @@
-import type { Config, Tier } from '../config/schema.ts';
+import type { PlansConfig, Tier } from '../config/schema.ts';
 import type { MeteredKey } from '../metering/meter.ts';
 import { effectiveLimits } from '../metering/plans.ts';
 import { hashKey } from './crypto.ts';
@@ -54,7 +54,7 @@ export type AllowedLookup<P extends LookupPlace> = { key: ResolvedKey | null; re
  */
 export class KeyCache {
   readonly #keys: KeyService;
-  readonly #config: Config;
+  readonly #plans: PlansConfig;
   readonly #ttlMs: number;
   readonly #maxEntries: number;
   readonly #entries = new Map<string, Entry>();
@@ -73,9 +73,9 @@ export class KeyCache {
   /** Storage lookups done (tests and metrics read it). */
   misses = 0;
 
-  constructor(keys: KeyService, config: Config, opts: { ttlMs: number; maxEntries?: number }) {
+  constructor(keys: KeyService, plans: PlansConfig, opts: { ttlMs: number; maxEntries?: number }) {
     this.#keys = keys;
-    this.#config = config;
+    this.#plans = plans;
     this.#ttlMs = opts.ttlMs;
     this.#maxEntries = opts.maxEntries ?? 100_000;
     this.#off = keys.changes.on((change) => {
@@ -250,7 +250,7 @@ export class KeyCache {
           // C52: a key made for every network covers its plan's list as it is now.
           networks: new Set(this.#keys.networksOf(row.key, row.user)),
           rateLimit: row.key.rateLimit,
-          limits: effectiveLimits(this.#config, row.user),
+          limits: effectiveLimits(this.#plans, row.user),
           access: KeyAccess.compile(row.key.id, row.key.access),
         }
       : null;

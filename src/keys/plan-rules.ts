@@ -1,7 +1,7 @@
 import { and, eq, ne } from 'drizzle-orm';
 import type { UserRow } from '../auth/accounts.ts';
-import type { NetworkRegistry } from '../chains/registry.ts';
-import type { Config } from '../config/schema.ts';
+import type { Networks } from '../chains/networks.ts';
+import type { MethodsConfig, PlansConfig } from '../config/schema.ts';
 import { HttpError } from '../errors/http.ts';
 import { type AccountLimitsInput, effectiveLimits } from '../metering/plans.ts';
 import { WEBSOCKET_METHODS } from '../methods/catalogue.ts';
@@ -29,13 +29,21 @@ export interface PlanEnforcement {
   rateLimited: string[];
 }
 
-export class PlanRules {
-  readonly #config: Config;
-  readonly #registry: NetworkRegistry;
+/** The settings plan rules read: the plan table and the methods a key's list may name. */
+export interface PlanRulesSettings {
+  plans: PlansConfig;
+  methods: Pick<MethodsConfig, 'standard' | 'native' | 'planExtras'>;
+}
 
-  constructor(config: Config, registry: NetworkRegistry) {
-    this.#config = config;
-    this.#registry = registry;
+export class PlanRules {
+  readonly #plans: PlansConfig;
+  readonly #methods: PlanRulesSettings['methods'];
+  readonly #networks: Networks;
+
+  constructor(settings: PlanRulesSettings, networks: Networks) {
+    this.#plans = settings.plans;
+    this.#methods = settings.methods;
+    this.#networks = networks;
   }
 
   /**
@@ -43,8 +51,8 @@ export class PlanRules {
    * on a plan without a network cap, the native networks on one with a cap (free).
    */
   planNetworks(account: AccountLimitsInput): string[] {
-    const max = effectiveLimits(this.#config, account).maxNetworks;
-    return max === null ? this.#registry.all.map((n) => n.slug) : FREE_DEFAULT_NETWORKS.slice(0, max);
+    const max = effectiveLimits(this.#plans, account).maxNetworks;
+    return max === null ? this.#networks.all.map((n) => n.slug) : FREE_DEFAULT_NETWORKS.slice(0, max);
   }
 
   /** The networks a key covers: its own list, or the plan's as it is now for a key made for every network (C52). */
@@ -54,7 +62,7 @@ export class PlanRules {
 
   /** The changes that bring `rows` (all of one account's keys, oldest first) within the account's limits. */
   fitToPlan(user: UserRow, rows: KeyRow[]): Map<string, Partial<Pick<KeyRow, 'status' | 'networks' | 'allNetworks' | 'rateLimit'>>> {
-    const limits = effectiveLimits(this.#config, user);
+    const limits = effectiveLimits(this.#plans, user);
     const changes = new Map<string, Partial<Pick<KeyRow, 'status' | 'networks' | 'allNetworks' | 'rateLimit'>>>();
     const change = (id: string) => {
       let c = changes.get(id);
@@ -104,7 +112,7 @@ export class PlanRules {
 
   /** C15 after a downgrade: switching a key back on must not make more active keys than the plan allows. */
   async checkActiveAllowance(tx: Db, user: UserRow, id: string): Promise<void> {
-    const max = effectiveLimits(this.#config, user).maxKeys;
+    const max = effectiveLimits(this.#plans, user).maxKeys;
     if (max === null) return;
     const others = await tx
       .select({ id: apiKeys.id })
@@ -119,14 +127,14 @@ export class PlanRules {
 
   /** C16: known slugs only; empty means the plan's default; a free account's keys share 5 networks. */
   resolveNetworks(user: UserRow, requested: string[] | undefined, otherKeys: string[][]): string[] {
-    const unknown = (requested ?? []).filter((s) => !this.#registry.has(s));
+    const unknown = (requested ?? []).filter((s) => !this.#networks.has(s));
     if (unknown.length) {
       throw new HttpError('VALIDATION_ERROR', `Unknown network: ${unknown.join(', ')}`, {
         details: unknown.map((s) => ({ field: 'body.networks', message: `unknown network "${s}"` })),
       });
     }
     let networks = [...new Set(requested ?? [])];
-    const limits = effectiveLimits(this.#config, user);
+    const limits = effectiveLimits(this.#plans, user);
     if (networks.length === 0) networks = this.planNetworks(user);
     if (limits.maxNetworks !== null) {
       const distinct = new Set([...otherKeys.flat(), ...networks]);
@@ -143,7 +151,7 @@ export class PlanRules {
 
   /** The method names an allowlist may name: what the plan lets through (C24), subscriptions included. */
   planMethods(user: UserRow): ReadonlySet<string> {
-    const m = this.#config.methods;
+    const m = this.#methods;
     const extras = (m.planExtras as Record<string, string[] | undefined>)[user.tier] ?? [];
     return new Set([...m.standard, ...extras, ...Object.keys(m.native), ...WEBSOCKET_METHODS]);
   }
@@ -151,7 +159,7 @@ export class PlanRules {
   /** C14: 1 <= rateLimit <= the plan's rate (any >= 1 when the plan is unlimited); omitted = plan rate. */
   checkRateLimit(user: UserRow, rateLimit: number | undefined): number | null {
     if (rateLimit === undefined) return null;
-    const max = effectiveLimits(this.#config, user).requestsPerMinute;
+    const max = effectiveLimits(this.#plans, user).requestsPerMinute;
     if (rateLimit < 1 || (max !== null && rateLimit > max)) {
       throw new HttpError('VALIDATION_ERROR', `rateLimit must be between 1 and ${max ?? 'any'} requests per minute`, {
         details: [{ field: 'body.rateLimit', message: `must be between 1 and ${max ?? 'any'}` }],

@@ -2,8 +2,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type as T } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { AccountService } from '../auth/accounts.ts';
-import type { NetworkRegistry } from '../chains/registry.ts';
-import type { Config } from '../config/schema.ts';
+import type { Networks } from '../chains/networks.ts';
 import { unauthorized } from '../errors/http.ts';
 import { ErrorResponse, IsoDate, ok, OkMessage, StoredCount } from '../http/schemas.ts';
 import { MAX_JWT_KEYS, MAX_LIST_ENTRIES } from './access.ts';
@@ -108,9 +107,9 @@ const errors = { 400: ErrorResponse, 401: ErrorResponse, 403: ErrorResponse, 404
 const security = [{ bearerAuth: [] }];
 
 /** API key routes (spec 4.2; C14–C16, C19–C21). Registered behind the bearer hook. */
-export const keyRoutes: FastifyPluginAsyncTypebox<{ keys: KeyService; accounts: AccountService; config: Config; registry: NetworkRegistry }> = async (
+export const keyRoutes: FastifyPluginAsyncTypebox<{ keys: KeyService; accounts: AccountService; networks: Networks }> = async (
   app,
-  { keys, accounts, registry },
+  { keys, accounts, networks },
 ) => {
   /** The owner, whose plan fills a key's rate and an all-networks key's list (C14, C52). */
   const account = async (userId: string) => {
@@ -120,7 +119,7 @@ export const keyRoutes: FastifyPluginAsyncTypebox<{ keys: KeyService; accounts: 
   };
   const withEndpoints = <V extends { key: string; networks: string[] }>(view: V) => ({
     ...view,
-    endpoints: view.networks.map((slug) => registry.keyUrls(slug, view.key)),
+    endpoints: view.networks.map((slug) => networks.keyUrls(slug, view.key)),
   });
 
   app.get(

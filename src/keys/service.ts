@@ -2,8 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { and, eq, ne, sql } from 'drizzle-orm';
 import type { UserRow } from '../auth/accounts.ts';
 import { users } from '../auth/schema.ts';
-import type { NetworkRegistry } from '../chains/registry.ts';
-import type { Config } from '../config/schema.ts';
+import type { Networks } from '../chains/networks.ts';
+import type { KeysConfig } from '../config/schema.ts';
 import { HttpError, notFound } from '../errors/http.ts';
 import { type AccountLimitsInput, effectiveLimits } from '../metering/plans.ts';
 import type { Db } from '../storage/db.ts';
@@ -11,7 +11,7 @@ import { accessView, applyAccessInput, hasAccessInput, type KeyAccessInput, type
 import { generateKey, hashKey, KeyCipher } from './crypto.ts';
 import { apiKeys } from './schema.ts';
 import { KeyChanges } from './changes.ts';
-import { type PlanEnforcement, PlanRules } from './plan-rules.ts';
+import { type PlanEnforcement, PlanRules, type PlanRulesSettings } from './plan-rules.ts';
 
 // The key records of an account (C19-C21): create, list, change, revoke, rotate and delete, each
 // change published to the instance's key-change listeners (changes.ts). What the plan allows is
@@ -67,12 +67,17 @@ export interface PatchKeyInput extends KeyAccessInput {
 /** What an admin may change on an account (C8). */
 export type AccountLimitsPatch = Partial<Pick<UserRow, 'tier' | 'requestsPerMinute' | 'dailyLimit' | 'monthlyLimit'>>;
 
+/** The settings the key service reads: the key prefix, and what its plan rules read. */
+export interface KeyServiceSettings extends PlanRulesSettings {
+  keys: Pick<KeysConfig, 'prefix'>;
+}
+
 /** API keys of an account: create, list, change, revoke, rotate, delete (C14–C16, C19–C21). */
 export class KeyService {
   readonly #db: Db;
   /** The RPC key lookup by hash, prepared once (`lookupByHash`). */
   readonly #byHash;
-  readonly #cfg: Config;
+  readonly #settings: KeyServiceSettings;
   readonly #cipher: KeyCipher;
   /** C20: every change to a key is published here (caches drop it; the bus relays it). */
   readonly changes = new KeyChanges();
@@ -81,11 +86,11 @@ export class KeyService {
   /** Counts for the key list (C21): the usage service, given when the app builds this service. */
   readonly usage: KeyUsageReader;
 
-  constructor(deps: { db: Db; config: Config; registry: NetworkRegistry; encryptionSecret: string; usage?: KeyUsageReader }) {
+  constructor(deps: { db: Db; settings: KeyServiceSettings; networks: Networks; encryptionSecret: string; usage?: KeyUsageReader }) {
     this.#db = deps.db;
-    this.#cfg = deps.config;
+    this.#settings = deps.settings;
     this.#cipher = new KeyCipher(deps.encryptionSecret);
-    this.plan = new PlanRules(deps.config, deps.registry);
+    this.plan = new PlanRules(deps.settings, deps.networks);
     this.usage = deps.usage ?? NO_USAGE;
     this.#byHash = this.#db
       .select({ key: apiKeys, user: users })
@@ -115,7 +120,7 @@ export class KeyService {
       prefix: row.prefix,
       networks: this.networksOf(row, account),
       allNetworks: row.allNetworks,
-      rateLimit: row.rateLimit ?? effectiveLimits(this.#cfg, account).requestsPerMinute,
+      rateLimit: row.rateLimit ?? effectiveLimits(this.#settings.plans, account).requestsPerMinute,
       ownRateLimit: row.rateLimit,
       status,
       expiresAt: row.expiresAt?.toISOString() ?? null,
@@ -156,7 +161,7 @@ export class KeyService {
   async create(userId: string, input: CreateKeyInput): Promise<KeyRow> {
     const row = await this.#db.transaction(async (tx) => {
       const user = await lockUser(tx, userId);
-      const limits = effectiveLimits(this.#cfg, user);
+      const limits = effectiveLimits(this.#settings.plans, user);
       const others = await tx
         .select({ networks: apiKeys.networks, allNetworks: apiKeys.allNetworks })
         .from(apiKeys)
@@ -171,7 +176,7 @@ export class KeyService {
       const rateLimit = this.plan.checkRateLimit(user, input.rateLimit);
       const access = hasAccessInput(input) ? applyAccessInput(null, input, this.plan.planMethods(user)) : null;
       const id = randomUUID();
-      const { key, prefix } = generateKey(this.#cfg.keys.prefix);
+      const { key, prefix } = generateKey(this.#settings.keys.prefix);
       const [created] = await tx
         .insert(apiKeys)
         .values({
@@ -242,7 +247,7 @@ export class KeyService {
 
   /** A new key value under the same id; the old value stops working at once (C20). */
   async rotate(userId: string, id: string): Promise<KeyRow> {
-    const { key, prefix } = generateKey(this.#cfg.keys.prefix);
+    const { key, prefix } = generateKey(this.#settings.keys.prefix);
     const { row, oldHash } = await this.#db.transaction(async (tx) => {
       const current = await getIn(tx, userId, id, true);
       if (current.status === 'revoked') throw new HttpError('CONFLICT', 'A revoked key cannot be rotated');

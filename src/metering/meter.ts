@@ -1,4 +1,4 @@
-import type { Config, PlanLimits } from '../config/schema.ts';
+import type { LimitsConfig, PlanLimits } from '../config/schema.ts';
 import { QuotaExceededError, RateLimitedError, type RpcError } from '../errors/rpc.ts';
 import type { Check, CheckState, CounterSeed, Limiter } from './limiter.ts';
 import { currentPeriods } from './periods.ts';
@@ -78,10 +78,10 @@ export class Meter {
   readonly #failedLookupsPerMinute: number;
   readonly #nameCache = new WeakMap<MeteredKey, CheckNames>();
 
-  constructor(config: Config, limiter: Limiter) {
+  constructor(limits: Pick<LimitsConfig, 'publicRpcPerMinute' | 'failedAuthPerMinute'>, limiter: Limiter) {
     this.#limiter = limiter;
-    this.#publicPerMinute = config.limits.publicRpcPerMinute;
-    this.#failedLookupsPerMinute = config.limits.failedAuthPerMinute;
+    this.#publicPerMinute = limits.publicRpcPerMinute;
+    this.#failedLookupsPerMinute = limits.failedAuthPerMinute;
   }
 
   /**

@@ -1,4 +1,4 @@
-import type { Config, PlanLimits, Tier } from '../config/schema.ts';
+import type { PlanLimits, PlansConfig, Tier } from '../config/schema.ts';
 
 export interface AccountLimitsInput {
   tier: string;
@@ -11,8 +11,8 @@ export interface AccountLimitsInput {
  * The limits that apply to an account: its plan (C9), with admin overrides (C8) in place of the
  * plan's per-minute, daily and monthly values. `null` means unlimited.
  */
-export function effectiveLimits(cfg: Config, account: AccountLimitsInput): PlanLimits {
-  const plan = cfg.plans[account.tier as Tier] ?? cfg.plans.free;
+export function effectiveLimits(plans: PlansConfig, account: AccountLimitsInput): PlanLimits {
+  const plan = plans[account.tier as Tier] ?? plans.free;
   return {
     requestsPerMinute: account.requestsPerMinute ?? plan.requestsPerMinute,
     dailyLimit: account.dailyLimit ?? plan.dailyLimit,

@@ -1,5 +1,5 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import type { Config } from '../config/schema.ts';
+import type { LimitsConfig } from '../config/schema.ts';
 import { HttpError } from '../errors/http.ts';
 import type { CheckState, Limiter, WindowCheck } from './limiter.ts';
 
@@ -34,7 +34,7 @@ export interface LoginAttempt {
  */
 export class RestLimits {
   readonly #limiter: Limiter;
-  readonly #cfg: Config['limits'];
+  readonly #cfg: LimitsConfig;
 
   readonly #cuLeft: ((userId: string) => Promise<number>) | undefined;
 
@@ -42,9 +42,9 @@ export class RestLimits {
    * `cuLeft` answers a signed-in account's compute units left this month (-1: unlimited), read
    * without consuming: C13's X-CU-Remaining on REST answers is the account's, as on its RPC answers.
    */
-  constructor(config: Config, limiter: Limiter, cuLeft?: (userId: string) => Promise<number>) {
+  constructor(limits: LimitsConfig, limiter: Limiter, cuLeft?: (userId: string) => Promise<number>) {
     this.#limiter = limiter;
-    this.#cfg = config.limits;
+    this.#cfg = limits;
     this.#cuLeft = cuLeft;
   }
 

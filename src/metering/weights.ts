@@ -1,4 +1,4 @@
-import type { Config } from '../config/schema.ts';
+import type { MethodsConfig } from '../config/schema.ts';
 import { methodFacts } from '../methods/catalogue.ts';
 
 /**
@@ -8,8 +8,8 @@ import { methodFacts } from '../methods/catalogue.ts';
 export class ComputeUnits {
   readonly #table: ReadonlyMap<string, number>;
   readonly #default: number;
-  constructor(config: Config) {
-    const { default: dflt, ...rest } = config.methods.computeUnits;
+  constructor(computeUnits: MethodsConfig['computeUnits']) {
+    const { default: dflt, ...rest } = computeUnits;
     this.#default = dflt ?? 1;
     this.#table = new Map(Object.entries(rest));
   }

@@ -1,6 +1,6 @@
 // Account addresses as users write them (C28's rule): 0x or, on the native networks, xdc; one case
 // or a valid EIP-55 checksum. src/onchain/ holds what faucet, balance, intents and devnet share
-// about talking to a chain (named apart from src/chains/, which is the network registry).
+// about talking to a chain (named apart from src/chains/, which holds the networks).
 import { getAddress } from 'viem/utils';
 
 /**

@@ -1,6 +1,6 @@
 // Amounts of a chain's coin: whole units as decimal text to base units and back, exact.
 // src/onchain/ holds what faucet, balance, intents and devnet share about talking to a chain
-// (named apart from src/chains/, which is the network registry).
+// (named apart from src/chains/, which holds the networks).
 import { formatUnits } from 'viem/utils';
 
 /**

@@ -3,7 +3,7 @@
 // the intents read the settlers' ABIs from them, the devnet and `npm run deploy:settlers` deploy
 // their bytecode. Read at run time, never compiled at start: solc takes seconds. src/onchain/
 // holds what faucet, balance, intents and devnet share about talking to a chain (named apart from
-// src/chains/, which is the network registry).
+// src/chains/, which holds the networks).
 import { readFileSync } from 'node:fs';
 import type { Abi, Hex } from 'viem';
 import { DevnetError } from '../errors/devnet.ts';

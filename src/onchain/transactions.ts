@@ -1,7 +1,7 @@
 // Sending signed transactions through the gateway's upstream pool: the fees to give them, the
 // broadcast and what its answer means, and where a sent transaction stands (C29's re-broadcast).
 // src/onchain/ holds what faucet, balance, intents and devnet share about talking to a chain
-// (named apart from src/chains/, which is the network registry).
+// (named apart from src/chains/, which holds the networks).
 import type { Hex } from 'viem';
 import { NoUpstreamError, type UpstreamPool, UpstreamRpcError } from '../upstreams/http/pool.ts';
 

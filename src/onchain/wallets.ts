@@ -1,6 +1,6 @@
 // A wallet: a private key from the config as a signer, and the wallet's state as the node sees it
 // (fees, balance, next nonce). src/onchain/ holds what faucet, balance, intents and devnet share
-// about talking to a chain (named apart from src/chains/, which is the network registry).
+// about talking to a chain (named apart from src/chains/, which holds the networks).
 import type { Address, Hex } from 'viem';
 import { type PrivateKeyAccount, privateKeyToAccount } from 'viem/accounts';
 import { ConfigError } from '../errors/config.ts';

@@ -25,10 +25,10 @@ import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import { AlwaysOffSampler, AlwaysOnSampler, BatchSpanProcessor, ParentBasedSampler, type Sampler, TraceIdRatioBasedSampler, TracerProvider } from '@opentelemetry/sdk-trace';
 import type { Logger } from 'pino';
-import type { Config } from '../config/schema.ts';
+import type { TracingConfig } from '../config/schema.ts';
 import type { AttemptSpan, FailureKind } from '../upstreams/http/types.ts';
 
-type Settings = Config['tracing'];
+type Settings = TracingConfig;
 type Value = string | number | boolean;
 type Carrier = Readonly<Record<string, string | string[] | undefined>>;
 

@@ -8,7 +8,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
-import type { Config } from '../config/schema.ts';
+import type { TracingConfig } from '../config/schema.ts';
 import type { AttemptTracer } from '../upstreams/http/types.ts';
 
 export type SpanValue = string | number | boolean;
@@ -51,7 +51,7 @@ export interface Tracing {
 }
 
 /** Whether the config turns tracing on: an OTLP endpoint is set. */
-export function tracingEnabled(config: Config): boolean {
+export function tracingEnabled(config: { tracing: Pick<TracingConfig, 'endpoint' | 'tracesEndpoint'> }): boolean {
   return config.tracing.endpoint !== null || config.tracing.tracesEndpoint !== null;
 }
 
@@ -66,7 +66,7 @@ export function traceLogFields(): Record<string, string> {
 }
 
 /** The app's tracing, or undefined when the config leaves it off (then the SDK is never loaded). */
-export async function startTracing(config: Config, logger: Logger): Promise<Tracing | undefined> {
+export async function startTracing(config: { tracing: TracingConfig }, logger: Logger): Promise<Tracing | undefined> {
   if (!tracingEnabled(config)) return undefined;
   const sdk = await import('./tracing-sdk.ts');
   logFields = sdk.activeLogFields;

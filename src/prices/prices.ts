@@ -10,14 +10,15 @@
 import type { Logger } from 'pino';
 import type { Hex } from 'viem';
 import { decodeFunctionResult, encodeFunctionData } from 'viem/utils';
-import type { Config, NetworkConfig, PriceSourceConfig } from '../config/schema.ts';
+import type { NetworkConfig, PriceSourceConfig, PricesConfig } from '../config/schema.ts';
 import type { Upstreams } from '../upstreams/upstreams.ts';
 import { readJsonPrice } from './http-source.ts';
 import { PriceSourceError } from '../errors/node.ts';
 import { type Clock, systemClock } from '../time/clock.ts';
 
 export interface PricesOptions {
-  config: Config;
+  /** C34: the price settings, and the networks whose price sources are read. */
+  settings: { prices: PricesConfig; networks: readonly NetworkConfig[] };
   upstreams: Upstreams;
   logger: Logger;
   /** The clock in ms, for tests of staleness; Date.now by default. */
@@ -78,12 +79,12 @@ export class Prices {
   readonly #now: Clock;
 
   constructor(opts: PricesOptions) {
-    this.#networks = new Map(opts.config.networks.map((n) => [n.slug, n]));
+    this.#networks = new Map(opts.settings.networks.map((n) => [n.slug, n]));
     this.#upstreams = opts.upstreams;
     this.#log = opts.logger;
-    this.#cacheMs = opts.config.prices.cacheSeconds * 1000;
-    this.#maxAgeMs = opts.config.prices.maxAgeSeconds * 1000;
-    this.#timeoutMs = opts.config.prices.timeoutMs;
+    this.#cacheMs = opts.settings.prices.cacheSeconds * 1000;
+    this.#maxAgeMs = opts.settings.prices.maxAgeSeconds * 1000;
+    this.#timeoutMs = opts.settings.prices.timeoutMs;
     this.#now = opts.now ?? systemClock;
   }
 

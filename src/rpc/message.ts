@@ -1,4 +1,4 @@
-import type { Network } from '../chains/registry.ts';
+import type { Network } from '../chains/networks.ts';
 import type { RpcError } from '../errors/rpc.ts';
 import type { ResolvedKey } from '../keys/cache.ts';
 import type { LogsPlan } from './dispatch/logs.ts';

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
-import type { Network } from '../chains/registry.ts';
-import type { Config } from '../config/schema.ts';
+import type { Network } from '../chains/networks.ts';
+import type { MethodsConfig, RpcConfig } from '../config/schema.ts';
 import { ApiKeyRevokedError, InvalidParamsError, InvalidRequestError, ParseError, ResponseTooLargeError, RpcError } from '../errors/rpc.ts';
 import type { KeyCache, ResolvedKey } from '../keys/cache.ts';
 import { admit, Refusal } from '../keys/admission.ts';
@@ -12,7 +12,7 @@ import type { Upstreams } from '../upstreams/upstreams.ts';
 import { errorText, parseItem, type RpcItem } from './jsonrpc.ts';
 import { arrayElements, idText, nestsDeeperThan } from '../json/lossless.ts';
 import type { ResponseCache } from './dispatch/cache.ts';
-import { Dispatcher } from './dispatch/dispatcher.ts';
+import { Dispatcher, type DispatcherSettings } from './dispatch/dispatcher.ts';
 import { GET_LOGS } from './dispatch/logs.ts';
 import { callText, judgeParams } from '../methods/judge.ts';
 import { methodFacts } from '../methods/catalogue.ts';
@@ -69,6 +69,12 @@ function release(judged: Judged, subs: SubscriptionDispatcher | undefined): void
   for (; judged.reserved > 0; judged.reserved--) subs?.release();
 }
 
+/** The settings the pipeline reads: batch and answer sizes, compute units, and what dispatch reads. */
+export interface PipelineSettings extends DispatcherSettings {
+  rpc: DispatcherSettings['rpc'] & Pick<RpcConfig, 'maxBatchSize' | 'maxResponseBytes'>;
+  methods: DispatcherSettings['methods'] & Pick<MethodsConfig, 'computeUnits'>;
+}
+
 /**
  * The JSON-RPC pipeline, one for every transport. `handle` runs the stages in order; each either
  * passes the message on or refuses it (the message whole, or calls of a batch one by one), and
@@ -85,7 +91,7 @@ function release(judged: Judged, subs: SubscriptionDispatcher | undefined): void
  * with in-process limits.
  */
 export class RpcPipeline {
-  readonly #config: Config;
+  readonly #settings: PipelineSettings;
   readonly #keys: KeyCache;
   readonly #policy: MethodPolicy;
   readonly #meter: Meter;
@@ -97,7 +103,7 @@ export class RpcPipeline {
   readonly #tracing: Tracing | undefined;
 
   constructor(deps: {
-    config: Config;
+    settings: PipelineSettings;
     keys: KeyCache;
     policy: MethodPolicy;
     upstreams: Upstreams;
@@ -113,15 +119,15 @@ export class RpcPipeline {
     /** C58: OpenTelemetry spans; absent while tracing is off. */
     tracing?: Tracing;
   }) {
-    this.#config = deps.config;
+    this.#settings = deps.settings;
     this.#keys = deps.keys;
     this.#policy = deps.policy;
     this.#meter = deps.meter;
-    this.#cu = new ComputeUnits(deps.config);
+    this.#cu = new ComputeUnits(deps.settings.methods.computeUnits);
     this.#usage = deps.usage;
     this.#settlement = new Settlement({ metrics: deps.metrics, analytics: deps.analytics, logger: deps.logger });
     this.#tracing = deps.tracing;
-    this.#dispatcher = new Dispatcher({ config: deps.config, upstreams: deps.upstreams, cache: deps.cache, cu: this.#cu, tracing: deps.tracing });
+    this.#dispatcher = new Dispatcher({ settings: deps.settings, upstreams: deps.upstreams, cache: deps.cache, cu: this.#cu, tracing: deps.tracing });
   }
 
   async handle(input: RpcInput): Promise<RpcOutput> {
@@ -215,7 +221,7 @@ export class RpcPipeline {
   #bounded(out: RpcOutput, msg: Message, outcomes: Outcomes): RpcOutput {
     const body = out.body;
     if (body === null) return out;
-    const max = this.#config.rpc.maxResponseBytes;
+    const max = this.#settings.rpc.maxResponseBytes;
     // A string's bytes are counted only when its length leaves it in doubt (UTF-8: 1 to 3 bytes per UTF-16 unit).
     if (body.length <= max / 3 || (typeof body === 'string' ? body.length <= max && Buffer.byteLength(body) <= max : body.length <= max)) return out;
     const err = new ResponseTooLargeError(max);
@@ -286,7 +292,7 @@ export class RpcPipeline {
       caller.outcomes.refused('split', OTHER_METHOD, err);
       return this.#refusal(caller, 'null', err);
     }
-    const max = this.#config.rpc.maxBatchSize;
+    const max = this.#settings.rpc.maxBatchSize;
     if (list.length > max) {
       const err = new InvalidRequestError(`Invalid request: a batch holds at most ${max} calls`, { details: { maxBatchSize: max } });
       caller.outcomes.refused('split', OTHER_METHOD, err, list.length);

@@ -1,4 +1,4 @@
-import type { Config, Tier } from '../config/schema.ts';
+import type { MethodsConfig, Tier } from '../config/schema.ts';
 import { MethodNotSupportedError } from '../errors/rpc.ts';
 import { ConfigError } from '../errors/config.ts';
 import { planMayOpen, refusedWhy, WEBSOCKET_METHODS } from '../methods/catalogue.ts';
@@ -10,7 +10,7 @@ const SUBSCRIPTIONS: ReadonlySet<string> = new Set(WEBSOCKET_METHODS);
 export type Transport = 'http' | 'ws';
 
 export interface MethodPolicyOptions {
-  config: Config;
+  methods: Pick<MethodsConfig, 'standard' | 'native' | 'planExtras'>;
   /** Where eth_subscribe is offered, for the refusal message. */
   wsHint: string;
 }
@@ -33,7 +33,7 @@ export class MethodPolicy {
   readonly #refusals = new Map<string, MethodNotSupportedError>();
 
   constructor(opts: MethodPolicyOptions) {
-    const { methods } = opts.config;
+    const { methods } = opts;
     this.#standard = new Set(methods.standard);
     this.#native = new Set(Object.keys(methods.native));
     const extras = {} as Record<Tier, ReadonlySet<string>>;

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { Config } from '../config/schema.ts';
+import type { NetworkConfig, RpcConfig, WsConfig } from '../config/schema.ts';
 import type { Notification, SubscriptionHub } from './ws/subscription-hub.ts';
 import { SubscriptionHubs } from './ws/network-hubs.ts';
 import { type SamplingStats, type UpstreamCallStats, type UpstreamHealth, UpstreamPool } from './http/pool.ts';
@@ -38,6 +38,13 @@ interface HeadFeed {
   stop: (() => void) | undefined;
 }
 
+/** The settings node access reads: timeouts and limits of `rpc`, the upstream side of `ws`, and the networks' nodes. */
+export interface UpstreamsSettings {
+  rpc: RpcConfig;
+  ws: WsConfig;
+  networks: readonly NetworkConfig[];
+}
+
 /**
  * Everything that talks to nodes (C26, C32): per network an HTTP pool (health, heads, failover)
  * and a WebSocket subscription hub, plus `heads(network)` for background features. The RPC
@@ -49,7 +56,7 @@ export class Upstreams {
   /** The first probe rounds of the pools started by startAll. */
   readonly #firstRounds: Promise<void>[] = [];
   readonly #hubs: SubscriptionHubs;
-  readonly #networks: Config['networks'];
+  readonly #networks: readonly NetworkConfig[];
   readonly #heads = new Map<string, HeadFeed>();
   readonly #log: Logger;
 
@@ -57,12 +64,12 @@ export class Upstreams {
    * `tracer`: C58, spans for the attempts of traced requests (absent while tracing is off).
    * `room`: C60, the instance's room for answers in memory, shared with the transports (unbounded when not given).
    */
-  constructor(config: Config, logger: Logger, tracer?: AttemptTracer, room?: AnswerRoom) {
-    const r = config.rpc;
-    const ws = config.ws;
+  constructor(settings: UpstreamsSettings, logger: Logger, tracer?: AttemptTracer, room?: AnswerRoom) {
+    const r = settings.rpc;
+    const ws = settings.ws;
     this.#log = logger;
-    this.#networks = config.networks;
-    for (const n of config.networks) {
+    this.#networks = settings.networks;
+    for (const n of settings.networks) {
       this.#pools.set(
         n.slug,
         new UpstreamPool({

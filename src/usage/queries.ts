@@ -1,5 +1,4 @@
 import { and, eq, gte, inArray, lte, type Placeholder, type SQL, sql } from 'drizzle-orm';
-import type { Config } from '../config/schema.ts';
 import type { KeyUsageReader } from '../keys/service.ts';
 import { currentPeriods } from '../metering/periods.ts';
 import type { Db } from '../storage/db.ts';
@@ -47,9 +46,10 @@ export class UsageQueries implements KeyUsageReader {
   readonly #ownsKey: ReturnType<typeof prepareSql>;
   readonly #networks: ReadonlySet<string>;
 
-  constructor(deps: { db: Db; config: Config }) {
+  /** `networkSlugs`: the configured networks, the only ones the stats filter accepts. */
+  constructor(deps: { db: Db; networkSlugs: Iterable<string> }) {
     this.#db = deps.db;
-    this.#networks = new Set(deps.config.networks.map((n) => n.slug));
+    this.#networks = new Set(deps.networkSlugs);
     const at = { userId: sql.placeholder('userId'), start: sql.placeholder('start'), end: sql.placeholder('end') };
     const network = sql.placeholder('network');
     const key = eq(usageDaily.keyId, sql.placeholder('keyId'));

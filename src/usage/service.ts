@@ -1,7 +1,7 @@
 import { sql } from 'drizzle-orm';
 import type { Logger } from 'pino';
 import { type AnalyticsBatch, AnalyticsRecorder } from '../analytics/recorder.ts';
-import type { Config } from '../config/schema.ts';
+import type { UsageConfig } from '../config/schema.ts';
 import { currentPeriods } from '../metering/periods.ts';
 import type { Db } from '../storage/db.ts';
 import { type Column, unnest } from '../storage/unnest.ts';
@@ -93,7 +93,7 @@ export class UsageService implements UsageSink {
 
   constructor(deps: {
     db: Db;
-    config: Config;
+    settings: Pick<UsageConfig, 'flushIntervalMs' | 'maxPendingRows'>;
     logger: Logger;
     analytics?: AnalyticsRecorder | undefined;
     onFlush?: ((userIds: ReadonlySet<string>) => void) | undefined;
@@ -101,8 +101,8 @@ export class UsageService implements UsageSink {
   }) {
     this.#db = deps.db;
     this.#log = deps.logger;
-    this.#intervalMs = deps.config.usage.flushIntervalMs;
-    this.#maxPendingRows = deps.config.usage.maxPendingRows;
+    this.#intervalMs = deps.settings.flushIntervalMs;
+    this.#maxPendingRows = deps.settings.maxPendingRows;
     this.analytics = deps.analytics;
     this.#onFlush = deps.onFlush;
     this.#onStored = deps.onStored;

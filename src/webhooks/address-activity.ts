@@ -5,7 +5,7 @@
 // (C35): the receipts of the transfers that touch a watched address are read first.
 import type { Logger } from 'pino';
 import { formatUnits } from 'viem/utils';
-import type { Config } from '../config/schema.ts';
+import type { NetworkConfig } from '../config/schema.ts';
 import type { BlockConsumer, FollowedBlock, FollowedTransaction } from '../events/types.ts';
 import { usdCents } from '../prices/money.ts';
 import type { Prices } from '../prices/prices.ts';
@@ -41,12 +41,12 @@ export class AddressActivity implements BlockConsumer {
    */
   readonly #prepared = new Map<string, { usd: number | null; reverted: Set<string> }>();
 
-  constructor(deps: { webhooks: Webhooks; prices: Prices; upstreams: Upstreams; config: Config; logger: Logger }) {
+  constructor(deps: { webhooks: Webhooks; prices: Prices; upstreams: Upstreams; networks: readonly Pick<NetworkConfig, 'slug' | 'currency'>[]; logger: Logger }) {
     this.#webhooks = deps.webhooks;
     this.#prices = deps.prices;
     this.#upstreams = deps.upstreams;
     this.#log = deps.logger.child({ component: 'webhooks' });
-    this.#decimals = new Map(deps.config.networks.map((n) => [n.slug, n.currency.decimals]));
+    this.#decimals = new Map(deps.networks.map((n) => [n.slug, n.currency.decimals]));
   }
 
   networks(): Promise<Iterable<string>> {

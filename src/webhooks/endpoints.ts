@@ -5,7 +5,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { and, count, desc, eq, sql } from 'drizzle-orm';
 import { getAddress } from 'viem/utils';
 import { users } from '../auth/schema.ts';
-import type { Config, Tier } from '../config/schema.ts';
+import type { NetworkConfig, Tier, WebhooksConfig } from '../config/schema.ts';
 import { ForbiddenTargetError } from '../errors/domain.ts';
 import { badRequest, HttpError, notFound } from '../errors/http.ts';
 import { KeyCipher } from '../keys/crypto.ts';
@@ -68,25 +68,31 @@ export function generateSecret(): string {
 const secretAad = (endpointId: string) => `webhook:${endpointId}`;
 
 /** The plans that have webhooks: those with an endpoint allowance in `webhooks.maxEndpoints`. */
-export function webhookPlans(config: Config): Tier[] {
-  return Object.keys(config.webhooks.maxEndpoints) as Tier[];
+export function webhookPlans(maxEndpoints: WebhooksConfig['maxEndpoints']): Tier[] {
+  return Object.keys(maxEndpoints) as Tier[];
 }
 
 type Problem = { field: string; message: string };
 
+/** The settings the endpoint store reads: its webhooks settings, and the networks an endpoint may name. */
+export interface EndpointSettings {
+  webhooks: Pick<WebhooksConfig, 'maxEndpoints' | 'rotationOverlapSeconds' | 'allowPrivateTargets'>;
+  networks: readonly Pick<NetworkConfig, 'slug'>[];
+}
+
 export class EndpointStore {
   readonly #db: Db;
-  readonly #config: Config;
+  readonly #settings: EndpointSettings['webhooks'];
   readonly #cipher: KeyCipher;
   readonly #networks: ReadonlySet<string>;
   /** Told after an endpoint is made, changed or deleted (the follower asks for its networks again). */
   readonly #onChange: (() => void) | undefined;
 
-  constructor(deps: { db: Db; config: Config; encryptionSecret: string; onChange?: (() => void) | undefined }) {
+  constructor(deps: { db: Db; settings: EndpointSettings; encryptionSecret: string; onChange?: (() => void) | undefined }) {
     this.#db = deps.db;
-    this.#config = deps.config;
+    this.#settings = deps.settings.webhooks;
     this.#cipher = new KeyCipher(deps.encryptionSecret);
-    this.#networks = new Set(deps.config.networks.map((n) => n.slug));
+    this.#networks = new Set(deps.settings.networks.map((n) => n.slug));
     this.#onChange = deps.onChange;
   }
 
@@ -136,8 +142,8 @@ export class EndpointStore {
     const row = await this.#db.transaction(async (tx) => {
       const [user] = await tx.select({ tier: users.tier }).from(users).where(eq(users.id, userId)).for('update');
       if (!user) throw new HttpError('UNAUTHORIZED', 'The account no longer exists');
-      const max = this.#config.webhooks.maxEndpoints[user.tier as keyof Config['webhooks']['maxEndpoints']];
-      if (max === undefined) throw planFeature(this.#config);
+      const max = this.#settings.maxEndpoints[user.tier as keyof WebhooksConfig['maxEndpoints']];
+      if (max === undefined) throw planFeature(this.#settings.maxEndpoints);
       if (max !== null) {
         const [have] = await tx.select({ n: count() }).from(webhookEndpoints).where(eq(webhookEndpoints.userId, userId));
         if ((have?.n ?? 0) >= max) {
@@ -189,7 +195,7 @@ export class EndpointStore {
   /** A new secret; the old one keeps signing for `rotationOverlapSeconds` (C39). */
   async rotate(userId: string, id: string): Promise<{ row: EndpointRow; secret: string }> {
     const secret = generateSecret();
-    const overlap = this.#config.webhooks.rotationOverlapSeconds;
+    const overlap = this.#settings.rotationOverlapSeconds;
     const row = await this.#db.transaction(async (tx) => {
       const [current] = await tx
         .select()
@@ -299,7 +305,7 @@ export class EndpointStore {
     if (url.username || url.password) {
       throw badRequest('url must not hold credentials', [{ field, message: 'must not hold a user name or password (the signature authenticates the sender)' }]);
     }
-    if (this.#config.webhooks.allowPrivateTargets) return;
+    if (this.#settings.allowPrivateTargets) return;
     try {
       await checkTargetHost(url.hostname);
     } catch (err) {
@@ -314,9 +320,9 @@ export class EndpointStore {
 }
 
 /** 403 PLAN_FEATURE naming the plans that have webhooks (C37). */
-export function planFeature(config: Config): HttpError {
-  return new HttpError('PLAN_FEATURE', `Webhooks are available on the ${webhookPlans(config).join(' and ')} plans`, {
-    details: { plans: webhookPlans(config) },
+export function planFeature(maxEndpoints: WebhooksConfig['maxEndpoints']): HttpError {
+  return new HttpError('PLAN_FEATURE', `Webhooks are available on the ${webhookPlans(maxEndpoints).join(' and ')} plans`, {
+    details: { plans: webhookPlans(maxEndpoints) },
   });
 }
 

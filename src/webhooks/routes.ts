@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type as T } from '@sinclair/typebox';
 import type { AccountService } from '../auth/accounts.ts';
-import type { Config, Tier } from '../config/schema.ts';
+import type { Tier, WebhooksConfig } from '../config/schema.ts';
 import { unauthorized } from '../errors/http.ts';
 import { ErrorResponse, IsoDate, ok, OkMessage } from '../http/schemas.ts';
 import { planFeature, webhookPlans } from './endpoints.ts';
@@ -71,17 +71,17 @@ const security = [{ bearerAuth: [] }];
 const tags = ['webhooks'];
 
 /** The /webhooks resource (C37-C39). Registered behind the bearer hook. */
-export const webhookRoutes: FastifyPluginAsyncTypebox<{ webhooks: Webhooks; accounts: AccountService; config: Config }> = async (
+export const webhookRoutes: FastifyPluginAsyncTypebox<{ webhooks: Webhooks; accounts: AccountService; maxEndpoints: WebhooksConfig['maxEndpoints'] }> = async (
   app,
-  { webhooks, accounts, config },
+  { webhooks, accounts, maxEndpoints },
 ) => {
-  const plans = webhookPlans(config);
+  const plans = webhookPlans(maxEndpoints);
   const store = webhooks.endpoints;
   // C37: plans max and enterprise only, checked before the input (another plan learns nothing from it).
   app.addHook('preValidation', async (req) => {
     const user = await accounts.findById(req.userId);
     if (!user) throw unauthorized('The account no longer exists');
-    if (!plans.includes(user.tier as Tier)) throw planFeature(config);
+    if (!plans.includes(user.tier as Tier)) throw planFeature(maxEndpoints);
   });
 
   app.post(

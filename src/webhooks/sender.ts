@@ -9,7 +9,7 @@ import { sql } from 'drizzle-orm';
 import type { Logger } from 'pino';
 import { Webhook } from 'standardwebhooks';
 import { Agent, request } from 'undici';
-import type { Config } from '../config/schema.ts';
+import type { WebhooksConfig } from '../config/schema.ts';
 import { ForbiddenTargetError } from '../errors/domain.ts';
 import { SerialJob } from '../jobs/serial.ts';
 import type { Db } from '../storage/db.ts';
@@ -84,7 +84,7 @@ function describe(err: unknown, timeoutMs: number): string {
 
 export class Sender {
   readonly #db: Db;
-  readonly #cfg: Config['webhooks'];
+  readonly #cfg: WebhooksConfig;
   readonly #log: Logger;
   readonly #store: EndpointStore;
   readonly #agent: Agent;
@@ -105,9 +105,9 @@ export class Sender {
   readonly #shutdown = new AbortController();
   readonly stats: SenderStats = { attempts: 0, delivered: 0, failed: 0, inFlight: 0 };
 
-  constructor(deps: { db: Db; config: Config; logger: Logger; store: EndpointStore }) {
+  constructor(deps: { db: Db; settings: WebhooksConfig; logger: Logger; store: EndpointStore }) {
     this.#db = deps.db;
-    this.#cfg = deps.config.webhooks;
+    this.#cfg = deps.settings;
     this.#log = deps.logger;
     this.#outage = new StorageOutageLog(deps.logger, 'webhook outbox');
     this.#store = deps.store;

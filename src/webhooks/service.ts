@@ -3,20 +3,27 @@ import { randomUUID } from 'node:crypto';
 import { and, eq, inArray, sql } from 'drizzle-orm';
 import type { Logger } from 'pino';
 import { users } from '../auth/schema.ts';
-import type { Config } from '../config/schema.ts';
+import type { NetworkConfig, PlansConfig, WebhooksConfig } from '../config/schema.ts';
 import { HttpError } from '../errors/http.ts';
 import type { Db } from '../storage/db.ts';
 import { EndpointStore, webhookPlans } from './endpoints.ts';
 import { eventBody, matchesFilters, type PublishedEvent } from './events.ts';
 import { webhookDeliveries, webhookEndpoints, webhookEvents } from './schema.ts';
-import { QuotaNotices } from './quota.ts';
+import { QuotaNotices } from './quota-notices.ts';
 import { Sender, type SenderStats } from './sender.ts';
 
 export type { PublishedEvent, WebhookEventType } from './events.ts';
 
+/** The settings webhooks read: their own section, the plans (quota notices) and the networks endpoints may name. */
+export interface WebhooksSettings {
+  webhooks: WebhooksConfig;
+  plans: PlansConfig;
+  networks: readonly Pick<NetworkConfig, 'slug'>[];
+}
+
 export interface WebhooksOptions {
   db: Db;
-  config: Config;
+  settings: WebhooksSettings;
   logger: Logger;
   /** The server secret that encrypts signing secrets at rest (as API keys, C19). */
   encryptionSecret: string;
@@ -44,10 +51,10 @@ export class Webhooks {
 
   constructor(opts: WebhooksOptions) {
     this.#db = opts.db;
-    this.#plans = webhookPlans(opts.config);
-    this.endpoints = new EndpointStore({ db: opts.db, config: opts.config, encryptionSecret: opts.encryptionSecret, onChange: opts.onEndpointsChange });
-    this.#sender = new Sender({ db: opts.db, config: opts.config, logger: opts.logger.child({ component: 'webhooks' }), store: this.endpoints });
-    this.quota = new QuotaNotices({ db: opts.db, config: opts.config, webhooks: this, logger: opts.logger });
+    this.#plans = webhookPlans(opts.settings.webhooks.maxEndpoints);
+    this.endpoints = new EndpointStore({ db: opts.db, settings: opts.settings, encryptionSecret: opts.encryptionSecret, onChange: opts.onEndpointsChange });
+    this.#sender = new Sender({ db: opts.db, settings: opts.settings.webhooks, logger: opts.logger.child({ component: 'webhooks' }), store: this.endpoints });
+    this.quota = new QuotaNotices({ db: opts.db, settings: opts.settings, webhooks: this, logger: opts.logger });
   }
 
   /** Counters of the sender on this instance (tests, benchmark). */

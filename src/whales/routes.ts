@@ -1,7 +1,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type as T } from '@sinclair/typebox';
 import type { AccountService } from '../auth/accounts.ts';
-import type { Config, Tier } from '../config/schema.ts';
+import type { Tier } from '../config/schema.ts';
 import { HttpError, unauthorized } from '../errors/http.ts';
 import { ErrorResponse, ok } from '../http/schemas.ts';
 import { WhaleAlertSchema } from './alert.ts';
@@ -28,7 +28,7 @@ const WhaleQuery = T.Object(
 );
 
 /** GET /whale-alerts (spec 4.2; C35, C36). Registered behind the bearer hook. */
-export const whaleRoutes: FastifyPluginAsyncTypebox<{ whales: WhaleAlerts; accounts: AccountService; config: Config }> = async (
+export const whaleRoutes: FastifyPluginAsyncTypebox<{ whales: WhaleAlerts; accounts: AccountService }> = async (
   app,
   { whales, accounts },
 ) => {

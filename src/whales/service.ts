@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto';
 import { and, desc, eq, gte, lt, sql } from 'drizzle-orm';
 import type { Logger } from 'pino';
 import { formatUnits, parseUnits } from 'viem/utils';
-import type { Config } from '../config/schema.ts';
+import type { NetworkConfig, WhaleAlertsConfig } from '../config/schema.ts';
 import { badRequest } from '../errors/http.ts';
 import type { BlockConsumer, FollowedBlock, FollowedTransaction } from '../events/types.ts';
 import { usdCents } from '../prices/money.ts';
@@ -19,7 +19,8 @@ import { revertedOf } from '../events/reverted.ts';
 
 export interface WhaleAlertsOptions {
   db: Db;
-  config: Config;
+  /** C35, C36: the whale-alert section, and the networks (their coins' decimals). */
+  settings: { whaleAlerts: WhaleAlertsConfig; networks: readonly NetworkConfig[] };
   prices: Prices;
   webhooks: Webhooks;
   logger: Logger;
@@ -74,7 +75,7 @@ function toAlert(row: AlertRow): WhaleAlert {
 export class WhaleAlerts implements BlockConsumer {
   readonly name = 'whale-alerts';
   readonly #db: Db;
-  readonly #config: Config;
+  readonly #retentionDays: number;
   readonly #prices: Prices;
   readonly #webhooks: Webhooks;
   readonly #logger: Logger;
@@ -88,7 +89,7 @@ export class WhaleAlerts implements BlockConsumer {
 
   constructor(opts: WhaleAlertsOptions) {
     this.#db = opts.db;
-    this.#config = opts.config;
+    this.#retentionDays = opts.settings.whaleAlerts.retentionDays;
     this.#prices = opts.prices;
     this.#webhooks = opts.webhooks;
     this.#upstreams = opts.upstreams;
@@ -99,12 +100,12 @@ export class WhaleAlerts implements BlockConsumer {
       onError: (err) => this.#logger.warn({ err: (err as Error).message }, 'whale alert retention sweep failed'),
       outage: new StorageOutageLog(this.#logger, 'whale alert retention sweep'),
     });
-    for (const slug of opts.config.whaleAlerts.networks) {
-      const net = opts.config.networks.find((n) => n.slug === slug);
+    for (const slug of opts.settings.whaleAlerts.networks) {
+      const net = opts.settings.networks.find((n) => n.slug === slug);
       // A whale-alert network without a definition is left out (config validation names it).
       if (!net) continue;
       const decimals = net.currency.decimals;
-      this.#networks.set(slug, { decimals, minWei: parseUnits(opts.config.whaleAlerts.recordMinValue, decimals) });
+      this.#networks.set(slug, { decimals, minWei: parseUnits(opts.settings.whaleAlerts.recordMinValue, decimals) });
     }
   }
 
@@ -253,7 +254,7 @@ export class WhaleAlerts implements BlockConsumer {
 
   /** Deletes alerts whose block is older than `whaleAlerts.retentionDays`; returns how many. */
   async sweep(now = Date.now()): Promise<number> {
-    const cutoff = new Date(now - this.#config.whaleAlerts.retentionDays * DAY_MS);
+    const cutoff = new Date(now - this.#retentionDays * DAY_MS);
     const gone = await this.#db.delete(whaleAlerts).where(lt(whaleAlerts.blockTime, cutoff)).returning({ id: whaleAlerts.id });
     if (gone.length) this.#logger.info({ deleted: gone.length, before: cutoff.toISOString() }, 'whale alerts past retention deleted');
     return gone.length;

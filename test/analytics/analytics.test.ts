@@ -283,7 +283,7 @@ for (const backend of backends) {
       const { id } = await createKey(t.app, { name: 'shared' }, user);
       const logger = pino({ level: 'silent' });
       const make = () => {
-        return new UsageService({ db: t.storage.db, config: t.config, logger, analytics: new AnalyticsRecorder(['eth_call']) });
+        return new UsageService({ db: t.storage.db, settings: t.config.usage, logger, analytics: new AnalyticsRecorder(['eth_call']) });
       };
       const one = make();
       const two = make();

@@ -160,7 +160,7 @@ for (const backend of backends) {
       assert.equal(await statsRequests(user.auth), 0);
       const read = Date.now();
       // Another instance: its own usage service on the same database, whose flush this app does not see.
-      const other = new UsageService({ db: t.storage.db, config: t.config, logger: pino({ level: 'silent' }), analytics: new AnalyticsRecorder(['eth_call']) });
+      const other = new UsageService({ db: t.storage.db, settings: t.config.usage, logger: pino({ level: 'silent' }), analytics: new AnalyticsRecorder(['eth_call']) });
       record(other, user.id, keyId, 5);
       await other.flush();
       const seen: Array<{ at: number; analytics: number; stats: number }> = [];

@@ -1,6 +1,8 @@
-// The repository must explain itself: every contract id the code or the docs cite has its section
-// in docs/decisions.md, the README is a short front door whose table of contents reaches every
-// file of docs/, and the README and docs/ only link to files and headings that exist.
+// The repository must explain itself: every contract id (C1 to C60, C46a) and every id the code or
+// the docs cite has its section in docs/decisions.md, a section's reasons are its own entry of
+// docs/choices.md, the README is a short front door whose table of contents reaches every file of
+// docs/, the README and docs/ only link to files and headings that exist, and they cite no issue
+// tracker the repository does not hold.
 import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
@@ -113,10 +115,23 @@ function documentedIds(): Set<number> {
 }
 
 describe('docs/decisions.md', () => {
-  test('every contract id from C1 to C46 has a section with its anchor', () => {
+  test('every contract id from C1 to C60, and C46a, has a section with its anchor', () => {
     const documented = documentedIds();
-    const missing = Array.from({ length: 46 }, (_, i) => i + 1).filter((id) => !documented.has(id));
+    const missing = Array.from({ length: 60 }, (_, i) => i + 1).filter((id) => !documented.has(id));
     assert.deepEqual(missing, [], `no section for ${missing.map((id) => `C${id}`).join(', ')}`);
+    assert.match(decisions, /<a id="c46a"><\/a>\n### C46a\./);
+  });
+
+  test('a section that links to its reasons links to an entry of choices.md made for it', () => {
+    const choices = read('docs/choices.md');
+    const wrong: string[] = [];
+    for (const m of decisions.matchAll(/^#{2,4}\s+(C\d+a?)\.[\s\S]*?(?=^#{2,4}\s+C\d+a?\.|(?![\s\S]))/gm)) {
+      const id = (m[1] as string).toLowerCase();
+      for (const why of m[0].matchAll(/choices\.md#(why-c\d+a?)/g)) {
+        if (why[1] !== `why-${id}` || !choices.includes(`<a id="why-${id}"></a>`)) wrong.push(`${m[1]} -> ${why[1]}`);
+      }
+    }
+    assert.deepEqual(wrong, []);
   });
 
   test('every contract id cited in src/, README.md or docs/ has a section', () => {
@@ -175,6 +190,17 @@ describe('README.md', () => {
   test('it says where the ids in code comments are explained', () => {
     assert.match(readme, /\]\(docs\/decisions\.md\)/);
   });
+});
+
+describe('README.md and docs/ cite no tracker outside the repository', () => {
+  for (const file of ['README.md', ...docFiles]) {
+    test(`${file} names no issue by its number`, () => {
+      const cited = read(file)
+        .split('\n')
+        .flatMap((l, i) => (/\bissues? #?\d+|\bissue \d+'s\b/i.test(l) ? [`${file}:${i + 1}`] : []));
+      assert.deepEqual(cited, []);
+    });
+  }
 });
 
 describe('links in README.md and docs/', () => {

@@ -186,7 +186,7 @@ describe('an HTTP/1.1 request without Host (C7, C22)', () => {
     raw(`POST ${path} HTTP/${version}\r\n${extra}Content-Type: application/json\r\nContent-Length: ${call.length}\r\nConnection: close\r\n\r\n${call}`);
 
   test('at an RPC address is a JSON-RPC -32600 with 400 (not an empty 400 from the HTTP parser), and the connection closes', async () => {
-    const chainId = t.app.parts.registry.bySlug('native-mainnet')?.chainId;
+    const chainId = t.app.parts.networks.bySlug('native-mainnet')?.chainId;
     for (const answer of [await post(`/v1/native-mainnet/${key}`, '1.1'), await post(`/rpc/main/evm/${chainId}`, '1.1', `X-API-Key: ${key}\r\n`)]) {
       assert.match(answer, /^HTTP\/1\.1 400 /);
       const { head, body } = split(answer);

@@ -6,7 +6,7 @@ import { after, before, describe, test } from 'node:test';
 import { parseEther } from 'viem';
 import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts';
 import { loadConfig } from '../../src/config/load.ts';
-import { defaultRoutes, readIntentsConfig } from '../../src/intents/config.ts';
+import { defaultRoutes, readIntentsConfig } from '../../src/intents/setup.ts';
 import { quote } from '../../src/intents/quote.ts';
 import { intents } from '../../src/intents/schema.ts';
 import { registerUser, startTestApp, type TestApp } from '../support/app.ts';

@@ -25,7 +25,7 @@ const C13_UNLIMITED = { 'x-ratelimit-limit': '-1', 'x-ratelimit-remaining': '-1'
 
 test('C13: a key without any limit is admitted with every header -1, and the limiter is not asked per call', async () => {
   const limiter = new CountingLimiter();
-  const meter = new Meter(loadConfig({ env: {} }), limiter);
+  const meter = new Meter(loadConfig({ env: {} }).limits, limiter);
   const unlimited = key({});
   for (let i = 0; i < 3; i++) {
     const now = meter.rpcNow({ key: unlimited }, 1, 10);
@@ -41,7 +41,7 @@ test('C13: a key without any limit is admitted with every header -1, and the lim
 test('C13: one limit, of the key or of its plan, and the limiter counts every call again', () => {
   for (const limited of [key({}, 5), key({ requestsPerMinute: 5 }), key({ dailyLimit: 5 }), key({ monthlyComputeUnits: 50 })]) {
     const limiter = new CountingLimiter();
-    const meter = new Meter(loadConfig({ env: {} }), limiter);
+    const meter = new Meter(loadConfig({ env: {} }).limits, limiter);
     const out = meter.rpcNow({ key: limited }, 1, 10);
     assert.equal(out?.error, null);
     assert.equal(limiter.asked, 1);

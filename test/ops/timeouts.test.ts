@@ -175,7 +175,7 @@ describe('applyServerTimeouts on a plain node:http server', () => {
     const server = http.createServer((_req, res) => {
       setTimeout(() => res.end('late but whole'), REQUEST_MS * 2);
     });
-    applyServerTimeouts(server, config);
+    applyServerTimeouts(server, config.server);
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     try {
       const { port } = server.address() as net.AddressInfo;
@@ -190,7 +190,7 @@ describe('applyServerTimeouts on a plain node:http server', () => {
 
   test('it sets the three timeouts and a check interval that is a fraction of the shortest', () => {
     const server = http.createServer() as CheckedServer;
-    applyServerTimeouts(server, config);
+    applyServerTimeouts(server, config.server);
     assert.equal(server.headersTimeout, HEADERS_MS);
     assert.equal(server.requestTimeout, REQUEST_MS);
     assert.equal(server.keepAliveTimeout, KEEP_ALIVE_MS);
@@ -199,7 +199,7 @@ describe('applyServerTimeouts on a plain node:http server', () => {
 
   test('the shipped defaults: headers 10 s, whole request 30 s, idle keep-alive 65 s, checked every second', () => {
     const server = http.createServer() as CheckedServer;
-    applyServerTimeouts(server, loadConfig({ env: {} }));
+    applyServerTimeouts(server, loadConfig({ env: {} }).server);
     assert.deepEqual(
       [server.headersTimeout, server.requestTimeout, server.keepAliveTimeout, server.connectionsCheckingInterval],
       [10_000, 30_000, 65_000, 1000],

@@ -62,7 +62,7 @@ describe('prices: the chainlink source on the devnet', () => {
   });
 
   test('a zero answer is no price; an earlier good reading younger than maxAgeSeconds is kept meanwhile', async () => {
-    const fresh = new Prices({ config: t.config, upstreams: t.app.parts.upstreams, logger: pino({ level: 'silent' }) });
+    const fresh = new Prices({ settings: t.config, upstreams: t.app.parts.upstreams, logger: pino({ level: 'silent' }) });
     await t.devnet?.setPrice('native-mainnet', 0);
     try {
       assert.equal(await fresh.nativeUsd('native-mainnet'), null, 'no good reading yet: null');
@@ -83,7 +83,7 @@ describe('prices: the chainlink source on the devnet', () => {
     assert.ok(testnet && mainnet && t.devnet);
     testnet.price = { type: 'chainlink', network: 'native-testnet', address: t.devnet.priceFeeds['native-testnet'] ?? '' };
     mainnet.price = { type: 'chainlink', network: 'native-mainnet', address: '0x000000000000000000000000000000000000dead' };
-    const p = new Prices({ config: validateConfig(draft), upstreams: t.app.parts.upstreams, logger: pino({ level: 'silent' }) });
+    const p = new Prices({ settings: validateConfig(draft), upstreams: t.app.parts.upstreams, logger: pino({ level: 'silent' }) });
     try {
       await t.devnet.setPrice('native-testnet', 0.011);
       assert.equal(await p.nativeUsd('native-testnet'), 0.011);

@@ -86,7 +86,7 @@ function build(prices: Partial<Config['prices']>, sources: Record<string, PriceS
   const logger = pino({ level: 'debug' }, new Writable({ write: (chunk, _e, cb) => (logs.push(String(chunk)), cb()) }));
   const upstreams = new Upstreams(config, logger);
   const clock = manualClock();
-  const p = new Prices({ config, upstreams, logger, now: clock.now });
+  const p = new Prices({ settings: config, upstreams, logger, now: clock.now });
   return {
     prices: p,
     logs,
@@ -141,7 +141,7 @@ describe('prices: fixed and defaults', () => {
     const config = validateConfig(draft);
     const logger = pino({ level: 'silent' });
     const upstreams = new Upstreams(config, logger);
-    const p = new Prices({ config, upstreams, logger });
+    const p = new Prices({ settings: config, upstreams, logger });
     try {
       assert.equal(await p.tokenUsd('ethereum', usdc.toLowerCase()), 1);
       assert.equal(await p.tokenUsd('ethereum', weth), null, 'a mainnet token without a price has none');

@@ -82,7 +82,7 @@ for (const backend of backends) {
     }
 
     test('the key cache holds at most its bound and drops the least recently used key', async () => {
-      const cache = new KeyCache(t.app.parts.keys, t.config, { ttlMs: 60_000, maxEntries: 2 });
+      const cache = new KeyCache(t.app.parts.keys, t.config.plans, { ttlMs: 60_000, maxEntries: 2 });
       const user = await registerUser(t.app);
       const [a, b, c] = [await createKey(t.app, { name: 'a' }, user), await createKey(t.app, { name: 'b' }, user), await createKey(t.app, { name: 'c' }, user)];
       assert.equal((await cache.lookup(a.key))?.keyId, a.id);

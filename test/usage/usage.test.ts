@@ -262,7 +262,7 @@ for (const backend of backends) {
             return Reflect.get(target, prop);
           },
         });
-        const usage = new UsageQueries({ db, config: t.config });
+        const usage = new UsageQueries({ db, networkSlugs: t.config.networks.map((n) => n.slug) });
         made = true;
         const names = ['usage_stats_account', 'usage_stats_network', 'usage_stats_key', 'usage_stats_key_network', 'usage_owns_key'];
         assert.deepEqual([...prepared].sort(), [...names].sort());
@@ -352,7 +352,7 @@ for (const backend of backends) {
             },
           }),
         );
-        return { usage: new UsageService({ db, config: t.config, logger }), lines };
+        return { usage: new UsageService({ db, settings: t.config.usage, logger }), lines };
       };
       const stored = async (keyId: string) => {
         const res = (await t.storage.db.execute(

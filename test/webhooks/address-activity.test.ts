@@ -147,8 +147,8 @@ describe('address.activity on the devnet (C38)', () => {
     const net = draft.networks.find((n) => n.slug === NET);
     assert.ok(net);
     net.price = { type: 'fixed', usd: 0.05 };
-    const prices = new Prices({ config: validateConfig(draft), upstreams: t.app.parts.upstreams, logger: pino({ level: 'silent' }) });
-    const activity = new AddressActivity({ webhooks: t.app.parts.webhooks, prices, upstreams: t.app.parts.upstreams, config: t.config, logger: pino({ level: 'silent' }) });
+    const prices = new Prices({ settings: validateConfig(draft), upstreams: t.app.parts.upstreams, logger: pino({ level: 'silent' }) });
+    const activity = new AddressActivity({ webhooks: t.app.parts.webhooks, prices, upstreams: t.app.parts.upstreams, networks: t.config.networks, logger: pino({ level: 'silent' }) });
     const watched = privateKeyToAddress(generatePrivateKey()).toLowerCase();
     await createWebhook(t.app, user, { url: `${r.url}/usd`, events: ['address.activity'], filters: { networks: [NET], addresses: [watched] } });
     // 0.7 * 0.05 = 0.035 USD exactly: half up is 0.04; in floating point it is 0.034999... and rounds to 0.03.

@@ -1,5 +1,5 @@
-import type { Network } from '../../chains/registry.ts';
-import type { Config } from '../../config/schema.ts';
+import type { Network } from '../../chains/networks.ts';
+import type { MethodsConfig, RpcConfig } from '../../config/schema.ts';
 import { RpcError, toRpcError, UpstreamError } from '../../errors/rpc.ts';
 import { answerIdIsNull, arrayElements, idSpan, idText, withId } from '../../json/lossless.ts';
 import type { ResolvedKey } from '../../keys/cache.ts';
@@ -25,6 +25,12 @@ function answerOf(notification: boolean, status: number, body: Buffer | string |
   return extra ? Object.assign(o, extra) : o;
 }
 
+/** The settings dispatch reads: eth_getLogs limits of `rpc`, and the node methods the `nat_*` names stand for. */
+export interface DispatcherSettings {
+  rpc: Pick<RpcConfig, 'maxLogsRange' | 'maxLogsResults' | 'logsChunkConcurrency' | 'maxLogsChunks'>;
+  methods: Pick<MethodsConfig, 'native'>;
+}
+
 /**
  * The last stage of the pipeline: admitted, metered calls to their answers. A single call is
  * answered from the cache, forwarded as the client's bytes, translated (`nat_*`, C25), split
@@ -33,7 +39,7 @@ function answerOf(notification: boolean, status: number, body: Buffer | string |
  * in request order (C23).
  */
 export class Dispatcher {
-  readonly #config: Config;
+  readonly #settings: DispatcherSettings;
   readonly #upstreams: Upstreams;
   readonly #cache: ResponseCache | undefined;
   readonly #cu: ComputeUnits;
@@ -43,8 +49,8 @@ export class Dispatcher {
   readonly #filters = new FilterPins();
   readonly #logsLimitsBySlug = new Map<string, LogsLimits>();
 
-  constructor(deps: { config: Config; upstreams: Upstreams; cache: ResponseCache | undefined; cu: ComputeUnits; tracing?: Tracing | undefined }) {
-    this.#config = deps.config;
+  constructor(deps: { settings: DispatcherSettings; upstreams: Upstreams; cache: ResponseCache | undefined; cu: ComputeUnits; tracing?: Tracing | undefined }) {
+    this.#settings = deps.settings;
     this.#upstreams = deps.upstreams;
     this.#cache = deps.cache;
     this.#cu = deps.cu;
@@ -114,7 +120,7 @@ export class Dispatcher {
   #logsLimits(network: Network): LogsLimits {
     let limits = this.#logsLimitsBySlug.get(network.slug);
     if (!limits) {
-      const r = this.#config.rpc;
+      const r = this.#settings.rpc;
       limits = {
         maxRange: network.maxLogsRange === undefined ? r.maxLogsRange : network.maxLogsRange,
         maxResults: network.maxLogsResults === undefined ? r.maxLogsResults : network.maxLogsResults,
@@ -165,7 +171,7 @@ export class Dispatcher {
     const { method } = item.call;
     try {
       const pool = this.#upstreams.pool(caller.network.slug);
-      const result = await callNativeMethod(method, item.call.params, this.#config.methods.native, nodeCallFromPool(pool));
+      const result = await callNativeMethod(method, item.call.params, this.#settings.methods.native, nodeCallFromPool(pool));
       caller.outcomes.answered(method, this.#cuOf(item));
       return { status: 200, text: resultText(id, result) };
     } catch (err) {

@@ -1,8 +1,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Logger } from 'pino';
-import type { Network, NetworkRegistry } from '../../chains/registry.ts';
-import type { Config } from '../../config/schema.ts';
+import type { Network, Networks } from '../../chains/networks.ts';
+import type { RpcConfig, ServerConfig } from '../../config/schema.ts';
 import { GATEWAY_BUSY_RETRY_AFTER_S, InternalRpcError, InvalidRequestError, RpcError, ShuttingDownRpcError, UnknownNetworkError } from '../../errors/rpc.ts';
 import { genReqId, redactSecrets } from '../../ops/logging.ts';
 import type { RpcHttpMetrics } from '../../ops/metrics.ts';
@@ -26,8 +26,12 @@ interface Target {
 }
 
 export interface FastPathDeps {
-  config: Config;
-  registry: NetworkRegistry;
+  /** The listener's limits and proxies; the RPC addresses' CORS origins and access log. */
+  settings: {
+    server: Pick<ServerConfig, 'bodyLimitBytes' | 'maxPendingBytesPerConnection' | 'trustedProxies'>;
+    rpc: Pick<RpcConfig, 'corsOrigins' | 'accessLog'>;
+  };
+  networks: Networks;
   pipeline: RpcPipeline;
   logger: Logger;
   metrics?: RpcHttpMetrics;
@@ -48,10 +52,10 @@ export interface FastPathDeps {
  * @returns a handler that answers `true` when it took the request.
  */
 export function rpcFastPath(deps: FastPathDeps): (req: IncomingMessage, res: ServerResponse) => boolean {
-  const { config, registry, pipeline, logger, metrics, outbound, tracing } = deps;
+  const { settings, networks, pipeline, logger, metrics, outbound, tracing } = deps;
   const stopping = deps.stopping ?? (() => false);
-  const limit = config.server.bodyLimitBytes;
-  const perConnection = config.server.maxPendingBytesPerConnection;
+  const limit = settings.server.bodyLimitBytes;
+  const perConnection = settings.server.maxPendingBytesPerConnection;
   /** C60: bytes of answers waiting behind another on their connection (pipelining), by socket. */
   const queued = new WeakMap<Socket, number>();
   /** Their sum over every connection: while 0 (no pipelining), the map is never looked at. */
@@ -69,12 +73,12 @@ export function rpcFastPath(deps: FastPathDeps): (req: IncomingMessage, res: Ser
     };
     res.once('finish', out).once('close', out);
   };
-  const clientIp = clientIpResolver(config.server.trustedProxies);
-  const origins = new Set(config.rpc.corsOrigins);
+  const clientIp = clientIpResolver(settings.server.trustedProxies);
+  const origins = new Set(settings.rpc.corsOrigins);
   const anyOrigin = origins.has('*');
-  const accessLog = config.rpc.accessLog;
-  const publicNetwork = registry.bySlug(PUBLIC_NETWORK);
-  const networkList = () => registry.all.map((n) => n.slug);
+  const accessLog = settings.rpc.accessLog;
+  const publicNetwork = networks.bySlug(PUBLIC_NETWORK);
+  const networkList = () => networks.all.map((n) => n.slug);
   // The name as sent is repeated only with anything key-shaped in it redacted (a key in the wrong slot).
   const unknownNetwork = (what: string) => new UnknownNetworkError(`Unknown network: ${redactSecrets(what)}`, { details: { networks: networkList() } });
 
@@ -84,7 +88,7 @@ export function rpcFastPath(deps: FastPathDeps): (req: IncomingMessage, res: Ser
   // `/v1/native-mainnet`): found again by one lookup instead of a split and a pattern per request.
   // Bounded by the networks (two per network); a key in the path (`/v1/{network}/{key}`) is never kept.
   const known = new Map<string, { route: string; network: Network }>();
-  for (const n of registry.all) {
+  for (const n of networks.all) {
     known.set(`/rpc/main/evm/${n.chainId}`, { route: '/rpc/main/evm/:chainId', network: n });
     known.set(`/v1/${n.slug}`, { route: '/v1/:network', network: n });
   }
@@ -96,12 +100,12 @@ export function rpcFastPath(deps: FastPathDeps): (req: IncomingMessage, res: Ser
     // ['', 'rpc', 'main', 'evm', chainId] | ['', 'v1', network, key?] | ['', 'public', 'main']
     if (parts[1] === 'rpc' && parts.length === 5 && parts[2] === 'main' && parts[3] === 'evm') {
       const id = parts[4] as string;
-      const network = /^\d{1,12}$/.test(id) ? registry.byChainId(Number(id)) : undefined;
+      const network = /^\d{1,12}$/.test(id) ? networks.byChainId(Number(id)) : undefined;
       return { route: '/rpc/main/evm/:chainId', network: network ?? unknownNetwork(`chainId ${decode(id).slice(0, 20)}`), apiKey: header(req, 'x-api-key') };
     }
     if (parts[1] === 'v1' && (parts.length === 3 || parts.length === 4) && parts[2]) {
       const slug = decode(parts[2]);
-      const network = registry.bySlug(slug) ?? unknownNetwork(slug.slice(0, 64));
+      const network = networks.bySlug(slug) ?? unknownNetwork(slug.slice(0, 64));
       if (parts.length === 4) {
         if (!parts[3]) return null;
         return { route: '/v1/:network/:apiKey', network, apiKey: decode(parts[3]) };

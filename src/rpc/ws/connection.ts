@@ -1,8 +1,8 @@
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import WebSocket from 'ws';
-import type { Network } from '../../chains/registry.ts';
-import type { Config } from '../../config/schema.ts';
+import type { Network } from '../../chains/networks.ts';
+import type { WsConfig } from '../../config/schema.ts';
 import { InternalRpcError, InvalidParamsError, ParseError, RateLimitedError, RpcError, toRpcError } from '../../errors/rpc.ts';
 import { admit, Refusal } from '../../keys/admission.ts';
 import type { KeyCache, ResolvedKey } from '../../keys/cache.ts';
@@ -19,7 +19,7 @@ import { type NotificationFrame, SUBSCRIPTION_ID_BYTES } from './frame.ts';
 
 /** What every connection shares. */
 export interface ConnectionContext {
-  config: Config;
+  settings: WsConfig;
   pipeline: RpcPipeline;
   keys: KeyCache;
   upstreams: Upstreams;
@@ -194,7 +194,7 @@ export class WsConnection implements SubscriptionDispatcher, Cuttable {
    */
   #room(size: number): boolean {
     const queued = this.ws.bufferedAmount;
-    if (queued > 0 && queued + size > this.#ctx.config.ws.maxBufferedBytes) {
+    if (queued > 0 && queued + size > this.#ctx.settings.maxBufferedBytes) {
       this.#ctx.logger.warn({ reqId: this.reqId, network: this.network.slug, keyId: this.key.keyId, queuedBytes: queued }, 'websocket client does not read; closed (1013)');
       this.cleanup();
       this.ws.close(1013, 'client does not read its messages');
@@ -221,7 +221,7 @@ export class WsConnection implements SubscriptionDispatcher, Cuttable {
   /** Pings, or drops a client that answered no ping for `ws.idleTimeoutMs`. */
   heartbeat(now: number): void {
     if (this.ws.readyState !== WebSocket.OPEN) return;
-    if (now - this.lastPongAt > this.#ctx.config.ws.idleTimeoutMs) {
+    if (now - this.lastPongAt > this.#ctx.settings.idleTimeoutMs) {
       this.#ctx.logger.info({ reqId: this.reqId, network: this.network.slug, keyId: this.key.keyId }, 'websocket client answered no ping; disconnected');
       this.ws.terminate();
       return;
@@ -260,7 +260,7 @@ export class WsConnection implements SubscriptionDispatcher, Cuttable {
   async #onMessage(data: Buffer, isBinary: boolean): Promise<void> {
     // Messages are handled concurrently, like HTTP requests; past maxInFlight the socket is not
     // read until some finish, so a flood of messages cannot pile up in memory.
-    if (++this.#inFlight >= this.#ctx.config.ws.maxInFlight) this.ws.pause();
+    if (++this.#inFlight >= this.#ctx.settings.maxInFlight) this.ws.pause();
     try {
       const answer = await this.#answer(data, isBinary);
       if (answer.text !== null) this.send(answer.text);
@@ -269,7 +269,7 @@ export class WsConnection implements SubscriptionDispatcher, Cuttable {
       this.#ctx.logger.error({ err, reqId: this.reqId, network: this.network.slug }, 'websocket message failed');
       this.send(errorText('null', new InternalRpcError('Internal error')));
     } finally {
-      if (--this.#inFlight < this.#ctx.config.ws.maxInFlight && this.ws.isPaused) this.ws.resume();
+      if (--this.#inFlight < this.#ctx.settings.maxInFlight && this.ws.isPaused) this.ws.resume();
     }
   }
 
@@ -302,7 +302,7 @@ export class WsConnection implements SubscriptionDispatcher, Cuttable {
   }
 
   reserve(key: ResolvedKey): RpcError | null {
-    const max = this.#ctx.config.ws.plans[key.tier].subscriptionsPerConnection;
+    const max = this.#ctx.settings.plans[key.tier].subscriptionsPerConnection;
     if (max !== null && this.#subs.size + this.#reserved >= max) {
       return new RateLimitedError(`Subscription limit exceeded: at most ${max} per connection`, { details: { limit: 'subscriptions', max } });
     }

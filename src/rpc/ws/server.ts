@@ -5,8 +5,8 @@ import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { Logger } from 'pino';
 import { Gauge, type Registry } from 'prom-client';
 import { WebSocketServer } from 'ws';
-import type { NetworkRegistry } from '../../chains/registry.ts';
-import type { Config } from '../../config/schema.ts';
+import type { Networks } from '../../chains/networks.ts';
+import type { RpcConfig, ServerConfig, WsConfig } from '../../config/schema.ts';
 import { InternalRpcError, InvalidRequestError, RateLimitedError, type RpcError, UnknownNetworkError } from '../../errors/rpc.ts';
 import { admit, Refusal } from '../../keys/admission.ts';
 import type { KeyCache } from '../../keys/cache.ts';
@@ -27,8 +27,9 @@ import type { Tracing } from '../../ops/tracing.ts';
 import { WATCHES_ONLY } from '../../http/drain.ts';
 
 export interface WsDeps {
-  config: Config;
-  registry: NetworkRegistry;
+  /** The WebSocket section; the proxies and CORS origins shared with the HTTP addresses. */
+  settings: { ws: WsConfig; server: Pick<ServerConfig, 'trustedProxies'>; rpc: Pick<RpcConfig, 'corsOrigins'> };
+  networks: Networks;
   pipeline: RpcPipeline;
   keys: KeyCache;
   meter: Meter;
@@ -115,7 +116,7 @@ export class WsGateway {
   constructor(app: FastifyInstance, deps: WsDeps) {
     this.#app = app;
     this.#d = deps;
-    const ws = deps.config.ws;
+    const ws = deps.settings.ws;
     this.#wss = new WebSocketServer({ noServer: true, maxPayload: ws.maxPayloadBytes, clientTracking: false, perMessageDeflate: false });
     this.#wss.on('headers', (headers: string[], req: IncomingMessage) => {
       for (const [k, v] of Object.entries(this.#upgradeHeaders.get(req) ?? {})) headers.push(`${k}: ${v}`);
@@ -125,7 +126,7 @@ export class WsGateway {
       return notificationFrame(resultText);
     };
     this.#ctx = {
-      config: deps.config,
+      settings: deps.settings.ws,
       pipeline: deps.pipeline,
       keys: deps.keys,
       upstreams: deps.upstreams,
@@ -138,8 +139,8 @@ export class WsGateway {
         this.#slots.release(conn.slotKeyId);
       },
     };
-    this.#clientIp = clientIpResolver(deps.config.server.trustedProxies);
-    this.#origins = new Set(deps.config.rpc.corsOrigins);
+    this.#clientIp = clientIpResolver(deps.settings.server.trustedProxies);
+    this.#origins = new Set(deps.settings.rpc.corsOrigins);
 
     // C20: a key revoked, rotated, deleted, switched off or narrowed closes its connections now.
     this.#offKeyChanges =
@@ -216,9 +217,9 @@ export class WsGateway {
       refuse(s, status, err, { ...headers, 'x-request-id': reqId });
     };
     if (this.#closing) return deny(socket, 503, new InternalRpcError('The gateway is shutting down; reconnect shortly'));
-    const network = this.#d.registry.bySlug(slug);
+    const network = this.#d.networks.bySlug(slug);
     if (!network) {
-      return deny(socket, 404, new UnknownNetworkError(`Unknown network: ${redactSecrets(slug.slice(0, 64))}`, { details: { networks: this.#d.registry.all.map((n) => n.slug) } }));
+      return deny(socket, 404, new UnknownNetworkError(`Unknown network: ${redactSecrets(slug.slice(0, 64))}`, { details: { networks: this.#d.networks.all.map((n) => n.slug) } }));
     }
     const origin = req.headers.origin;
     if (origin && !this.#origins.has('*') && !this.#origins.has(origin)) {
@@ -246,7 +247,7 @@ export class WsGateway {
     const key = admitted;
     // C13: the 101 and every refusal from here on carry the caller's limits (read, not consumed).
     const { headers } = await this.#d.meter.rpc({ key }, 0, 0);
-    const max = this.#d.config.ws.plans[key.tier].connectionsPerKey;
+    const max = this.#d.settings.ws.plans[key.tier].connectionsPerKey;
     if (!this.#slots.take(key.keyId, max)) {
       const err = new RateLimitedError(`Connection limit exceeded: at most ${max} WebSocket connections per API key`, { details: { limit: 'connections', max } });
       return deny(socket, err.httpStatus, err, headers);
@@ -305,7 +306,7 @@ export class WsGateway {
         if (i < open.length && !this.#closing) setImmediate(slice);
       };
       slice();
-    }, this.#d.config.ws.pingIntervalMs);
+    }, this.#d.settings.ws.pingIntervalMs);
     this.#sweep.unref();
   }
 
@@ -321,7 +322,7 @@ export class WsGateway {
       const closed = open.map((c) => new Promise<void>((resolve) => (c.closed ? resolve() : c.ws.once('close', () => resolve()))));
       for (const c of open) c.ws.close(1001, 'server shutting down');
       let timer: NodeJS.Timeout | undefined;
-      await Promise.race([Promise.all(closed), new Promise((r) => (timer = setTimeout(r, this.#d.config.ws.closeGraceMs)))]);
+      await Promise.race([Promise.all(closed), new Promise((r) => (timer = setTimeout(r, this.#d.settings.ws.closeGraceMs)))]);
       clearTimeout(timer);
       for (const c of this.connections) c.ws.terminate();
       this.#wss.close();

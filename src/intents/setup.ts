@@ -3,7 +3,7 @@ import type { Address } from 'viem';
 import type { PrivateKeyAccount } from 'viem/accounts';
 import { getAddress } from 'viem/utils';
 import { ConfigError } from '../errors/config.ts';
-import type { Config, NetworkConfig } from '../config/schema.ts';
+import type { FaucetConfig, IntentsConfig, NetworkConfig } from '../config/schema.ts';
 import { signerFromKey } from '../onchain/wallets.ts';
 
 /** The solver's wallet on one network: fills there as a destination, settles and refunds there as an origin (its oracle). */
@@ -76,11 +76,21 @@ export function defaultRoutes(networks: readonly NetworkConfig[]): Array<{ from:
 }
 
 /**
+ * The settings intents read: their section, the networks, and the faucet's keys (a solver key may
+ * not be one of them).
+ */
+export interface IntentsSettings {
+  intents: IntentsConfig;
+  networks: readonly NetworkConfig[];
+  faucet: Pick<FaucetConfig, 'privateKey' | 'networks'>;
+}
+
+/**
  * Reads `intents` of the config.
  * @throws ConfigError naming a bad setting: an unknown slug, a route between a mainnet and a
  *   testnet or between different coins, a bad key, a solver key that is also a faucet key.
  */
-export function readIntentsConfig(config: Config): IntentsSetup {
+export function readIntentsConfig(config: IntentsSettings): IntentsSetup {
   const c = config.intents;
   const networks = new Map(config.networks.map((n) => [n.slug, n]));
   const net = (slug: string, setting: string): NetworkConfig => {

@@ -1,5 +1,4 @@
-import { publicUrl } from '../config/load.ts';
-import type { Config, NetworkConfig } from '../config/schema.ts';
+import type { MethodsConfig, NetworkConfig } from '../config/schema.ts';
 
 /** A network as the gateway knows it: config data plus what follows from it (C2, C24). */
 export interface Network extends NetworkConfig {
@@ -9,13 +8,14 @@ export interface Network extends NetworkConfig {
 }
 
 /** All networks, looked up by slug or chainId (networks are data: one definition per chain). */
-export class NetworkRegistry {
+export class Networks {
   readonly all: readonly Network[];
   readonly #bySlug = new Map<string, Network>();
   readonly #byChainId = new Map<number, Network>();
   readonly #publicUrl: () => string;
 
-  constructor(cfg: Config, publicBase: () => string = () => publicUrl(cfg)) {
+  /** `publicBase`: the address users see (C2), asked each time (the port is known once listening). */
+  constructor(cfg: { networks: readonly NetworkConfig[]; methods: Pick<MethodsConfig, 'standard' | 'native'> }, publicBase: () => string) {
     this.#publicUrl = publicBase;
     const nativeMethods = Object.keys(cfg.methods.native);
     this.all = cfg.networks.map((n) => {

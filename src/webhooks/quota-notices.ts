@@ -5,7 +5,7 @@
 // a restart or a second instance never sends it again.
 import { sql } from 'drizzle-orm';
 import type { Logger } from 'pino';
-import type { Config } from '../config/schema.ts';
+import type { PlansConfig, WebhooksConfig } from '../config/schema.ts';
 import { currentPeriods } from '../metering/periods.ts';
 import { effectiveLimits } from '../metering/plans.ts';
 import { SerialJob } from '../jobs/serial.ts';
@@ -45,18 +45,24 @@ interface AccountUsage {
   month_units: string | number;
 }
 
+/** The settings quota notices read: the plans with webhooks and their monthly allowances. */
+export interface QuotaNoticeSettings {
+  plans: PlansConfig;
+  webhooks: Pick<WebhooksConfig, 'maxEndpoints'>;
+}
+
 export class QuotaNotices {
   readonly #db: Db;
-  readonly #config: Config;
+  readonly #settings: QuotaNoticeSettings;
   readonly #webhooks: QuotaPublisher;
   readonly #log: Logger;
   /** Accounts waiting for a check; checks run one at a time. */
   #queued = new Set<string>();
   readonly #checks = new SerialJob(() => this.#checkQueued());
 
-  constructor(deps: { db: Db; config: Config; webhooks: QuotaPublisher; logger: Logger }) {
+  constructor(deps: { db: Db; settings: QuotaNoticeSettings; webhooks: QuotaPublisher; logger: Logger }) {
     this.#db = deps.db;
-    this.#config = deps.config;
+    this.#settings = deps.settings;
     this.#webhooks = deps.webhooks;
     this.#log = deps.logger.child({ component: 'webhooks' });
   }
@@ -97,11 +103,11 @@ export class QuotaNotices {
         coalesce((select sum(compute_units) from usage_account_daily where user_id = u.id and day >= ${monthStart}::date and day <= ${day}::date), 0) as month_units
       from users u
       where u.id = any(string_to_array(${userIds.join(',')}::text, ','))
-        and u.tier = any(string_to_array(${webhookPlans(this.#config).join(',')}::text, ','))
+        and u.tier = any(string_to_array(${webhookPlans(this.#settings.webhooks.maxEndpoints).join(',')}::text, ','))
         and exists (select 1 from webhook_endpoints e where e.user_id = u.id and e.status = 'enabled' and e.events @> '["usage.quota"]'::jsonb)`);
     let sent = 0;
     for (const a of (result as { rows: AccountUsage[] }).rows) {
-      const limits = effectiveLimits(this.#config, {
+      const limits = effectiveLimits(this.#settings.plans, {
         tier: a.tier,
         requestsPerMinute: a.requests_per_minute,
         dailyLimit: a.daily_limit,
