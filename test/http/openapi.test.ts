@@ -156,7 +156,7 @@ describe('the OpenAPI document', () => {
 
 /** A client written against the generated types only. `@ts-expect-error` lines prove the types are not `any`. */
 const CLIENT = `
-import type { components, paths } from '../openapi/api';
+import type { components, paths } from './api';
 
 type Json<P extends keyof paths, M extends 'get' | 'post'> = paths[P][M] extends { requestBody?: { content: { 'application/json': infer B } } } ? B : never;
 type Ok<P extends keyof paths, M extends 'get' | 'post'> = paths[P][M] extends { responses: { 200: { content: { 'application/json': infer R } } } } ? R : never;
