@@ -1,9 +1,9 @@
 // Import rules (npm run lint): imports point down the layers and never in a circle.
-//   main -> app -> features -> (upstreams, metering, onchain, devnet, jobs) -> (storage, config, errors, json, methods)
+//   main -> app -> features -> (upstreams, metering, onchain, devnet, jobs) -> (storage, config, errors, json, methods, time)
 // A lower layer never imports a higher one; a feature uses another feature through its service,
 // never its routes. Run alone: npx depcruise src web/src --config .dependency-cruiser.mjs
 
-const BOTTOM = '^src/(storage|config|errors|json|methods)/';
+const BOTTOM = '^src/(storage|config|errors|json|methods|time)/';
 const MIDDLE = '^src/(upstreams|metering|onchain|devnet|jobs)/';
 
 /** @type {import('dependency-cruiser').IConfiguration} */
@@ -31,7 +31,7 @@ export default {
     {
       name: 'bottom-imports-no-higher-layer',
       comment:
-        'storage, config, errors, json and methods (the method catalogue) are what everything stands on: they import only each other, ' +
+        'storage, config, errors, json, methods (the method catalogue) and time (the clock) are what everything stands on: they import only each other, ' +
         'so any feature, upstream or tool can use them without pulling the rest of the gateway in.',
       severity: 'error',
       from: { path: BOTTOM },
@@ -60,7 +60,7 @@ export default {
       comment:
         'upstreams, metering, onchain (wallets, sending transactions, amounts, addresses and contract ' +
         'artifacts, shared by the faucet, balance, intents and devnet), devnet and jobs sit under the ' +
-        'features: they may use storage, config, errors, json and methods and each other, never a feature, app or main.',
+        'features: they may use storage, config, errors, json, methods and time and each other, never a feature, app or main.',
       severity: 'error',
       from: { path: MIDDLE },
       to: { path: '^src/', pathNot: [BOTTOM, MIDDLE] },

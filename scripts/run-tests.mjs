@@ -3,7 +3,7 @@
 // Before that it says plainly which local services answer: suites that need PostgreSQL or
 // Redis skip when theirs does not (and say so), unless REQUIRE_SERVICES=1, where they fail.
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import net from 'node:net';
 import path from 'node:path';
@@ -51,27 +51,32 @@ for (const [name, url] of [['PostgreSQL', pgUrl], ['Redis', redisUrl]]) {
 // `--unit`: the fast tier (npm run test:unit), the files that start nothing: no app, gateway
 // process, chain, database (PGlite included), Redis, browser or child process (in-process servers of their own are
 // fine). Told by what a file imports and calls, so a new file lands in its tier by itself.
-const STARTERS = /support\/(app|process|anvil|hardhat|pg-cluster|redis-cluster|redis-server|services|scale-out|pglite-template)\.ts|\/web\/support\.ts|scripts\/api-types\.ts|\/ws\/helpers\.ts|src\/devnet\/|src\/storage\/db\.ts|node:child_process|playwright/;
-const startsNothing = (f) => !STARTERS.test(readFileSync(f, 'utf8'));
+const STARTERS = /support\/(app|process|anvil|hardhat|pg-cluster|redis-cluster|redis-server|services|scale-out|pglite-template|ws)\.ts|\/web\/support\.ts|scripts\/api-types\.ts|src\/devnet\/|src\/storage\/db\.ts|node:child_process|playwright/;
+// A file's text with that of the test helpers it imports (relative imports inside test/, followed
+// through), so a helper that starts something marks the files that use it.
+const textWithHelpers = (f, seen = new Set()) => {
+  if (seen.has(f)) return '';
+  seen.add(f);
+  const text = readFileSync(f, 'utf8');
+  let all = text;
+  for (const [, spec] of text.matchAll(/from '(\.{1,2}\/[^']+\.ts)'/g)) {
+    const dep = path.resolve(path.dirname(f), spec);
+    if (dep.startsWith(path.join(root, 'test') + path.sep) && existsSync(dep)) all += `\n${textWithHelpers(dep, seen)}`;
+  }
+  return all;
+};
+const startsNothing = (f) => !STARTERS.test(textWithHelpers(f));
 const args = process.argv.slice(2);
 const unit = args.includes('--unit');
-const filter = args.filter((a) => a !== '--unit');
+// `--list`: print which files would run and how (slow, alone, in a group), and run nothing.
+const list = args.includes('--list');
+const filter = args.filter((a) => a !== '--unit' && a !== '--list');
 let files = findTests(path.join(root, 'test'));
 if (filter.length) files = files.filter((f) => filter.some((part) => f.includes(part)));
 if (unit) files = files.filter(startsNothing);
 if (files.length === 0) {
   console.error('[test] no test files matched');
   process.exit(1);
-}
-
-// Tests that start the gateway as its own process run the compiled dist/ (as `npm start` does):
-// loading it takes half the CPU of loading src/ through tsx. Built here when src/ changed since.
-const stale = staleness();
-if (stale) {
-  const started = Date.now();
-  console.log(`[test] dist/ is ${stale}: building`);
-  const { built } = await build();
-  console.log(`[test] built ${built} file(s) in ${Date.now() - started} ms`);
 }
 
 // Two processes at a time (TEST_CONCURRENCY to change): on the 2-core machine that keeps both
@@ -86,18 +91,43 @@ const concurrency = process.env.TEST_CONCURRENCY ?? '2';
 // GROUP files, imported one after another by one process (each file's describes still run in its
 // own order, and the time per file printed at the end is still per file).
 const GROUP = 6;
-const SLOW = ['test/web/', 'test/main/', 'test/devnet/', 'test/intents/', 'test/docs/'];
+// Slow: a file that starts a browser (told by its imports and its helpers', as --unit tells what
+// starts nothing), or
+// one that says so in a line of its own, `// slow: <why>` (a real gateway process under load, a
+// devnet restarted, contracts deployed and settled), so a new file lands in its place by itself.
+const BROWSER = /from 'playwright(-core)?'/;
+const MARKED_SLOW = /^\/\/ slow: /m;
 const relative = (f) => path.relative(root, f).split(path.sep).join('/');
 const topLevelHooks = (f) => /^(before|after|beforeEach|afterEach)\(/m.test(readFileSync(f, 'utf8'));
+const isSlow = (f) => {
+  return MARKED_SLOW.test(readFileSync(f, 'utf8')) || BROWSER.test(textWithHelpers(f));
+};
 const slow = [];
 const alone = [];
 const grouped = [];
 for (const f of files) {
-  const rel = relative(f);
-  if (SLOW.some((d) => rel.startsWith(d))) slow.push(f);
+  if (isSlow(f)) slow.push(f);
   else if (topLevelHooks(f)) alone.push(f);
   else grouped.push(f);
 }
+if (list) {
+  const show = (label, part) => console.log(`${label.padEnd(6)} ${part.map(relative).join(' ')}`);
+  for (const f of slow) show('slow', [f]);
+  for (const f of alone.filter((f) => !slow.includes(f))) show('alone', [f]);
+  for (let i = 0; i < grouped.length; i += GROUP) show(grouped.length - i === 1 ? 'alone' : 'group', grouped.slice(i, i + GROUP));
+  console.log(`[test] ${files.length} file(s): ${slow.length} slow, ${alone.length} alone, ${grouped.length} in groups of up to ${GROUP}`);
+  process.exit(0);
+}
+// Tests that start the gateway as its own process run the compiled dist/ (as `npm start` does):
+// loading it takes half the CPU of loading src/ through tsx. Built here when src/ changed since.
+const stale = staleness();
+if (stale) {
+  const started = Date.now();
+  console.log(`[test] dist/ is ${stale}: building`);
+  const { built } = await build();
+  console.log(`[test] built ${built} file(s) in ${Date.now() - started} ms`);
+}
+
 const groupsDir = mkdtempSync(path.join(tmpdir(), 'junction-test-groups-'));
 const groups = [];
 for (let i = 0; i < grouped.length; i += GROUP) {

@@ -1,3 +1,5 @@
+import { type Clock, systemClock } from '../time/clock.ts';
+
 /**
  * C46 (and C27 for `/usage/stats`): an account's answers kept in memory a short while, and one
  * storage query for identical queries asked at the same time.
@@ -16,7 +18,7 @@
 export class AnswerCache<T> {
   readonly #ttlMs: number;
   readonly #maxEntries: number;
-  readonly #now: () => number;
+  readonly #now: Clock;
   /** Answers by account and query; Map order is insertion order, so the first is the oldest. */
   readonly #entries = new Map<string, { userId: string; value: T; refreshAt: number; until: number }>();
   /** Queries under way by account and query: identical requests share one. */
@@ -24,10 +26,10 @@ export class AnswerCache<T> {
   /** Storage queries made (tests, the bench). */
   computed = 0;
 
-  constructor(opts: { ttlMs: number; maxEntries?: number; now?: () => number }) {
+  constructor(opts: { ttlMs: number; maxEntries?: number; now?: Clock }) {
     this.#ttlMs = opts.ttlMs;
     this.#maxEntries = opts.maxEntries ?? 256;
-    this.#now = opts.now ?? Date.now;
+    this.#now = opts.now ?? systemClock;
   }
 
   /** The answer to `query` of `userId`: kept, under way, or computed now by `compute`. */

@@ -3,6 +3,7 @@
  * implementation keeps state in process (one instance), the other in Redis (many instances, one
  * Lua script per request). Both are exercised by the same test suite.
  */
+import { type Clock, systemClock } from '../time/clock.ts';
 
 /** Requests within any `windowMs` (a sliding log: exact, no 2x at window edges). */
 export interface WindowCheck {
@@ -122,12 +123,12 @@ export class TimeLog {
 export class MemoryLimiter implements Limiter {
   readonly #logs = new Map<string, TimeLog>();
   readonly #counters = new Map<string, { value: number; resetAt: number }>();
-  readonly #now: () => number;
+  readonly #now: Clock;
   readonly #sweepMs: number;
   #sweep: NodeJS.Timeout | undefined;
 
-  constructor(opts: { now?: () => number; sweepMs?: number } = {}) {
-    this.#now = opts.now ?? Date.now;
+  constructor(opts: { now?: Clock; sweepMs?: number } = {}) {
+    this.#now = opts.now ?? systemClock;
     this.#sweepMs = opts.sweepMs ?? 60_000;
   }
 

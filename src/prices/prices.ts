@@ -14,6 +14,7 @@ import type { NetworkConfig, PriceSourceConfig, PricesConfig } from '../config/s
 import type { Upstreams } from '../upstreams/upstreams.ts';
 import { readJsonPrice } from './http-source.ts';
 import { PriceSourceError } from '../errors/node.ts';
+import { type Clock, systemClock } from '../time/clock.ts';
 
 export interface PricesOptions {
   /** C34: the price settings, and the networks whose price sources are read. */
@@ -21,7 +22,7 @@ export interface PricesOptions {
   upstreams: Upstreams;
   logger: Logger;
   /** The clock in ms, for tests of staleness; Date.now by default. */
-  now?: () => number;
+  now?: Clock;
 }
 
 /** The part of Chainlink's AggregatorV3Interface a price needs. */
@@ -75,7 +76,7 @@ export class Prices {
   readonly #timeoutMs: number;
   readonly #entries = new Map<string, Entry>();
   readonly #closing = new AbortController();
-  readonly #now: () => number;
+  readonly #now: Clock;
 
   constructor(opts: PricesOptions) {
     this.#networks = new Map(opts.settings.networks.map((n) => [n.slug, n]));
@@ -84,7 +85,7 @@ export class Prices {
     this.#cacheMs = opts.settings.prices.cacheSeconds * 1000;
     this.#maxAgeMs = opts.settings.prices.maxAgeSeconds * 1000;
     this.#timeoutMs = opts.settings.prices.timeoutMs;
-    this.#now = opts.now ?? Date.now;
+    this.#now = opts.now ?? systemClock;
   }
 
   /** USD per whole native coin of `network`, or null when unknown or stale (never a guess). */

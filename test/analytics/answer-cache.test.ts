@@ -12,6 +12,7 @@ import { UsageService } from '../../src/usage/service.ts';
 import { createKey, registerUser, setTier, startTestApp, type TestApp } from '../support/app.ts';
 import { storageBackends } from '../support/services.ts';
 import { waitFor } from '../support/wait.ts';
+import { manualClock } from '../support/clock.ts';
 
 /** A promise and its resolver: a storage query that answers when the test says so. */
 function deferred<T>(): { promise: Promise<T>; resolve: (v: T) => void } {
@@ -22,10 +23,7 @@ function deferred<T>(): { promise: Promise<T>; resolve: (v: T) => void } {
 
 describe('AnswerCache (C46)', () => {
   const TTL = 2000;
-  const clock = () => {
-    const c = { t: 1_000_000, now: () => c.t };
-    return c;
-  };
+  const clock = () => manualClock(1_000_000);
 
   test('identical queries asked together make one storage query; another query or account makes its own', async () => {
     const cache = new AnswerCache<number>({ ttlMs: TTL });
@@ -50,18 +48,18 @@ describe('AnswerCache (C46)', () => {
     assert.equal(await cache.get('u', 'q', compute), 'v1');
     // Stored elsewhere meanwhile (another instance's flush): the kept answer is served within the interval.
     version = 'v2';
-    c.t += TTL / 2 - 1;
+    c.advance(TTL / 2 - 1);
     assert.equal(await cache.get('u', 'q', compute), 'v1');
     assert.equal(reads, 1);
     // Second half: still the kept answer at once, and a read behind it.
-    c.t += 1;
+    c.advance(1);
     assert.equal(await cache.get('u', 'q', compute), 'v1');
     await new Promise((r) => setImmediate(r));
     assert.equal(reads, 2);
     assert.equal(await cache.get('u', 'q', compute), 'v2');
     // Not asked for a whole interval: never served past its time, read again before answering.
     version = 'v3';
-    c.t += TTL;
+    c.advance(TTL);
     assert.equal(await cache.get('u', 'q', compute), 'v3');
     assert.equal(reads, 3);
   });

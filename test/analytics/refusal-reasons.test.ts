@@ -7,7 +7,7 @@ import { after, before, describe, test } from 'node:test';
 import type { Analytics } from '../../src/analytics/store.ts';
 import { createKey, registerUser, setTier, startTestApp, type TestApp } from '../support/app.ts';
 import { storageBackends } from '../support/services.ts';
-import { connect, tryUpgrade, wsAddress } from '../ws/helpers.ts';
+import { connect, tryUpgrade, wsAddress } from '../support/ws.ts';
 
 const backends = await storageBackends();
 const ADMIN_TOKEN = 'refusal-reasons-admin-token-0123456789';

@@ -1,4 +1,5 @@
 // C31: the devnet starts one real anvil chain per network and leaves none behind.
+// slow: anvil chains started and stopped
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';

@@ -1,6 +1,7 @@
 // The devnet's chains keep their state in the data folder (anvil --state), so a restart finds
 // chains and database in step; `--fresh` starts both anew. Driven as a user would: the real process,
 // a SIGTERM between runs.
+// slow: the real gateway process with its devnet, restarted
 import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';

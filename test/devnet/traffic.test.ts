@@ -1,5 +1,6 @@
 // C45: the devnet's accounts hold 10,000,000 coins on every chain; dev account 9 sends whale-sized
 // transfers on the native chains (never elsewhere), tops itself up, and keeps the feeds fresh.
+// slow: anvil chains and the devnet traffic loop
 import assert from 'node:assert/strict';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';

@@ -1,5 +1,6 @@
 // The native devnet chains answer every nat_* method (C25, C31): a responder in front of anvil
 // derives the XDPoS answers from the chain. Called through the gateway, as a user would.
+// slow: the devnet chains behind the app
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { createKey, startTestApp, type TestApp } from '../support/app.ts';

@@ -1,6 +1,7 @@
 // The table of what viem and ethers show for each gateway error (docs/rpc.md) is what they really do:
 // each error is provoked through the gateway and caught in both clients, and the table's row for
 // that code names the same viem class and code and the same ethers error code.
+// slow: every gateway error provoked through viem and ethers
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';

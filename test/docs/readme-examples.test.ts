@@ -3,6 +3,7 @@
 // in the same shell, its paid-features lines (the admin command, C52), then each docs file's
 // examples in the order shown, each file in a new shell. Only the address changes (the docs
 // assume localhost:8080). And no example uses a shell variable its file has not set before it.
+// slow: the README examples run in a shell against the real process
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';

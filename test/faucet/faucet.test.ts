@@ -22,8 +22,9 @@ import { generatePrivateKey, privateKeyToAccount, privateKeyToAddress } from 'vi
 import type { Devnet } from '../../src/devnet/devnet.ts';
 import { startDevnet } from '../../src/devnet/devnet.ts';
 import { faucetGrants } from '../../src/faucet/schema.ts';
-import { createKey, createTestDatabase, registerUser, setTier, startTestApp, type TestApp } from '../support/app.ts';
+import { createKey, registerUser, setTier, startTestApp, type TestApp } from '../support/app.ts';
 import { type FakeNode, startFakeNode } from '../support/fake-node.ts';
+import { type ScaleOut, startScaleOut } from '../support/scale-out.ts';
 import { serviceSkip } from '../support/services.ts';
 import { waitFor } from '../support/wait.ts';
 
@@ -566,19 +567,13 @@ describe('faucet storage: refusals, restarts, several instances (C29)', () => {
   });
 
   describe('on PostgreSQL, two instances on one database', { skip: pgSkip }, () => {
-    let db: Awaited<ReturnType<typeof createTestDatabase>> | undefined;
+    let set: ScaleOut | undefined;
     let apps: TestApp[] = [];
     before(async () => {
-      db = await createTestDatabase();
-      apps = [
-        await startTestApp({ backend: 'postgres', databaseUrl: db.url, env: envFor(keyB) }),
-        await startTestApp({ backend: 'postgres', databaseUrl: db.url, env: envFor(keyB) }),
-      ];
+      set = await startScaleOut({ redis: false, env: envFor(keyB) });
+      apps = [set.a, set.b];
     });
-    after(async () => {
-      for (const a of apps) await a.close();
-      await db?.drop();
-    });
+    after(() => set?.close());
 
     test('6 concurrent grants split over both instances all land, with distinct nonces, none sent twice', async () => {
       const [one, two] = apps as [TestApp, TestApp];

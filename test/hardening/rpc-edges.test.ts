@@ -6,7 +6,7 @@ import { after, before, describe, test } from 'node:test';
 import { createKey, startTestApp, type TestApp } from '../support/app.ts';
 import { type FakeNode, startFakeNode } from '../support/fake-node.ts';
 import { waitFor } from '../support/wait.ts';
-import { connect, wsAddress } from '../ws/helpers.ts';
+import { connect, wsAddress } from '../support/ws.ts';
 import { MAX_NESTING } from '../../src/rpc/message.ts';
 
 let t: TestApp;

@@ -2,6 +2,7 @@
 // environment only, both settlers deployed from the checked-in bytecode, the origin one with the
 // solver as its oracle, and the `intents.settlers` entry printed; without a key it stops, naming
 // the variable and never echoing a key.
+// slow: contracts deployed on anvil by the script
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';

@@ -2,6 +2,7 @@
 // and funds its solver on every chain by itself, and an intent from the Sepolia devnet chain to the
 // Base Sepolia one, opened with a dev account through viem, is settled within a minute with the
 // recipient paid exactly outputAmount.
+// slow: the real gateway process settling an intent on its devnet
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

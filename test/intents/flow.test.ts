@@ -1,6 +1,7 @@
 // Intents end to end on two devnet chains (C41, C42): a user signs the `open` the gateway answers,
 // the solver fills once the Open is confirmed and settles; an intent never opened expires; one the
 // solver cannot fill is refunded to the exact amount; the solver never reserves more than it holds.
+// slow: intents opened, filled and settled on two anvil chains
 import assert from 'node:assert/strict';
 import { eq } from 'drizzle-orm';
 import { after, before, describe, test } from 'node:test';

@@ -63,25 +63,36 @@ export async function startIntentChains(): Promise<IntentChains> {
   };
 }
 
+/** The two chains as the gateway's ethereum (origin) and arbitrum (destination) upstreams. */
+export const intentChainsEnv = (chains: IntentChains): Record<string, string> => ({
+  UPSTREAM_ETHEREUM: chains.url('origin'),
+  UPSTREAM_ARBITRUM: chains.url('destination'),
+});
+
+/** Settings for intents on the two chains: the settlers and the solver key injected (as the devnet wiring does), quick checks. */
+export const intentOverrides = (chains: IntentChains, intents: Record<string, unknown> = {}): Record<string, unknown> => ({
+  events: { confirmations: 1, pollIntervalMs: 100 },
+  whaleAlerts: { networks: [] },
+  intents: {
+    settlers: chains.settlers,
+    solverPrivateKey: chains.solver.privateKey,
+    checkIntervalMs: 200,
+    resendAfterSeconds: 1,
+    expiryGraceSeconds: 0,
+    fillMarginSeconds: 5,
+    ...intents,
+  },
+});
+
 /** A test app on the two chains, with the settlers and the solver key injected (as the devnet wiring does). */
 export function startIntentApp(chains: IntentChains, opts: TestAppOptions & { intents?: Record<string, unknown> } = {}): Promise<TestApp> {
   return startTestApp({
     ...opts,
-    env: { UPSTREAM_ETHEREUM: chains.url('origin'), UPSTREAM_ARBITRUM: chains.url('destination'), ADMIN_TOKEN, ...opts.env },
+    env: { ...intentChainsEnv(chains), ADMIN_TOKEN, ...opts.env },
     overrides: {
       ...opts.overrides,
-      events: { confirmations: 1, pollIntervalMs: 100 },
-      whaleAlerts: { networks: [] },
+      ...intentOverrides(chains, opts.intents),
       webhooks: { allowPrivateTargets: true, retryDelaysSeconds: [1] },
-      intents: {
-        settlers: chains.settlers,
-        solverPrivateKey: chains.solver.privateKey,
-        checkIntervalMs: 200,
-        resendAfterSeconds: 1,
-        expiryGraceSeconds: 0,
-        fillMarginSeconds: 5,
-        ...opts.intents,
-      },
     },
   });
 }

@@ -2,6 +2,7 @@
 // is read before the lock at a known block; a fill mined after that block is not in that balance,
 // so its intent still counts as reserved even once it is recorded as filled.
 // C51: the shares of that liquidity one intent, one account and the intents waiting for their open may hold.
+// slow: contracts deployed and fills mined on anvil
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';

@@ -2,6 +2,7 @@
 // sent is sent after a restart with its recorded bytes, concurrent intents on two instances never
 // reserve more than the solver holds, and two instances on one PostgreSQL database send one fill
 // per order between them.
+// slow: intents across restarts and two instances on anvil
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';

@@ -4,6 +4,7 @@
 // shares are of the wallet's balance, which reserving does not lower. An amount beyond uint256 is
 // a 400 in the C7 shape, and an intent asked for without an open deadline may be opened for 10
 // minutes. On the embedded store and on PostgreSQL.
+// slow: contracts deployed and intents reserved on anvil
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { type Address, parseEther } from 'viem';

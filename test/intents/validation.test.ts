@@ -1,5 +1,6 @@
 // C41: what POST /chain-abstraction/intent refuses before anything is asked of a node or stored,
 // the default routes, the intents config checks and the quote's arithmetic.
+// slow: the app on anvil chains with settlers deployed
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { parseEther } from 'viem';

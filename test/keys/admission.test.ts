@@ -7,7 +7,7 @@ import { generateKeyPairSync } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { SignJWT } from 'jose';
 import { createKey, registerUser, startTestApp, type TestApp } from '../support/app.ts';
-import { connect, tryUpgrade, wsAddress } from '../ws/helpers.ts';
+import { connect, tryUpgrade, wsAddress } from '../support/ws.ts';
 
 const ADMIN = 'admin-token-for-admission-tests';
 const OTHER_ORIGIN = 'https://elsewhere.example.net';

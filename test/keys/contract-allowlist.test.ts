@@ -18,7 +18,7 @@ import { type BareAnvil, startAnvil } from '../support/anvil.ts';
 import { createKey, startTestApp, type TestApp } from '../support/app.ts';
 import { type FakeNode, startFakeNode } from '../support/fake-node.ts';
 import { TINY_ABI, TINY_BYTECODE, TINY_INITIAL_VALUE } from '../support/tiny-contract.ts';
-import { connect, wsAddress } from '../ws/helpers.ts';
+import { connect, wsAddress } from '../support/ws.ts';
 
 // anvil's first dev account (its well-known key, funded on every anvil chain).
 const DEV = privateKeyToAccount('0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80');

@@ -1,6 +1,7 @@
 // A devnet start on a terminal is short: a few lines and a banner naming the dashboard, /docs, a
 // call to try and the admin command for the paid features (C52); the dev accounts with their
 // private keys and every address are in a file of the data folder, not on the console.
+// slow: the real gateway process with its devnet
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';

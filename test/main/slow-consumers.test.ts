@@ -1,5 +1,6 @@
 // C60: clients that never read their answers, and answers larger than there is room for, against
 // the real gateway process.
+// slow: the real gateway process under load
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
@@ -11,7 +12,7 @@ import { after, before, describe, test } from 'node:test';
 import WebSocket from 'ws';
 import { type GatewayProcess, spawnGateway } from '../support/process.ts';
 import { waitFor } from '../support/wait.ts';
-import { type FakeWsNode, startFakeWsNode } from '../ws/helpers.ts';
+import { type FakeWsNode, startFakeWsNode } from '../support/ws.ts';
 
 const MiB = 1024 * 1024;
 

@@ -1,4 +1,5 @@
 // C57: a stop under steady keep-alive traffic, on the real gateway process.
+// slow: the real gateway process under load
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -7,21 +7,35 @@ import { RedisLimiter } from '../../src/metering/redis-limiter.ts';
 import { RedisLink } from '../../src/storage/redis.ts';
 import { pino } from 'pino';
 import { REDIS_URL, serviceSkip } from '../support/services.ts';
+import { manualClock } from '../support/clock.ts';
+import { setTimeout as sleep } from 'node:timers/promises';
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const redisSkip = await serviceSkip('Redis');
 
 const win = (key: string, limit: number, windowMs: number, cost = 1): Check => ({ kind: 'window', key, limit, windowMs, cost });
 const ctr = (key: string, limit: number, cost = 1, resetAt = Date.now() + 60_000): Check => ({ kind: 'counter', key, limit, resetAt, cost });
 
-/** One contract, two stores (C12): the same cases run on both. */
-const stores: Array<{ name: string; skip: false | string; make: () => Promise<{ limiter: Limiter; done: () => Promise<void> }> }> = [
+/**
+ * One contract, two stores (C12): the same cases run on both. `clock` is the store's time: the
+ * in-process store runs on a manual clock that the window tests advance; the Redis one takes its
+ * time from Redis (TIME), so there time passes for real.
+ */
+interface Made {
+  limiter: Limiter;
+  done: () => Promise<void>;
+  /** Now, on the store's clock (epoch ms). */
+  now: () => number;
+  /** Lets `ms` pass on the store's clock. */
+  pass: (ms: number) => Promise<void>;
+}
+const stores: Array<{ name: string; skip: false | string; make: () => Promise<Made> }> = [
   {
     name: 'in-process',
     skip: false,
     make: async () => {
-      const limiter = new MemoryLimiter();
-      return { limiter, done: () => limiter.close() };
+      const clock = manualClock();
+      const limiter = new MemoryLimiter({ now: clock.now });
+      return { limiter, done: () => limiter.close(), now: clock.now, pass: async (ms) => clock.advance(ms) };
     },
   },
   {
@@ -37,6 +51,9 @@ const stores: Array<{ name: string; skip: false | string; make: () => Promise<{ 
           await limiter.close();
           redis.disconnect();
         },
+        now: Date.now,
+        // Redis' own clock: waiting is the only way to move it.
+        pass: (ms) => sleep(ms),
       };
     },
   },
@@ -46,8 +63,10 @@ for (const store of stores) {
   describe(`limiter contract on ${store.name} (C12)`, { skip: store.skip }, () => {
     let limiter: Limiter;
     let done: () => Promise<void>;
+    let now: () => number;
+    let pass: (ms: number) => Promise<void>;
     before(async () => {
-      ({ limiter, done } = await store.make());
+      ({ limiter, done, now, pass } = await store.make());
     });
     after(() => done?.());
 
@@ -62,30 +81,30 @@ for (const store of stores) {
       assert.equal(r.allowed, false);
       assert.equal(r.states[0]?.remaining, 0);
       assert.ok((r.states[0]?.retryAfterMs ?? 0) > 59_000 && (r.states[0]?.retryAfterMs ?? 0) <= 60_000);
-      assert.ok((r.states[0]?.resetAt ?? 0) > Date.now() + 59_000);
+      assert.ok((r.states[0]?.resetAt ?? 0) > now() + 59_000);
     });
 
     test('the window slides: requests leave one by one as they age, never a 2x burst at an edge', async () => {
-      // The window's own timing is under test here: the sleeps wait out parts of it on purpose.
-      // Each step says when it must happen; a step that a busy machine delayed past its time
-      // (seen under load: a 350 ms sleep ending after 600) proves nothing, so the run is redone.
+      // The window's own timing is under test here. On Redis time passes for real: each step says
+      // when it must happen, and a step that a busy machine delayed past its time (seen under load:
+      // a 350 ms sleep ending after 600) proves nothing, so the run is redone.
       const W = 2_000;
       for (let attempt = 1; ; attempt++) {
         const k = randomUUID();
         const consume = async () => (await limiter.consume([win(k, 2, W)])).allowed;
-        const t0 = Date.now();
+        const t0 = now();
         assert.equal(await consume(), true);
-        await sleep(W / 2);
-        const t1 = Date.now();
+        await pass(W / 2);
+        const t1 = now();
         const second = await consume();
         const third = await consume();
         // The first request is still in the window at the third call.
-        const inTime = Date.now() - t0 < W - 100;
-        await sleep(Math.max(0, t0 + W + 100 - Date.now())); // the first has left the window
+        const inTime = now() - t0 < W - 100;
+        await pass(Math.max(0, t0 + W + 100 - now())); // the first has left the window
         const fourth = await consume();
         const fifth = await consume();
         // ... and the second has not, at the fifth call.
-        const onTime = inTime && Date.now() - t1 < W - 100;
+        const onTime = inTime && now() - t1 < W - 100;
         if (!onTime && attempt < 3) continue;
         assert.ok(onTime, 'the machine was too busy three times to keep the steps in time');
         assert.deepEqual([second, third, fourth, fifth], [true, false, true, false]);

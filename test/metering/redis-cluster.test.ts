@@ -3,7 +3,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
 import type { LightMyRequestResponse } from 'fastify';
 import { Cluster } from 'ioredis';
-import { createKey, registerUser, startTestApp, createTestDatabase, type TestApp } from '../support/app.ts';
+import { createKey, registerUser, type TestApp } from '../support/app.ts';
+import { type ScaleOut, startScaleOut } from '../support/scale-out.ts';
 import { type FakeNode, startFakeNode } from '../support/fake-node.ts';
 import { hasRedisServer, type OwnRedisCluster, startRedisCluster } from '../support/redis-cluster.ts';
 import { serviceSkip } from '../support/services.ts';
@@ -19,7 +20,7 @@ const HUNG_MS = 5_000;
 describe('Redis Cluster (REDIS_CLUSTER_NODES): limits shared and exact across instances, enforced in memory while a primary is away (C48)', { skip }, () => {
   let cluster: OwnRedisCluster;
   let fake: FakeNode;
-  let db: { url: string; drop(): Promise<void> } | undefined;
+  let set: ScaleOut | undefined;
   let a: TestApp | undefined;
   let b: TestApp | undefined;
   let probe: Cluster;
@@ -27,17 +28,13 @@ describe('Redis Cluster (REDIS_CLUSTER_NODES): limits shared and exact across in
   before(async () => {
     cluster = await startRedisCluster();
     fake = await startFakeNode();
-    db = await createTestDatabase();
-    const options = { databaseUrl: db.url, redisClusterNodes: cluster.nodes, env: { UPSTREAM_NATIVE_MAINNET: fake.url, ADMIN_TOKEN: ADMIN } };
-    a = await startTestApp(options);
-    b = await startTestApp(options);
+    set = await startScaleOut({ redisClusterNodes: cluster.nodes, env: { UPSTREAM_NATIVE_MAINNET: fake.url, ADMIN_TOKEN: ADMIN } });
+    ({ a, b } = set);
     probe = new Cluster([{ host: '127.0.0.1', port: cluster.ports[0] as number }]);
   });
   after(async () => {
     probe?.disconnect();
-    await a?.close();
-    await b?.close();
-    await db?.drop();
+    await set?.close();
     await fake?.close();
     await cluster?.close();
   });

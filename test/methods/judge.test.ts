@@ -6,7 +6,7 @@ import { methodFacts } from '../../src/methods/catalogue.ts';
 import { callText, judgeParams, type JudgedParams, repeatedMember } from '../../src/methods/judge.ts';
 import { createKey, startTestApp, type TestApp } from '../support/app.ts';
 import { type FakeNode, startFakeNode } from '../support/fake-node.ts';
-import { connect, withUpstreams, wsAddress } from '../ws/helpers.ts';
+import { connect, withUpstreams, wsAddress } from '../support/ws.ts';
 
 const judged = (method: string, params: unknown, text?: string): JudgedParams | InvalidParamsError => {
   const t = text ?? JSON.stringify({ jsonrpc: '2.0', id: 1, method, params });

@@ -16,7 +16,7 @@ import WebSocket from 'ws';
 import { withId } from '../../src/json/lossless.ts';
 import { createKey, startTestApp, type TestApp } from '../support/app.ts';
 import { type BareAnvil, startAnvil } from '../support/anvil.ts';
-import { withUpstreams } from '../ws/helpers.ts';
+import { withUpstreams } from '../support/ws.ts';
 
 interface Exchange {
   /** Where it was recorded: a fixture file, or the live recording. */

@@ -10,6 +10,7 @@ import { loadConfig, validateConfig } from '../../src/config/load.ts';
 import type { Config, PriceSourceConfig } from '../../src/config/schema.ts';
 import { Prices } from '../../src/prices/prices.ts';
 import { Upstreams } from '../../src/upstreams/upstreams.ts';
+import { type ManualClock, manualClock } from '../support/clock.ts';
 
 /** What each path answers; tests change `state` to make the source fail or move. */
 const state = { usd: 3012.5, fail: false, hits: new Map<string, number>() };
@@ -68,7 +69,7 @@ after(async () => {
 interface Built {
   prices: Prices;
   logs: string[];
-  clock: { now: number };
+  clock: ManualClock;
   close(): Promise<void>;
 }
 
@@ -84,8 +85,8 @@ function build(prices: Partial<Config['prices']>, sources: Record<string, PriceS
   const logs: string[] = [];
   const logger = pino({ level: 'debug' }, new Writable({ write: (chunk, _e, cb) => (logs.push(String(chunk)), cb()) }));
   const upstreams = new Upstreams(config, logger);
-  const clock = { now: Date.now() };
-  const p = new Prices({ settings: config, upstreams, logger, now: () => clock.now });
+  const clock = manualClock();
+  const p = new Prices({ settings: config, upstreams, logger, now: clock.now });
   return {
     prices: p,
     logs,
@@ -216,7 +217,7 @@ describe('prices: cache and staleness', () => {
       assert.equal(await b.prices.nativeUsd('ethereum'), 3012.5);
       assert.equal(await b.prices.nativeUsd('ethereum'), 3012.5);
       assert.equal(state.hits.get('/good'), 1, 'the second ask is served from the cache');
-      b.clock.now += 60_000;
+      b.clock.advance(60_000);
       assert.equal(await b.prices.nativeUsd('ethereum'), 3012.5);
       assert.equal(state.hits.get('/good'), 2, 'read again once cacheSeconds have passed');
     } finally {
@@ -243,13 +244,13 @@ describe('prices: cache and staleness', () => {
     try {
       assert.equal(await b.prices.nativeUsd('ethereum'), 2500);
       state.fail = true;
-      b.clock.now += 300_000;
+      b.clock.advance(300_000);
       assert.equal(await b.prices.nativeUsd('ethereum'), 2500, 'a 5-minute-old real price is still a price');
-      b.clock.now += 300_001;
+      b.clock.advance(300_001);
       assert.equal(await b.prices.nativeUsd('ethereum'), null, 'past maxAgeSeconds: null, never the stale value');
       state.fail = false;
       state.usd = 2600;
-      b.clock.now += 60_000; // past the retry delay of a failed read
+      b.clock.advance(60_000); // past the retry delay of a failed read
       assert.equal(await b.prices.nativeUsd('ethereum'), 2600, 'the source answering again gives its new price');
     } finally {
       state.fail = false;
@@ -265,7 +266,7 @@ describe('prices: cache and staleness', () => {
     try {
       assert.equal(await b.prices.nativeUsd('ethereum'), 10);
       state.fail = true; // a re-read, if any, fails: only the cached reading could answer
-      b.clock.now += 61_000;
+      b.clock.advance(61_000);
       assert.equal(await b.prices.nativeUsd('ethereum'), null);
     } finally {
       state.fail = false;

@@ -9,7 +9,7 @@ import { rpc } from '../../src/json/rpc-client.ts';
 import { createKey, startTestApp, type TestApp } from '../support/app.ts';
 import { type FakeNode, startFakeNode } from '../support/fake-node.ts';
 import { waitFor } from '../support/wait.ts';
-import { connect, withUpstreams, wsAddress } from '../ws/helpers.ts';
+import { connect, withUpstreams, wsAddress } from '../support/ws.ts';
 
 let devnet: Devnet;
 let t: TestApp;

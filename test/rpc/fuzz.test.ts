@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { createKey, registerUser, setTier, startTestApp, type TestApp } from '../support/app.ts';
 import { type FakeNode, startFakeNode, topLevel } from '../support/fake-node.ts';
-import { connect, wsAddress } from '../ws/helpers.ts';
+import { connect, wsAddress } from '../support/ws.ts';
 import { judge, paramFuzzer, prng, WsFuzzChannel } from '../support/fuzz-gen.ts';
 import { MAX_NESTING } from '../../src/rpc/message.ts';
 

@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
 import { createKey, type registerUser, setTier, startTestApp, type TestApp } from '../support/app.ts';
 import { type FakeNode, startFakeNode } from '../support/fake-node.ts';
@@ -199,13 +198,21 @@ describe('key failures (C20, C22)', () => {
     assertServed(await rpc(`/v1/native-mainnet/${k.key}`));
   });
 
-  test('a cached key stops at the moment it expires', async () => {
+  test('a cached key stops at the moment it expires', async (ctx) => {
     const k = await usedKey();
-    const expiresAt = Date.now() + 1_000;
-    await patchKey(k.user, k.id, { expiresAt: new Date(expiresAt).toISOString() });
-    assertServed(await rpc(`/v1/native-mainnet/${k.key}`));
-    await sleep(expiresAt - Date.now() + 50); // a point in time, not an event: polling would not end sooner
-    assertError(await rpc(`/v1/native-mainnet/${k.key}`), -32002, 401);
+    // A point in time, not an event: the gateway's clock (Date) is moved to it.
+    ctx.mock.timers.enable({ apis: ['Date'], now: Date.now() });
+    try {
+      const expiresAt = Date.now() + 1_000;
+      await patchKey(k.user, k.id, { expiresAt: new Date(expiresAt).toISOString() });
+      assertServed(await rpc(`/v1/native-mainnet/${k.key}`));
+      ctx.mock.timers.tick(999);
+      assertServed(await rpc(`/v1/native-mainnet/${k.key}`));
+      ctx.mock.timers.tick(1);
+      assertError(await rpc(`/v1/native-mainnet/${k.key}`), -32002, 401);
+    } finally {
+      ctx.mock.timers.reset();
+    }
   });
 
   test('a rotated key: the old value is -32001 at once, the new one works at once', async () => {

@@ -12,7 +12,7 @@ import { type Devnet, startDevnet } from '../../src/devnet/devnet.ts';
 import { rpc, waitForReceipt } from '../../src/json/rpc-client.ts';
 import { createKey, startTestApp, type TestApp } from '../support/app.ts';
 import { TINY_ABI, TINY_BYTECODE } from '../support/tiny-contract.ts';
-import { withUpstreams } from '../ws/helpers.ts';
+import { withUpstreams } from '../support/ws.ts';
 
 /** The widest range the scripted node serves, and the network's maxLogsRange. */
 const NODE_CAP = 10;

@@ -5,7 +5,7 @@ import { after, before, describe, test } from 'node:test';
 import { type FakeNode, startFakeNode } from '../support/fake-node.ts';
 import { createKey, startTestApp, type TestApp } from '../support/app.ts';
 import { waitFor } from '../support/wait.ts';
-import { connect, type Head, type Json, tryUpgrade, wsAddress } from '../ws/helpers.ts';
+import { connect, type Head, type Json, tryUpgrade, wsAddress } from '../support/ws.ts';
 
 let t: TestApp;
 let fake: FakeNode;

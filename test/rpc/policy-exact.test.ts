@@ -16,7 +16,7 @@ import { callMembersError } from '../../src/rpc/jsonrpc.ts';
 import { memberNames, nestsDeeperThan } from '../../src/json/lossless.ts';
 import { type Devnet, startDevnet } from '../../src/devnet/devnet.ts';
 import { createKey, setTier, startTestApp, type TestApp } from '../support/app.ts';
-import { type Client, connect, withUpstreams, wsAddress } from '../ws/helpers.ts';
+import { type Client, connect, withUpstreams, wsAddress } from '../support/ws.ts';
 
 const ADMIN = 'admin-token-policy-exact-0123456789';
 const RECIPIENT = '0x00000000000000000000000000000000000000bb';

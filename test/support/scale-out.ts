@@ -15,11 +15,13 @@ export interface ScaleOut {
 /**
  * Starts two instances with the same options on a new database and Redis (one after the other,
  * so the first runs the migrations). If the second fails to start, the first is closed and the
- * database dropped before the error is thrown.
+ * database dropped before the error is thrown. Shared state goes through the local Redis unless
+ * the options name another (`redisUrl`, `redisClusterNodes`) or none (`redis: false`: the
+ * database alone is shared).
  */
-export async function startScaleOut(opts: Omit<TestAppOptions, 'databaseUrl' | 'redis' | 'backend'>): Promise<ScaleOut> {
+export async function startScaleOut(opts: Omit<TestAppOptions, 'databaseUrl' | 'backend'>): Promise<ScaleOut> {
   const db = await createTestDatabase();
-  const options = { ...opts, databaseUrl: db.url, redis: true };
+  const options = { redis: true, ...opts, databaseUrl: db.url };
   const started: TestApp[] = [];
   const closed = new Set<TestApp>();
   const closeOne = async (t: TestApp) => {

@@ -8,7 +8,7 @@ import { after, before, describe, test } from 'node:test';
 import { createKey, startTestApp, type TestApp } from '../support/app.ts';
 import { type FakeNode, startFakeNode } from '../support/fake-node.ts';
 import { waitFor } from '../support/wait.ts';
-import { connect, wsAddress } from '../ws/helpers.ts';
+import { connect, wsAddress } from '../support/ws.ts';
 
 const NET = 'avalanche-fuji'; // consensus on eth_getBalance
 const ADDRESS = '0x0000000000000000000000000000000000000001';

@@ -3,7 +3,6 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
 import { createKey, startTestApp, type TestApp } from '../support/app.ts';
 import { type FakeNode, startFakeNode } from '../support/fake-node.ts';
@@ -136,7 +135,7 @@ describe('consensus reads (C49)', () => {
     assert.equal(total('eth_getBalance'), before + 1);
   });
 
-  test('one node lies: the third decides, the liar is left out for the penalty, logged and counted, then asked again', async () => {
+  test('one node lies: the third decides, the liar is left out for the penalty, logged and counted, then asked again', async (ctx) => {
     setAll(answer('"0xbad"'), answer('"0x1"', true), answer('"0x1"'));
     const [a0, b0, c0] = counts('eth_getBalance');
     const res = await post(NET, 'eth_getBalance', ['0x0000000000000000000000000000000000000001', 'latest']);
@@ -164,10 +163,12 @@ describe('consensus reads (C49)', () => {
     assert.deepEqual(ready.networks[NET]?.upstreams[0]?.misbehaving, { disagreements: 1, outOfRotation: true });
     assert.equal(ready.networks[NET]?.upstreams[1]?.misbehaving, undefined);
 
-    // After the penalty (1 s) it is asked again.
-    await sleep(1_100);
+    // After the penalty (1 s) it is asked again: the gateway's clock (Date) is moved past it.
     a.setRaw('eth_getBalance', answer('"0x1"'));
+    ctx.mock.timers.enable({ apis: ['Date'], now: Date.now() });
+    ctx.mock.timers.tick(1_100);
     const again = await post(NET, 'eth_getBalance', ['0x0000000000000000000000000000000000000001', 'latest']);
+    ctx.mock.timers.reset();
     assert.equal(again.body.result, '0x1');
     assert.equal(counts('eth_getBalance')[0], (a0 ?? 0) + 2);
   });

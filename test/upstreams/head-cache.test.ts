@@ -5,7 +5,7 @@ import { after, before, describe, test } from 'node:test';
 import { createKey, startTestApp, type TestApp } from '../support/app.ts';
 import { type FakeNode, startFakeNode } from '../support/fake-node.ts';
 import { waitFor } from '../support/wait.ts';
-import { type FakeWsNode, startFakeWsNode } from '../ws/helpers.ts';
+import { type FakeWsNode, startFakeWsNode } from '../support/ws.ts';
 
 const NET = 'avalanche-fuji';
 const LIAR = 1_000_000_000;

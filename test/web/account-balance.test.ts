@@ -9,7 +9,6 @@ import { browserSkip, type Dashboard, startDashboard } from './support.ts';
 
 const FREE = { requestsPerMinute: 90, dailyLimit: 9000, monthlyComputeUnits: 90_000, maxKeys: 4, maxNetworks: 6 };
 const mainText = async (page: Page) => ((await page.locator('main').innerText()) ?? '').replace(/\s+/g, ' ');
-const login = (d: Dashboard, email: string, password: string) => d.api('/api/v1/auth/login', { body: { email, password } });
 
 describe('dashboard: account, balance and plan texts (C43)', { skip: await browserSkip() }, () => {
   let d: Dashboard;
@@ -74,20 +73,17 @@ describe('dashboard: account, balance and plan texts (C43)', { skip: await brows
     await page.reload();
     await page.getByTestId('account-tier').waitFor();
 
-    assert.equal((await login(d, m.email, m.password)).status, 401, 'the old password no longer signs in');
+    assert.equal((await d.login(m.email, m.password)).status, 401, 'the old password no longer signs in');
     await page.getByRole('button', { name: 'Sign out', exact: true }).click();
     await page.waitForURL(/\/signin/);
-    await page.getByLabel('E-mail').fill(m.email);
-    await page.getByLabel('Password').fill(fresh);
-    await page.getByRole('button', { name: 'Sign in' }).click();
-    await page.waitForURL(/\/keys/);
+    await d.signIn(page, m.email, fresh);
     await page.getByRole('heading', { level: 1, name: 'API keys' }).waitFor();
   });
 
   test("sign out everywhere: another login's refresh token stops working and this browser is signed out", async () => {
     const m = await d.newMember();
     const { page } = m;
-    const other = await login(d, m.email, m.password);
+    const other = await d.login(m.email, m.password);
     assert.equal(other.status, 200);
     const refreshToken = other.body.data.tokens.refreshToken as string;
     await d.go(page, '/account');
@@ -101,7 +97,7 @@ describe('dashboard: account, balance and plan texts (C43)', { skip: await brows
     // A reload does not bring this browser back in: its cookie was revoked too.
     await page.reload();
     await page.getByRole('heading', { level: 1, name: 'Sign in' }).waitFor();
-    assert.equal((await login(d, m.email, m.password)).status, 200, 'signing in again works');
+    assert.equal((await d.login(m.email, m.password)).status, 200, 'signing in again works');
   });
 
   test('the balance page lists the address on every mainnet with USD and the total (C40)', async () => {

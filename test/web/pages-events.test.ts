@@ -10,7 +10,7 @@ import { Webhook } from 'standardwebhooks';
 import { createWalletClient, defineChain, type Hex, http, parseEther } from 'viem';
 import { generatePrivateKey, privateKeyToAccount, privateKeyToAddress } from 'viem/accounts';
 import { waitFor } from '../support/wait.ts';
-import { browserSkip, type Dashboard, type Member, startDashboard } from './support.ts';
+import { browserSkip, type Dashboard, startDashboard } from './support.ts';
 
 const MAINNET = { slug: 'native-mainnet', chainId: 50 };
 const TESTNET = { slug: 'native-testnet', chainId: 51 };
@@ -56,13 +56,6 @@ describe('dashboard: faucet, whale alerts, webhooks, analytics (C43, C46)', { sk
     await d?.close();
     receiver?.close();
   });
-
-  /** A bearer token of a member, through the REST API (for setting things up beside the browser). */
-  async function tokenOf(m: Member): Promise<string> {
-    const res = await d.api('/api/v1/auth/login', { body: { email: m.email, password: m.password } });
-    assert.equal(res.status, 200, JSON.stringify(res.body));
-    return res.body.data.tokens.accessToken as string;
-  }
 
   test('faucet: the address is checked as C28 says before sending; a grant shows the real transaction hash, unlinked on the devnet', async () => {
     const { page } = await d.newMember();
@@ -192,7 +185,7 @@ describe('dashboard: faucet, whale alerts, webhooks, analytics (C43, C46)', { sk
     await secretBox.waitFor({ state: 'detached' });
     assert.ok(!(await page.content()).includes(secret), 'the secret is gone from the page');
     // C37: the API never shows it again either.
-    const token = await tokenOf(m);
+    const token = await d.tokenOf(m);
     const listed = await d.api('/api/v1/webhooks', { token });
     assert.ok(!JSON.stringify(listed.body).includes(secret));
 
@@ -237,7 +230,7 @@ describe('dashboard: faucet, whale alerts, webhooks, analytics (C43, C46)', { sk
     await d.check(page, 'analytics-free');
 
     await d.setTier(m.email, 'pro');
-    const token = await tokenOf(m);
+    const token = await d.tokenOf(m);
     const key = await d.api('/api/v1/api-keys', { token, body: { name: 'analytics key', networks: [MAINNET.slug] } });
     assert.equal(key.status, 200, JSON.stringify(key.body));
     const call = (chainId: number, method: string) =>

@@ -8,7 +8,7 @@ import { after, before, describe, test } from 'node:test';
 import type { Page } from 'playwright-core';
 import { type Hex, parseEther } from 'viem';
 import { privateKeyToAddress } from 'viem/accounts';
-import { type IntentChains, startIntentChains } from '../intents/helpers.ts';
+import { type IntentChains, intentChainsEnv, intentOverrides, startIntentChains } from '../intents/helpers.ts';
 import { browserSkip, type Dashboard, startDashboard } from './support.ts';
 
 const mainText = async (page: Page) => (await page.locator('main').innerText()).replace(/\s+/g, ' ');
@@ -19,21 +19,7 @@ describe('dashboard: intents (C41)', { skip: await browserSkip() }, () => {
 
   before(async () => {
     chains = await startIntentChains();
-    d = await startDashboard({
-      env: { UPSTREAM_ETHEREUM: chains.url('origin'), UPSTREAM_ARBITRUM: chains.url('destination') },
-      overrides: {
-        events: { confirmations: 1, pollIntervalMs: 100 },
-        whaleAlerts: { networks: [] },
-        intents: {
-          settlers: chains.settlers,
-          solverPrivateKey: chains.solver.privateKey,
-          checkIntervalMs: 200,
-          resendAfterSeconds: 1,
-          expiryGraceSeconds: 0,
-          fillMarginSeconds: 5,
-        },
-      },
-    });
+    d = await startDashboard({ env: intentChainsEnv(chains), overrides: intentOverrides(chains) });
   });
   after(async () => {
     await d?.close();
@@ -53,7 +39,7 @@ describe('dashboard: intents (C41)', { skip: await browserSkip() }, () => {
     assert.match(await note.innerText(), /^Your API keys do not cover .+: the wallet sends the open through a key that does\. Add them to a key on the Keys page \(your plan allows 5 networks over all your keys\)\.$/);
     await d.check(page, 'intents-form-no-key');
 
-    const token = ((await d.api('/api/v1/auth/login', { body: { email: m.email, password: m.password } })).body as { data: { tokens: { accessToken: string } } }).data.tokens.accessToken;
+    const token = await d.tokenOf(m);
     await d.api('/api/v1/api-keys', { token, body: { name: 'for intents', networks: ['ethereum', 'arbitrum'] } });
     await d.go(page, '/intents');
     await page.getByText('No intents yet').waitFor();

@@ -57,6 +57,16 @@ export interface Dashboard {
    * one login at a time (the refresh cookie), so whoever it has signed in is signed out first.
    */
   newMember(opts?: { page?: Page; name?: string }): Promise<Member>;
+  /**
+   * Fills the sign-in form (the page is on /signin) and submits it; resolves on the keys page, or,
+   * with `expect: 'refused'`, once the form shows its alert.
+   */
+  signIn(page: Page, email: string, password: string, opts?: { expect?: 'keys' | 'refused' }): Promise<void>;
+  /** POST /auth/login through the REST API (setting things up beside the browser). */
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- JSON answers read freely in tests
+  login(email: string, password: string): Promise<{ status: number; body: any }>;
+  /** A member's bearer token, through the REST API; fails the test if the login is refused. */
+  tokenOf(m: Pick<Member, 'email' | 'password'>): Promise<string>;
   /** Goes to a dashboard address (a path) and waits for the page to settle. */
   go(page: Page, pathname: string): Promise<void>;
   /** axe-core (no serious or critical violation), nothing wider than 375 px, and the two screenshots `<name>-desktop.png`, `<name>-375.png`. */
@@ -135,6 +145,8 @@ export async function startDashboard(opts: { devnet?: string[]; env?: Record<str
     return { status: res.status, body };
   };
 
+  const login: Dashboard['login'] = (email, password) => api('/api/v1/auth/login', { body: { email, password } });
+
   return {
     gateway,
     url,
@@ -145,6 +157,19 @@ export async function startDashboard(opts: { devnet?: string[]; env?: Record<str
     newPage,
     go,
     api,
+    login,
+    async tokenOf(m) {
+      const res = await login(m.email, m.password);
+      assert.equal(res.status, 200, JSON.stringify(res.body));
+      return res.body.data.tokens.accessToken as string;
+    },
+    async signIn(page, email, password, o = {}) {
+      await page.getByLabel('E-mail').fill(email);
+      await page.getByLabel('Password').fill(password);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      if (o.expect === 'refused') await page.getByRole('alert').waitFor();
+      else await page.waitForURL(/\/keys/);
+    },
     async newMember(o = {}) {
       const page = o.page ?? (await newPage());
       const email = uniqueEmail('web');

@@ -5,8 +5,8 @@ import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { after, before, describe, test } from 'node:test';
-import { createKey, registerUser, startTestApp, type TestApp } from '../support/app.ts';
-import { connect, sleep, tryUpgrade, wsAddress } from './helpers.ts';
+import { createKey, registerUser, startTestApp, type TestApp } from '../../support/app.ts';
+import { connect, tryUpgrade, wsAddress } from '../../support/ws.ts';
 
 let t: TestApp;
 let key: string;
@@ -239,15 +239,20 @@ describe('calls', () => {
     assert.match(closed.reason, /revoked or expired/);
   });
 
-  test('refuses the next message of a key that expired while connected (-32002), then closes', async () => {
+  test('refuses the next message of a key that expired while connected (-32002), then closes', async (ctx) => {
     const k = await createKey(t.app);
     const c = await connect(wsAddress(t, `/ws?apiKey=${k.key}`));
-    await patchKey(k.user.auth, k.id, { expiresAt: new Date(Date.now() + 1_000).toISOString() });
-    assert.equal((await c.call('eth_chainId')).result, '0x32');
-    // A point in time (the expiry), and a refused call closes the connection: no polling.
-    await sleep(1_200);
-    const refused = await c.call('eth_chainId');
-    assert.equal(refused.error?.code, -32002);
+    // A point in time (the expiry): the gateway's clock (Date) is moved to it.
+    ctx.mock.timers.enable({ apis: ['Date'], now: Date.now() });
+    try {
+      await patchKey(k.user.auth, k.id, { expiresAt: new Date(Date.now() + 1_000).toISOString() });
+      assert.equal((await c.call('eth_chainId')).result, '0x32');
+      ctx.mock.timers.tick(1_000);
+      const refused = await c.call('eth_chainId');
+      assert.equal(refused.error?.code, -32002);
+    } finally {
+      ctx.mock.timers.reset();
+    }
     assert.equal((await c.closed).code, 1008);
   });
 });

@@ -3,7 +3,7 @@
 import assert from 'node:assert/strict';
 import type { IncomingMessage } from 'node:http';
 import { test } from 'node:test';
-import { clientIpResolver } from '../../src/rpc/client-ip.ts';
+import { clientIpResolver } from '../../../src/rpc/client-ip.ts';
 
 const req = (peer: string, forwarded?: string) =>
   ({ socket: { remoteAddress: peer }, headers: forwarded === undefined ? {} : { 'x-forwarded-for': forwarded } }) as unknown as IncomingMessage;

@@ -8,7 +8,7 @@ import WebSocket, { WebSocketServer } from 'ws';
 import { loadConfig } from '../../src/config/load.ts';
 import type { NetworkConfig } from '../../src/config/schema.ts';
 import { type Devnet, startDevnet } from '../../src/devnet/devnet.ts';
-import { startTestApp, type TestApp, type TestAppOptions } from '../support/app.ts';
+import { startTestApp, type TestApp, type TestAppOptions } from './app.ts';
 
 /**
  * A JSON-RPC message from the socket, with the members tests read: an answer, or a notification

@@ -7,10 +7,10 @@ import { after, before, test } from 'node:test';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import WebSocket from 'ws';
-import type { WsConnection } from '../../src/rpc/ws/connection.ts';
-import { createKey, startTestApp, type TestApp } from '../support/app.ts';
-import { connect, type FakeWsNode, sleep, startFakeWsNode, tryUpgrade, withUpstreams, wsAddress } from './helpers.ts';
-import { waitFor } from '../support/wait.ts';
+import type { WsConnection } from '../../../src/rpc/ws/connection.ts';
+import { createKey, startTestApp, type TestApp } from '../../support/app.ts';
+import { connect, type FakeWsNode, sleep, startFakeWsNode, tryUpgrade, withUpstreams, wsAddress } from '../../support/ws.ts';
+import { waitFor } from '../../support/wait.ts';
 
 setFlagsFromString('--expose-gc');
 const MAX_BUFFERED = 256 * 1024;

@@ -16,10 +16,10 @@ import {
 } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { mainnet } from 'viem/chains';
-import { createKey } from '../support/app.ts';
-import { TINY_ABI, TINY_BYTECODE } from '../support/tiny-contract.ts';
-import { waitFor } from '../support/wait.ts';
-import { connect, type Head, type Log, type Relay, sleep, startRelayedGateway, wsAddress } from './helpers.ts';
+import { createKey } from '../../support/app.ts';
+import { TINY_ABI, TINY_BYTECODE } from '../../support/tiny-contract.ts';
+import { waitFor } from '../../support/wait.ts';
+import { connect, type Head, type Log, type Relay, sleep, startRelayedGateway, wsAddress } from '../../support/ws.ts';
 
 let g: Awaited<ReturnType<typeof startRelayedGateway>>;
 let key: string;
