@@ -1,3 +1,5 @@
+// One admission decision for an RPC request (C16, C20): the key, its network, its allowlists and
+// the limits, the same on HTTP and WebSocket.
 import { ApiKeyRevokedError, InvalidApiKeyError, KeyAccessDeniedError, NetworkNotAllowedError, type RpcError, StorageUnavailableRpcError } from '../errors/rpc.ts';
 import { isStorageUnavailable, STORAGE_RETRY_AFTER_SECONDS } from '../errors/storage.ts';
 import type { KeyCache, ResolvedKey } from './cache.ts';

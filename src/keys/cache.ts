@@ -1,3 +1,4 @@
+// The RPC path's key lookup (C19, C20): resolved keys cached in memory, unknown keys remembered briefly.
 import type { PlansConfig, Tier } from '../config/schema.ts';
 import type { MeteredKey } from '../metering/meter.ts';
 import { effectiveLimits } from '../metering/plans.ts';

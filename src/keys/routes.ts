@@ -1,3 +1,4 @@
+// The /keys resource (C14-C21): an account's API keys through the REST API.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type as T } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';

@@ -1,3 +1,4 @@
+// One client WebSocket connection: its messages, its subscriptions and its key's rules.
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import WebSocket from 'ws';
