@@ -3,7 +3,7 @@
 import { ApiKeyRevokedError, InvalidApiKeyError, KeyAccessDeniedError, NetworkNotAllowedError, type RpcError, StorageUnavailableRpcError } from '../errors/rpc.ts';
 import { isStorageUnavailable, STORAGE_RETRY_AFTER_SECONDS } from '../errors/storage.ts';
 import type { KeyCache, ResolvedKey } from './cache.ts';
-import type { RequestOrigin } from './key-access.ts';
+import type { RequestOrigin } from './allowlist-checks.ts';
 
 /**
  * Why a request was refused, as analytics counts refusals (C46a): `key` unknown, inactive,

@@ -3,7 +3,7 @@ import type { PlansConfig, Tier } from '../config/schema.ts';
 import type { MeteredKey } from '../metering/meter.ts';
 import { effectiveLimits } from '../metering/plans.ts';
 import { hashKey } from './crypto.ts';
-import { KeyAccess } from './key-access.ts';
+import { KeyAccess } from './allowlist-checks.ts';
 import type { KeyService } from './service.ts';
 
 /** What the RPC hot path needs to know about a key: no storage round trip once cached. */

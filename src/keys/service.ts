@@ -10,7 +10,7 @@ import type { KeysConfig } from '../config/schema.ts';
 import { HttpError, notFound } from '../errors/http.ts';
 import { type AccountLimitsInput, effectiveLimits } from '../metering/plans.ts';
 import type { Db } from '../storage/db.ts';
-import { accessView, applyAccessInput, hasAccessInput, type KeyAccessInput, type KeyAccessSettings } from './access.ts';
+import { accessView, applyAccessInput, hasAccessInput, type KeyAccessInput, type KeyAccessSettings } from './allowlist-settings.ts';
 import { generateKey, hashKey, KeyCipher } from './crypto.ts';
 import { apiKeys } from './schema.ts';
 import { KeyChanges } from './changes.ts';
