@@ -1,3 +1,5 @@
+// Composition root of the gateway: builds the Fastify app and wires every feature with the
+// parts it needs, opening nothing until started (main.ts and the tests start it).
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';

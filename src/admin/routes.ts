@@ -1,3 +1,4 @@
+// The admin API (C8): accounts, plans and keys as the operator manages them, behind ADMIN_TOKEN.
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type as T } from '@sinclair/typebox';

@@ -1,3 +1,4 @@
+// The latency histogram of the analytics (C46): fixed log buckets that merge by addition.
 import { type SQL, sql } from 'drizzle-orm';
 
 /**

@@ -1,3 +1,5 @@
+// Records each admitted or refused RPC call into the analytics' in-memory rows (C46, C46a)
+// and flushes them to storage in batches.
 import { type SQL, sql } from 'drizzle-orm';
 import { ApiKeyRevokedError, InvalidApiKeyError, KeyAccessDeniedError, MethodNotSupportedError, NetworkNotAllowedError, QuotaExceededError, RateLimitedError, type RpcError } from '../errors/rpc.ts';
 import type { Db } from '../storage/db.ts';

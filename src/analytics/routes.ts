@@ -1,3 +1,4 @@
+// GET /usage/analytics (C46): an account's advanced analytics over a period, for the plans that have them.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type as T } from '@sinclair/typebox';
 import type { AccountService } from '../auth/accounts.ts';

@@ -1,3 +1,4 @@
+// The stored analytics (C46): writing flushed rows, reading series and roll-ups, and the retention sweep.
 import { type SQL, sql } from 'drizzle-orm';
 import type { Logger } from 'pino';
 import { PeriodicJob } from '../jobs/periodic.ts';

@@ -1,3 +1,4 @@
+// The signed-in account's own routes (C6): /me, logout and password change.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type as T } from '@sinclair/typebox';
 import type { PlansConfig } from '../config/schema.ts';

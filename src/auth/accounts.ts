@@ -1,3 +1,4 @@
+// Accounts (C4, C5): registration, credential checks and lookups, and what the API shows of one.
 import { randomUUID } from 'node:crypto';
 import { eq, sql } from 'drizzle-orm';
 import type { Tier } from '../config/schema.ts';

@@ -1,3 +1,4 @@
+// The bearer hook (C6): the REST routes that need a signed-in account's access token.
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { HttpError, unauthorized } from '../errors/http.ts';
 import type { RestLimits } from '../metering/rest-limits.ts';

@@ -1,3 +1,4 @@
+// Verifies the gateway's own HS256 access tokens (C5) in one synchronous step.
 import { createHmac, type KeyObject, timingSafeEqual } from 'node:crypto';
 
 /** A token's claims, or why it was refused: `expired` (C5: TOKEN_EXPIRED) or anything else (`invalid`). */

@@ -1,3 +1,4 @@
+// Which new passwords are accepted (C5).
 import { readFileSync } from 'node:fs';
 import { badRequest } from '../errors/http.ts';
 

@@ -1,3 +1,4 @@
+// Password hashing (C5): scrypt hashes and their verification, with a bound on hashes at once.
 import { randomBytes, scrypt, type ScryptOptions, timingSafeEqual } from 'node:crypto';
 import { availableParallelism } from 'node:os';
 import { HttpError } from '../errors/http.ts';

@@ -1,3 +1,4 @@
+// GET /plans: the public plan table (C9), as the sign-up page shows it.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type as T } from '@sinclair/typebox';
 import { type PlansConfig, TIERS } from '../config/schema.ts';

@@ -1,3 +1,4 @@
+// Register, login and refresh (C4, C5), and the dashboard's refresh cookie (C43).
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type as T } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';

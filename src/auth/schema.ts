@@ -1,3 +1,4 @@
+// The tables of accounts and their refresh tokens (C4, C5).
 import { sql } from 'drizzle-orm';
 import { index, integer, pgTable, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
 

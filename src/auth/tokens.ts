@@ -1,3 +1,4 @@
+// Access and refresh tokens (C5): issuing, rotating, reuse detection and revocation.
 import { createHash, createSecretKey, type KeyObject, randomUUID, webcrypto } from 'node:crypto';
 import { and, eq, isNull } from 'drizzle-orm';
 import { SignJWT } from 'jose';

@@ -1,3 +1,4 @@
+// The networks the gateway serves (C2, C24), as config data, looked up by slug or chain id.
 import type { MethodsConfig, NetworkConfig } from '../config/schema.ts';
 
 /** A network as the gateway knows it: config data plus what follows from it (C2, C24). */

@@ -1,3 +1,4 @@
+// GET /networks and /networks/:slug: the public list of networks (C2, C6).
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type as T } from '@sinclair/typebox';
 import { notFound } from '../errors/http.ts';

@@ -1,3 +1,4 @@
+// The command line of `npm start -- ...`: its flags, their parsing and `--help`.
 import { parseArgs } from 'node:util';
 import { UsageError } from '../errors/config.ts';
 import { ENV_SETTINGS } from './load.ts';

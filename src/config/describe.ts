@@ -1,8 +1,7 @@
-import { Kind, type TSchema } from '@sinclair/typebox';
-
 // Words for settings: what a schema admits, where a setting sits (networks by slug), and how a
 // value may be shown without giving a secret away. Start errors and the generated reference
 // (src/config/reference.ts) both speak through these.
+import { Kind, type TSchema } from '@sinclair/typebox';
 
 type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
 

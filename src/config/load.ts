@@ -1,3 +1,5 @@
+// Loads the config: the shipped default, the operator's file and the environment, merged and
+// checked against the schema.
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';

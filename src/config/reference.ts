@@ -1,11 +1,10 @@
+// docs/config-reference.md, generated from the schema's descriptions and config/default.json
+// (`npm run docs:config`); test/config/reference.test.ts fails when the file differs.
 import { readFileSync } from 'node:fs';
 import { Kind, type TSchema } from '@sinclair/typebox';
 import { allowed, isSecretPath } from './describe.ts';
 import { DEFAULT_CONFIG_FILE, ENV_PATTERNS, ENV_SETTINGS } from './load.ts';
 import { ConfigSchema } from './schema.ts';
-
-// docs/config-reference.md, generated from the schema's descriptions and config/default.json
-// (`npm run docs:config`); test/config/reference.test.ts fails when the file differs.
 
 type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
 

@@ -1,8 +1,7 @@
-import { Type as T } from '@sinclair/typebox';
-
 // The building blocks of the config schema (schema.ts): plan limits, method names, upstreams,
 // networks with their tokens, price sources and faucet wallets. Every setting has a `description`
 // and, for a pattern, an `allowed` in words (see schema.ts).
+import { Type as T } from '@sinclair/typebox';
 
 /** A limit that may be absent: `null` means unlimited. */
 export const Limit = (description: string) => T.Union([T.Integer({ minimum: 1 }), T.Null()], { description });

@@ -1,9 +1,8 @@
-import { type Static, type TSchema, Type as T } from '@sinclair/typebox';
-import { Address, Amount, ExtraMethod, FaucetKey, FaucetNetwork, Limit, Network, Plan, type PriceSource, StandardMethod, type Token, WsPlan } from './schema-parts.ts';
-
 // Every setting has a `description`: docs/config-reference.md is generated from them
 // (`npm run docs:config`, src/config/reference.ts). `allowed` says in words what a pattern
 // admits; start errors and the reference show it instead of the pattern.
+import { type Static, type TSchema, Type as T } from '@sinclair/typebox';
+import { Address, Amount, ExtraMethod, FaucetKey, FaucetNetwork, Limit, Network, Plan, type PriceSource, StandardMethod, type Token, WsPlan } from './schema-parts.ts';
 
 const Tiers = <S extends TSchema>(s: () => S, description: string) =>
   T.Object({ free: s(), pro: s(), max: s(), enterprise: s() }, { additionalProperties: false, description });

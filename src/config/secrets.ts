@@ -1,3 +1,5 @@
+// The gateway's secrets (token and key encryption keys): from config or env, or generated once
+// in embedded mode.
 import { randomBytes } from 'node:crypto';
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';

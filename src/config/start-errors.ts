@@ -1,3 +1,4 @@
+// Start failures in words: a database, Redis or port the start cannot reach, as one plain line.
 import type { Config } from './schema.ts';
 import { StartError } from '../errors/config.ts';
 import { maskUrl } from './describe.ts';

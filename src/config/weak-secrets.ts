@@ -1,10 +1,9 @@
-import { ConfigError } from '../errors/config.ts';
-import type { Config } from './schema.ts';
-
 // C59: which secret values a gateway outside the devnet refuses to start with: the ones the
 // repository shows (examples, docs, anvil's public keys) and the ones of obviously low entropy.
 // test/config/weak-secrets.test.ts scans the repository's files for example secrets, so an
 // example added later without being listed here fails that test.
+import { ConfigError } from '../errors/config.ts';
+import type { Config } from './schema.ts';
 
 /**
  * The private keys anvil derives from its default mnemonic "test test ... junk" (m/44'/60'/0'/0/i):

@@ -1,3 +1,4 @@
+// Errors that stop the start: a bad setting, a bad command line, something outside not reachable.
 import { BaseError } from './base.ts';
 
 /** A setting that stops the start, naming what is wrong. */

@@ -1,3 +1,4 @@
+// The error of something outside the process that did not answer within its time.
 import { BaseError } from './base.ts';
 
 /** Something outside the process (a node, the database, Redis, a consumer) did not answer within its time. */

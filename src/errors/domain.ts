@@ -1,7 +1,6 @@
-import { BaseError } from './base.ts';
-
 // Refusals of the product features. Each pins the REST code (C7) its route answers with, so a
 // route maps the class to its answer by that code: `new HttpError(CooldownError.code, ...)`.
+import { BaseError } from './base.ts';
 
 /** Seconds until each C29 cooldown ends; 0 when it is not running. */
 export interface CooldownWait {

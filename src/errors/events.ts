@@ -1,6 +1,5 @@
-import { BaseError } from './base.ts';
-
 // How a network's block follower (C33) stops a round early; caught by its own loop, never answered.
+import { BaseError } from './base.ts';
 
 /** The follower is stopping: the round ends without a retry. */
 export class FollowerStoppedError extends BaseError {

@@ -1,3 +1,4 @@
+// Turns anything thrown in a REST route into the C7 error envelope, and answers it.
 import { isUtf8 } from 'node:buffer';
 import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';

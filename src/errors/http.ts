@@ -1,3 +1,4 @@
+// REST errors (C7): the closed list of codes, their HTTP status and the error class.
 import { BaseError } from './base.ts';
 
 /**

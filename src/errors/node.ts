@@ -1,7 +1,6 @@
-import { BaseError } from './base.ts';
-
 // What a node (or another outside source) answered that a background feature cannot use. Each
 // pins the code its feature reports it with; the message names no upstream address.
+import { BaseError } from './base.ts';
 
 /** A node's answer the block follower cannot use: garbage, an error object, a block of the wrong shape (C33). */
 export class BlockReadError extends BaseError {

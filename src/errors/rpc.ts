@@ -1,3 +1,4 @@
+// JSON-RPC errors (C22): the pinned codes and the HTTP status each answers with.
 import { BaseError } from './base.ts';
 import { AnswerRoomError, AnswerTooLargeError, inWords, NoUpstreamError, UpstreamRpcError } from './upstream.ts';
 

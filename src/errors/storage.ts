@@ -1,3 +1,4 @@
+// Errors of storage: a database that misbehaved, and PostgreSQL's errors from the worker thread.
 import { BaseError } from './base.ts';
 
 /** The database did something it should not have (a row not written, a stored value of an unknown shape) or could not be created. */

@@ -1,3 +1,4 @@
+// Errors of the upstream nodes (C22, C26): no node answered, a network down, a node's own error.
 import { BaseError } from './base.ts';
 
 /** One failed try on one upstream: its config index (never its URL) and why. */

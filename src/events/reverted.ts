@@ -1,3 +1,4 @@
+// Which transactions of a block reverted, read from their receipts, so they count as no transfer (C35).
 import type { UpstreamPool } from '../upstreams/http/pool.ts';
 
 /**

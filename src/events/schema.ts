@@ -1,3 +1,4 @@
+// The block follower's tables (C33): each network's cursor and the lease of who follows it.
 import { bigint, pgTable, text, timestamp } from 'drizzle-orm/pg-core';
 
 /**

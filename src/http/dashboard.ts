@@ -1,3 +1,4 @@
+// Serves the built dashboard at `/` (C43), never at the API's, RPC's or operations' addresses.
 import { createHash } from 'node:crypto';
 import { readFile, stat } from 'node:fs/promises';
 import path from 'node:path';

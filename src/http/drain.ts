@@ -1,3 +1,4 @@
+// A stop that lets HTTP connections drain (C57): requests told to close, idle connections closed.
 import type http from 'node:http';
 import net from 'node:net';
 import type { Logger } from 'pino';

@@ -1,3 +1,4 @@
+// Requests without a Host header, refused in the envelope of their address (C7, C22).
 import type { IncomingMessage } from 'node:http';
 import type { FastifyInstance } from 'fastify';
 import { HttpError } from '../errors/http.ts';

@@ -1,12 +1,11 @@
-import { readFileSync } from 'node:fs';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
-import type { FastifyDynamicSwaggerOptions } from '@fastify/swagger';
-
 // The OpenAPI document (/docs/json). Fastify's routes give the REST operations; what Fastify does
 // not serve is added here: the JSON-RPC addresses (answered by a fast path ahead of Fastify), the
 // WebSocket addresses, the API-key schemes, the shared error envelope and the 429 of every limited
 // route. Contract ids cited in the code's descriptions are left out of the document.
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+import type { FastifyDynamicSwaggerOptions } from '@fastify/swagger';
 
 type Obj = Record<string, unknown>;
 

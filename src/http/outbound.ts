@@ -1,3 +1,4 @@
+// Bounds on what the gateway writes out (C60): connections too slow to read their answers are cut.
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { type AnswerRoom, ROOM_FROM_BYTES } from '../upstreams/http/types.ts';

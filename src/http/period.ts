@@ -1,7 +1,6 @@
-import { Type as T } from '@sinclair/typebox';
-
 // C27's period of days, shared by GET /usage/stats and GET /usage/analytics (C46). It sits with the
 // other REST helpers so that analytics need not import from usage, which imports analytics' recorder.
+import { Type as T } from '@sinclair/typebox';
 
 /** A UTC day as a query parameter: `format: date` rejects impossible days such as 2026-02-30; the pattern keeps it to YYYY-MM-DD. */
 export const Day = T.String({ format: 'date', pattern: '^[0-9]{4}-[0-9]{2}-[0-9]{2}$', description: 'UTC day, YYYY-MM-DD' });

@@ -1,3 +1,4 @@
+// The shared REST schemas: the success and error envelopes (C7) and common fields.
 import { type TSchema, Type as T } from '@sinclair/typebox';
 
 /** `{success: true, data}` (spec 4.1). */

@@ -1,3 +1,4 @@
+// Timeouts of the HTTP server: what a slow or silent client may hold (config `server.*`).
 import type http from 'node:http';
 import type { ServerConfig } from '../config/schema.ts';
 

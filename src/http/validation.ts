@@ -1,3 +1,4 @@
+// The REST request validator: ajv with the formats, and dates and times the storage can hold.
 import { Ajv, type Format, type Options } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import type { FastifyInstance, FastifyRequest, preValidationHookHandler } from 'fastify';

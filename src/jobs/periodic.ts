@@ -1,3 +1,4 @@
+// Background jobs run at a fixed interval, never overlapping, stopped cleanly.
 import type { StorageOutageLog } from './storage-outage.ts';
 
 /**

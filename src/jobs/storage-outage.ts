@@ -1,3 +1,4 @@
+// What a background job logs while the database cannot be reached (C48): once, not at every run.
 import { isStorageUnavailable } from '../errors/storage.ts';
 
 /** The part of a pino logger an outage log writes to. */

@@ -1,7 +1,9 @@
+// One admission decision for an RPC request (C16, C20): the key, its network, its allowlists and
+// the limits, the same on HTTP and WebSocket.
 import { ApiKeyRevokedError, InvalidApiKeyError, KeyAccessDeniedError, NetworkNotAllowedError, type RpcError, StorageUnavailableRpcError } from '../errors/rpc.ts';
 import { isStorageUnavailable, STORAGE_RETRY_AFTER_SECONDS } from '../errors/storage.ts';
 import type { KeyCache, ResolvedKey } from './cache.ts';
-import type { RequestOrigin } from './key-access.ts';
+import type { RequestOrigin } from './allowlist-checks.ts';
 
 /**
  * Why a request was refused, as analytics counts refusals (C46a): `key` unknown, inactive,

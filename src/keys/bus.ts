@@ -1,3 +1,4 @@
+// Carries key changes between instances over Redis pub/sub (C20), so every instance's cache follows.
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { isCluster, type RedisClient, type RedisLink } from '../storage/redis.ts';

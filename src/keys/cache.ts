@@ -1,8 +1,9 @@
+// The RPC path's key lookup (C19, C20): resolved keys cached in memory, unknown keys remembered briefly.
 import type { PlansConfig, Tier } from '../config/schema.ts';
 import type { MeteredKey } from '../metering/meter.ts';
 import { effectiveLimits } from '../metering/plans.ts';
 import { hashKey } from './crypto.ts';
-import { KeyAccess } from './key-access.ts';
+import { KeyAccess } from './allowlist-checks.ts';
 import type { KeyService } from './service.ts';
 
 /** What the RPC hot path needs to know about a key: no storage round trip once cached. */

@@ -1,3 +1,4 @@
+// Key values (C19): generation, the lookup hash and the encryption of the stored key.
 import { createCipheriv, createDecipheriv, createHash, hkdfSync, randomBytes } from 'node:crypto';
 import { StorageError } from '../errors/storage.ts';
 

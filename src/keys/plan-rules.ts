@@ -1,3 +1,4 @@
+// What an account's plan allows its keys (C14-C16, C24, C52), and bringing keys within a new plan.
 import { and, eq, ne } from 'drizzle-orm';
 import type { UserRow } from '../auth/accounts.ts';
 import type { Networks } from '../chains/networks.ts';

@@ -1,3 +1,4 @@
+// The /keys resource (C14-C21): an account's API keys through the REST API.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type as T } from '@sinclair/typebox';
 import type { FastifyReply, FastifyRequest } from 'fastify';
@@ -5,7 +6,7 @@ import type { AccountService } from '../auth/accounts.ts';
 import type { Networks } from '../chains/networks.ts';
 import { unauthorized } from '../errors/http.ts';
 import { ErrorResponse, IsoDate, ok, OkMessage, StoredCount } from '../http/schemas.ts';
-import { MAX_JWT_KEYS, MAX_LIST_ENTRIES } from './access.ts';
+import { MAX_JWT_KEYS, MAX_LIST_ENTRIES } from './allowlist-settings.ts';
 import type { KeyService } from './service.ts';
 
 const Slug = T.String({ pattern: '^[a-z0-9-]{1,64}$' });
@@ -15,7 +16,7 @@ const Status = T.Union([T.Literal('active'), T.Literal('inactive'), T.Literal('r
 const Nullable = <S extends Parameters<typeof T.Union>[0][number]>(s: S) => T.Union([s, T.Null()]);
 
 // A key's allowlists and JWT option (docs/decisions.md, "API keys"). Lengths are bounded here; the values themselves
-// (origins, CIDRs, addresses, method names, public keys) are checked in access.ts, 400 naming the entry.
+// (origins, CIDRs, addresses, method names, public keys) are checked in allowlist-settings.ts, 400 naming the entry.
 const Entry = T.String({ minLength: 1, maxLength: 256 });
 const List = (description: string) => T.Array(Entry, { maxItems: MAX_LIST_ENTRIES, description: `${description}; empty: any` });
 const AccessInput = {

@@ -1,7 +1,8 @@
+// The table of API keys (C19).
 import { sql } from 'drizzle-orm';
 import { boolean, index, integer, jsonb, pgTable, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
 import { users } from '../auth/schema.ts';
-import type { KeyAccessSettings } from './access.ts';
+import type { KeyAccessSettings } from './allowlist-settings.ts';
 
 /** API keys (C19): never the plain key; a SHA-256 hash for lookup and AES-256-GCM ciphertext for the list. */
 export const apiKeys = pgTable(

@@ -1,3 +1,6 @@
+// The key records of an account (C19-C21): create, list, change, revoke, rotate and delete, each
+// change published to the instance's key-change listeners (changes.ts). What the plan allows is
+// judged by plan-rules.ts; lookups for the RPC path are cache.ts's.
 import { randomUUID } from 'node:crypto';
 import { and, eq, ne, sql } from 'drizzle-orm';
 import type { UserRow } from '../auth/accounts.ts';
@@ -7,15 +10,11 @@ import type { KeysConfig } from '../config/schema.ts';
 import { HttpError, notFound } from '../errors/http.ts';
 import { type AccountLimitsInput, effectiveLimits } from '../metering/plans.ts';
 import type { Db } from '../storage/db.ts';
-import { accessView, applyAccessInput, hasAccessInput, type KeyAccessInput, type KeyAccessSettings } from './access.ts';
+import { accessView, applyAccessInput, hasAccessInput, type KeyAccessInput, type KeyAccessSettings } from './allowlist-settings.ts';
 import { generateKey, hashKey, KeyCipher } from './crypto.ts';
 import { apiKeys } from './schema.ts';
 import { KeyChanges } from './changes.ts';
 import { type PlanEnforcement, PlanRules, type PlanRulesSettings } from './plan-rules.ts';
-
-// The key records of an account (C19-C21): create, list, change, revoke, rotate and delete, each
-// change published to the instance's key-change listeners (changes.ts). What the plan allows is
-// judged by plan-rules.ts; lookups for the RPC path are cache.ts's.
 
 export type KeyRow = typeof apiKeys.$inferSelect;
 export type KeyStatus = 'active' | 'inactive' | 'revoked' | 'expired';

@@ -1,3 +1,4 @@
+// Metering of RPC calls (C10-C13): rate and quota checks per key or client IP, and the limit headers.
 import type { LimitsConfig, PlanLimits } from '../config/schema.ts';
 import { QuotaExceededError, RateLimitedError, type RpcError } from '../errors/rpc.ts';
 import type { Check, CheckState, CounterSeed, Limiter } from './limiter.ts';

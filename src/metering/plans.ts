@@ -1,3 +1,4 @@
+// The limits that apply to an account: its plan (C9) with the admin's overrides (C8).
 import type { PlanLimits, PlansConfig, Tier } from '../config/schema.ts';
 
 export interface AccountLimitsInput {

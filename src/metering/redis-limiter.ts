@@ -1,3 +1,5 @@
+// The shared rate and quota limiter on Redis (C12): one atomic script per request, and the
+// counts kept while Redis is away (C48).
 import { isCluster, type RedisClient, type RedisLink } from '../storage/redis.ts';
 import { type Check, type CheckState, type ConsumeResult, type CounterSeed, type Limiter, MemoryLimiter, TimeLog, type WindowCheck } from './limiter.ts';
 

@@ -1,3 +1,4 @@
+// The REST API's own limits (C17): requests per account or client IP, and failed logins.
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { LimitsConfig } from '../config/schema.ts';
 import { HttpError } from '../errors/http.ts';

@@ -1,3 +1,4 @@
+// Compute units per method (C10).
 import type { MethodsConfig } from '../config/schema.ts';
 import { methodFacts } from '../methods/catalogue.ts';
 

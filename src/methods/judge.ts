@@ -1,3 +1,4 @@
+// Judges one call's params (C50, C53, C54) and writes them back in canonical form for the node.
 import { InvalidParamsError } from '../errors/rpc.ts';
 import { eachMemberName, memberSpan, skipValue } from '../json/lossless.ts';
 import { MAX_FEE_HISTORY_BLOCKS, type MethodFacts } from './catalogue.ts';

@@ -1,3 +1,4 @@
+// Memory reports for the benchmarks and the soak (BENCH_GC=1): collection and heap snapshots on SIGUSR2.
 import { existsSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { writeHeapSnapshot } from 'node:v8';

@@ -1,3 +1,4 @@
+// Binds the port before anything else starts, answering live but not ready until the app takes over.
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 
 /** The port, bound before anything else starts, until the app takes it over. */

@@ -1,13 +1,12 @@
+// What the features show on /metrics, read at scrape time from the parts that keep the figures:
+// Redis and the limiter (C48), the block follower (C33), usage held while storage is away (C48),
+// the webhook sender (C37-C39). The RPC side's are rpc-metrics.ts's; the metrics' plumbing is metrics.ts's.
 import type { BlockFollower } from '../events/follower.ts';
 import type { RedisLimiter } from '../metering/redis-limiter.ts';
 import type { RedisLink } from '../storage/redis.ts';
 import type { UsageService } from '../usage/service.ts';
 import type { Webhooks } from '../webhooks/service.ts';
 import type { Metrics } from './metrics.ts';
-
-// What the features show on /metrics, read at scrape time from the parts that keep the figures:
-// Redis and the limiter (C48), the block follower (C33), usage held while storage is away (C48),
-// the webhook sender (C37-C39). The RPC side's are rpc-metrics.ts's; the metrics' plumbing is metrics.ts's.
 
 export function observeFeatures(
   metrics: Metrics,

@@ -1,3 +1,4 @@
+// GET /health/live and /health/ready (C3): liveness, and readiness as `health.readyWhen` says.
 import { Type as T } from '@sinclair/typebox';
 import type { FastifyInstance } from 'fastify';
 import { DeadlineError } from '../errors/deadline.ts';

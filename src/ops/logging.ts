@@ -1,3 +1,4 @@
+// The logger: format, level and redaction of the gateway's log lines.
 import { randomUUID } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
 import pino, { type DestinationStream, type Logger } from 'pino';

@@ -1,3 +1,4 @@
+// The /metrics plumbing: metrics defined by their owners and read at scrape time.
 import { timingSafeEqual } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';

@@ -1,8 +1,7 @@
-import { type Metrics, RpcCallMetrics } from './metrics.ts';
-import { WEBSOCKET_METHODS } from '../methods/catalogue.ts';
-
 // What the RPC side shows on /metrics besides its calls: the upstream pools (calls, failures,
 // health) and the response cache, read at scrape time; and the labels of RPC methods.
+import { type Metrics, RpcCallMetrics } from './metrics.ts';
+import { WEBSOCKET_METHODS } from '../methods/catalogue.ts';
 
 interface UpstreamHealthView {
   name: string;

@@ -1,3 +1,4 @@
+// The client address of a request, under the same trusted-proxy rules as Fastify's.
 import type { IncomingMessage } from 'node:http';
 import { BlockList, isIP } from 'node:net';
 

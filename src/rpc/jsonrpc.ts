@@ -1,3 +1,4 @@
+// JSON-RPC 2.0 items (C22, C23): reading single calls and notifications, and writing answers as text.
 import { InvalidRequestError, type RpcError } from '../errors/rpc.ts';
 import { eachMemberName } from '../json/lossless.ts';
 

@@ -1,3 +1,5 @@
+// The shapes one JSON-RPC message takes through the pipeline (rpc/pipeline.ts): what a transport
+// hands in, what it gets back, and what the stages pass each other.
 import type { Network } from '../chains/networks.ts';
 import type { RpcError } from '../errors/rpc.ts';
 import type { ResolvedKey } from '../keys/cache.ts';
@@ -5,9 +7,6 @@ import type { LogsPlan } from './dispatch/logs.ts';
 import type { BlockRef } from '../methods/values.ts';
 import { errorText, type RpcCall } from './jsonrpc.ts';
 import type { Outcomes } from './outcome.ts';
-
-// The shapes one JSON-RPC message takes through the pipeline (rpc/pipeline.ts): what a transport
-// hands in, what it gets back, and what the stages pass each other.
 
 /**
  * What a transport hands the pipeline: the bytes of one HTTP body or one WebSocket message, and

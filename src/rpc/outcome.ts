@@ -1,3 +1,7 @@
+// What became of each call of a message, and how it is recorded: once, when the message is
+// answered. The pipeline's stages (rpc/pipeline.ts) and the dispatcher only write down outcomes
+// in the message's Outcomes; Settlement.settle reads them for the metrics, the C46 analytics and
+// the log lines.
 import type { Logger } from 'pino';
 import { type AnalyticsRecorder, NODE_ERROR, OK, UPSTREAM_ERROR } from '../analytics/recorder.ts';
 import { ApiKeyRevokedError, InternalRpcError, InvalidApiKeyError, KeyAccessDeniedError, MethodNotSupportedError, NetworkNotAllowedError, NodeAnsweredError, QuotaExceededError, RateLimitedError, RpcError, UnknownNetworkError, UpstreamError } from '../errors/rpc.ts';
@@ -6,11 +10,6 @@ import { answerErrorCode } from '../json/lossless.ts';
 import type { ResolvedKey } from '../keys/cache.ts';
 import type { RpcCallMetrics, RpcOutcome } from '../ops/metrics.ts';
 import { NetworkDownError } from '../upstreams/http/pool.ts';
-
-// What became of each call of a message, and how it is recorded: once, when the message is
-// answered. The pipeline's stages (rpc/pipeline.ts) and the dispatcher only write down outcomes
-// in the message's Outcomes; Settlement.settle reads them for the metrics, the C46 analytics and
-// the log lines.
 
 /** The stage that gave a call its outcome (rpc/pipeline.ts runs them in this order). */
 export type Stage = 'read' | 'admit' | 'split' | 'judge' | 'cost' | 'meter' | 'dispatch';

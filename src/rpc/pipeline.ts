@@ -1,3 +1,5 @@
+// The RPC pipeline: one JSON-RPC message from a transport through parsing, admission, policy,
+// metering and dispatch to its answer.
 import type { Logger } from 'pino';
 import type { Network } from '../chains/networks.ts';
 import type { MethodsConfig, RpcConfig } from '../config/schema.ts';

@@ -1,3 +1,4 @@
+// The method policy: which methods a call may use, on which transport and network.
 import type { MethodsConfig, Tier } from '../config/schema.ts';
 import { MethodNotSupportedError } from '../errors/rpc.ts';
 import { ConfigError } from '../errors/config.ts';

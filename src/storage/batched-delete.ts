@@ -1,3 +1,4 @@
+// Retention sweeps that delete in bounded batches, on PostgreSQL and PGlite alike.
 import { type SQL, sql } from 'drizzle-orm';
 import type { Db } from './db.ts';
 

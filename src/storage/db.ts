@@ -1,3 +1,4 @@
+// Opens storage: PostgreSQL when DATABASE_URL is set, else embedded PGlite, one Db type over both.
 import { chmodSync, existsSync, mkdirSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';

@@ -1,3 +1,4 @@
+// Embedded storage off the gateway's thread: the stand-in for PGlite running in a worker.
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';

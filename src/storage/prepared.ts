@@ -1,3 +1,4 @@
+// SQL statements prepared once by name and run with their placeholders filled.
 import type { SQL } from 'drizzle-orm';
 import { PgDialect } from 'drizzle-orm/pg-core';
 import type { Db } from './db.ts';

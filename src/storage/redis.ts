@@ -1,3 +1,4 @@
+// The Redis connection: a single Redis or a Cluster, with the options the gateway uses.
 import type { Cluster, Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { StorageError } from '../errors/storage.ts';

@@ -1,3 +1,4 @@
+// Rows written as one array parameter per column (`unnest`), so a flush's statement text is fixed.
 import { type SQL, sql } from 'drizzle-orm';
 
 /** One column of `unnest`: its name in the statement, its PostgreSQL type, and its value in a row. */

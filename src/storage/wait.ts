@@ -1,3 +1,4 @@
+// Opening storage at start while the database cannot be reached yet (C48): retries with backoff.
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { isStorageUnavailable } from '../errors/storage.ts';

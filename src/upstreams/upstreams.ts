@@ -1,3 +1,4 @@
+// Every network's upstream nodes: the HTTP pools and WebSocket hubs, heads and health reports (C3, C26).
 import type { Logger } from 'pino';
 import type { NetworkConfig, RpcConfig, WsConfig } from '../config/schema.ts';
 import type { Notification, SubscriptionHub } from './ws/subscription-hub.ts';

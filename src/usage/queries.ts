@@ -1,13 +1,12 @@
+// The reads of stored usage (C11, C21, C27): the key list's counts, the quotas' seed at start,
+// whether a key is an account's, and `/usage/stats`. What is counted and how it is written is
+// service.ts's (the in-memory buffer and its flushes).
 import { and, eq, gte, inArray, lte, type SQL, sql } from 'drizzle-orm';
 import type { KeyUsageReader } from '../keys/service.ts';
 import { currentPeriods } from '../metering/periods.ts';
 import type { Db } from '../storage/db.ts';
 import { prepareSql } from '../storage/prepared.ts';
 import { usageAccountDaily, usageDaily } from './schema.ts';
-
-// The reads of stored usage (C11, C21, C27): the key list's counts, the quotas' seed at start,
-// whether a key is an account's, and `/usage/stats`. What is counted and how it is written is
-// service.ts's (the in-memory buffer and its flushes).
 
 /** Per-day and per-month request counts of one key (C21). */
 export interface KeyUsage {

@@ -1,3 +1,4 @@
+// Retention of stored usage: rows past `usage.retentionDays` swept in bounded batches.
 import { sql } from 'drizzle-orm';
 import type { Logger } from 'pino';
 import { PeriodicJob } from '../jobs/periodic.ts';

@@ -1,3 +1,4 @@
+// GET /usage/stats (C27): an account's usage over a period.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type as T } from '@sinclair/typebox';
 import { badRequest, notFound } from '../errors/http.ts';

@@ -1,3 +1,4 @@
+// The tables of stored usage (C21, C27): per key and day, and summed per account.
 import { bigint, date, index, pgTable, primaryKey, text } from 'drizzle-orm/pg-core';
 import { users } from '../auth/schema.ts';
 

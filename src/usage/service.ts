@@ -1,3 +1,5 @@
+// Usage as it is counted (C10, C21): an in-memory buffer of each admitted call's counts, written
+// to storage in batches (write-behind). The reads of stored usage are queries.ts's.
 import { sql } from 'drizzle-orm';
 import type { Logger } from 'pino';
 import { type AnalyticsBatch, AnalyticsRecorder } from '../analytics/recorder.ts';
@@ -6,9 +8,6 @@ import { currentPeriods } from '../metering/periods.ts';
 import type { Db } from '../storage/db.ts';
 import { type Column, unnest } from '../storage/unnest.ts';
 import type { UsageEvent, UsageSink } from './sink.ts';
-
-// Usage as it is counted (C10, C21): an in-memory buffer of each admitted call's counts, written
-// to storage in batches (write-behind). The reads of stored usage are queries.ts's.
 
 /*
  * What a hard crash can lose (docs/plans.md, "Usage"):

@@ -1,3 +1,4 @@
+// The /webhooks resource (C37-C39): an account's webhook endpoints through the REST API.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type as T } from '@sinclair/typebox';
 import type { AccountService } from '../auth/accounts.ts';

@@ -1,3 +1,4 @@
+// GET /whale-alerts (C35, C36): whale alerts for the plans that include them.
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type as T } from '@sinclair/typebox';
 import type { AccountService } from '../auth/accounts.ts';

@@ -1,3 +1,4 @@
+// The table of whale alerts (C35).
 import { bigint, index, integer, numeric, pgTable, text, timestamp, uniqueIndex } from 'drizzle-orm/pg-core';
 
 /**

@@ -1,4 +1,4 @@
-// Issue 28 / C46: 0012_analytics_compact.sql moves the analytics rows of a database in use to the
+// C46: 0012_analytics_compact.sql moves the analytics rows of a database in use to the
 // compact tables (0013 drops the old ones), and GET /usage/analytics answers the same numbers after it as before;
 // 0014 rolls those rows up per account and hour or day (the sums of the series rows), 0016 per
 // account, day and key, network or method.
@@ -149,7 +149,7 @@ async function assertDayParts(storage: Storage, n: number): Promise<void> {
   }
 }
 
-describe('analytics rows of a database in use, moved by 0012_analytics_compact and 0013 (issue 28, C46)', () => {
+describe('analytics rows of a database in use, moved by 0012_analytics_compact and 0013 (C46)', () => {
   const folder = migrationsBeforeCompact();
   after(() => rmSync(folder, { recursive: true, force: true }));
 
@@ -165,7 +165,7 @@ describe('analytics rows of a database in use, moved by 0012_analytics_compact a
         assert.deepEqual(tables.map((t) => t.relname), ['analytics_account_day_parts', 'analytics_account_days', 'analytics_account_hours', 'analytics_days', 'analytics_hours', 'analytics_series']);
         const counts = rowsOf(await storage.db.execute(sql`select (select count(*) from analytics_hours)::int as h, (select count(*) from analytics_days)::int as d`));
         assert.deepEqual(counts, [{ h: 1038, d: 396 }]);
-        // 0014 rolled the moved rows up per account and hour or day (issue 28): the sums of the series rows.
+        // 0014 rolled the moved rows up per account and hour or day: the sums of the series rows.
         await assertRollups(storage, { hours: 2 * 72, days: 2 * 30 });
         // 0016 rolled the daily rows up per account, day and key, network or method.
         const parts = rowsOf(await storage.db.execute(sql`select count(*)::int as n from analytics_account_day_parts`))[0]?.n as number;

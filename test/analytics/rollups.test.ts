@@ -1,4 +1,4 @@
-// Issue 28 / C46: the per-account roll-ups (analytics_account_hours and _days, migration 0014; per
+// C46: the per-account roll-ups (analytics_account_hours and _days, migration 0014; per
 // day and key, network or method, analytics_account_day_parts, 0016). A query without a key,
 // network or method reads the buckets from the first and the breakdowns from the day parts; its
 // answers must be identical to those read from the series rows alone (querySeries, the path before
@@ -127,7 +127,7 @@ function questions(userId: string): AnalyticsQuery[] {
 }
 
 for (const backend of backends) {
-  describe(`analytics account roll-ups on ${backend.name} (issue 28, C46)`, { skip: backend.skip }, () => {
+  describe(`analytics account roll-ups on ${backend.name} (C46)`, { skip: backend.skip }, () => {
     let storage: Storage;
     let close: (() => Promise<void>) | undefined;
     before(async () => {
@@ -156,7 +156,7 @@ for (const backend of backends) {
           seen.length = 0;
           const got = await store.query(q);
           const read = seen.join('\n');
-          // Issue 28: one statement (one round trip), the keys' names in it.
+          // One statement (one round trip), the keys' names in it.
           assert.equal(seen.length, 1, `one statement for ${JSON.stringify(q)}: ${read}`);
           assert.match(read, /analytics_account_(hours|days)/, `roll-ups read for ${JSON.stringify(q)}`);
           assert.match(read, /from analytics_account_day_parts/, `breakdowns from the day parts for ${JSON.stringify(q)}`);
@@ -171,7 +171,7 @@ for (const backend of backends) {
         }
       }
       assert.ok(refusals > 0);
-      // Issue 28: the roll-up and series reads were prepared once each, by name (planned once on PostgreSQL), not at each query.
+      // The roll-up and series reads were prepared once each, by name (planned once on PostgreSQL), not at each query.
       assert.deepEqual(prepared, ['analytics_rollups_hour', 'analytics_rollups_day', 'analytics_series_hour', 'analytics_series_day', 'analytics_owns_key']);
       // Deleted key k3: its rows count, without a name.
       const all = await store.query({ userId: 'u1', start: '2026-03-01', end: '2026-03-04', granularity: 'day' });

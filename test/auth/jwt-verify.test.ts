@@ -4,7 +4,7 @@ import { describe, test } from 'node:test';
 import { jwtVerify, SignJWT } from 'jose';
 import { verifyHs256 } from '../../src/auth/jwt-verify.ts';
 
-// The synchronous HS256 verifier of the bearer hook (issue 28) against jose's jwtVerify, which the
+// The synchronous HS256 verifier of the bearer hook (docs/scaling.md) against jose's jwtVerify, which the
 // gateway used before with the same options: every token one accepts, the other accepts.
 const raw = randomBytes(32);
 const key = createSecretKey(raw);

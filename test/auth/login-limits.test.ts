@@ -86,7 +86,7 @@ for (const store of [
   });
 }
 
-describe('password hashes at once are bounded (issue 10)', () => {
+describe('password hashes at once are bounded (C5)', () => {
   test('at most `max` hashes run at once; the others wait their turn in order', async () => {
     const slots = new HashSlots(2, 10_000);
     let running = 0;

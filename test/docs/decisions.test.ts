@@ -1,8 +1,8 @@
 // The repository must explain itself: every contract id (C1 to C60, C46a) and every id the code or
 // the docs cite has its section in docs/decisions.md, a section's reasons are its own entry of
 // docs/choices.md, the README is a short front door whose table of contents reaches every file of
-// docs/, the README and docs/ only link to files and headings that exist, and they cite no issue
-// tracker the repository does not hold.
+// docs/, the README and docs/ only link to files and headings that exist, and neither they nor the
+// code and its tests cite an issue tracker the repository does not hold.
 import assert from 'node:assert/strict';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
@@ -201,6 +201,26 @@ describe('README.md and docs/ cite no tracker outside the repository', () => {
       assert.deepEqual(cited, []);
     });
   }
+});
+
+describe('the code and its tests cite no tracker outside the repository', () => {
+  // A comment or a test name says the reason or the contract id (C<n>), never a tracker's number.
+  const code = ['src', 'test', 'scripts', 'web/src']
+    .flatMap((dir) => filesUnder(path.join(root, dir)))
+    .filter((f) => /\.(?:[cm]?[jt]sx?|sql|sh)$/.test(f))
+    .map((f) => path.relative(root, f));
+  test('it finds the modules, tests, scripts and migrations', () => {
+    assert.ok(code.length > 300, `found ${code.length} files`);
+    assert.ok(code.some((f) => f.endsWith('.sql')));
+  });
+  test('no file of src/, test/, scripts/ or web/src/ names an issue by its number', () => {
+    const cited = code.flatMap((file) =>
+      read(file)
+        .split('\n')
+        .flatMap((l, i) => (/\bissues? #?\d+|\bissue \d+'s\b/i.test(l) ? [`${file}:${i + 1}`] : [])),
+    );
+    assert.deepEqual(cited, []);
+  });
 });
 
 describe('links in README.md and docs/', () => {

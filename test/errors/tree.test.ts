@@ -1,4 +1,4 @@
-// One error tree (issue 26): every error class in src/ extends BaseError, pins a static code and
+// One error tree: every error class in src/ extends BaseError, pins a static code and
 // lives in src/errors/; no two classes share a name; `throw new Error(` is left only where the
 // code itself would be wrong, each place listed below with why. Read from the source with the
 // TypeScript parser, so a new class or a new plain throw fails here before review.

@@ -1,4 +1,4 @@
-// Issue 29 (soak): a follower that runs for hours holds no block it has handed on. The soak's heap
+// C33 (soak): a follower that runs for hours holds no block it has handed on. The soak's heap
 // snapshots found each wait of the follower (a head poll, a block read) raced against one
 // promise that lives as long as the follower: every race left a reaction on it that held the
 // read's answer, so the heap grew by every block of every network until the follower stopped.

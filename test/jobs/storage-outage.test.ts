@@ -1,4 +1,4 @@
-// Issue 29 (C48): background jobs during a database outage say so once (a warning when they start
+// C48: background jobs during a database outage say so once (a warning when they start
 // failing on storage, an info line when they recover), not at every run. First PeriodicJob with a
 // StorageOutageLog alone, then a gateway on a PostgreSQL of the test's own, stopped for a while.
 import assert from 'node:assert/strict';
@@ -67,7 +67,7 @@ describe('StorageOutageLog with PeriodicJob', () => {
   });
 });
 
-describe('a gateway whose database stops: the jobs log the outage once (issue 29)', { skip }, () => {
+describe('a gateway whose database stops: the jobs log the outage once (C48)', { skip }, () => {
   let cluster: PgCluster;
   let t: TestApp;
 

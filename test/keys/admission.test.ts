@@ -1,6 +1,6 @@
-// Issue 26, point 1: one admission decision (src/keys/admission.ts) for the HTTP pipeline, the
+// One admission decision (src/keys/admission.ts) for the HTTP pipeline, the
 // WebSocket upgrade and the WebSocket's recheck after a key change. The same cases go through
-// the three paths and get the same JSON-RPC code from each (C16, C20, issue 15's allowlists).
+// the three paths and get the same JSON-RPC code from each (C16, C20, the key's allowlists).
 // A refusal happens before any node is asked, so no upstream is needed here.
 import assert from 'node:assert/strict';
 import { generateKeyPairSync } from 'node:crypto';

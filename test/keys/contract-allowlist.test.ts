@@ -9,7 +9,7 @@ import { after, before, describe, test } from 'node:test';
 import { createPublicClient, createWalletClient, encodeFunctionData, type Hex, http, parseGwei, serializeTransaction } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { loadConfig } from '../../src/config/load.ts';
-import { rawTransactionTarget } from '../../src/keys/key-access.ts';
+import { rawTransactionTarget } from '../../src/keys/allowlist-checks.ts';
 import { catalogue, type ContractRule, methodFacts } from '../../src/methods/catalogue.ts';
 
 /** Method -> its contract rule, from the method catalogue (C50). */

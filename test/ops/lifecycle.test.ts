@@ -1,4 +1,4 @@
-// Issue 26 point 4: building the app has no side effects. `buildApp` opens no connection and starts
+// Building the app has no side effects. `buildApp` opens no connection and starts
 // no timer; every piece of background work (the Redis subscription, sweeps, pings, flushes) starts
 // when the app is ready and stops when it closes, leaving the process as it found it.
 import assert from 'node:assert/strict';

@@ -68,7 +68,7 @@ describe('readiness that tells the truth (C3)', () => {
     const res = await post(rpcUrl, call('eth_getBalance', ['0x0000000000000000000000000000000000000000', 'latest']));
     assert.equal(res.status, 502);
     assert.equal(res.json.error?.code, -32000);
-    // Issue 31: the error says why no node answered, node by node, never with its URL.
+    // The error says why no node answered, node by node, never with its URL.
     assert.deepEqual((res.json.error as { data?: { reasons?: unknown } }).data?.reasons, [{ upstream: 0, reason: 'the node answered HTTP 500' }]);
     assert.equal(node.callCount('eth_getBalance'), 1, 'the call reached the node');
     const report = await waitFor(async () => {
@@ -161,7 +161,7 @@ describe('readiness that tells the truth (C3)', () => {
   });
 });
 
-describe('what readiness waits for: health.readyWhen (issue 31)', () => {
+describe('what readiness waits for: health.readyWhen (C3)', () => {
   const net = (status: NetworkHealth['status']) => ({ status }) as NetworkHealth;
   test('any-network (the default): unready only when every network is known down; idle and unknown ones may still answer', () => {
     assert.match(networksDown({ a: net('down'), b: net('down') }, 'any-network') ?? '', /no node answers on any network \(2 down\): offline\? try --devnet/);

@@ -8,7 +8,7 @@ import { createKey, type registerUser, startTestApp, type TestApp } from '../sup
 import { type FakeNode, startFakeNode } from '../support/fake-node.ts';
 import { storageBackends } from '../support/services.ts';
 
-// Issue 15, point 9: a key's allowlists (origins, client IPs, methods, contracts) and its JWT
+// A key's allowlists (origins, client IPs, methods, contracts) and its JWT
 // option, on the RPC addresses and the WebSocket upgrade. A refusal is -32003 with HTTP 403 and
 // data.reason naming the list (C22), made before metering: counted nowhere (C10, C27).
 

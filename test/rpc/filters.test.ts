@@ -1,4 +1,4 @@
-// Issue 15, point 3: a filter stays on the upstream that made it. The network has two upstreams,
+// C26: a filter stays on the upstream that made it. The network has two upstreams,
 // scripted nodes (they count calls and can fail) in front of two different devnet chains, so a
 // filter read on the wrong node would show the other chain's blocks or "filter not found".
 import assert from 'node:assert/strict';

@@ -1,4 +1,4 @@
-// Issue 15, point 5: an eth_getLogs wider than the network's maxLogsRange is split into chunks,
+// An eth_getLogs wider than the network's maxLogsRange is split into chunks,
 // merged in order and answered as one, metered by its chunks. The upstream is a scripted node in
 // front of a devnet chain that counts eth_getLogs and refuses any range wider than its cap, as
 // providers do; the chain has events spread over many blocks.

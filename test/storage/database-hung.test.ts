@@ -5,7 +5,7 @@ import { type FakeNode, startFakeNode } from '../support/fake-node.ts';
 import { createPgCluster, type PgCluster, pgBinDir, storedRequests } from '../support/pg-cluster.ts';
 import { waitFor } from '../support/wait.ts';
 
-// C48, issue 29: a database that hangs rather than goes away. Every process of a PostgreSQL of the
+// C48: a database that hangs rather than goes away. Every process of a PostgreSQL of the
 // test's own gets SIGSTOP under load: connections stay open and nothing answers. Calls with known
 // keys are answered meanwhile, the usage flush gives up after storage.queryTimeoutMs (short here)
 // and holds the counts, and after SIGCONT every call is in usage.
@@ -33,7 +33,7 @@ async function load(url: string, ms: number, concurrency = 4): Promise<{ statuse
   return { statuses, slowestMs };
 }
 
-describe('the database hung (SIGSTOP) under a running gateway (C48, issue 29)', { skip }, () => {
+describe('the database hung (SIGSTOP) under a running gateway (C48)', { skip }, () => {
   let cluster: PgCluster;
   let node: FakeNode;
   let t: TestApp;

@@ -220,7 +220,7 @@ describe('the migration workflow (npm run db:generate)', () => {
             assert.deepEqual(keys, [{ id: 'k1', access: null }]);
             const usage = rowsOf(await storage.db.execute(sql`select requests::int as n from usage_daily`));
             assert.deepEqual(usage, [{ n: 7 }]);
-            // Issue 28: 0015 sums the stored usage per account into usage_account_daily, and its trigger adds later writes.
+            // 0015 sums the stored usage per account into usage_account_daily, and its trigger adds later writes.
             await storage.db.execute(sql`update usage_daily set requests = requests + 5`);
             const account = rowsOf(await storage.db.execute(sql`select user_id, day::text as day, network, method, requests::int as n from usage_account_daily`));
             assert.deepEqual(account, [{ user_id: 'u1', day: '2026-01-02', network: 'ethereum', method: 'eth_call', n: 12 }]);

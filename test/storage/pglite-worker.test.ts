@@ -19,7 +19,7 @@ async function ticksDuring(work: () => Promise<unknown>): Promise<number> {
   return ticks;
 }
 
-// Issue 28: embedded storage (PGlite) runs in a worker thread, so no flush, sweep or REST query
+// For scale (docs/scaling.md): embedded storage (PGlite) runs in a worker thread, so no flush, sweep or REST query
 // holds the event loop that answers RPC calls.
 describe('embedded storage in a worker thread', () => {
   let storage: Storage;

@@ -1,4 +1,4 @@
-// Issue 28: a flush passes its rows as one array parameter per column (src/storage/unnest.ts).
+// For scale (docs/scaling.md): a flush passes its rows as one array parameter per column (src/storage/unnest.ts).
 // Every value a row carries must reach the database exactly as it was, whatever the characters
 // (array literals quote and escape them), NULL included, on both drivers.
 import assert from 'node:assert/strict';
@@ -14,7 +14,7 @@ const backends = await storageBackends();
 const TEXTS = ['a"b', 'c\\d', '{e,f}', 'NULL', 'null', ' padded ', "it's", 'tab\there', 'new\nline', 'é€😀', '', ',', '"', '\\'];
 
 for (const backend of backends) {
-  describe(`rows as array parameters on ${backend.name} (issue 28)`, { skip: backend.skip }, () => {
+  describe(`rows as array parameters on ${backend.name}`, { skip: backend.skip }, () => {
     let storage: Storage;
     let close: (() => Promise<void>) | undefined;
     before(async () => {

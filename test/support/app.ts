@@ -153,7 +153,7 @@ export async function startTestApp(opts: TestAppOptions = {}): Promise<TestApp> 
   }
   // In memory: a copy of the migrated template instead of a new database (initdb takes seconds),
   // on this thread: a worker thread per app adds ~0.3 s to each of hundreds of apps. The
-  // gateway's own start and data folders on disk use the worker (issue 28); TEST_EMBEDDED_THREAD=worker
+  // gateway's own start and data folders on disk use the worker (docs/scaling.md); TEST_EMBEDDED_THREAD=worker
   // runs every in-memory app on one too (docs/development.md).
   const inMemory = !databaseUrl && !opts.dataDir;
   const storage = await openStorage({

@@ -1,4 +1,4 @@
-// Issue 15, point 6: archive nodes first for state older than the prune depth, and weights that
+// C26: archive nodes first for state older than the prune depth, and weights that
 // share the calls among equally good upstreams.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
@@ -19,7 +19,7 @@ function judgedBlock(method: string, params: unknown[]): number | null {
   return blockNumberOf(j.block);
 }
 
-describe('archive routing (issue 15)', () => {
+describe('archive routing (C26)', () => {
   async function setup() {
     const [full, archive] = await fakes(2, { head: HEAD });
     const p = pool([full!, { http: archive!.url, archive: true }], { pruneDepthBlocks: 128 });
@@ -80,7 +80,7 @@ describe('archive routing (issue 15)', () => {
   });
 });
 
-describe('weights (issue 15)', () => {
+describe('weights (C26)', () => {
   test('weights 3 and 1 share 400 calls 300 to 100 between equally good upstreams', async () => {
     const [a, b] = await fakes(2);
     const p = pool([{ http: a!.url, weight: 3 }, { http: b!.url, weight: 1 }]);

@@ -1,4 +1,4 @@
-// Issue 15, point 7: eth_sendRawTransaction goes to every healthy upstream at once, each exactly
+// C26: eth_sendRawTransaction goes to every healthy upstream at once, each exactly
 // once; the first hash wins, "already known" and "nonce too low" for this very transaction are
 // success, and nothing is sent twice (C26, maybeSent).
 import assert from 'node:assert/strict';
@@ -17,7 +17,7 @@ const M = ['eth_sendRawTransaction'];
 /** What the pipeline hands the pool with a judged transaction (C53): the signed bytes and the caller's id text. */
 const judged = (id: number | string = 1, raw: string = RAW) => ({ transaction: { raw, id: JSON.stringify(id) } });
 
-describe('transactions broadcast (issue 15)', () => {
+describe('transactions broadcast (C26)', () => {
   test('every healthy upstream gets the transaction once, and the first hash is the answer', async () => {
     const list = await fakes(3);
     list[0]?.setDelay(300); // the first listed is slower: the answer is not its to give

@@ -1,4 +1,4 @@
-// Issue 27, point 6 (C26, C44): through the gateway, a lying node neither sets the head the cache
+// C26, C44: through the gateway, a lying node neither sets the head the cache
 // judges safe blocks by nor takes the reads. Fake nodes: a real one cannot lie about its head.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
@@ -16,7 +16,7 @@ interface Report {
   upstreams: Array<{ name: string; state: string; head: number | null; lag: number | null; outlier?: true }>;
 }
 
-describe('a lying node behind the gateway (issue 27)', () => {
+describe('a lying node behind the gateway (C26, C44)', () => {
   let t: TestApp;
   let liar: FakeNode;
   let low: FakeNode;

@@ -1,10 +1,10 @@
-// Issue 15, point 2: the best head is the one the nodes agree on; a node far ahead is the outlier.
+// C26: the best head is the one the nodes agree on; a node far ahead is the outlier.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { agreedHead } from '../../src/upstreams/http/pool.ts';
 import { call, fakes, pool } from './helpers.ts';
 
-describe('head from the majority (issue 15)', () => {
+describe('head from the majority (C26)', () => {
   test('a lying node far ahead neither sets the head nor makes the honest nodes lag', async () => {
     const [liar, honest1, honest2] = await fakes(3);
     liar?.setHead(50_000_000);
@@ -48,15 +48,15 @@ describe('head from the majority (issue 15)', () => {
     assert.equal(agreedHead([100, 200], 5), 200); // two that disagree: half is one, the higher (the jump rule guards it)
     assert.equal(agreedHead([100, 101, 500, 900, 902], 5), 500); // two that agree are not half of five
     assert.equal(agreedHead([100, 105], 5), 105);
-    assert.equal(agreedHead([100, 106, 2_000], 5), 106); // issue 27: no two agree, the one far above is not the head
+    assert.equal(agreedHead([100, 106, 2_000], 5), 106); // no two agree, the one far above is not the head
     assert.equal(agreedHead([1_000_000_000, 5_011, 5_000], 5), 5_011);
     assert.equal(agreedHead([5_000, 5_002, 5_011, 5_013], 5), 5_013); // an even split: the higher half
   });
 });
 
-// Issue 27, point 6: the head comes from agreement, and no reading makes it jump further than the
+// C26: the head comes from agreement, and no reading makes it jump further than the
 // chain could have moved (C26).
-describe('head from the majority, really (issue 27)', () => {
+describe('head from the majority, with a lying node (C26)', () => {
   test('three nodes, a liar and two honest ones 11 blocks apart: the head is the upper honest one, reads go to the honest nodes', async () => {
     const [liar, low, high] = await fakes(3);
     liar?.setHead(1_000_000_000);

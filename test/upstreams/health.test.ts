@@ -138,7 +138,7 @@ async function probeClock(): Promise<{ url: string; at: number[] }> {
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, at };
 }
 
-describe('probe rounds (issue 28)', () => {
+describe('probe rounds (C26, docs/scaling.md)', () => {
   test('a round comes at most the interval after the last, up to a fifth early', () => {
     assert.equal(nextProbeDelay(5_000, () => 0), 5_000);
     assert.equal(nextProbeDelay(5_000, () => 0.5), 4_500);

@@ -1,4 +1,4 @@
-// Issue 15, point 4: a read not answered within the hedge delay also goes to the next node; the
+// C26: a read not answered within the hedge delay also goes to the next node; the
 // first good answer wins and the slower attempt is cancelled. Never for transactions or filters.
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
@@ -67,7 +67,7 @@ async function firstInLine(p: ReturnType<typeof pool>): Promise<void> {
   );
 }
 
-describe('hedged reads (issue 15)', () => {
+describe('hedged reads (C26)', () => {
   test('20 reads against a node that stalls 3 s are each answered well under 3 s by the next node', async () => {
     const slow = closeAfter(await slowNode(STALL_MS));
     const [fast] = await fakes(1);

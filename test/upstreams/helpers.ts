@@ -1,4 +1,4 @@
-// Shared by the upstream routing tests (issue 15): pools on fake nodes, closed after each test.
+// Shared by the upstream routing tests (C26): pools on fake nodes, closed after each test.
 import { afterEach } from 'node:test';
 import { type PoolOptions, UpstreamPool } from '../../src/upstreams/http/pool.ts';
 import { type FakeMode, type FakeNode, type FakeNodeOptions, startFakeNode } from '../support/fake-node.ts';

@@ -1,4 +1,4 @@
-// Issue 29, point 4: nodes failing (C26). Three upstreams of which two are dead, two stall (accept
+// Nodes failing (C26). Three upstreams of which two are dead, two stall (accept
 // and never answer) or one flaps: every read is answered with a live node's answer. All dead: once
 // known, a call is answered -32000 / HTTP 502 without a connection per call, and served again once
 // a node returns, within a probe interval. Speed (p99, the all-dead answer time) is measured by
@@ -42,7 +42,7 @@ async function resettingNode(): Promise<{ url: string; connections: number; clos
   );
 }
 
-describe('three upstreams, some failing (issue 29, point 4)', () => {
+describe('three upstreams, some failing (C26)', () => {
   test('2 of 3 dead (connection refused): every read is answered by the third', async () => {
     const [a, b, live] = await fakes(3);
     await a!.setMode('refuse');

@@ -1,4 +1,4 @@
-// Issue 15, point 1: answers meaning "this node cannot serve this now" move a read to the next
+// C26: answers meaning "this node cannot serve this now" move a read to the next
 // node and count against that node; the user sees a node's own error only when every node gave one.
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -18,7 +18,7 @@ const KINDS: Array<{ what: string; code: number; message: string; kind: 'busy' |
   { what: '"missing trie node" on a pruned node', code: -32000, message: 'missing trie node 0b6c1e... (path ) state 0x12 is not available', kind: 'missing' },
 ];
 
-describe('provider errors move a read to the next node (issue 15)', () => {
+describe('provider errors move a read to the next node (C26)', () => {
   for (const k of KINDS) {
     test(`${k.what}: the read is answered by the next node, and the first node's figures show it`, async () => {
       const [a, b] = await fakes(2);

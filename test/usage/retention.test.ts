@@ -1,4 +1,4 @@
-// Issue 28: usage rows past retention are swept in bounded batches; what a start reads to seed the
+// For scale (docs/scaling.md): usage rows past retention are swept in bounded batches; what a start reads to seed the
 // quotas is the current month only (through the (day) index, whatever the stored history); the key
 // cache is bounded and drops the least recently used key.
 import assert from 'node:assert/strict';
@@ -18,14 +18,14 @@ const today = () => daysAgo(0);
 const logger = pino({ level: 'silent' });
 
 for (const backend of backends) {
-  describe(`usage retention and quota seeding on ${backend.name} (issue 28)`, { skip: backend.skip }, () => {
+  describe(`usage retention and quota seeding on ${backend.name}`, { skip: backend.skip }, () => {
     let t: TestApp;
     before(async () => {
       t = await startTestApp({ backend: backend.name });
     });
     after(() => t?.close());
 
-    // The account-wide sums (usage_account_daily) follow by the table's trigger (issue 28).
+    // The account-wide sums (usage_account_daily) follow by the table's trigger (migration 0015).
     const insert = (userId: string, keyId: string, day: string, requests: number, method = 'eth_call') =>
       t.storage.db.execute(sql`insert into usage_daily (user_id, key_id, network, method, day, requests, compute_units)
         values (${userId}, ${keyId}, 'ethereum', ${method}, ${day}::date, ${requests}, ${requests * 10})`);
@@ -44,7 +44,7 @@ for (const backend of backends) {
       // The sweep as the gateway runs it: 32 days kept, nothing else of this account's recent rows touched.
       await new UsageRetention({ db: t.storage.db, logger, retentionDays: 32 }).sweep();
       assert.deepEqual(await days(user.id), [daysAgo(30), daysAgo(0)]);
-      // The account-wide sums of the swept days go with them (issue 28).
+      // The account-wide sums of the swept days go with them.
       const accountDays = (await t.storage.db.execute(sql`select day::text as day from usage_account_daily where user_id = ${user.id} order by day`)) as { rows: Array<{ day: string }> };
       assert.deepEqual(accountDays.rows.map((r) => r.day), [daysAgo(30), daysAgo(0)]);
     });

@@ -53,7 +53,7 @@ for (const backend of backends) {
     };
     /** The app's own UsageService (it is the key list's usage reader): skips the wait where timing is not the point. */
     const flushNow = () => t.app.parts.usage.flush();
-    // The account-wide sums (usage_account_daily) follow by the table's trigger (issue 28).
+    // The account-wide sums (usage_account_daily) follow by the table's trigger (migration 0015).
     const insertUsage = (userId: string, keyId: string, network: string, method: string, day: string, requests: number) =>
       t.storage.db.execute(
         sql`insert into usage_daily (user_id, key_id, network, method, day, requests, compute_units) values (${userId}, ${keyId}, ${network}, ${method}, ${day}, ${requests}, ${requests})`,
@@ -107,7 +107,7 @@ for (const backend of backends) {
         assert.match(counted.lastUsedAt, /Z$/);
       });
 
-      test('issue 28: each flush adds the same counts to the account-wide rows as to the key rows, summed over keys', async () => {
+      test('each flush adds the same counts to the account-wide rows as to the key rows, summed over keys', async () => {
         const a = await createKey(t.app, { name: 'sum a' });
         const b = await createKey(t.app, { name: 'sum b' }, a.user);
         const rows = async (q: ReturnType<typeof sql>) => ((await t.storage.db.execute(q)) as { rows: unknown[] }).rows;
@@ -230,7 +230,7 @@ for (const backend of backends) {
         assert.deepEqual((await statsOk(auth, `?apiKeyId=${b.id}&network=native-testnet`)).requestsByNetwork, {});
       });
 
-      test('issue 28: every /usage/stats read and the key check are statements prepared once, by name, not built per call', async () => {
+      test('every /usage/stats read and the key check are statements prepared once, by name, not built per call', async () => {
         const a = await createKey(t.app, { name: 'a' });
         await rpc('native-mainnet', a.key, call('eth_chainId'));
         await flushNow();

@@ -1,4 +1,4 @@
-// Dashboard pages of issue 14 part 2 and issue 16 point 4 in chromium: faucet (C28), whale alerts
+// Dashboard pages (C43) in chromium: faucet (C28), whale alerts
 // (C35, C36), webhooks (C37–C39) and analytics (C46), against the gateway in front of the two
 // native devnet chains. Plan-gated pages are seen by a free account and by one whose plan has them.
 import assert from 'node:assert/strict';

@@ -143,7 +143,7 @@ describe('webhook routes (C37, C38)', () => {
       const res = await post(u, { url, events: ['whale.alert'] });
       assert.equal(res.statusCode, 400, `${url}: ${res.body}`);
       assert.equal(res.json().error.details[0].field, 'body.url');
-      // Issue 31: the refusal names the setting that would allow the target.
+      // The refusal names the setting that would allow the target.
       assert.match(res.json().error.message, /webhooks\.allowPrivateTargets/, url);
     }
     const created = await createWebhook(t.app, u, { url: PUBLIC_URL, events: ['whale.alert'] });

@@ -1,3 +1,4 @@
+// The dashboard's entry point (C43): mounts the app in the page and restores the session.
 import '@picocss/pico/css/pico.min.css';
 import './styles.css';
 import { render } from 'preact';

@@ -1,3 +1,4 @@
+// The response cache (C44): answers that cannot change, and identical concurrent reads shared.
 import { answerMembersPlain, memberSpan, skipValue, withId } from '../../json/lossless.ts';
 import { type BlockParam, type MethodFacts, methodFacts } from '../../methods/catalogue.ts';
 import { blockNumberOf, isHash, readBlock } from '../../methods/values.ts';

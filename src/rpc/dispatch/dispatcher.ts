@@ -1,3 +1,4 @@
+// Dispatches each admitted call to its answer: cache, filters, logs, native methods or the upstreams.
 import type { Network } from '../../chains/networks.ts';
 import type { MethodsConfig, RpcConfig } from '../../config/schema.ts';
 import { RpcError, toRpcError, UpstreamError } from '../../errors/rpc.ts';

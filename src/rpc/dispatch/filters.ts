@@ -1,3 +1,4 @@
+// Filters (C26): a filter stays on the node that made it, under an id of the gateway's own.
 import { randomBytes } from 'node:crypto';
 import { InvalidParamsError, NodeAnsweredError, type RpcError, toRpcError } from '../../errors/rpc.ts';
 import { answerIdIsNull, withId } from '../../json/lossless.ts';

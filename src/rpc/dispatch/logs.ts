@@ -1,3 +1,4 @@
+// eth_getLogs limits: a range wider than the network's maxLogsRange is split into chunks.
 import { InvalidParamsError, type RpcError, toRpcError, UpstreamError } from '../../errors/rpc.ts';
 import type { UpstreamPool } from '../../upstreams/http/pool.ts';
 import { errorText } from '../jsonrpc.ts';

@@ -1,3 +1,4 @@
+// The `nat_*` methods of the native networks (C24, C25), translated to the node's own calls.
 import { InvalidParamsError, MethodNotSupportedError, type RpcError, UpstreamError } from '../../errors/rpc.ts';
 import { UpstreamRpcError } from '../../errors/upstream.ts';
 import type { UpstreamPool } from '../../upstreams/http/pool.ts';

@@ -1,3 +1,4 @@
+// The JSON-RPC HTTP addresses (C1) served straight on node:http, ahead of Fastify.
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Logger } from 'pino';

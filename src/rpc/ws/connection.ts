@@ -1,3 +1,4 @@
+// One client WebSocket connection: its messages, its subscriptions and its key's rules.
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import WebSocket from 'ws';
@@ -36,7 +37,7 @@ export interface ConnectionContext {
 
 /**
  * One subscription of a client. Per connection and subscription only small objects, no closures:
- * with thousands of connections per instance each costs its bytes many times over (issue 28).
+ * with thousands of connections per instance each costs its bytes many times over (docs/scaling.md).
  */
 class ClientSubscription implements Subscriber {
   readonly conn: WsConnection;
@@ -83,7 +84,7 @@ export class WsConnection implements SubscriptionDispatcher, Cuttable {
   lastPongAt = Date.now();
   closed = false;
   readonly #apiKey: string;
-  /** The upgrade's Origin and Authorization (or `jwt` query parameter): every message is checked against the key's rules (issue 15). */
+  /** The upgrade's Origin and Authorization (or `jwt` query parameter): every message is checked against the key's allowlists and JWT option. */
   readonly #origin: string | undefined;
   readonly #authorization: string | undefined;
   /** C58: the upgrade's traceparent (and tracestate), linked from each message's trace. */
@@ -164,7 +165,7 @@ export class WsConnection implements SubscriptionDispatcher, Cuttable {
 
   /**
    * Sends a subscription's notification: the frame shared by every client of the topic, with this
-   * subscription's id spliced in (issue 28: nothing of it is serialised per client). Written to the
+   * subscription's id spliced in (nothing of it is serialised per client: memory per connection, C60/docs/scaling.md). Written to the
    * socket as ws writes its own frames, whole and in order; the same queue limit as {@link send}.
    */
   notify(note: Notification, subscriptionId: string): void {

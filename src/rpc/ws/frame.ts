@@ -1,6 +1,6 @@
 /**
  * The WebSocket frames of subscription notifications, made once per notification and topic
- * (issue 28): every client of a topic gets the same bytes but for its subscription id, so the frame
+ * (memory per connection, C60/docs/scaling.md): every client of a topic gets the same bytes but for its subscription id, so the frame
  * is built once, in two parts around the id, and each client's copy is the two shared parts with
  * its id between them (RFC 6455 text frame, FIN, unmasked as a server's frames are).
  */

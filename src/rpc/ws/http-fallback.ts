@@ -1,3 +1,4 @@
+// Upgrades the WebSocket server does not take: refused with a JSON-RPC error, or served as plain HTTP.
 import { IncomingMessage, type Server, ServerResponse, STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';

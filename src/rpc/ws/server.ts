@@ -1,3 +1,4 @@
+// JSON-RPC over WebSocket at `/ws` and `/ws/{network}` (C1), with shared subscriptions.
 import type { IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';

@@ -1,4 +1,4 @@
--- Issue 28: analytics rows of at most 150 bytes, indexes included (C46, "How rows are stored"). The
+-- For scale (docs/scaling.md): analytics rows of at most 150 bytes, indexes included (C46, "How rows are stored"). The
 -- (account, key, network, method) texts move to analytics_series, numbered once; a row keeps that
 -- number, its hour (hours since 1970, UTC) or day, counters NULL when zero, and the latency
 -- histogram sparse in a bytea (src/analytics/histogram.ts); (hour) and (day) indexes become BRIN.

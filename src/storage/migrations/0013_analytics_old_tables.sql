@@ -1,3 +1,3 @@
--- Issue 28: the analytics tables before 0012_analytics_compact.sql, whose rows it carried over.
+-- C46: the analytics tables before 0012_analytics_compact.sql, whose rows it carried over.
 DROP TABLE "analytics_daily" CASCADE;--> statement-breakpoint
 DROP TABLE "analytics_hourly" CASCADE;

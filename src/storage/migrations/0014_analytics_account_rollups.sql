@@ -1,4 +1,4 @@
--- Issue 28: per-account roll-ups of the analytics rows (C46, "How a query reads"): per (account, UTC
+-- For scale (docs/scaling.md): per-account roll-ups of the analytics rows (C46, "How a query reads"): per (account, UTC
 -- hour) and (account, UTC day) the counters of all the account's series summed (NULL when zero) and
 -- their histograms merged (histogram.ts, encodeLatency), so a query without a key, network or
 -- method reads one row per bucket. Backfilled here from the rows already stored; the recorder

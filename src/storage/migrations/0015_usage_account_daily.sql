@@ -1,4 +1,4 @@
--- Issue 28 (C27): usage summed over the account's keys, per (account, day, network, method), for
+-- C27, for scale (docs/scaling.md): usage summed over the account's keys, per (account, day, network, method), for
 -- the account-wide questions (GET /usage/stats without apiKeyId, the quotas seeded at start, the
 -- usage.quota webhook). A trigger on usage_daily keeps it, so that every writer (this version, or
 -- an older one still running during a rolling deploy) adds to it in the same transaction.

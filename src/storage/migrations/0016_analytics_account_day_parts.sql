@@ -1,4 +1,4 @@
--- Issue 28: an account's daily analytics rows summed per key, per network and per method (C46, "How
+-- For scale (docs/scaling.md): an account's daily analytics rows summed per key, per network and per method (C46, "How
 -- a query reads"): one row per (account, UTC day, kind, name: k a key, n a network, m a method) with the counters summed (NULL when
 -- zero) and, for networks and methods, the histograms merged (histogram.ts, encodeLatency); a key's
 -- rows carry an empty histogram (byKey shows no latency). The breakdowns of a query without a key,

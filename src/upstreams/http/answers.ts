@@ -1,3 +1,4 @@
+// Reading a node's answer: a cheap JSON-RPC shape check, the parsed answer, a head.
 import { answerMembersPlain } from '../../json/lossless.ts';
 
 /** Reading a node's answer: a cheap JSON-RPC shape check, the parsed answer, a head. */

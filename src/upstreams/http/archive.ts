@@ -1,3 +1,4 @@
+// Which calls want an archive node (C26).
 import { methodFacts } from '../../methods/catalogue.ts';
 
 /**

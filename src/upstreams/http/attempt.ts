@@ -1,3 +1,4 @@
+// One attempt of a call on one upstream node, and what its failure means (C26, C60).
 import type { Cancel } from './hedge.ts';
 import type { PoolState, Upstream } from './state.ts';
 import { type AnswerRoom, type AttemptSpan, type FailureKind, ROOM_FROM_BYTES } from './types.ts';

@@ -1,3 +1,4 @@
+// Transactions broadcast to every healthy upstream at once (C26).
 import { keccak256 } from 'viem/utils';
 import { type FailedAttempt, NoUpstreamError } from '../../errors/upstream.ts';
 import { looksLikeJsonRpc } from './answers.ts';

@@ -1,3 +1,4 @@
+// Which upstream a call tries first, and which next (C26).
 import { mayNeedArchive, needsArchive } from './archive.ts';
 import type { PoolState, Upstream } from './state.ts';
 

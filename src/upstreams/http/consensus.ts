@@ -1,3 +1,4 @@
+// Consensus reads (C49): a method answered once enough upstreams agree.
 import { NoConsensusError } from '../../errors/rpc.ts';
 import { type FailedAttempt, NetworkDownError, NoUpstreamError } from '../../errors/upstream.ts';
 import { answerMembersPlain, memberSpan, skipValue } from '../../json/lossless.ts';

@@ -1,3 +1,4 @@
+// Sending one call through a pool (C26): failover, hedged reads and the `maybeSent` rule.
 import { AnswerRoomError, AnswerTooLargeError, NetworkDownError, NoUpstreamError, type FailedAttempt, UpstreamRpcError } from '../../errors/upstream.ts';
 import { parseResponse } from './answers.ts';
 import { type Attempt, attempt } from './attempt.ts';

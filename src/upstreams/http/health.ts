@@ -1,3 +1,4 @@
+// Health and heads of a pool's upstreams (C26): probes, cool-downs and the agreed head.
 import { inWords } from '../../errors/upstream.ts';
 import { parseHead } from './answers.ts';
 import { attempt } from './attempt.ts';

@@ -1,3 +1,4 @@
+// The upstream nodes of one network (C26): the pool that ties health, choice and sending together.
 import { type FailedAttempt, inWords, NetworkDownError, NoUpstreamError, UpstreamRpcError } from '../../errors/upstream.ts';
 import { looksLikeJsonRpc } from './answers.ts';
 import { attempt } from './attempt.ts';

@@ -1,3 +1,4 @@
+// Answer sampling (C55): a share of answers checked against another node in the background.
 import { answerMembersPlain, memberSpan, skipValue, skipWs } from '../../json/lossless.ts';
 import { checkableAtBlock, methodFacts, sampledByDefault } from '../../methods/catalogue.ts';
 import { readBlock } from '../../methods/values.ts';

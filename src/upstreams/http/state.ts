@@ -1,3 +1,4 @@
+// What an upstream pool knows, shared by its parts (health.ts, choice.ts, failover.ts).
 import { createSecureContext, type SecureContext } from 'node:tls';
 import { Pool } from 'undici';
 import { DEFAULT_HEDGE, LatencyWindow, type HedgeOptions } from './hedge.ts';

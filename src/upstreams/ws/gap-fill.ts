@@ -1,3 +1,4 @@
+// After an upstream WebSocket reconnects, fetches what a topic missed and passes it on (C26).
 import type { TopicState } from './topic-state.ts';
 
 // Blocks of a gap fill requested at once over the upstream connection.

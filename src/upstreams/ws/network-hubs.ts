@@ -1,3 +1,4 @@
+// The subscription hubs of every network, made on first use from the upstreams' `ws` addresses.
 import { type HubOptions, type HubStats, SubscriptionHub } from './subscription-hub.ts';
 
 /** What a hub needs of a network's config. */

@@ -1,3 +1,4 @@
+// One network's subscription hub: upstream WebSocket subscriptions shared by every client of a topic.
 import type { Logger } from 'pino';
 import WebSocket from 'ws';
 import { NodeAnsweredError, type RpcError, UpstreamError } from '../../errors/rpc.ts';

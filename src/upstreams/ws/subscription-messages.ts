@@ -1,3 +1,4 @@
+// The messages of subscriptions: client subscription ids and the notifications clients receive.
 import { randomBytes } from 'node:crypto';
 import { memberSpan } from '../../json/lossless.ts';
 

@@ -1,3 +1,4 @@
+// A hub's topics: who follows each, and what was passed on, so nothing is passed on twice (C26).
 import type { RpcError } from '../../errors/rpc.ts';
 import type { Topic } from './topic.ts';
 

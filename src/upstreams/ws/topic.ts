@@ -1,3 +1,4 @@
+// What one `eth_subscribe` asks for, in canonical form, so equal requests share one upstream subscription.
 import { InvalidParamsError } from '../../errors/rpc.ts';
 
 /**

@@ -1,4 +1,4 @@
-// Issue 15, point 8: WebSocket subscribers miss nothing when the gateway's upstream connection
+// C26: WebSocket subscribers miss nothing when the gateway's upstream connection
 // drops. The hub's connection to a devnet chain (mining every second) goes through a relay that
 // the test cuts and keeps refusing while blocks are mined and events emitted; once the relay lets
 // the hub back in, the client must have seen every block number once, in order, and every log.

@@ -180,7 +180,7 @@ test('answers -32000 when no upstream takes the subscription: no WebSocket upstr
   await down.close();
 });
 
-test('a notification is serialised once per topic, whatever the number of clients: each gets the same bytes but its own subscription id (issue 28)', async () => {
+test('a notification is serialised once per topic, whatever the number of clients: each gets the same bytes but its own subscription id (C60, docs/scaling.md)', async () => {
   const keys = [await newKey(), await newKey()];
   const clients = await Promise.all([0, 1, 2, 3].map((i) => connect(url(keys[i % 2] as string))));
   const ids = await Promise.all(clients.map((c) => c.subscribe(['newHeads'])));

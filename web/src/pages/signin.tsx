@@ -1,3 +1,4 @@
+// The dashboard's sign-in page (C4, C5).
 import { useState } from 'preact/hooks';
 import { signIn } from '../api.ts';
 import { useForm } from '../components/form.ts';

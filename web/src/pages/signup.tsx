@@ -1,3 +1,4 @@
+// The dashboard's sign-up page (C4).
 import { useState } from 'preact/hooks';
 import { signUp, useApi } from '../api.ts';
 import { useForm } from '../components/form.ts';

@@ -4,7 +4,7 @@ import { after, before, describe, test } from 'node:test';
 import { createKey, startTestApp, type TestApp } from '../support/app.ts';
 import { storageBackends } from '../support/services.ts';
 
-// Issue 15, point 9: a key's allowlists and JWT option through the REST API (create, PATCH, the
+// A key's allowlists and JWT option through the REST API (create, PATCH, the
 // key list), validated with 400 VALIDATION_ERROR naming the field (C7), on both storage kinds.
 
 const backends = await storageBackends();

@@ -7,7 +7,7 @@ import { bytesToHex, fromRlp } from 'viem/utils';
 import { KeyAccessDeniedError } from '../errors/rpc.ts';
 import { methodFacts } from '../methods/catalogue.ts';
 import { BLOCK_STATE_MEMBERS, SIMULATE_MEMBERS, TRANSACTION_MEMBERS } from '../methods/judge.ts';
-import { type KeyAccessSettings, normaliseAddress } from './access.ts';
+import { type KeyAccessSettings, normaliseAddress } from './allowlist-settings.ts';
 
 /** Longest a request JWT may live (exp minus iat, or minus now without iat). */
 export const MAX_JWT_LIFETIME_SECONDS = 86_400;

@@ -1,3 +1,5 @@
+// A key's stored allowlist settings (origins, IPs, methods, contracts, JWT keys): their
+// validation, normal form and limits.
 import { createHash, createPublicKey, type JsonWebKey, type KeyObject } from 'node:crypto';
 import { isIP } from 'node:net';
 import { HttpError } from '../errors/http.ts';
