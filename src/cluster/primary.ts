@@ -77,6 +77,21 @@ export async function runPrimary(opts: { config: Config; log: Logger; count: num
     throw new StartError(`WORKERS=${config.server.workers}: --devnet runs as one process; unset WORKERS (or set it to 1) with --devnet`);
   }
   let stopping = false;
+  let stop: ((signal: string, exitCode?: number) => Promise<void>) | undefined;
+  // As one process: a repeated signal (a stop sent to the process group reaches every process, and
+  // `npm start` relays it) is ignored, not left to Node's default that would kill the primary.
+  // Before the workers are forked, a stop ends the start once storage is open (never half made).
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (stopping) log.debug({ signal }, 'already stopping; signal ignored');
+    else if (stop) void stop(signal);
+    else {
+      stopping = true;
+      log.info({ signal }, 'stopping');
+    }
+  };
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
+  process.on('SIGHUP', onSignal);
   let storage: Storage | undefined;
   const slots: Slot[] = Array.from({ length: count }, (_, i) => ({ n: i + 1, startedAt: 0, failures: 0, ready: false }));
   let anyReady = false;
@@ -98,6 +113,12 @@ export async function runPrimary(opts: { config: Config; log: Logger; count: num
   } catch (err) {
     await early.handOver();
     throw err;
+  }
+  if (stopping) {
+    await storage.close();
+    await early.handOver();
+    log.info('stopped');
+    process.exit(0);
   }
   const where = config.storage.databaseUrl ? maskUrl(config.storage.databaseUrl) : config.storage.dataDir === 'memory' ? 'memory' : path.resolve(config.storage.dataDir);
   log.info({ storage: storage.kind, where, workers: count }, `storage ready (${storage.kind === 'postgres' ? 'PostgreSQL' : 'embedded PGlite'}, ${where}), migrations applied; starting ${count} workers`);
@@ -164,7 +185,7 @@ export async function runPrimary(opts: { config: Config; log: Logger; count: num
     if (!slot.ready && !anyReady) {
       // No worker ever started: a start error (it said why), not a crash to retry.
       log.fatal({ worker: slot.n, code, signal }, 'a worker failed to start; stopping');
-      void stop('start failed', 1);
+      void stop?.('start failed', 1);
       return;
     }
     const ranMs = Date.now() - slot.startedAt;
@@ -177,7 +198,7 @@ export async function runPrimary(opts: { config: Config; log: Logger; count: num
   // C57: a stop reaches every worker (by the primary too, when it was sent to the primary alone);
   // each drains as one process does and hands its last usage over; the primary writes it once the
   // last worker has gone, then closes the store: the owner exits last.
-  const stop = async (signal: string, exitCode = 0) => {
+  stop = async (signal: string, exitCode = 0) => {
     if (stopping) return;
     stopping = true;
     log.info({ signal }, 'stopping');
@@ -209,15 +230,6 @@ export async function runPrimary(opts: { config: Config; log: Logger; count: num
       process.exit(1);
     }
   };
-  // As one process: a repeated signal (a stop sent to the process group reaches every process, and
-  // `npm start` relays it) is ignored, not left to Node's default that would kill the primary.
-  const onSignal = (signal: NodeJS.Signals) => {
-    if (stopping) log.debug({ signal }, 'already stopping; signal ignored');
-    else void stop(signal);
-  };
-  process.on('SIGTERM', onSignal);
-  process.on('SIGINT', onSignal);
-  process.on('SIGHUP', onSignal);
 
   // The probe lets go of the port; the workers take it (the cluster's listening socket is the primary's).
   await early.handOver();
