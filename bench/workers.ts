@@ -3,12 +3,20 @@
 // upstream over keep-alive connections; with no limits (enterprise key) and with limits checked
 // on every call (in-process: in the primary, one IPC round trip per call). CPU is the whole
 // process tree's (primary, workers, storage thread); docs/scaling.md "Workers" reads the figures.
+// `--ipc`: the primary's side alone: CPU per limiter round trip over node:cluster's channel (the
+// part of a limited call that does not scale with workers), with 1, 2 and 4 workers asking at once.
+import cluster from 'node:cluster';
+import { cpuUsage } from 'node:process';
 import { parseArgs } from 'node:util';
-import { cleanup, cleanupOnSignals, startScript, stopChild } from './children.ts';
+import { MemoryLimiter } from '../src/metering/limiter.ts';
+import { serveSharedLimiter, SharedLimiter } from '../src/metering/shared-limiter.ts';
+import { IpcChannel, type IpcEndpoint } from '../src/storage/ipc.ts';
+import { cleanup, cleanupOnSignals, startScript, stopChild, tempDir } from './children.ts';
 import { cpuSeconds, machineBusySeconds } from './cpu.ts';
 import { LIMITS, NO_CACHE, startGateway } from './gateway.ts';
 import { pickLoadGenerator } from './load.ts';
 import { machineLine } from './report.ts';
+import { seedDataDir } from '../test/support/process.ts';
 // @ts-expect-error: a plain .mjs build script without type declarations
 import { build } from '../scripts/build.mjs';
 
@@ -16,8 +24,50 @@ const BODY = '{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber","params":[]}';
 // Limits on, never reached: every call runs the per-minute windows and the counters.
 const UNREACHABLE = { requestsPerMinute: 1_000_000_000, dailyLimit: 1_000_000_000, monthlyLimit: 1_000_000_000 };
 
+const IPC_CALLS = 50_000;
+
+/** A worker of `--ipc`: IPC_CALLS consumes, 32 at a time, as a worker's limited calls make them. */
+async function ipcWorker(): Promise<void> {
+  const limiter = new SharedLimiter(new IpcChannel(process as unknown as IpcEndpoint));
+  const checks = [
+    { kind: 'window' as const, key: `k:${process.pid}`, shard: 'u', limit: 1e9, windowMs: 60_000, cost: 1 },
+    { kind: 'counter' as const, key: `d:${process.pid}`, shard: 'u', limit: 1e9, resetAt: Date.now() + 86_400_000, cost: 1 },
+  ];
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: 32 }, async () => {
+      while (next++ < IPC_CALLS) await limiter.consume(checks);
+    }),
+  );
+  process.exit(0);
+}
+
+/** `--ipc`: the primary's CPU per limiter round trip, with `n` workers asking at once. */
+async function ipcPrimary(n: number): Promise<string> {
+  const limiter = new MemoryLimiter();
+  cluster.setupPrimary({ serialization: 'advanced' });
+  const started = performance.now();
+  const cpu0 = cpuUsage();
+  await Promise.all(
+    Array.from({ length: n }, () => {
+      const w = cluster.fork({ WORKERS_BENCH_IPC: '1' });
+      serveSharedLimiter(new IpcChannel(w), limiter);
+      return new Promise((resolve) => w.once('exit', resolve));
+    }),
+  );
+  const cpu = cpuUsage(cpu0);
+  const seconds = (performance.now() - started) / 1000;
+  const calls = n * IPC_CALLS;
+  return `${String(n).padStart(2)} workers: ${Math.round(calls / seconds).toString().padStart(7)} round trips/s, primary CPU ${(((cpu.user + cpu.system) / calls)).toFixed(1)} µs per round trip (${((cpu.user + cpu.system) / 1e6 / seconds).toFixed(2)} cores)`;
+}
+
+if (cluster.isWorker && process.env.WORKERS_BENCH_IPC === '1') {
+  await ipcWorker();
+}
+
 const { values: opt } = parseArgs({
   options: {
+    ipc: { type: 'boolean', default: false },
     seconds: { type: 'string', default: '8' },
     warmup: { type: 'string', default: '2' },
     connections: { type: 'string', default: '32' },
@@ -25,6 +75,12 @@ const { values: opt } = parseArgs({
     loadgen: { type: 'string' },
   },
 });
+
+if (opt.ipc) {
+  console.log(`--ipc: ${IPC_CALLS} limiter round trips per worker (a window and a counter each), 32 at a time per worker; node:cluster IPC, advanced serialization`);
+  for (const n of [1, 2, 4]) console.log(await ipcPrimary(n));
+  process.exit(0);
+}
 
 cleanupOnSignals();
 try {
@@ -39,8 +95,11 @@ try {
   for (const limits of [false, true]) {
     for (const n of opt.workers.split(',').map(Number)) {
       const label = `WORKERS=${n}, ${limits ? 'limits in-process' : 'no limits (enterprise)'}`;
+      // A migrated database copied in: a new one's initdb can outlast the start's wait on a busy machine.
+      const data = tempDir('workers-data');
+      await seedDataDir(data);
       const gw = await startGateway(
-        { label, env: { WORKERS: String(n) }, config: { ...NO_CACHE, ...LIMITS }, ...(limits ? { account: { tier: 'free', limits: UNREACHABLE } } : {}) },
+        { label, env: { WORKERS: String(n), DATA_DIR: data }, config: { ...NO_CACHE, ...LIMITS }, ...(limits ? { account: { tier: 'free', limits: UNREACHABLE } } : {}) },
         upstream.url,
       );
       try {
