@@ -12,7 +12,6 @@ import { maskUrl } from '../config/describe.ts';
 import type { Config } from '../config/schema.ts';
 import { resolveSecrets, type Secrets } from '../config/secrets.ts';
 import { listenStartError, StartError, storageStartError } from '../config/start-errors.ts';
-import type { KeyChange } from '../keys/changes.ts';
 import { MemoryLimiter } from '../metering/limiter.ts';
 import { serveSharedLimiter } from '../metering/shared-limiter.ts';
 import { bindEarly } from '../ops/early-listener.ts';
@@ -77,13 +76,14 @@ export async function runPrimary(opts: { config: Config; log: Logger; count: num
     throw new StartError(`WORKERS=${config.server.workers}: --devnet runs as one process; unset WORKERS (or set it to 1) with --devnet`);
   }
   let stopping = false;
-  let stop: ((signal: string, exitCode?: number) => Promise<void>) | undefined;
+  // The stop, once there are workers to stop; a signal before that only ends the start.
+  const control: { stop?: (signal: string, exitCode?: number) => Promise<void> } = {};
   // As one process: a repeated signal (a stop sent to the process group reaches every process, and
   // `npm start` relays it) is ignored, not left to Node's default that would kill the primary.
   // Before the workers are forked, a stop ends the start once storage is open (never half made).
   const onSignal = (signal: NodeJS.Signals) => {
     if (stopping) log.debug({ signal }, 'already stopping; signal ignored');
-    else if (stop) void stop(signal);
+    else if (control.stop) void control.stop(signal);
     else {
       stopping = true;
       log.info({ signal }, 'stopping');
@@ -168,7 +168,7 @@ export async function runPrimary(opts: { config: Config; log: Logger; count: num
     // C20 across workers without Redis: a key change made by one reaches the others' key caches.
     if (sharedLimits) {
       channel.onNote('keys.change', (change) => {
-        for (const s of live()) if (s !== slot) s.channel?.note('keys.change', change as KeyChange);
+        for (const s of live()) if (s !== slot) s.channel?.note('keys.change', change);
       });
     }
   };
@@ -185,7 +185,7 @@ export async function runPrimary(opts: { config: Config; log: Logger; count: num
     if (!slot.ready && !anyReady) {
       // No worker ever started: a start error (it said why), not a crash to retry.
       log.fatal({ worker: slot.n, code, signal }, 'a worker failed to start; stopping');
-      void stop?.('start failed', 1);
+      void control.stop?.('start failed', 1);
       return;
     }
     const ranMs = Date.now() - slot.startedAt;
@@ -198,7 +198,7 @@ export async function runPrimary(opts: { config: Config; log: Logger; count: num
   // C57: a stop reaches every worker (by the primary too, when it was sent to the primary alone);
   // each drains as one process does and hands its last usage over; the primary writes it once the
   // last worker has gone, then closes the store: the owner exits last.
-  stop = async (signal: string, exitCode = 0) => {
+  control.stop = async (signal: string, exitCode = 0) => {
     if (stopping) return;
     stopping = true;
     log.info({ signal }, 'stopping');

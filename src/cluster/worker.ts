@@ -53,9 +53,8 @@ export async function runWorker(opts: {
   const log = opts.log.child({ process: `worker-${n}` });
   if (!process.send) throw new Error('a worker runs with an IPC channel (forked by the primary)');
   const channel = new IpcChannel(process as unknown as IpcEndpoint);
-  let app: FastifyInstance | undefined;
-  let storage: Storage | undefined;
-  let redis: RedisClient | undefined;
+  // What the stop closes: filled in as the start goes (a stop may come at any point of it).
+  const held: { app?: FastifyInstance; storage?: Storage; redis?: RedisClient } = {};
   let stopping = false;
 
   const stop = async (signal: string) => {
@@ -70,14 +69,15 @@ export async function runWorker(opts: {
     try {
       // C57 as one process: connections drain, WebSocket clients get their 1001, then the parts close
       // (usage's close hands the last counts to the primary).
+      const { app } = held;
       if (app) await Promise.all([app.parts.drain.drain(Math.floor(grace / 2)), app.parts.ws.close()]);
       await app?.close();
       // The channel keeps its order: this answer comes once the primary has taken the last batch.
       if (!channel.closed) {
         await Promise.race([channel.call('usage.taken', null), new Promise((resolve) => setTimeout(resolve, HANDOFF_CONFIRM_MS).unref())]).catch(() => {});
       }
-      await storage?.close();
-      redis?.disconnect();
+      await held.storage?.close();
+      held.redis?.disconnect();
       log.info('stopped');
       process.exit(0);
     } catch (err) {
@@ -100,8 +100,9 @@ export async function runWorker(opts: {
   });
 
   const hello = await channel.call<WorkerHello>('cluster.hello', null);
-  redis = await opts.connectRedis(config);
-  storage =
+  const redis = await opts.connectRedis(config);
+  if (redis) held.redis = redis;
+  const storage =
     hello.storage === 'shared'
       ? sharedStorage(channel)
       : await openWhenReachable(
@@ -110,7 +111,8 @@ export async function runWorker(opts: {
         ).catch((err: unknown) => {
           throw storageStartError(err, config);
         });
-  app = await opts.build({
+  held.storage = storage;
+  const app = await opts.build({
     storage,
     secrets: hello.secrets,
     logger: log,
@@ -119,6 +121,7 @@ export async function runWorker(opts: {
     ...(hello.sharedLimits ? { limiter: new SharedLimiter(channel) } : {}),
     usageHandoff: new IpcUsageHandoff(channel),
   });
+  held.app = app;
   if (hello.sharedLimits) relayKeyChanges(channel, app.parts.keys);
   // C56: /metrics answers for the worker that took the connection; its series say which.
   app.parts.metrics.registry.setDefaultLabels({ worker: String(n) });

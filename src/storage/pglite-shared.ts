@@ -7,7 +7,7 @@ import type { QueryOptions } from '@electric-sql/pglite';
 import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
 import type { PGlite } from '@electric-sql/pglite';
 import { DatabaseError, StorageError } from '../errors/storage.ts';
-import type { Db, Storage } from './db.ts';
+import type { Storage } from './db.ts';
 import type { IpcChannel } from './ipc.ts';
 import type { RemotePglite, RemoteTransaction } from './pglite-remote.ts';
 
@@ -100,7 +100,7 @@ export function sharedStorage(channel: IpcChannel): Storage {
   const client = new SharedPglite(channel);
   const db = drizzlePglite({ client: client as unknown as PGlite });
   return {
-    db: db as unknown as Db,
+    db,
     kind: 'pglite',
     ping: async () => {
       await client.query('select 1');
@@ -160,7 +160,7 @@ export function serveSharedPglite(channel: IpcChannel, client: RemotePglite | PG
         })
         .then(() => {});
       // A BEGIN that failed fails the worker's `pg.begin`; a COMMIT that failed, its `pg.end`.
-      ended.catch((err: unknown) => failed(err)).finally(() => open.delete(id));
+      ended.catch((err: unknown) => failed(err instanceof Error ? err : new StorageError(String(err)))).finally(() => open.delete(id));
     });
   });
   channel.handle('pg.end', async (body) => {

@@ -15,7 +15,7 @@ import { type OpenTransactions, serveSharedPglite, sharedStorage } from '../../s
 import { pgliteTemplate } from '../support/pglite-template.ts';
 
 /** Two ends of one in-memory IPC pipe; `cut()` is the other process dying. */
-function pipe(): { worker: IpcEndpoint; primary: IpcEndpoint; cut(): void } {
+function pipe(): { worker: IpcEndpoint; primary: IpcEndpoint; cut: () => void } {
   const ends = [new EventEmitter(), new EventEmitter()] as const;
   let open = true;
   const sender = (to: EventEmitter) => (message: unknown, callback?: (err: Error | null) => void) => {
@@ -27,11 +27,11 @@ function pipe(): { worker: IpcEndpoint; primary: IpcEndpoint; cut(): void } {
     });
     return true;
   };
-  const end = (self: EventEmitter, other: EventEmitter): IpcEndpoint => Object.assign(self, { send: sender(other) }) as unknown as IpcEndpoint;
+  const end = (self: EventEmitter, other: EventEmitter): IpcEndpoint => Object.assign(self, { send: sender(other) });
   return {
     worker: end(ends[0], ends[1]),
     primary: end(ends[1], ends[0]),
-    cut: () => {
+    cut: (): void => {
       open = false;
       for (const e of ends) e.emit('disconnect');
     },
@@ -89,8 +89,8 @@ describe('the embedded store shared by workers (C56)', () => {
     await a.db.transaction(async (t) => {
       await t.execute(sql`insert into worker_rows (n, v) values (1, 'one')`);
       // Posted while the transaction is open: answered after it ended.
-      other = b.db.execute(sql`select count(*)::int as c from worker_rows`).then((r) => {
-        readBeforeCommit = committed ? undefined : (r as unknown as { rows: Array<{ c: number }> }).rows[0]?.c;
+      other = b.db.execute(sql`select count(*)::int as c from worker_rows`).then((r: unknown) => {
+        readBeforeCommit = committed ? undefined : (r as { rows: Array<{ c: number }> }).rows[0]?.c;
         return r;
       });
       await new Promise((resolve) => setTimeout(resolve, 50));
@@ -100,7 +100,8 @@ describe('the embedded store shared by workers (C56)', () => {
     const seen = (await other) as { rows: Array<{ c: number }> };
     assert.equal(readBeforeCommit, undefined, 'the other worker did not read inside the open transaction');
     assert.equal(seen.rows[0]?.c, 2, 'it read both rows, after the commit');
-    const bytes = (await b.db.execute(sql`select '\\x0102ff'::bytea as b, 12345678901234::bigint as n`)) as unknown as { rows: Array<{ b: unknown; n: unknown }> };
+    const raw: unknown = await b.db.execute(sql`select '\\x0102ff'::bytea as b, 12345678901234::bigint as n`);
+    const bytes = raw as { rows: Array<{ b: unknown; n: unknown }> };
     assert.deepEqual([...(bytes.rows[0]?.b as Uint8Array)], [1, 2, 255], 'bytes come back as bytes');
     assert.equal(String(bytes.rows[0]?.n), '12345678901234');
     // A unique violation is PostgreSQL's error with its SQLSTATE, as from the storage thread of one process.
@@ -130,7 +131,8 @@ describe('the embedded store shared by workers (C56)', () => {
     await begun;
     dying.cut();
     dying.served.abandon();
-    const rows = (await b.db.execute(sql`select n from worker_rows where n >= 10 order by n`)) as unknown as { rows: unknown[] };
+    const left: unknown = await b.db.execute(sql`select n from worker_rows where n >= 10 order by n`);
+    const rows = left as { rows: unknown[] };
     assert.deepEqual(rows.rows, [], 'neither the thrown nor the abandoned transaction left a row');
   });
 });
