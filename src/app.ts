@@ -74,7 +74,7 @@ import { webhookRoutes } from './webhooks/routes.ts';
 import { Webhooks } from './webhooks/service.ts';
 import { AddressActivity } from './webhooks/address-activity.ts';
 import { UsageQueries, type UsageStats } from './usage/queries.ts';
-import { UsageService } from './usage/service.ts';
+import { type UsageHandoff, UsageService } from './usage/service.ts';
 
 export interface AppDeps {
   storage: Storage;
@@ -83,6 +83,13 @@ export interface AppDeps {
   probeUpstreams?: boolean;
   /** Shared state across instances (REDIS_URL): limits and key-change events. */
   redis?: RedisClient;
+  /**
+   * Limits kept elsewhere than in this process without Redis: a worker of several (C56) uses the
+   * primary's (metering/shared-limiter.ts). Default: Redis when given, else in this process.
+   */
+  limiter?: Limiter;
+  /** A worker of several (C56): usage is handed to the primary, which writes it (usage/handoff.ts). */
+  usageHandoff?: UsageHandoff;
   /** Where log lines go (tests read them); default stdout. */
   logStream?: DestinationStream;
   logger?: Logger;
@@ -208,6 +215,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
       answers.analytics.invalidate(userIds);
       answers.stats.invalidate(userIds);
     },
+    handoff: deps.usageHandoff,
   });
   const usageQueries = new UsageQueries({ db, networkSlugs: config.networks.map((n) => n.slug) });
   const keys = new KeyService({ db, settings: config, networks, encryptionSecret: deps.secrets.keyEncryptionSecret, usage: usageQueries });
@@ -217,7 +225,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   const link = deps.redis ? new RedisLink(deps.redis, { log: logger }) : undefined;
   const bus = deps.redis ? new KeyChangeBus(deps.redis, keys, keyCache, logger, link) : undefined;
   const redisLimiter = deps.redis ? new RedisLimiter(deps.redis, { ...(link ? { link } : {}) }) : undefined;
-  const limiter: Limiter = redisLimiter ?? new MemoryLimiter();
+  const limiter: Limiter = redisLimiter ?? deps.limiter ?? new MemoryLimiter();
   const meter = new Meter(config.limits, limiter);
   // C48: the quotas of accounts this instance has not seen yet start in memory from stored usage too.
   link?.onChange((up) => {

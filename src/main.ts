@@ -1,8 +1,10 @@
 // The command line and the config are read with light modules only: `--help` and a mistake in a
 // setting answer at once. The app, storage and devnet modules are loaded once they are needed.
+import cluster from 'node:cluster';
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import type { FastifyInstance } from 'fastify';
 import type { RedisClient } from './storage/redis.ts';
 import type { Logger } from 'pino';
@@ -116,6 +118,21 @@ async function main(): Promise<void> {
   const log = createLogger(config.logLevel, undefined, config.logFormat, tracingEnabled(config));
   // On a terminal a start line carries its message only; JSON lines keep their fields for machines.
   const terse = prettyLogs(config.logFormat);
+  // C56: WORKERS > 1 runs a primary that owns the store and forks the workers (src/cluster/); a
+  // worker is this same file, forked by it. WORKERS=1 (the default) is the single process below.
+  if (cluster.isWorker) {
+    const [{ runWorker }, { buildApp }] = await Promise.all([import('./cluster/worker.ts'), import('./app.ts')]);
+    await runWorker({ config, log, build: (deps) => buildApp(config, deps), connectRedis });
+    return;
+  }
+  if (config.server.workers !== 1) {
+    const { runPrimary, workerCount } = await import('./cluster/primary.ts');
+    const count = workerCount(config.server.workers);
+    if (count > 1) {
+      await runPrimary({ config, log, count, mainFile: fileURLToPath(import.meta.url), args: process.argv.slice(2) });
+      return;
+    }
+  }
   let early: EarlyListener | undefined;
 
   let devnet: Devnet | undefined;

@@ -47,6 +47,7 @@ const ENV_HELP: Record<string, string> = {
   DATABASE_URL: 'PostgreSQL URL (default: embedded PGlite under DATA_DIR)',
   DATA_DIR: 'folder of the embedded database and generated secrets (default ./data)',
   REDIS_URL: 'Redis for limits shared by several instances (default: in process)',
+  WORKERS: 'processes serving the port, or auto: one per core (default 1)',
   JWT_SECRET: 'token signing secret, 32+ characters (required with DATABASE_URL)',
   KEY_ENCRYPTION_SECRET: 'encrypts stored API keys, 32+ characters (required with DATABASE_URL)',
   ADMIN_TOKEN: 'enables /api/v1/admin/* with header X-Admin-Token (16+ characters)',

@@ -85,7 +85,7 @@ export interface EnvSetting {
   /** The setting it replaces, dotted. */
   path: string;
   /** How the text becomes the value. */
-  kind: 'string' | 'int' | 'number' | 'list';
+  kind: 'string' | 'int' | 'number' | 'list' | 'intOrAuto';
   /** A secret: its value is never shown. */
   secret?: boolean;
 }
@@ -118,6 +118,7 @@ export const ENV_SETTINGS: readonly EnvSetting[] = [
   { name: 'REQUEST_TIMEOUT_MS', path: 'server.requestTimeoutMs', kind: 'int' },
   { name: 'KEEP_ALIVE_TIMEOUT_MS', path: 'server.keepAliveTimeoutMs', kind: 'int' },
   { name: 'WRITE_TIMEOUT_MS', path: 'server.writeTimeoutMs', kind: 'int' },
+  { name: 'WORKERS', path: 'server.workers', kind: 'intOrAuto' },
   { name: 'FAUCET_PRIVATE_KEY', path: 'faucet.privateKey', kind: 'string', secret: true },
   { name: 'SOLVER_PRIVATE_KEY', path: 'intents.solverPrivateKey', kind: 'string', secret: true },
   // C58: OpenTelemetry's own variable names.
@@ -215,7 +216,9 @@ export function loadConfig(opts: LoadOptions = {}): Config {
     const raw = env[s.name];
     if (raw === undefined || raw === '') continue;
     let value: Json = raw;
-    if (s.kind === 'int') {
+    if (s.kind === 'intOrAuto' && raw.trim() === 'auto') {
+      value = 'auto';
+    } else if (s.kind === 'int' || s.kind === 'intOrAuto') {
       if (!/^\d+$/.test(raw.trim())) {
         const schema = schemaAt(ConfigSchema, s.path.split('.'));
         throw new ConfigError(`${s.name}: ${s.path} = ${showValue(raw, s.secret)}: must be ${schema ? allowed(schema) : 'a whole number'}`);

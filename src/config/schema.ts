@@ -19,6 +19,11 @@ export const ConfigSchema = T.Object(
         bodyLimitBytes: T.Integer({ minimum: 1024, description: 'bytes a request body may have; 1 MiB by default' }), // C23
         trustedProxies: T.Array(T.String(), { description: 'addresses or CIDRs whose X-Forwarded-For is believed' }),
         shutdownGraceMs: T.Integer({ minimum: 0, description: 'milliseconds a graceful stop may take' }),
+        // C56: processes on one port (src/cluster/, docs/scaling.md "Workers").
+        workers: T.Union([T.Integer({ minimum: 1, maximum: 1024 }), T.Literal('auto')], {
+          description: 'gateway processes serving the port, each a full gateway; "auto": one per core (os.availableParallelism()); 1: a single process, no primary',
+          allowed: 'a whole number from 1 to 1024, or "auto"',
+        }),
         // Slow clients (src/http/server-timeouts.ts).
         headersTimeoutMs: T.Integer({ minimum: 0, description: "milliseconds for a request's headers to arrive; 0 = off" }),
         requestTimeoutMs: T.Integer({ minimum: 0, description: 'milliseconds for headers and body to arrive; 0 = off' }),

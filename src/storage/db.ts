@@ -23,6 +23,8 @@ export type Tx = Parameters<Parameters<Db['transaction']>[0]>[0];
 export interface Storage {
   db: Db;
   kind: 'pglite' | 'postgres';
+  /** Embedded storage opened here: its client, which the workers of a primary reach over IPC (WORKERS, pglite-shared.ts). */
+  embedded?: PGlite | RemotePglite;
   /** Cheap liveness check for /health/ready. */
   ping(): Promise<void>;
   close(): Promise<void>;
@@ -114,6 +116,7 @@ async function openPglite(dataDir: string, image: Blob | undefined, sharedBuffer
   return {
     db: db as unknown as Db,
     kind: 'pglite',
+    embedded: client,
     ping: async () => {
       await client.query('select 1');
     },

@@ -38,7 +38,8 @@ const LAST_USED_COLUMNS: ReadonlyArray<Column<[string, number]>> = [
 // Stored as text in PostgreSQL: no NUL or control characters (a plan's `debug_*` allows any suffix).
 const UNSAFE_METHOD_CHARS = /[^\x20-\x7e]/g;
 
-interface Entry {
+/** One pending usage row: an (account, key, network, day, method) and its counts. */
+export interface Entry {
   userId: string;
   keyId: string;
   network: string;
@@ -58,6 +59,29 @@ interface Pending {
 }
 
 const emptyPending = (): Pending => ({ counts: new Map(), lastUsed: new Map(), index: new Map(), indexDay: '' });
+
+/** What a worker hands to the process that owns storage: its rows, its keys' latest use, its analytics rows. */
+export interface UsageBatch {
+  rows: Entry[];
+  lastUsed: Array<[string, number]>;
+  analytics: AnalyticsBatch | null;
+}
+
+/**
+ * A worker of several (WORKERS, docs/scaling.md "Workers"): usage is not written to storage by
+ * the worker but handed to the primary, which owns the store and writes every worker's usage in
+ * its flushes. Handed over as it is recorded (at the end of the event loop's turn, so before a
+ * forwarded call's answer is written), a worker that dies (kill -9) loses no answered call's usage.
+ */
+export interface UsageHandoff {
+  /** Sends a batch on its way at once; throws when the primary cannot be reached (the batch is kept). */
+  send(batch: UsageBatch): void;
+  /** The primary tells which accounts a flush of its stored; `checkQuota`: this worker runs their usage.quota check (C38). */
+  onStored(listener: (userIds: ReadonlySet<string>, checkQuota: boolean) => void): void;
+}
+
+/** How often a worker hands over what analytics recorded since (usage goes at the end of the turn it is recorded in). */
+const HANDOFF_INTERVAL_MS = 100;
 
 /**
  * Usage (C21, C27): `record` only adds to an in-memory aggregate keyed by (account, key, network,
@@ -89,6 +113,9 @@ export class UsageService implements UsageSink {
   readonly dropped = { usageRows: 0, usageRequests: 0, analyticsRows: 0 };
   /** The most rows held at once since the start (metrics, the chaos bench). */
   pendingRowsPeak = 0;
+  /** A worker of several: batches go to the primary, not to storage. */
+  readonly #handoff: UsageHandoff | undefined;
+  #handoffSoon = false;
 
   constructor(deps: {
     db: Db;
@@ -97,6 +124,7 @@ export class UsageService implements UsageSink {
     analytics?: AnalyticsRecorder | undefined;
     onFlush?: ((userIds: ReadonlySet<string>) => void) | undefined;
     onStored?: ((userIds: ReadonlySet<string>) => void) | undefined;
+    handoff?: UsageHandoff | undefined;
   }) {
     this.#db = deps.db;
     this.#log = deps.logger;
@@ -105,6 +133,11 @@ export class UsageService implements UsageSink {
     this.analytics = deps.analytics;
     this.#onFlush = deps.onFlush;
     this.#onStored = deps.onStored;
+    this.#handoff = deps.handoff;
+    deps.handoff?.onStored((userIds, checkQuota) => {
+      this.#onStored?.(userIds);
+      if (checkQuota) this.#onFlush?.(userIds);
+    });
   }
 
   /**
@@ -136,6 +169,41 @@ export class UsageService implements UsageSink {
     entry.computeUnits += event.computeUnits;
     const last = pending.lastUsed.get(event.keyId);
     if (last === undefined || now > last) pending.lastUsed.set(event.keyId, now);
+    if (this.#handoff && !this.#handoffSoon) {
+      this.#handoffSoon = true;
+      setImmediate(() => {
+        this.#handoffSoon = false;
+        this.flush().catch(() => {});
+      });
+    }
+  }
+
+  /**
+   * The primary's side of a worker's handoff: adds its rows to what waits for the next flush (as
+   * rows merge, memory follows distinct rows, not calls; C48's bound holds: past
+   * `usage.maxPendingRows` new rows are dropped and counted).
+   */
+  absorb(batch: UsageBatch): void {
+    const counts = this.#pending.counts;
+    for (const e of batch.rows) {
+      const id = `${e.userId}|${e.keyId}|${e.network}|${e.day}|${e.method}`;
+      const now = counts.get(id);
+      if (now) {
+        now.requests += e.requests;
+        now.computeUnits += e.computeUnits;
+      } else if (counts.size < this.#maxPendingRows) {
+        counts.set(id, e);
+      } else {
+        this.dropped.usageRows++;
+        this.dropped.usageRequests += e.requests;
+      }
+    }
+    for (const [keyId, at] of batch.lastUsed) {
+      const now = this.#pending.lastUsed.get(keyId);
+      if (now === undefined || at > now) this.#pending.lastUsed.set(keyId, at);
+    }
+    if (batch.analytics && this.analytics) this.dropped.analyticsRows += this.analytics.mergeBack(batch.analytics, this.#maxPendingRows);
+    this.pendingRowsPeak = Math.max(this.pendingRowsPeak, counts.size);
   }
 
   /** The pending row of (account, key, network, day, method), made empty when there is none. */
@@ -157,7 +225,7 @@ export class UsageService implements UsageSink {
     this.#timer = setInterval(() => {
       // A slow flush is not stacked on: the next tick takes over what accumulated meanwhile.
       if (!this.#inFlight) this.flush().catch(() => {});
-    }, this.#intervalMs);
+    }, this.#handoff ? HANDOFF_INTERVAL_MS : this.#intervalMs);
     this.#timer.unref();
   }
 
@@ -228,6 +296,8 @@ export class UsageService implements UsageSink {
       throw err;
     }
     this.pendingRowsPeak = Math.max(this.pendingRowsPeak, batch.counts.size);
+    // Handed to the primary, not stored yet: the primary says when it is (`UsageHandoff.onStored`).
+    if (this.#handoff) return;
     if (this.#failingSince !== null) {
       const seconds = Math.round((Date.now() - this.#failingSince) / 1000);
       this.#failingSince = null;
@@ -245,6 +315,10 @@ export class UsageService implements UsageSink {
   }
 
   async #write(batch: Pending, analytics: AnalyticsBatch | null): Promise<void> {
+    if (this.#handoff) {
+      this.#handoff.send({ rows: [...batch.counts.values()], lastUsed: [...batch.lastUsed.entries()], analytics });
+      return;
+    }
     // Sorted: two instances upserting the same rows take their locks in the same order (no deadlock).
     const rows = [...batch.counts.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, e]) => e);
     const used = [...batch.lastUsed.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));

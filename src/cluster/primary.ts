@@ -1,0 +1,237 @@
+// The primary of a gateway run as several processes (C56, WORKERS > 1; docs/scaling.md "Workers"):
+// it serves no request itself. It owns what only one process may own -- the embedded store, the
+// in-process limits, the usage write-behind -- forks the workers that serve the port, replaces a
+// worker that dies, and on a stop (C57) passes the stop on, waits for every worker to drain, and
+// writes the last usage after the last worker is gone.
+import cluster, { type Worker } from 'node:cluster';
+import { availableParallelism } from 'node:os';
+import path from 'node:path';
+import type { Logger } from 'pino';
+import { AnalyticsRecorder } from '../analytics/recorder.ts';
+import { maskUrl } from '../config/describe.ts';
+import type { Config } from '../config/schema.ts';
+import { resolveSecrets, type Secrets } from '../config/secrets.ts';
+import { listenStartError, StartError, storageStartError } from '../config/start-errors.ts';
+import { MemoryLimiter } from '../metering/limiter.ts';
+import { serveSharedLimiter } from '../metering/shared-limiter.ts';
+import { bindEarly } from '../ops/early-listener.ts';
+import { rpcMethodLabels } from '../ops/rpc-metrics.ts';
+import { openStorage, type Storage } from '../storage/db.ts';
+import { IpcChannel } from '../storage/ipc.ts';
+import { type OpenTransactions, serveSharedPglite } from '../storage/pglite-shared.ts';
+import { openWhenReachable } from '../storage/wait.ts';
+import { serveUsageHandoff } from '../usage/handoff.ts';
+import { UsageService } from '../usage/service.ts';
+
+/** The processes `server.workers` asks for: `auto` is one per core the process may use. */
+export function workerCount(setting: Config['server']['workers']): number {
+  return setting === 'auto' ? availableParallelism() : setting;
+}
+
+/** What a worker is told when it starts (`cluster.hello`). */
+export interface WorkerHello {
+  secrets: Secrets;
+  /** The port every worker listens on (the one the primary found free; PORT=0 picks one for all). */
+  port: number;
+  /** Where the worker's storage is: the primary's embedded database, or PostgreSQL of its own pool. */
+  storage: 'shared' | 'postgres';
+  /** In-process limits live in the primary (no Redis); else each worker uses Redis. */
+  sharedLimits: boolean;
+}
+
+/** A worker's number (1..N) stays with its place when it is replaced: logs and metrics keep their label. */
+const SLOT_ENV = 'JUNCTION_WORKER';
+/** A worker that ran at least this long before dying is replaced at once; sooner, with a growing pause. */
+const STABLE_MS = 10_000;
+const FIRST_BACKOFF_MS = 250;
+const MAX_BACKOFF_MS = 30_000;
+
+interface Slot {
+  n: number;
+  worker?: Worker;
+  channel?: IpcChannel;
+  transactions?: OpenTransactions;
+  startedAt: number;
+  /** Deaths in a row of workers that did not run STABLE_MS. */
+  failures: number;
+  ready: boolean;
+  respawn?: NodeJS.Timeout;
+}
+
+/** This process's worker number when it is a worker of a primary, else undefined. */
+export function workerNumber(): number | undefined {
+  if (!cluster.isWorker) return undefined;
+  const n = Number(process.env[SLOT_ENV]);
+  return Number.isInteger(n) && n > 0 ? n : cluster.worker?.id;
+}
+
+/**
+ * Runs the primary: opens storage (applying migrations once for all), forks `count` workers of
+ * `mainFile`, and stays until a stop signal. Resolves never; exits the process.
+ */
+export async function runPrimary(opts: { config: Config; log: Logger; count: number; mainFile: string; args: string[] }): Promise<void> {
+  const { config, count } = opts;
+  const log = opts.log.child({ process: 'primary' });
+  if (config.devnet.enabled) {
+    throw new StartError(`WORKERS=${config.server.workers}: --devnet runs as one process; unset WORKERS (or set it to 1) with --devnet`);
+  }
+  let stopping = false;
+  // The stop, once there are workers to stop; a signal before that only ends the start.
+  const control: { stop?: (signal: string, exitCode?: number) => Promise<void> } = {};
+  // As one process: a repeated signal (a stop sent to the process group reaches every process, and
+  // `npm start` relays it) is ignored, not left to Node's default that would kill the primary.
+  // Before the workers are forked, a stop ends the start once storage is open (never half made).
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (stopping) log.debug({ signal }, 'already stopping; signal ignored');
+    else if (control.stop) void control.stop(signal);
+    else {
+      stopping = true;
+      log.info({ signal }, 'stopping');
+    }
+  };
+  process.on('SIGTERM', onSignal);
+  process.on('SIGINT', onSignal);
+  process.on('SIGHUP', onSignal);
+  let storage: Storage | undefined;
+  const slots: Slot[] = Array.from({ length: count }, (_, i) => ({ n: i + 1, startedAt: 0, failures: 0, ready: false }));
+  let anyReady = false;
+
+  // Fail fast, as one process does: a port in use stops the start before storage opens.
+  const early = await bindEarly(config.server.port, config.server.host).catch((err: unknown) => {
+    throw listenStartError(err, config);
+  });
+  const secrets = resolveSecrets(config);
+  const shared = !config.storage.databaseUrl;
+  const sharedLimits = !config.redis.url && !config.redis.clusterNodes;
+  try {
+    storage = await openWhenReachable(
+      () => openStorage({ databaseUrl: config.storage.databaseUrl, dataDir: config.storage.dataDir, queryTimeoutMs: config.storage.queryTimeoutMs, sharedBuffersMb: config.storage.embeddedSharedBuffersMb }),
+      { log, where: config.storage.databaseUrl ? maskUrl(config.storage.databaseUrl) : config.storage.dataDir, stopped: () => stopping },
+    ).catch((err: unknown) => {
+      throw storageStartError(err, config);
+    });
+  } catch (err) {
+    await early.handOver();
+    throw err;
+  }
+  if (stopping) {
+    await storage.close();
+    await early.handOver();
+    log.info('stopped');
+    process.exit(0);
+  }
+  const where = config.storage.databaseUrl ? maskUrl(config.storage.databaseUrl) : config.storage.dataDir === 'memory' ? 'memory' : path.resolve(config.storage.dataDir);
+  log.info({ storage: storage.kind, where, workers: count }, `storage ready (${storage.kind === 'postgres' ? 'PostgreSQL' : 'embedded PGlite'}, ${where}), migrations applied; starting ${count} workers`);
+
+  const limiter = sharedLimits ? new MemoryLimiter() : undefined;
+  limiter?.start();
+  const live = () => slots.filter((s) => s.channel && !s.channel.closed);
+  let quotaTurn = 0;
+  // The usage of every worker, written by this process alone (one transaction per flush, as one process does).
+  const usage = new UsageService({
+    db: storage.db,
+    settings: config.usage,
+    logger: log,
+    analytics: config.analytics.enabled ? new AnalyticsRecorder(rpcMethodLabels(config.methods)) : undefined,
+    // Every worker drops its answer caches of these accounts (C46, C27)...
+    onStored: (userIds) => {
+      for (const s of live()) s.channel?.note('usage.stored', { userIds: [...userIds], checkQuota: false });
+    },
+    // ...and one of them, in turn, checks their usage.quota (C38; a notice is recorded once whoever checks).
+    onFlush: (userIds) => {
+      const all = live();
+      all[quotaTurn++ % Math.max(1, all.length)]?.channel?.note('usage.stored', { userIds: [...userIds], checkQuota: true });
+    },
+  });
+  usage.start();
+
+  const port = early.port;
+  cluster.setupPrimary({ exec: opts.mainFile, args: opts.args, serialization: 'advanced' });
+
+  const fork = (slot: Slot) => {
+    slot.respawn = undefined;
+    slot.ready = false;
+    slot.startedAt = Date.now();
+    const worker = cluster.fork({ [SLOT_ENV]: String(slot.n) });
+    const channel = new IpcChannel(worker);
+    slot.worker = worker;
+    slot.channel = channel;
+    channel.handle('cluster.hello', (): WorkerHello => ({ secrets, port, storage: shared ? 'shared' : 'postgres', sharedLimits }));
+    channel.onNote('cluster.ready', () => {
+      slot.ready = true;
+      if (!anyReady) log.info({ workers: count, port }, `${count} workers serve port ${port}`);
+      anyReady = true;
+    });
+    if (shared && storage?.embedded) slot.transactions = serveSharedPglite(channel, storage.embedded);
+    if (limiter) serveSharedLimiter(channel, limiter);
+    serveUsageHandoff(channel, usage);
+    // C20 across workers without Redis: a key change made by one reaches the others' key caches.
+    if (sharedLimits) {
+      channel.onNote('keys.change', (change) => {
+        for (const s of live()) if (s !== slot) s.channel?.note('keys.change', change);
+      });
+    }
+  };
+
+  cluster.on('exit', (worker, code, signal) => {
+    const slot = slots.find((s) => s.worker === worker);
+    if (!slot) return;
+    slot.channel?.close();
+    // What it left open on the shared database is rolled back: the others' queries go on.
+    slot.transactions?.abandon();
+    slot.worker = undefined;
+    slot.channel = undefined;
+    if (stopping) return;
+    if (!slot.ready && !anyReady) {
+      // No worker ever started: a start error (it said why), not a crash to retry.
+      log.fatal({ worker: slot.n, code, signal }, 'a worker failed to start; stopping');
+      void control.stop?.('start failed', 1);
+      return;
+    }
+    const ranMs = Date.now() - slot.startedAt;
+    slot.failures = ranMs >= STABLE_MS ? 0 : slot.failures + 1;
+    const delay = slot.failures === 0 ? 0 : Math.min(MAX_BACKOFF_MS, FIRST_BACKOFF_MS * 2 ** (slot.failures - 1));
+    log.warn({ worker: slot.n, pid: worker.process.pid, code, signal, ranMs, replaceInMs: delay }, `worker ${slot.n} exited (${signal ?? `code ${code}`}); replacing it${delay ? ` in ${delay} ms` : ''}`);
+    slot.respawn = setTimeout(() => fork(slot), delay);
+  });
+
+  // C57: a stop reaches every worker (by the primary too, when it was sent to the primary alone);
+  // each drains as one process does and hands its last usage over; the primary writes it once the
+  // last worker has gone, then closes the store: the owner exits last.
+  control.stop = async (signal: string, exitCode = 0) => {
+    if (stopping) return;
+    stopping = true;
+    log.info({ signal }, 'stopping');
+    const grace = config.server.shutdownGraceMs;
+    setTimeout(() => {
+      log.error('graceful stop took too long; exiting');
+      process.exit(1);
+    }, grace * 2 + 5_000).unref();
+    for (const s of slots) clearTimeout(s.respawn);
+    const gone = slots.filter((s) => s.worker).map((s) => new Promise<void>((resolve) => s.worker?.once('exit', () => resolve())));
+    for (const s of slots) s.worker?.process.kill('SIGTERM');
+    // Each worker bounds its own stop by the grace; one that does not end past it (and a second) is cut.
+    const late = setTimeout(() => {
+      for (const s of slots) if (s.worker) {
+        log.error({ worker: s.n }, 'a worker did not stop in time; killing it');
+        s.worker.process.kill('SIGKILL');
+      }
+    }, grace + 1_000);
+    await Promise.all(gone);
+    clearTimeout(late);
+    try {
+      await usage.close();
+      await limiter?.close();
+      await storage?.close();
+      log.info('stopped');
+      process.exit(exitCode);
+    } catch (err) {
+      log.error({ err }, 'error while stopping');
+      process.exit(1);
+    }
+  };
+
+  // The probe lets go of the port; the workers take it (the cluster's listening socket is the primary's).
+  await early.handOver();
+  for (const slot of slots) fork(slot);
+}

@@ -1,0 +1,139 @@
+// Calls and notes between the processes of one gateway (WORKERS, docs/scaling.md "Workers"): a
+// worker and the primary that owns the embedded store and the in-process limits talk over the
+// IPC channel Node's cluster gives every worker. Knows no topic: the store, the limiter, usage
+// and key changes each register their own.
+
+/** One end of a process's IPC channel: `process` in a worker, a `cluster.Worker` in the primary. */
+export interface IpcEndpoint {
+  send(message: unknown, callback?: (err: Error | null) => void): boolean;
+  on(event: 'message', listener: (message: unknown) => void): unknown;
+  on(event: 'disconnect', listener: () => void): unknown;
+}
+
+type Wire =
+  | { junction: 'call'; id: number; topic: string; body: unknown }
+  | { junction: 'answer'; id: number; ok: true; body: unknown }
+  | { junction: 'answer'; id: number; ok: false; error: { message: string; name: string; fields: Record<string, string | number> } }
+  | { junction: 'note'; topic: string; body: unknown };
+
+/** Why a call was not answered: the other process went away (or is going). */
+export class IpcClosedError extends Error {
+  override name = 'IpcClosedError';
+}
+
+/**
+ * Request/answer and one-way messages over one IPC channel. Messages arrive in the order sent
+ * (one pipe), so a call made after a note is answered after that note was handled: the stop
+ * relies on it (the last usage batch, then a call that answers once it was taken). The channel
+ * must be set up with `serialization: 'advanced'` (cluster.setupPrimary): rows carry Dates and
+ * Uint8Arrays, limits carry numbers that must stay numbers.
+ */
+export class IpcChannel {
+  readonly #end: IpcEndpoint;
+  readonly #pending = new Map<number, { resolve: (v: unknown) => void; reject: (e: Error) => void }>();
+  readonly #handlers = new Map<string, (body: unknown) => unknown>();
+  readonly #notes = new Map<string, (body: unknown) => void>();
+  #nextId = 1;
+  #closed: Error | null = null;
+
+  constructor(end: IpcEndpoint) {
+    this.#end = end;
+    end.on('message', (m) => this.#receive(m));
+    end.on('disconnect', () => this.close(new IpcClosedError('the other process is gone')));
+  }
+
+  /** Answers calls of `topic` with what `handler` returns (or throws). */
+  handle(topic: string, handler: (body: unknown) => unknown): void {
+    this.#handlers.set(topic, handler);
+  }
+
+  /** Receives the notes of `topic`. */
+  onNote(topic: string, listener: (body: unknown) => void): void {
+    this.#notes.set(topic, listener);
+  }
+
+  /** Asks the other process; rejects when it answers with an error or goes away first. */
+  call<T>(topic: string, body: unknown): Promise<T> {
+    if (this.#closed) return Promise.reject(this.#closed);
+    const id = this.#nextId++;
+    return new Promise<T>((resolve, reject) => {
+      this.#pending.set(id, { resolve: resolve as (v: unknown) => void, reject });
+      this.#send({ junction: 'call', id, topic, body }, (err) => {
+        if (!err) return;
+        this.#pending.delete(id);
+        reject(new IpcClosedError(`could not reach the other process: ${err.message}`));
+      });
+    });
+  }
+
+  /** Tells the other process without waiting for anything; throws when the channel is closed. */
+  note(topic: string, body: unknown): void {
+    if (this.#closed) throw this.#closed;
+    this.#send({ junction: 'note', topic, body });
+  }
+
+  get closed(): boolean {
+    return this.#closed !== null;
+  }
+
+  /** Fails every call still waiting (the other process died); later calls fail at once. */
+  close(reason: Error = new IpcClosedError('the channel is closed')): void {
+    this.#closed ??= reason;
+    for (const p of this.#pending.values()) p.reject(this.#closed);
+    this.#pending.clear();
+  }
+
+  #send(message: Wire, callback?: (err: Error | null) => void): void {
+    try {
+      this.#end.send(message, (err) => callback?.(err ?? null));
+    } catch (err) {
+      // A channel closed under us (the process is exiting): as a failed send.
+      if (callback) callback(err as Error);
+      else throw err;
+    }
+  }
+
+  #receive(raw: unknown): void {
+    if (typeof raw !== 'object' || raw === null || !('junction' in raw)) return;
+    const m = raw as Wire;
+    if (m.junction === 'answer') {
+      const p = this.#pending.get(m.id);
+      if (!p) return;
+      this.#pending.delete(m.id);
+      if (m.ok) p.resolve(m.body);
+      else p.reject(Object.assign(new Error(m.error.message), m.error.fields, { name: m.error.name }));
+    } else if (m.junction === 'note') {
+      this.#notes.get(m.topic)?.(m.body);
+    } else if (m.junction === 'call') {
+      const handler = this.#handlers.get(m.topic);
+      const answer = (a: Wire) => {
+        if (this.#closed) return;
+        try {
+          this.#end.send(a, () => {});
+        } catch {
+          // the caller is gone: nobody waits for this answer
+        }
+      };
+      let result: unknown;
+      try {
+        if (!handler) throw new Error(`no handler for ${m.topic}`);
+        result = handler(m.body);
+      } catch (err) {
+        answer({ junction: 'answer', id: m.id, ok: false, error: wire(err) });
+        return;
+      }
+      Promise.resolve(result).then(
+        (body) => answer({ junction: 'answer', id: m.id, ok: true, body }),
+        (err: unknown) => answer({ junction: 'answer', id: m.id, ok: false, error: wire(err) }),
+      );
+    }
+  }
+}
+
+/** An error as sent: its message, name and own string/number fields (a SQLSTATE `code`, a `constraint`). */
+function wire(err: unknown): { message: string; name: string; fields: Record<string, string | number> } {
+  if (!(err instanceof Error)) return { message: String(err), name: 'Error', fields: {} };
+  const fields: Record<string, string | number> = {};
+  for (const [k, v] of Object.entries(err)) if (typeof v === 'string' || typeof v === 'number') fields[k] = v;
+  return { message: err.message, name: err.name, fields };
+}

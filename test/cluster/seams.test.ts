@@ -1,0 +1,138 @@
+// C56: the seams through which workers reach what the primary owns, in one process: IPC channels
+// over an in-memory pipe (messages cloned as the cluster's `advanced` serialization does, in
+// order), the primary's limiter and its embedded database (PGlite in its thread, as in a start).
+import assert from 'node:assert/strict';
+import { EventEmitter } from 'node:events';
+import { after, before, describe, test } from 'node:test';
+import { sql } from 'drizzle-orm';
+import { loadConfig } from '../../src/config/load.ts';
+import { DatabaseError } from '../../src/errors/storage.ts';
+import { type Check, MemoryLimiter } from '../../src/metering/limiter.ts';
+import { serveSharedLimiter, SharedLimiter } from '../../src/metering/shared-limiter.ts';
+import { openStorage, type Storage } from '../../src/storage/db.ts';
+import { IpcChannel, type IpcEndpoint } from '../../src/storage/ipc.ts';
+import { type OpenTransactions, serveSharedPglite, sharedStorage } from '../../src/storage/pglite-shared.ts';
+import { pgliteTemplate } from '../support/pglite-template.ts';
+
+/** Two ends of one in-memory IPC pipe; `cut()` is the other process dying. */
+function pipe(): { worker: IpcEndpoint; primary: IpcEndpoint; cut: () => void } {
+  const ends = [new EventEmitter(), new EventEmitter()] as const;
+  let open = true;
+  const sender = (to: EventEmitter) => (message: unknown, callback?: (err: Error | null) => void) => {
+    if (!open) throw new Error('channel closed');
+    const copy = structuredClone(message);
+    setImmediate(() => {
+      if (open) to.emit('message', copy);
+      callback?.(null);
+    });
+    return true;
+  };
+  const end = (self: EventEmitter, other: EventEmitter): IpcEndpoint => Object.assign(self, { send: sender(other) });
+  return {
+    worker: end(ends[0], ends[1]),
+    primary: end(ends[1], ends[0]),
+    cut: (): void => {
+      open = false;
+      for (const e of ends) e.emit('disconnect');
+    },
+  };
+}
+
+describe('WORKERS settings (C56)', () => {
+  test('WORKERS takes a count or auto, and names the setting otherwise', () => {
+    assert.equal(loadConfig({ env: {} }).server.workers, 1);
+    assert.equal(loadConfig({ env: { WORKERS: '4' } }).server.workers, 4);
+    assert.equal(loadConfig({ env: { WORKERS: 'auto' } }).server.workers, 'auto');
+    assert.throws(() => loadConfig({ env: { WORKERS: 'many' } }), /WORKERS: server\.workers = "many": must be a whole number from 1 to 1024, or "auto"/);
+    assert.throws(() => loadConfig({ env: { WORKERS: '0' } }), /WORKERS/);
+  });
+});
+
+describe('limits shared by workers (C56, C12)', () => {
+  test('calls of four workers at once on a key limited to 10 a minute: exactly 10 admitted, and a refund gives one back to all', async () => {
+    const limiter = new MemoryLimiter();
+    const workers = Array.from({ length: 4 }, () => {
+      const p = pipe();
+      serveSharedLimiter(new IpcChannel(p.primary), limiter);
+      return new SharedLimiter(new IpcChannel(p.worker));
+    });
+    const check: Check = { kind: 'window', key: 'k:ten', limit: 10, windowMs: 60_000, cost: 1 };
+    const results = await Promise.all(Array.from({ length: 30 }, (_, i) => (workers[i % 4] as SharedLimiter).consume([check])));
+    assert.equal(results.filter((r) => r.allowed).length, 10);
+    assert.ok(results.filter((r) => !r.allowed).every((r) => (r.states[0]?.retryAfterMs ?? 0) > 0), 'the refused are told when to retry');
+    await (workers[1] as SharedLimiter).refund([check]);
+    assert.equal((await (workers[2] as SharedLimiter).consume([check])).allowed, true, 'the place given back by one worker is taken by another');
+    assert.equal((await (workers[3] as SharedLimiter).consume([check])).allowed, false);
+  });
+});
+
+describe('the embedded store shared by workers (C56)', () => {
+  let storage: Storage;
+  before(async () => {
+    storage = await openStorage({ dataDir: 'memory', pgliteImage: await pgliteTemplate() });
+    await storage.db.execute(sql`create table worker_rows (n int primary key, v text)`);
+  });
+  after(() => storage.close());
+
+  const worker = () => {
+    const p = pipe();
+    const served: OpenTransactions = serveSharedPglite(new IpcChannel(p.primary), storage.embedded as NonNullable<Storage['embedded']>);
+    return { db: sharedStorage(new IpcChannel(p.worker)).db, served, cut: p.cut };
+  };
+
+  test("a worker's transaction holds the database: another worker's query waits for its commit, and rows, types and errors come back as from the store itself", async () => {
+    const a = worker();
+    const b = worker();
+    let committed = false;
+    let readBeforeCommit: number | undefined;
+    let other: Promise<unknown> | undefined;
+    await a.db.transaction(async (t) => {
+      await t.execute(sql`insert into worker_rows (n, v) values (1, 'one')`);
+      // Posted while the transaction is open: answered after it ended.
+      other = b.db.execute(sql`select count(*)::int as c from worker_rows`).then((r: unknown) => {
+        readBeforeCommit = committed ? undefined : (r as { rows: Array<{ c: number }> }).rows[0]?.c;
+        return r;
+      });
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      await t.execute(sql`insert into worker_rows (n, v) values (2, 'two')`);
+      committed = true;
+    });
+    const seen = (await other) as { rows: Array<{ c: number }> };
+    assert.equal(readBeforeCommit, undefined, 'the other worker did not read inside the open transaction');
+    assert.equal(seen.rows[0]?.c, 2, 'it read both rows, after the commit');
+    const raw: unknown = await b.db.execute(sql`select '\\x0102ff'::bytea as b, 12345678901234::bigint as n`);
+    const bytes = raw as { rows: Array<{ b: unknown; n: unknown }> };
+    assert.deepEqual([...(bytes.rows[0]?.b as Uint8Array)], [1, 2, 255], 'bytes come back as bytes');
+    assert.equal(String(bytes.rows[0]?.n), '12345678901234');
+    // A unique violation is PostgreSQL's error with its SQLSTATE, as from the storage thread of one process.
+    await assert.rejects(a.db.execute(sql`insert into worker_rows (n, v) values (1, 'again')`), (err: { cause?: { code?: string } }) => err.cause instanceof DatabaseError && err.cause.code === '23505');
+  });
+
+  test("a transaction that throws is rolled back, and one left open by a worker that died is rolled back and lets the others go on", async () => {
+    const a = worker();
+    const b = worker();
+    await assert.rejects(
+      a.db.transaction(async (t) => {
+        await t.execute(sql`insert into worker_rows (n, v) values (10, 'ten')`);
+        throw new Error('changed my mind');
+      }),
+      /changed my mind/,
+    );
+    const dying = worker();
+    let inside!: () => void;
+    const begun = new Promise<void>((resolve) => (inside = resolve));
+    void dying.db
+      .transaction(async (t) => {
+        await t.execute(sql`insert into worker_rows (n, v) values (11, 'eleven')`);
+        inside();
+        await new Promise(() => {}); // never ends: the worker dies here
+      })
+      .catch(() => {});
+    await begun;
+    dying.cut();
+    dying.served.abandon();
+    const left: unknown = await b.db.execute(sql`select n from worker_rows where n >= 10 order by n`);
+    const rows = left as { rows: unknown[] };
+    assert.deepEqual(rows.rows, [], 'neither the thrown nor the abandoned transaction left a row');
+  });
+});

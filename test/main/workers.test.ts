@@ -1,0 +1,213 @@
+// C56 (WORKERS: every core of one machine) and C57 (a stop keeps all usage), on real processes: a
+// primary and its workers started as `node dist/main.js` is, in front of a scripted node.
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { after, test } from 'node:test';
+import { Agent, Client, request } from 'undici';
+import { createTestDatabase } from '../support/app.ts';
+import { startFakeNode } from '../support/fake-node.ts';
+import { alive, type GatewayProcess, spawnGateway, usageTotal } from '../support/process.ts';
+import { REDIS_URL, serviceSkip } from '../support/services.ts';
+import { waitFor } from '../support/wait.ts';
+
+const running: GatewayProcess[] = [];
+after(() => {
+  for (const gw of running) {
+    if (gw.child.exitCode !== null || gw.child.signalCode !== null) continue;
+    try {
+      process.kill(-(gw.child.pid as number), 'SIGKILL');
+    } catch {
+      gw.child.kill('SIGKILL');
+    }
+  }
+});
+
+async function rest(url: string, body: unknown, headers: Record<string, string> = {}): Promise<unknown> {
+  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+  const json = (await res.json()) as { data: unknown };
+  if (res.status >= 300) throw new Error(`${url} answered ${res.status}: ${JSON.stringify(json)}`);
+  return json.data;
+}
+
+interface Answer {
+  status?: number;
+  code?: number;
+  connection?: string;
+  error?: string;
+}
+
+/** One call; `dispatcher`: a kept-alive client, else a connection of its own (closed after). */
+async function call(url: string, key: string, id: number, client?: Client): Promise<Answer> {
+  const opts = {
+    method: 'POST' as const,
+    headers: { 'content-type': 'application/json', 'x-api-key': key },
+    body: JSON.stringify({ jsonrpc: '2.0', id, method: 'eth_getBalance', params: [`0x${(id % 1000).toString(16).padStart(40, '0')}`, 'latest'] }),
+  };
+  const own = client ? undefined : new Agent({ pipelining: 0 });
+  try {
+    const res = client ? await client.request({ path: '/rpc/main/evm/50', ...opts }) : await request(`${url}/rpc/main/evm/50`, { ...opts, dispatcher: own as Agent });
+    const body = (await res.body.json()) as { error?: { code: number } };
+    return { status: res.statusCode, ...(body.error ? { code: body.error.code } : {}), connection: String(res.headers.connection ?? '') };
+  } catch (err) {
+    const e = err as { code?: string; cause?: { code?: string } };
+    return { error: e.cause?.code ?? e.code ?? String(err) };
+  } finally {
+    await own?.close();
+  }
+}
+
+/** The worker processes that said they listen: their number and pid, in the order they said it. */
+function listening(output: string): Array<{ worker: number; pid: number }> {
+  const out: Array<{ worker: number; pid: number }> = [];
+  for (const line of output.split('\n')) {
+    if (!line.includes('"msg":"Junction is listening"')) continue;
+    const l = JSON.parse(line) as { pid: number; worker?: number };
+    if (l.worker !== undefined) out.push({ worker: l.worker, pid: l.pid });
+  }
+  return out;
+}
+
+/** The worker numbers whose log lines say they refused a call. */
+function refusedBy(output: string): Set<string> {
+  const by = new Set<string>();
+  for (const line of output.split('\n')) if (line.includes('"msg":"rpc call refused"')) by.add(String((JSON.parse(line) as { process?: string }).process));
+  return by;
+}
+
+test('WORKERS=4 on the embedded store: a key limited to 10 a minute gets exactly 10 of 30 calls spread over the workers, a killed worker is replaced while the others answer, and a stop sent twice to the process group under keep-alive load exits cleanly with every answered call counted (C56, C57, C12)', async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'junction-workers-'));
+  const upstream = await startFakeNode({ head: 0x1234 });
+  const configFile = path.join(dir, 'config.json');
+  // The plan sets no limit: the key's own 10 a minute is the one tested; the other key is unlimited.
+  writeFileSync(configFile, JSON.stringify({ plans: { free: { requestsPerMinute: null, dailyLimit: null, monthlyComputeUnits: null } }, server: { shutdownGraceMs: 10_000 } }));
+  const env = { DATA_DIR: path.join(dir, 'data'), UPSTREAM_NATIVE_MAINNET: upstream.url, GATEWAY_CONFIG: configFile };
+  try {
+    let gw = await spawnGateway({ env: { ...env, WORKERS: '4', LOG_LEVEL: 'debug' }, detached: true, seeded: true, timeoutMs: 180_000 });
+    running.push(gw);
+    await waitFor(() => listening(gw.output()).length === 4, { timeoutMs: 120_000, what: 'four workers listening' });
+    const reg = (await rest(`${gw.url}/api/v1/auth/register`, { email: 'workers@example.com', password: 'long enough pw', name: 'W' })) as { tokens: { accessToken: string } };
+    const auth = { authorization: `Bearer ${reg.tokens.accessToken}` };
+    const limited = ((await rest(`${gw.url}/api/v1/api-keys`, { name: 'ten', rateLimit: 10 }, auth)) as { key: string }).key;
+    const open = ((await rest(`${gw.url}/api/v1/api-keys`, { name: 'open' }, auth)) as { key: string }).key;
+
+    // C12 across workers: 30 at once, each on a connection of its own (spread over the workers).
+    const burst = await Promise.all(Array.from({ length: 30 }, (_, i) => call(gw.url, limited, i)));
+    assert.equal(burst.filter((a) => a.status === 200 && a.code === undefined).length, 10, JSON.stringify(burst));
+    const refused = burst.filter((a) => a.status === 429 && a.code === -32005);
+    assert.equal(refused.length, 20, `the other 20 refused with -32005 (HTTP 429): ${JSON.stringify(burst)}`);
+    await waitFor(() => refusedBy(gw.output()).size >= 2, { timeoutMs: 10_000, what: 'refusals logged by two workers or more' });
+    let answered = 10;
+
+    const some = async (n: number, from: number) => {
+      const list = await Promise.all(Array.from({ length: n }, (_, i) => call(gw.url, open, from + i)));
+      assert.deepEqual(list.filter((a) => a.status !== 200), [], 'every call answered');
+      answered += n;
+    };
+    await some(40, 100);
+
+    // A worker killed outright: the others go on answering, the primary replaces it, no answered call loses its usage.
+    const victim = listening(gw.output()).find((l) => l.worker === 2) as { worker: number; pid: number };
+    process.kill(victim.pid, 'SIGKILL');
+    await waitFor(() => !alive(victim.pid), { what: 'the worker to die' });
+    // Once the primary has seen it gone: a connection it hands over in the instant a worker dies is
+    // lost with it (node:cluster does not take it back; docs/scaling.md "Workers").
+    await waitFor(() => /"msg":"worker 2 exited \(SIGKILL\); replacing it/.test(gw.output()), { what: 'the primary to see worker 2 gone' });
+    await some(20, 200);
+    await waitFor(() => listening(gw.output()).filter((l) => l.worker === 2).length === 2, { timeoutMs: 120_000, what: 'worker 2 replaced' });
+    assert.notEqual(listening(gw.output()).filter((l) => l.worker === 2)[1]?.pid, victim.pid);
+    await some(20, 300);
+
+    // Steady keep-alive traffic, then SIGTERM to the whole process group twice (systemd, Ctrl-C after it).
+    const clients = Array.from({ length: 6 }, () => new Client(gw.url, { pipelining: 1 }));
+    const outcomes: Answer[][] = clients.map(() => []);
+    let id = 1000;
+    const loops = clients.map(async (client, c) => {
+      for (;;) {
+        const a = await call(gw.url, open, id++, client);
+        outcomes[c]?.push(a);
+        if (a.status !== 200) return;
+      }
+    });
+    await waitFor(() => outcomes.every((o) => o.length >= 10), { timeoutMs: 30_000, what: 'steady traffic on every connection' });
+    const group = -(gw.child.pid as number);
+    process.kill(group, 'SIGTERM');
+    await waitFor(() => gw.output().includes('"process":"primary","signal":"SIGTERM","msg":"stopping"'), { what: 'the primary to begin its stop' });
+    process.kill(group, 'SIGTERM');
+    const exit = await gw.exited;
+    await Promise.all(loops);
+    await Promise.all(clients.map((c) => c.close().catch(() => {})));
+    assert.equal(exit.code, 0, `a clean stop:\n${gw.output().split('\n').filter((l) => !l.includes('"level":20')).slice(-40).join('\n')}`);
+    assert.doesNotMatch(gw.output(), /graceful stop took too long|did not stop in time/);
+    const all = outcomes.flat();
+    for (const list of outcomes) {
+      for (const [i, a] of list.entries()) {
+        if (a.status === 200 || a.status === 503 || a.error === 'ECONNREFUSED') continue;
+        // The port is the primary's until the last worker lets go of it: a connection opened in that
+        // last instant is closed unread (reset) rather than refused. Never one a call was read on:
+        // only a new connection, after an answer that closed the last one (and usage is checked below).
+        assert.ok(a.error === 'ECONNRESET' && list[i - 1]?.connection === 'close', `answered, turned away, or refused at the port: ${JSON.stringify(a)} after ${JSON.stringify(list[i - 1])}`);
+      }
+    }
+    answered += all.filter((a) => a.status === 200).length;
+    // The store's owner wrote last: after every worker had stopped.
+    const lines = gw.output().split('\n').filter((l) => l.includes('"msg":"stopped"'));
+    assert.equal(lines.length, 5, 'four workers and the primary stopped');
+    assert.match(lines.at(-1) as string, /"process":"primary"/);
+
+    gw = await spawnGateway({ env, seeded: true, timeoutMs: 120_000 });
+    running.push(gw);
+    try {
+      assert.equal(await usageTotal(gw.url, auth), answered, 'usage counts exactly the calls answered, across workers, the killed one and the stop');
+    } finally {
+      gw.child.kill('SIGTERM');
+      await gw.exited;
+    }
+  } finally {
+    await upstream.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('WORKERS=2 on PostgreSQL and Redis: the workers answer, a key limited to 10 a minute gets exactly 10 of 30, and usage counts the answered calls (C56, C12)', { skip: (await serviceSkip('PostgreSQL')) || (await serviceSkip('Redis')) }, async () => {
+  const db = await createTestDatabase();
+  const upstream = await startFakeNode({ head: 0x1234 });
+  const dir = mkdtempSync(path.join(tmpdir(), 'junction-workers-pg-'));
+  const env = {
+    DATABASE_URL: db.url,
+    REDIS_URL,
+    JWT_SECRET: randomBytes(24).toString('hex'),
+    KEY_ENCRYPTION_SECRET: randomBytes(24).toString('hex'),
+    DATA_DIR: path.join(dir, 'data'),
+    UPSTREAM_NATIVE_MAINNET: upstream.url,
+  };
+  try {
+    let gw = await spawnGateway({ env: { ...env, WORKERS: '2', LOG_LEVEL: 'debug' }, detached: true, timeoutMs: 180_000 });
+    running.push(gw);
+    await waitFor(() => listening(gw.output()).length === 2, { timeoutMs: 120_000, what: 'two workers listening' });
+    const reg = (await rest(`${gw.url}/api/v1/auth/register`, { email: 'workers-pg@example.com', password: 'long enough pw', name: 'W' })) as { tokens: { accessToken: string } };
+    const auth = { authorization: `Bearer ${reg.tokens.accessToken}` };
+    const limited = ((await rest(`${gw.url}/api/v1/api-keys`, { name: 'ten', rateLimit: 10 }, auth)) as { key: string }).key;
+    const burst = await Promise.all(Array.from({ length: 30 }, (_, i) => call(gw.url, limited, i)));
+    assert.equal(burst.filter((a) => a.status === 200 && a.code === undefined).length, 10, JSON.stringify(burst));
+    assert.equal(burst.filter((a) => a.status === 429 && a.code === -32005).length, 20, JSON.stringify(burst));
+    await waitFor(() => refusedBy(gw.output()).size >= 2, { timeoutMs: 10_000, what: 'refusals logged by both workers' });
+    process.kill(-(gw.child.pid as number), 'SIGTERM');
+    assert.equal((await gw.exited).code, 0, gw.output().slice(-3000));
+
+    gw = await spawnGateway({ env, timeoutMs: 120_000 });
+    running.push(gw);
+    try {
+      assert.equal(await usageTotal(gw.url, auth), 10);
+    } finally {
+      gw.child.kill('SIGTERM');
+      await gw.exited;
+    }
+  } finally {
+    await upstream.close();
+    await db.drop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
