@@ -39,7 +39,7 @@ export default tseslint.config(
               group: ['**/config/schema.ts'],
               importNames: ['Config', 'ConfigSchema'],
               message:
-                'Take the part of the config this module reads (e.g. FaucetConfig, Pick<RpcConfig, ...>, or an interface naming the sections), not the whole Config: only app.ts, main.ts, the cluster's primary and worker start-ups and src/config/ see it.',
+                'Take the part of the config this module reads (e.g. FaucetConfig, Pick<RpcConfig, ...>, or an interface naming the sections), not the whole Config: only app.ts, main.ts, src/cluster/ start-ups and src/config/ see it.',
             },
           ],
         },
