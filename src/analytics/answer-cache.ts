@@ -1,3 +1,5 @@
+// An account's analytics and usage answers kept in memory a short while, and identical queries
+// asked at once shared (C46, C27).
 import { type Clock, systemClock } from '../time/clock.ts';
 
 /**

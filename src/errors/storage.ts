@@ -18,6 +18,12 @@ export class DatabaseError extends BaseError {
   static override readonly code = 'DATABASE_ERROR';
 }
 
+/** Why a call between the processes of one gateway was not answered: the other process went away or is going (C56). */
+export class IpcClosedError extends BaseError {
+  override name = 'IpcClosedError';
+  static override readonly code = 'IPC_CLOSED';
+}
+
 /** C48: how long a caller refused while the database is unreachable is told to wait (Retry-After, seconds). */
 export const STORAGE_RETRY_AFTER_SECONDS = 5;
 

@@ -3,6 +3,8 @@
 // IPC channel Node's cluster gives every worker. Knows no topic: the store, the limiter, usage
 // and key changes each register their own.
 
+import { IpcClosedError } from '../errors/storage.ts';
+
 /** One end of a process's IPC channel: `process` in a worker, a `cluster.Worker` in the primary. */
 export interface IpcEndpoint {
   send(message: unknown, callback?: (err: Error | null) => void): boolean;
@@ -15,11 +17,6 @@ type Wire =
   | { junction: 'answer'; id: number; ok: true; body: unknown }
   | { junction: 'answer'; id: number; ok: false; error: { message: string; name: string; fields: Record<string, string | number> } }
   | { junction: 'note'; topic: string; body: unknown };
-
-/** Why a call was not answered: the other process went away (or is going). */
-export class IpcClosedError extends Error {
-  override name = 'IpcClosedError';
-}
 
 /**
  * Request/answer and one-way messages over one IPC channel. Messages arrive in the order sent

@@ -32,6 +32,8 @@ const PLAIN_THROWS_ALLOWED: ReadonlyArray<{ file: string; message: string; why: 
   { file: 'src/upstreams/upstreams.ts', message: 'no upstream pool for', why: 'callers ask for networks of the registry, which all have pools' },
   { file: 'src/upstreams/upstreams.ts', message: 'no upstreams for', why: 'callers ask for networks of the registry, which all have upstreams' },
   { file: 'src/upstreams/http/state.ts', message: 'network ', why: 'upstream URLs were checked by the config schema (format uri) before' },
+  { file: 'src/cluster/worker.ts', message: 'a worker runs with an IPC channel', why: 'the worker start runs only in processes the cluster primary forked, which always have the channel' },
+  { file: 'src/storage/ipc.ts', message: 'no handler for', why: 'every topic is registered by the primary before it forks a worker; an unknown one is a wiring bug, answered to the caller as an error' },
   { file: 'src/storage/pglite-worker.ts', message: 'pglite-worker.ts runs as a worker thread', why: 'the file is only ever started by pglite-remote.ts as a worker; imported elsewhere is a wiring bug' },
 ];
 
