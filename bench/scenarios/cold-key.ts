@@ -246,7 +246,7 @@ async function main(): Promise<number> {
           cached_max_ms: f.cached.maxUs / 1000,
           // Lower is better; the goal is <= GOAL.
           p99_cold_over_cached: { unit: 'x', better: 'lower', value: ratio },
-          other_pct: f.otherPct,
+          other_pct: { unit: '% of a core', value: f.otherPct },
         });
       }
     }
