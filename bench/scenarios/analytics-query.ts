@@ -1,4 +1,4 @@
-// Issue 28: what one cold `GET /usage/analytics` query costs in storage, in process, with and
+// What one cold `GET /usage/analytics` query costs in storage, in process, with and
 // without the account roll-ups (C46): AnalyticsStore.query (roll-ups, no filter) against
 // querySeries (the series rows alone: what a question with a key, network or method reads), and a
 // question with one key, one at a time, on a PostgreSQL database of its own holding one account of
@@ -29,7 +29,7 @@ let RUNS = 40;
 const DB = `bench_analytics_query_${process.pid}`;
 
 export default defineScenario({
-  summary: 'issue 28: one cold GET /usage/analytics in storage, roll-ups against series rows, on PostgreSQL',
+  summary: 'C46: one cold GET /usage/analytics in storage, roll-ups against series rows, on PostgreSQL',
   options: OPTIONS,
   run: async (ctx) => {
     args = ctx.opt;

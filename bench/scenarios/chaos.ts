@@ -1,5 +1,5 @@
 // `npm run chaos`: faults under load, one scenario after another, and a table of what the gateway
-// did (C48, C49, C55, C57, issue 29). Each scenario starts a gateway of its own in front of what it
+// did (C48, C49, C55, C57). Each scenario starts a gateway of its own in front of what it
 // breaks: its own Redis (a redis-server on a spare port), its own PostgreSQL cluster
 // (test/support/pg-cluster.ts), three scripted nodes of native mainnet (test/support/fake-node.ts),
 // or, for the stop, a gateway process of its own (dist/main.js) that it sends SIGTERM. It sends
@@ -17,8 +17,8 @@
 // load runs for the fault's length, then SIGTERM; "back s" is the time from SIGTERM to the exit.
 // To add a fault, add an entry to SCENARIOS and a row to docs/reliability.md.
 // Options: --seconds N (fault length, default 5), --db-seconds N (database faults, default 10;
-// 120 for the two minutes of issue 29), --concurrency N (default 16), --only TEXT[,TEXT...] (the
-// scenarios whose name holds one of the texts, any case).
+// 120: the database away for two minutes, as docs/reliability.md reports it), --concurrency N
+// (default 16), --only TEXT[,TEXT...] (the scenarios whose name holds one of the texts, any case).
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';

@@ -1,6 +1,6 @@
 // `npm run bench -- flush-cost [--rows 1000,5000] [--rounds 5]`: what one usage flush (usage rows,
 // keys' last use, analytics rows and their roll-ups, one transaction) costs the gateway's own thread
-// on PostgreSQL (issue 28: "no flush blocks an RPC answer"). Each round records --rows calls, each of
+// on PostgreSQL (the goal: "no flush blocks an RPC answer"). Each round records --rows calls, each of
 // another key, and flushes them into a fresh database; printed per round size: the CPU this
 // process spent on the flush (building the statements, the driver's encoding, reading the
 // answers: PostgreSQL's work is another process's) and the longest the event loop was held
@@ -34,7 +34,7 @@ let SIZES: number[] = [];
 let ROUNDS = 5;
 
 export default defineScenario({
-  summary: 'issue 28: CPU and event-loop hold of one usage flush on the gateway\'s thread, by rows per flush',
+  summary: 'CPU and event-loop hold of one usage flush on the gateway\'s thread, by rows per flush',
   options: OPTIONS,
   run: async (ctx) => {
     opt = ctx.opt;

@@ -35,7 +35,7 @@ const REDIS = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 // C46: the same pass-through with analytics recording off, next to the row with it on (the default).
 const ANALYTICS_OFF = 'gateway, X-API-Key, analytics off';
 const ANALYTICS_ON = 'gateway, X-API-Key';
-// Issue 28: the same pass-through with storage on PostgreSQL, beside embedded storage (the row above).
+// The same pass-through with storage on PostgreSQL, beside embedded storage (the row above).
 const ON_POSTGRES = 'gateway, X-API-Key, PostgreSQL';
 // Given, as PostgreSQL requires (embedded storage generates its own); the bench's database holds nothing else.
 // Generated per run: C59 refuses a secret written in the repository.
@@ -98,7 +98,7 @@ const OPTIONS = {
   pin: { type: 'string', default: 'off', help: 'on: the target alone on one CPU (taskset); off: wherever the scheduler puts it' },
   baseline: { type: 'string', help: 'another checkout (its dist/ built): its pass-through gateway joins the interleaved rounds' },
   table: { type: 'string', default: 'on', help: 'off: no table, only the interleaved rounds (a quicker before/after)' },
-  // Issue 28's tail at equal load, open loop (bench/lib/load/load-open.ts)
+  // The tail at equal load, open loop (bench/lib/load/load-open.ts)
   'tail-rate': { type: 'string', help: 'the open-loop tail at equal load: req/s, or auto (half the gateway\'s closed-loop throughput)' },
   'tail-rounds': { type: 'string', default: '6', help: 'open-loop rounds' },
   'tail-seconds': { type: 'string', default: '5', help: 'measured seconds of each target in an open-loop round (after 1 s at the same rate)' },
@@ -370,7 +370,7 @@ async function startTargets(upstreamUrl: string, gateways: GatewayVariant[], chi
 }
 
 /**
- * Issue 28: the gateway's tail beside the bare proxy's AT THE SAME LOAD. Closed loop at saturation,
+ * The gateway's tail beside the bare proxy's AT THE SAME LOAD. Closed loop at saturation,
  * p99 follows the CPU per request (latency = connections / throughput); here every target gets the
  * same offered rate, open loop (bench/lib/load/load-open.ts), in interleaved rounds, so what shows in the
  * tail is what holds an answer back (a flush every 500 ms falls in every round), not the throughput.

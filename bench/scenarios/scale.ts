@@ -1,4 +1,4 @@
-// Issue 28: many accounts, keys and a long history. Seeds a PostgreSQL database of its own in SQL
+// Many accounts, keys and a long history. Seeds a PostgreSQL database of its own in SQL
 // (generate_series, never through the API), then starts the compiled gateway (dist/main.js) on it
 // and measures: start to ready at a history H and at 2H, the plan of what a start reads, a key not
 // in memory (8 in parallel and one in flight), /usage/stats and /usage/analytics at 8 in parallel,
@@ -37,7 +37,7 @@ const OPTIONS = {
 let args: Values<typeof OPTIONS>;
 
 export default defineScenario({
-  summary: 'issue 28: many accounts, keys and a long history on PostgreSQL: start to ready, key not in memory, usage REST, sweeps, RSS',
+  summary: 'many accounts, keys and a long history on PostgreSQL: start to ready, key not in memory, usage REST, sweeps, RSS',
   options: OPTIONS,
   run: async (ctx) => {
     args = ctx.opt;
@@ -190,7 +190,7 @@ async function seed(db: string, fromDay: number): Promise<void> {
     select user_id, day, network, method, sum(requests), sum(compute_units) from usage_daily
     where day <= current_date - ${fromDay}::int and day > current_date - ${fromDay + DAYS + stride}::int group by 1, 2, 3, 4
     on conflict (user_id, day, network, method) do update set requests = excluded.requests, compute_units = excluded.compute_units`);
-  // Analytics (issue 28): each key's series numbered, then its rows by that number.
+  // Analytics (C46): each key's series numbered, then its rows by that number.
   await sqlAt(db, `insert into analytics_series (user_id, key_id, network, method) select ${cols} from generate_series(1, ${Math.min(KEYS, USAGE_ROWS)}) k on conflict do nothing`);
   await sqlAt(db, `insert into analytics_days (series, day, requests, compute_units, errors_node, latency)
     select s.id, ${day}, 1 + (g % 500), 10 * (1 + (g % 500)), nullif(g % 3, 0), bench_latency(array[0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,0,(g % 7),(g % 50),(g % 400),(g % 90),(g % 8)])
@@ -255,7 +255,7 @@ async function seedAccount(db: string, userId: string): Promise<void> {
 }
 
 /**
- * Roll-up rows (issue 28) of the series rows of `from` matching `where`, grouped by `by` (each a
+ * Roll-up rows (C46) of the series rows of `from` matching `where`, grouped by `by` (each a
  * column of `into` and the expression that gives it): the SQL of the migrations' backfills
  * (counters summed, NULL when zero; histograms merged bucket by bucket and encoded as
  * encodeLatency does), through the bench's bench_buckets. `counted` and `merged` join a lateral
@@ -339,7 +339,7 @@ async function keyMisses(url: string): Promise<void> {
   record('RPC call, 8 in parallel', 'key not in memory', { p50_ms: p(miss.lat, 0.5), p99_ms: p(miss.lat, 0.99) });
   record('RPC call, 8 in parallel', 'key cached', { p50_ms: p(hit.lat, 0.5), p99_ms: p(hit.lat, 0.99) });
   out(`key not in memory (8 in parallel): p50 ${ms(p(miss.lat, 0.5))} p99 ${ms(p(miss.lat, 0.99))}   key cached: p50 ${ms(p(hit.lat, 0.5))} p99 ${ms(p(hit.lat, 0.99))}`);
-  // One in flight (issue 28's key miss goal, p99 <= 5 ms): a key never used since the start, then
+  // One in flight (the key miss goal, p99 <= 5 ms): a key never used since the start, then
   // the cached key, in turns, so that both meet the same moments of the machine (a GC, a flush,
   // another process); at least 1,000 of each, so that the p99 is not the 4th-worst call.
   const n1 = Math.max(REQUESTS, 1_000);
@@ -385,7 +385,7 @@ async function main(): Promise<void> {
       await createLatencyEncoder(DB_URL);
       await seed(DB_URL, 0);
       await seedHourly(DB_URL);
-      // Every account's roll-ups from its series rows (issue 28), by the migration's backfill SQL: the
+      // Every account's roll-ups from its series rows (C46), by the migration's backfill SQL: the
       // background accounts' days and hours are seeded apart, so their roll-ups agree with each table
       // but not the days with the hours (only the bench accounts are queried).
       const t1 = performance.now();

@@ -1,5 +1,5 @@
 // `npm run bench -- storage-loop`: what storage work costs the event loop that answers RPC
-// calls, embedded PGlite on the calling thread (as before issue 28) against PGlite in its worker
+// calls, embedded PGlite on the calling thread (as before storage moved off it) against PGlite in its worker
 // thread (now), in one process, taking turns. Each round runs, for --seconds, every 50 ms (one at
 // a time), an upsert of --rows rows of the shape of a usage flush (one transaction) and a grouped
 // read like GET /usage/stats, while a timer that should fire every millisecond records how late it fires
@@ -19,7 +19,7 @@ const OPTIONS = {
 let ROWS = 500;
 
 export default defineScenario({
-  summary: 'issue 28: event-loop delay of storage work, PGlite on the calling thread against PGlite in its worker, interleaved',
+  summary: 'event-loop delay of storage work, PGlite on the calling thread against PGlite in its worker, interleaved',
   options: OPTIONS,
   duration: { option: 'seconds', unit: 's' },
   run: ({ opt }) => main(opt),

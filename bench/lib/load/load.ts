@@ -24,7 +24,7 @@ export interface LoadResult {
   rps: number;
   p50Ms: number;
   p99Ms: number;
-  /** The 99.9th percentile (issue 28: the tail, where a held event loop shows). */
+  /** The 99.9th percentile (the tail, where a held event loop shows). */
   p999Ms: number;
   /** Connect, read, write errors and timeouts. */
   errors: number;

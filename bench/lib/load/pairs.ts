@@ -27,7 +27,7 @@ export interface Comparison {
   b: string;
   /** Goal for the median of a/b in throughput, e.g. { min: 0.97 }. */
   goal?: { min: number; text: string };
-  /** Issue 28: also compare the tail, a's p99 at most this multiple of b's (median of the rounds). */
+  /** Also compare the tail, a's p99 at most this multiple of b's (median of the rounds). */
   p99Max?: number;
 }
 
@@ -160,7 +160,7 @@ export async function interleaved(targets: PairTarget[], comparisons: Comparison
 }
 
 /**
- * Issue 28's tail at equal load: every target at the same offered rate (open loop, bench/lib/load/load-open.ts),
+ * The tail at equal load: every target at the same offered rate (open loop, bench/lib/load/load-open.ts),
  * in interleaved rounds. Per target the medians of the rounds' percentiles (latency counted from
  * each request's scheduled send time) with their spread, and per comparison the median of the
  * rounds' p99 ratios against the goal (`p99Max`).

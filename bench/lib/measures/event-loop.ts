@@ -1,4 +1,4 @@
-// Issue 28: the gateway's event-loop delay during a measured run, as the gateway measures it
+// The gateway's event-loop delay during a measured run, as the gateway measures it
 // itself: prom-client's `perf_hooks.monitorEventLoopDelay` behind GET /metrics
 // (`junction_nodejs_eventloop_lag_{p99,max}_seconds`), whose histogram starts again at each
 // scrape. The bench scrapes once just before a run (which starts it again) and once after it.

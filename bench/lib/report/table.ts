@@ -89,7 +89,7 @@ export function verdicts(
       out.push(`${g}: ${ratio.toFixed(2)}x the bare Node proxy at ${opts.connections} connections (${kind}, target >= ${target}): ${ratio >= target ? 'OK' : 'BELOW'}`);
     }
     if (loaded && bare && g !== opts.bare) {
-      // Issue 28: the tail, p99 at most 1.2x the bare proxy's.
+      // The tail goal: p99 at most 1.2x the bare proxy's.
       const ratio = loaded.p99Ms / bare.p99Ms;
       out.push(
         `${g}: p99 ${loaded.p99Ms.toFixed(2)} ms (p99.9 ${loaded.p999Ms.toFixed(2)}), ${ratio.toFixed(2)}x the bare Node proxy's ${bare.p99Ms.toFixed(2)} ms (p99.9 ${bare.p999Ms.toFixed(2)}) ` +

@@ -8,7 +8,7 @@ import { type Child, freePort, startChild, tempDir, waitUntil } from '../childre
 export const NO_CACHE = { cache: { enabled: false } };
 // The bench registers one account per row from one address; Redis keeps that count between runs.
 export const LIMITS = { limits: { registrationsPerHour: 1_000_000 } };
-// Issue 28: usage and analytics are flushed to storage every 500 ms (2 s by default), so that
+// Usage and analytics are flushed to storage every 500 ms (2 s by default), so that
 // several flushes fall in every measured run and show in its tail and event-loop delay.
 const FLUSH = { usage: { flushIntervalMs: 500 } };
 
