@@ -79,7 +79,7 @@ describe('the database hung (SIGSTOP) under a running gateway (C48)', { skip }, 
       cluster.thaw();
     }
     assert.deepEqual(new Set(during.statuses), new Set([200]), 'every call with a known key answered 200');
-    // Not a timing measure (bench/chaos.ts has those): a call that waited on the hung database would take its query timeout or more.
+    // Not a timing measure (bench/scenarios/chaos.ts has those): a call that waited on the hung database would take its query timeout or more.
     assert.ok(during.slowestMs < QUERY_TIMEOUT_MS * 3, `slowest call ${Math.round(during.slowestMs)} ms`);
 
     await waitFor(() => !t.app.parts.usage.failing && t.app.parts.usage.pendingRows === 0, { timeoutMs: 30_000, what: 'usage written after SIGCONT' });

@@ -1,4 +1,4 @@
-// Fuzzing inside params, shared by test/rpc/fuzz.test.ts and bench/fuzz.ts: well-formed JSON-RPC
+// Fuzzing inside params, shared by test/rpc/fuzz.test.ts and bench/scenarios/fuzz.ts: well-formed JSON-RPC
 // calls to real methods whose params are mutated the ways a node reads differently or chokes on
 // (member names repeated, in other case or escaped; quantities past 64, 160 and 256 bits, negative,
 // padded with zeros or not hex; nesting near and past the gateway's limit; long strings; NUL

@@ -2,7 +2,7 @@
 // and never answer) or one flaps: every read is answered with a live node's answer. All dead: once
 // known, a call is answered -32000 / HTTP 502 without a connection per call, and served again once
 // a node returns, within a probe interval. Speed (p99, the all-dead answer time) is measured by
-// `npm run chaos` (bench/chaos.ts), not here.
+// `npm run chaos` (bench/scenarios/chaos.ts), not here.
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import net from 'node:net';
