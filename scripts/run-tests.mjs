@@ -98,7 +98,13 @@ const GROUP = 6;
 const BROWSER = /from 'playwright(-core)?'/;
 const MARKED_SLOW = /^\/\/ slow: /m;
 const relative = (f) => path.relative(root, f).split(path.sep).join('/');
-const topLevelHooks = (f) => /^(before|after|beforeEach|afterEach)\(/m.test(readFileSync(f, 'utf8'));
+// Alone too: a file that says so in a line of its own, `// alone: <why>` (e.g. it measures its
+// process's memory, which another file's tests in the same process would grow).
+const MARKED_ALONE = /^\/\/ alone: /m;
+const topLevelHooks = (f) => {
+  const text = readFileSync(f, 'utf8');
+  return /^(before|after|beforeEach|afterEach)\(/m.test(text) || MARKED_ALONE.test(text);
+};
 const isSlow = (f) => {
   return MARKED_SLOW.test(readFileSync(f, 'utf8')) || BROWSER.test(textWithHelpers(f));
 };

@@ -1,3 +1,5 @@
+// alone: it measures this process's resident memory while the database is created, which the
+// tests of other files in the same process (large answers held in memory) would grow.
 import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
