@@ -160,7 +160,8 @@ export class Outbound implements AnswerRoom {
   readonly #check = (w: Watch): void => {
     w.timer = undefined;
     const s = w.socket;
-    if (s.destroyed || s.writableLength === 0) return this.#forget(s);
+    // Nothing held, or nothing that counts what it holds (an injected request's stand-in socket): not watched.
+    if (s.destroyed || !(s.writableLength > 0)) return this.#forget(s);
     if (written(s) - s.writableLength >= w.target) {
       w.target = written(s);
       w.timer = setTimeout(this.#check, this.#timeoutMs, w);
