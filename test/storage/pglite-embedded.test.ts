@@ -42,7 +42,9 @@ describe("embedded storage's page cache (storage.embeddedSharedBuffersMb)", () =
       // initdb ran in a worker thread, whose memory (WebAssembly) went back when it ended; in this
       // thread it would stay until some garbage collection (measured: +13 MB here, +405 MB without the worker).
       const grown = (process.memoryUsage().rss - before) / 2 ** 20;
-      assert.ok(grown < 200, `memory grew by ${Math.round(grown)} MB creating the database`);
+      // The bound tells the two apart: with another test process busy beside it, the open database's
+      // worker was seen at +209 MB, still far from the +405 MB of initdb in this thread.
+      assert.ok(grown < 300, `memory grew by ${Math.round(grown)} MB creating the database`);
       assert.equal(await setting(created, 'shared_buffers'), '32MB');
     } finally {
       await created.close();
