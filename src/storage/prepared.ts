@@ -15,7 +15,7 @@ const dialect = new PgDialect();
  * variable parts `sql.placeholder(...)`s filled at each call (docs/scaling.md). On PostgreSQL the driver
  * parses it once per connection and the server keeps its plan: a cold analytics read planned
  * in 1.1-1.3 ms per call and ran in 0.3-0.6 ms; prepared, after five calls it is planned no more
- * (bench/README.md). PGlite runs it as any other statement. Names are one per statement text:
+ * (`explain (analyze, summary)`). PGlite runs it as any other statement. Names are one per statement text:
  * two different texts under one name fail on PostgreSQL.
  */
 export function prepareSql(db: Db, name: string, statement: SQL): (values: Record<string, unknown>) => Promise<PreparedRows> {
