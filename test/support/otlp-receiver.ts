@@ -18,6 +18,17 @@ export interface ReceivedSpan {
   status: { code: number; message?: string };
   /** The resource's `service.name`. */
   service: string;
+  /** Start and end, milliseconds since the epoch (from the span's nanoseconds; sub-millisecond kept). */
+  startMs: number;
+  endMs: number;
+}
+
+type Nanos = string | number | { low: number; high: number } | undefined;
+/** An OTLP JSON time (a decimal string, a number, or a 64-bit {low, high}) in epoch milliseconds. */
+function epochMs(t: Nanos): number {
+  if (t === undefined) return Number.NaN;
+  if (typeof t === 'object') return Number((BigInt(t.high >>> 0) << 32n) | BigInt(t.low >>> 0)) / 1e6;
+  return Number(BigInt(t)) / 1e6;
 }
 
 export interface OtlpReceiver {
@@ -42,6 +53,8 @@ interface JsonSpan {
   attributes?: Array<{ key: string; value: AnyValue }>;
   links?: Array<{ traceId: string; spanId: string }>;
   status?: { code?: number; message?: string };
+  startTimeUnixNano?: Nanos;
+  endTimeUnixNano?: Nanos;
 }
 interface ExportRequest {
   resourceSpans?: Array<{ resource?: { attributes?: Array<{ key: string; value: AnyValue }> }; scopeSpans?: Array<{ spans?: JsonSpan[] }> }>;
@@ -98,6 +111,8 @@ export async function startOtlpReceiver(): Promise<OtlpReceiver> {
               links: (s.links ?? []).map((l) => ({ traceId: l.traceId, spanId: l.spanId })),
               status: { code: s.status?.code ?? 0, ...(s.status?.message ? { message: s.status.message } : {}) },
               service,
+              startMs: epochMs(s.startTimeUnixNano),
+              endMs: epochMs(s.endTimeUnixNano),
             });
           }
         }

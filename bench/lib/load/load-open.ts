@@ -10,7 +10,7 @@
 import net from 'node:net';
 import { Worker } from 'node:worker_threads';
 import { Histogram } from '../measures/histogram.ts';
-import type { LoadResult, LoadSpec } from './load.ts';
+import type { LoadResult, LoadSpec, OpenLoopFigures, TracedRequest } from './load.ts';
 
 const spec = JSON.parse(process.argv[2] ?? '{}') as LoadSpec & { timeoutS: number };
 if (!spec.rate || spec.rate <= 0) throw new Error('load-open.ts needs a rate (requests per second)');
@@ -24,6 +24,10 @@ const head = [
   ...Object.entries(spec.headers).map(([k, v]) => `${k}: ${v}`),
 ];
 const REQUEST = Buffer.concat([Buffer.from(`${head.join('\r\n')}\r\n\r\n`), body]);
+// With `trace`: the request's own traceparent (trace id: the run's prefix, then the index), sampled.
+const HEAD_TEXT = `${head.join('\r\n')}\r\n`;
+const traced = (i: number) =>
+  Buffer.concat([Buffer.from(`${HEAD_TEXT}traceparent: 00-${spec.trace}${i.toString(16).padStart(16, '0')}-${(i + 1).toString(16).padStart(16, '0')}-01\r\n\r\n`), body]);
 const HEAD_END = Buffer.from('\r\n\r\n');
 const CHUNKED_END = Buffer.from('\r\n0\r\n\r\n');
 const LATE_MS = 1;
@@ -31,6 +35,8 @@ const LATE_MS = 1;
 const total = Math.max(1, Math.round(spec.rate * spec.seconds));
 const intervalMs = 1000 / spec.rate;
 const latency = new Histogram();
+if (spec.trace !== undefined && !/^[0-9a-f]{16}$/.test(spec.trace)) throw new Error('trace is 16 lowercase hex digits');
+const latencies = spec.trace === undefined ? undefined : new Float64Array(total).fill(-1); // per request, ms; -1: no answer
 let start = 0;
 let next = 0; // the next request of the timetable to send
 let waitedUpTo = 0; // requests below this index found every connection busy at their time
@@ -109,7 +115,10 @@ function read(conn: Conn, chunk: Buffer): void {
 
 function answered(conn: Conn, ok: boolean): void {
   const now = clock();
-  if (ok) latency.record((now - due(conn.request)) * 1000);
+  if (ok) {
+    latency.record((now - due(conn.request)) * 1000);
+    if (latencies) latencies[conn.request] = now - due(conn.request);
+  }
   else errors++;
   conn.request = -1;
   lastAnswer = now;
@@ -167,7 +176,7 @@ function dispatch(): void {
     if (next < waitedUpTo) waited++;
     else if (now - due(next) > LATE_MS) lateSends++;
     conn.request = next++;
-    conn.socket.write(REQUEST);
+    conn.socket.write(latencies ? traced(conn.request) : REQUEST);
   }
   arm(next < total ? due(next) : Number.POSITIVE_INFINITY);
 }
@@ -192,6 +201,16 @@ const elapsedS = (Math.max(lastAnswer, scheduleEnd) - wallStart) / 1000;
 errors += total - done;
 for (const c of conns) c.socket.destroy();
 const pct = (p: number) => latency.percentileMs(p);
+/** With `trace`: the slowest 0.1% (at least one) and 200 requests spread over the run, by index. */
+function tracedRequests(): Pick<OpenLoopFigures, 'slowest' | 'typical'> {
+  if (!latencies) return {};
+  const at = (index: number): TracedRequest => ({ index, latencyMs: latencies[index] as number, dueMs: index * intervalMs });
+  const answered = [...latencies.keys()].filter((i) => (latencies[i] as number) >= 0);
+  const slowest = [...answered].sort((a, b) => (latencies[b] as number) - (latencies[a] as number)).slice(0, Math.max(1, Math.ceil(answered.length / 1000)));
+  const step = Math.max(1, Math.floor(answered.length / 200));
+  const typical = answered.filter((_, k) => k % step === 0).slice(0, 200);
+  return { slowest: slowest.map(at), typical: typical.map(at) };
+}
 const result: LoadResult = {
   requests: latency.count,
   seconds: elapsedS,
@@ -201,7 +220,7 @@ const result: LoadResult = {
   p999Ms: pct(99.9),
   errors,
   non2xx,
-  open: { offered: spec.rate, maxMs: latency.maxUs / 1000, lateSends, waited, cpuPct: ((cpu.user + cpu.system) / 1e3 / (elapsedS * 1000)) * 100 },
+  open: { offered: spec.rate, maxMs: latency.maxUs / 1000, lateSends, waited, cpuPct: ((cpu.user + cpu.system) / 1e3 / (elapsedS * 1000)) * 100, ...tracedRequests() },
 };
 console.log(JSON.stringify(result));
 process.exit(0);

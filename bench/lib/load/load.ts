@@ -16,6 +16,20 @@ export interface LoadSpec {
   seconds: number;
   /** Open loop: requests per second over all connections, sent on a timetable (only the open-loop generator takes it). */
   rate?: number;
+  /**
+   * Open loop only: 16 hex digits. Each request then carries a W3C `traceparent` whose trace id is
+   * these digits and its index (16 hex), sampled, and the result names the slowest requests
+   * (`open.slowest`) and a spread of ordinary ones (`open.typical`) by index, so their spans can be
+   * found (bench/lib/measures/waited-on.ts).
+   */
+  trace?: string;
+}
+
+/** One traced request of an open-loop run: its index in the timetable, its latency and when it was due (ms after the start). */
+export interface TracedRequest {
+  index: number;
+  latencyMs: number;
+  dueMs: number;
 }
 
 export interface LoadResult {
@@ -44,6 +58,10 @@ export interface OpenLoopFigures {
   waited: number;
   /** The generator's own CPU during the run, in % of one core. */
   cpuPct: number;
+  /** With `trace`: the slowest 0.1% of the answered requests (at least one), slowest first. */
+  slowest?: TracedRequest[];
+  /** With `trace`: 200 answered requests spread evenly over the run (the ordinary case, to set beside the slowest). */
+  typical?: TracedRequest[];
 }
 
 export interface LoadGenerator {

@@ -61,6 +61,8 @@ export interface GatewayVariant {
   body?: string;
   /** What the row is compared with the bare Node proxy for: plain forwarding, or answers from the response cache. */
   kind?: 'pass-through' | 'cached';
+  /** Node.js and V8 flags of this row's process (e.g. `--max-semi-space-size=16`). */
+  nodeArgs?: string[];
 }
 
 export interface RunningGateway {
@@ -103,7 +105,7 @@ export async function startGateway(
   const configFile = path.join(tempDir('gateway-config'), 'config.json');
   writeFileSync(configFile, JSON.stringify({ ...FLUSH, ...variant.config }));
   // The compiled gateway, as `npm start` runs it (bench/scenarios/proxy.ts builds dist/ first).
-  const child = startChild(variant.label, process.execPath, [...(opts.nodeArgs ?? []), 'dist/main.js'], {
+  const child = startChild(variant.label, process.execPath, [...(variant.nodeArgs ?? []), ...(opts.nodeArgs ?? []), 'dist/main.js'], {
     role: 'target',
     ...(opts.cwd ? { cwd: opts.cwd } : {}),
     env: {
