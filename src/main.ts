@@ -22,6 +22,7 @@ import { createLogger, prettyLogs } from './ops/logging.ts';
 import { tracingEnabled } from './ops/tracing.ts';
 import { devnetAdminToken, recordDevnetAdminUrl } from './devnet/admin-token.ts';
 import { installBenchGc } from './ops/bench-gc.ts';
+import { GracefulStop } from './http/graceful-stop.ts';
 import type { Storage } from './storage/db.ts';
 
 /** The config with every network's upstream pointed at its local devnet chain (C31) and the devnet's prices (C45). */
@@ -139,20 +140,14 @@ async function main(): Promise<void> {
   let storage: Storage | undefined;
   let redis: RedisClient | undefined;
   let app: FastifyInstance | undefined;
-  let stopping = false;
-
-  const stop = async (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    log.info({ signal }, 'stopping');
-    // The same signal may have reached the chains (a stop sent to the process group): their exit is expected now.
-    devnet?.beginStop();
-    const force = setTimeout(() => {
-      log.error('graceful stop took too long; exiting');
-      process.exit(1);
-    }, config.server.shutdownGraceMs);
-    force.unref();
-    try {
+  // C57: a stop signal drains the connections and closes the parts, within server.shutdownGraceMs
+  // (exit 1 past it); a signal during the start closes what has started so far.
+  const stop = new GracefulStop({
+    log,
+    limitMs: config.server.shutdownGraceMs,
+    steps: async () => {
+      // The same signal may have reached the chains (a stop sent to the process group): their exit is expected now.
+      devnet?.beginStop();
       // C57: the HTTP connections drain by themselves (every answer closes its connection, a new
       // request on one is answered 503) while the WebSocket clients get their 1001; half the
       // grace for that, the rest for the onClose hooks (the last usage flush).
@@ -161,26 +156,8 @@ async function main(): Promise<void> {
       await storage?.close();
       redis?.disconnect();
       await devnet?.stop();
-      log.info('stopped');
-      process.exit(0);
-    } catch (err) {
-      log.error({ err }, 'error while stopping');
-      process.exit(1);
-    }
-  };
-  // A stop sent to the whole process group (systemd, Ctrl-C in a terminal, `kill -- -PGID`) arrives
-  // twice: directly and relayed by `npm start`. The handlers stay installed, so a repeat is ignored
-  // instead of falling to Node's default, which would kill the process in the middle of writing the
-  // last usage counts. The relayed copy is normal, so it is only a debug line. What bounds the stop
-  // is server.shutdownGraceMs.
-  const onSignal = (signal: NodeJS.Signals) => {
-    if (stopping) log.debug({ signal }, 'already stopping; signal ignored');
-    else void stop(signal);
-  };
-  process.on('SIGTERM', onSignal);
-  process.on('SIGINT', onSignal);
-  // A closed terminal (or an SSH session that drops) sends SIGHUP, whose default kills at once.
-  process.on('SIGHUP', onSignal);
+    },
+  }).listen();
 
   try {
     // Fail fast: the port is bound first, so a port in use stops the start before storage opens
@@ -228,7 +205,7 @@ async function main(): Promise<void> {
       // C48: a PostgreSQL that is not there yet is waited for (logged at each attempt), not a failed start.
       openWhenReachable(
         () => openStorage({ databaseUrl: config.storage.databaseUrl, dataDir: config.storage.dataDir, queryTimeoutMs: config.storage.queryTimeoutMs, sharedBuffersMb: config.storage.embeddedSharedBuffersMb }),
-        { log, where: config.storage.databaseUrl ? maskUrl(config.storage.databaseUrl) : config.storage.dataDir, stopped: () => stopping },
+        { log, where: config.storage.databaseUrl ? maskUrl(config.storage.databaseUrl) : config.storage.dataDir, stopped: () => stop.stopping },
       ).catch((err: unknown) => {
         throw storageStartError(err, config);
       }),

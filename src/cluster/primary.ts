@@ -12,6 +12,7 @@ import { maskUrl } from '../config/describe.ts';
 import type { Config } from '../config/schema.ts';
 import { resolveSecrets, type Secrets } from '../config/secrets.ts';
 import { listenStartError, StartError, storageStartError } from '../config/start-errors.ts';
+import { GracefulStop } from '../http/graceful-stop.ts';
 import { MemoryLimiter } from '../metering/limiter.ts';
 import { serveSharedLimiter } from '../metering/shared-limiter.ts';
 import { bindEarly } from '../ops/early-listener.ts';
@@ -75,23 +76,12 @@ export async function runPrimary(opts: { config: Config; log: Logger; count: num
   if (config.devnet.enabled) {
     throw new StartError(`WORKERS=${config.server.workers}: --devnet runs as one process; unset WORKERS (or set it to 1) with --devnet`);
   }
-  let stopping = false;
-  // The stop, once there are workers to stop; a signal before that only ends the start.
-  const control: { stop?: (signal: string, exitCode?: number) => Promise<void> } = {};
-  // As one process: a repeated signal (a stop sent to the process group reaches every process, and
-  // `npm start` relays it) is ignored, not left to Node's default that would kill the primary.
-  // Before the workers are forked, a stop ends the start once storage is open (never half made).
-  const onSignal = (signal: NodeJS.Signals) => {
-    if (stopping) log.debug({ signal }, 'already stopping; signal ignored');
-    else if (control.stop) void control.stop(signal);
-    else {
-      stopping = true;
-      log.info({ signal }, 'stopping');
-    }
-  };
-  process.on('SIGTERM', onSignal);
-  process.on('SIGINT', onSignal);
-  process.on('SIGHUP', onSignal);
+  const grace = config.server.shutdownGraceMs;
+  // As one process, a repeated signal is ignored. The primary's stop outlasts its workers' (each
+  // bounded by the grace, cut a second past it), then writes the last usage: twice the grace and 5 s.
+  // Until the workers are forked it has no steps: a signal ends the start once storage is open
+  // (never half made).
+  const stop = new GracefulStop({ log, limitMs: grace * 2 + 5_000 }).listen();
   let storage: Storage | undefined;
   const slots: Slot[] = Array.from({ length: count }, (_, i) => ({ n: i + 1, startedAt: 0, failures: 0, ready: false }));
   let anyReady = false;
@@ -106,7 +96,7 @@ export async function runPrimary(opts: { config: Config; log: Logger; count: num
   try {
     storage = await openWhenReachable(
       () => openStorage({ databaseUrl: config.storage.databaseUrl, dataDir: config.storage.dataDir, queryTimeoutMs: config.storage.queryTimeoutMs, sharedBuffersMb: config.storage.embeddedSharedBuffersMb }),
-      { log, where: config.storage.databaseUrl ? maskUrl(config.storage.databaseUrl) : config.storage.dataDir, stopped: () => stopping },
+      { log, where: config.storage.databaseUrl ? maskUrl(config.storage.databaseUrl) : config.storage.dataDir, stopped: () => stop.stopping },
     ).catch((err: unknown) => {
       throw storageStartError(err, config);
     });
@@ -114,7 +104,7 @@ export async function runPrimary(opts: { config: Config; log: Logger; count: num
     await early.handOver();
     throw err;
   }
-  if (stopping) {
+  if (stop.stopping) {
     await storage.close();
     await early.handOver();
     log.info('stopped');
@@ -181,11 +171,11 @@ export async function runPrimary(opts: { config: Config; log: Logger; count: num
     slot.transactions?.abandon();
     slot.worker = undefined;
     slot.channel = undefined;
-    if (stopping) return;
+    if (stop.stopping) return;
     if (!slot.ready && !anyReady) {
       // No worker ever started: a start error (it said why), not a crash to retry.
       log.fatal({ worker: slot.n, code, signal }, 'a worker failed to start; stopping');
-      void control.stop?.('start failed', 1);
+      void stop.stop('start failed', 1);
       return;
     }
     const ranMs = Date.now() - slot.startedAt;
@@ -198,15 +188,7 @@ export async function runPrimary(opts: { config: Config; log: Logger; count: num
   // C57: a stop reaches every worker (by the primary too, when it was sent to the primary alone);
   // each drains as one process does and hands its last usage over; the primary writes it once the
   // last worker has gone, then closes the store: the owner exits last.
-  control.stop = async (signal: string, exitCode = 0) => {
-    if (stopping) return;
-    stopping = true;
-    log.info({ signal }, 'stopping');
-    const grace = config.server.shutdownGraceMs;
-    setTimeout(() => {
-      log.error('graceful stop took too long; exiting');
-      process.exit(1);
-    }, grace * 2 + 5_000).unref();
+  stop.setSteps(async () => {
     for (const s of slots) clearTimeout(s.respawn);
     const gone = slots.filter((s) => s.worker).map((s) => new Promise<void>((resolve) => s.worker?.once('exit', () => resolve())));
     for (const s of slots) s.worker?.process.kill('SIGTERM');
@@ -219,17 +201,10 @@ export async function runPrimary(opts: { config: Config; log: Logger; count: num
     }, grace + 1_000);
     await Promise.all(gone);
     clearTimeout(late);
-    try {
-      await usage.close();
-      await limiter?.close();
-      await storage?.close();
-      log.info('stopped');
-      process.exit(exitCode);
-    } catch (err) {
-      log.error({ err }, 'error while stopping');
-      process.exit(1);
-    }
-  };
+    await usage.close();
+    await limiter?.close();
+    await storage?.close();
+  });
 
   // The probe lets go of the port; the workers take it (the cluster's listening socket is the primary's).
   await early.handOver();

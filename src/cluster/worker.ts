@@ -10,6 +10,7 @@ import { listenStartError, storageStartError } from '../config/start-errors.ts';
 import { publicUrl } from '../config/load.ts';
 import type { Config } from '../config/schema.ts';
 import type { Secrets } from '../config/secrets.ts';
+import { GracefulStop } from '../http/graceful-stop.ts';
 import { relayKeyChanges } from '../keys/relay.ts';
 import type { Limiter } from '../metering/limiter.ts';
 import { SharedLimiter } from '../metering/shared-limiter.ts';
@@ -55,18 +56,11 @@ export async function runWorker(opts: {
   const channel = new IpcChannel(process as unknown as IpcEndpoint);
   // What the stop closes: filled in as the start goes (a stop may come at any point of it).
   const held: { app?: FastifyInstance; storage?: Storage; redis?: RedisClient } = {};
-  let stopping = false;
-
-  const stop = async (signal: string) => {
-    if (stopping) return;
-    stopping = true;
-    log.info({ signal }, 'stopping');
-    const grace = config.server.shutdownGraceMs;
-    setTimeout(() => {
-      log.error('graceful stop took too long; exiting');
-      process.exit(1);
-    }, grace).unref();
-    try {
+  const grace = config.server.shutdownGraceMs;
+  const stop = new GracefulStop({
+    log,
+    limitMs: grace,
+    steps: async () => {
       // C57 as one process: connections drain, WebSocket clients get their 1001, then the parts close
       // (usage's close hands the last counts to the primary).
       const { app } = held;
@@ -78,25 +72,13 @@ export async function runWorker(opts: {
       }
       await held.storage?.close();
       held.redis?.disconnect();
-      log.info('stopped');
-      process.exit(0);
-    } catch (err) {
-      log.error({ err }, 'error while stopping');
-      process.exit(1);
-    }
-  };
-  const onSignal = (signal: NodeJS.Signals) => {
-    if (stopping) log.debug({ signal }, 'already stopping; signal ignored');
-    else void stop(signal);
-  };
-  process.on('SIGTERM', onSignal);
-  process.on('SIGINT', onSignal);
-  process.on('SIGHUP', onSignal);
+    },
+  }).listen();
   // The primary gone (killed): the store and the limits are out of reach, this worker stops too.
   process.on('disconnect', () => {
-    if (stopping) return;
+    if (stop.stopping) return;
     log.error('the primary process is gone; stopping');
-    void stop('primary gone');
+    void stop.stop('primary gone');
   });
 
   const hello = await channel.call<WorkerHello>('cluster.hello', null);
@@ -107,7 +89,7 @@ export async function runWorker(opts: {
       ? sharedStorage(channel)
       : await openWhenReachable(
           () => openStorage({ databaseUrl: config.storage.databaseUrl, dataDir: config.storage.dataDir, queryTimeoutMs: config.storage.queryTimeoutMs }),
-          { log, where: maskUrl(config.storage.databaseUrl ?? ''), stopped: () => stopping },
+          { log, where: maskUrl(config.storage.databaseUrl ?? ''), stopped: () => stop.stopping },
         ).catch((err: unknown) => {
           throw storageStartError(err, config);
         });

@@ -8,20 +8,12 @@ import { after, test } from 'node:test';
 import { Client } from 'undici';
 import WebSocket from 'ws';
 import { startFakeNode } from '../support/fake-node.ts';
+import { keepAliveCall, keepAliveLoad } from '../support/keep-alive-load.ts';
 import { type GatewayProcess, spawnGateway, usageTotal } from '../support/process.ts';
 import { waitFor } from '../support/wait.ts';
 
 const GRACE_MS = 10_000;
 const CLIENTS = 6;
-
-interface Outcome {
-  status?: number;
-  connection?: string | undefined;
-  retryAfter?: string | undefined;
-  body?: string;
-  error?: string;
-  sentAt: number;
-}
 
 const running: GatewayProcess[] = [];
 after(() => {
@@ -31,24 +23,6 @@ after(() => {
 async function rest(url: string, body: unknown, headers: Record<string, string> = {}): Promise<unknown> {
   const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
   return ((await res.json()) as { data: unknown }).data;
-}
-
-/** One call on `client`'s kept-alive connection: its status and headers, or the error code. */
-async function call(client: Client, key: string, id: number, address: string): Promise<Outcome> {
-  const sentAt = performance.now();
-  try {
-    const res = await client.request({
-      path: '/rpc/main/evm/50',
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-api-key': key },
-      body: JSON.stringify({ jsonrpc: '2.0', id, method: 'eth_getBalance', params: [address, 'latest'] }),
-    });
-    const body = await res.body.text();
-    return { status: res.statusCode, connection: res.headers.connection as string | undefined, retryAfter: res.headers['retry-after'] as string | undefined, body, sentAt };
-  } catch (err) {
-    const e = err as { code?: string; cause?: { code?: string } };
-    return { error: e.cause?.code ?? e.code ?? String(err), sentAt };
-  }
 }
 
 test('a stop under steady keep-alive traffic drains by itself: answers carry Connection: close, a new call on an open connection gets 503, no answered call is reset, usage counts exactly the answered calls, WebSockets get 1001 (C57)', async () => {
@@ -70,21 +44,12 @@ test('a stop under steady keep-alive traffic drains by itself: answers carry Con
     const wsClosed = new Promise<{ code: number; at: number }>((resolve) => ws.once('close', (code) => resolve({ code, at: performance.now() })));
 
     // Steady traffic: each client one kept-alive connection, one call after another until refused.
-    const outcomes: Outcome[][] = Array.from({ length: CLIENTS }, () => []);
-    const clients = Array.from({ length: CLIENTS }, () => new Client(gw.url, { pipelining: 1 }));
-    let id = 0;
-    const loops = clients.map(async (client, c) => {
-      const address = `0x${(c + 1).toString(16).padStart(40, '0')}`;
-      for (;;) {
-        const o = await call(client, key, id++, address);
-        outcomes[c]?.push(o);
-        if (o.error !== undefined || o.status !== 200) return;
-      }
-    });
-    await waitFor(() => outcomes.every((o) => o.length >= 20), { timeoutMs: 20_000, what: 'steady traffic from every client' });
+    const load = keepAliveLoad(gw.url, key, CLIENTS);
+    const { outcomes } = load;
+    await load.steady(20, 20_000);
     // A connection kept alive and idle when the stop comes: its next call is a new one on an open connection.
     const idle = new Client(gw.url, { pipelining: 1 });
-    const before = await call(idle, key, 1_000_000, `0x${'f'.repeat(40)}`);
+    const before = await keepAliveCall(idle, key, 1_000_000, `0x${'f'.repeat(40)}`);
     assert.equal(before.status, 200);
     // Every client's next call waits at the node when the stop comes: calls in flight.
     const atNode = upstream.callCount('eth_getBalance');
@@ -98,11 +63,11 @@ test('a stop under steady keep-alive traffic drains by itself: answers carry Con
     process.kill(group, 'SIGTERM');
     await waitFor(() => gw.output().includes('"msg":"stopping"'), { what: 'the stop to begin' });
     process.kill(group, 'SIGINT');
-    const turnedAway = await call(idle, key, 1_000_001, `0x${'f'.repeat(40)}`);
+    const turnedAway = await keepAliveCall(idle, key, 1_000_001, `0x${'f'.repeat(40)}`);
     const exit = await gw.exited;
     const stopMs = performance.now() - stopAt;
-    await Promise.all(loops);
-    await Promise.all([...clients, idle].map((c) => c.close().catch(() => {})));
+    await load.finish();
+    await idle.close().catch(() => {});
 
     assert.equal(exit.code, 0, `a clean stop:\n${gw.output().slice(-3000)}`);
     assert.ok(stopMs < GRACE_MS / 2, `the stop ended well before the drain limit: ${Math.round(stopMs)} ms\n${gw.output().split("\n").filter((l) => /stop|drain|closing|1001/.test(l)).join("\n")}`);

@@ -6,9 +6,10 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, test } from 'node:test';
-import { Agent, Client, request } from 'undici';
+import { Agent, request } from 'undici';
 import { createTestDatabase } from '../support/app.ts';
 import { startFakeNode } from '../support/fake-node.ts';
+import { keepAliveLoad } from '../support/keep-alive-load.ts';
 import { alive, type GatewayProcess, spawnGateway, usageTotal } from '../support/process.ts';
 import { REDIS_URL, serviceSkip } from '../support/services.ts';
 import { waitFor } from '../support/wait.ts';
@@ -35,27 +36,26 @@ async function rest(url: string, body: unknown, headers: Record<string, string> 
 interface Answer {
   status?: number;
   code?: number;
-  connection?: string;
   error?: string;
 }
 
-/** One call; `dispatcher`: a kept-alive client, else a connection of its own (closed after). */
-async function call(url: string, key: string, id: number, client?: Client): Promise<Answer> {
-  const opts = {
-    method: 'POST' as const,
-    headers: { 'content-type': 'application/json', 'x-api-key': key },
-    body: JSON.stringify({ jsonrpc: '2.0', id, method: 'eth_getBalance', params: [`0x${(id % 1000).toString(16).padStart(40, '0')}`, 'latest'] }),
-  };
-  const own = client ? undefined : new Agent({ pipelining: 0 });
+/** One call on a connection of its own (closed after): spread over the workers. */
+async function call(url: string, key: string, id: number): Promise<Answer> {
+  const own = new Agent({ pipelining: 0 });
   try {
-    const res = client ? await client.request({ path: '/rpc/main/evm/50', ...opts }) : await request(`${url}/rpc/main/evm/50`, { ...opts, dispatcher: own as Agent });
+    const res = await request(`${url}/rpc/main/evm/50`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': key },
+      body: JSON.stringify({ jsonrpc: '2.0', id, method: 'eth_getBalance', params: [`0x${(id % 1000).toString(16).padStart(40, '0')}`, 'latest'] }),
+      dispatcher: own,
+    });
     const body = (await res.body.json()) as { error?: { code: number } };
-    return { status: res.statusCode, ...(body.error ? { code: body.error.code } : {}), connection: String(res.headers.connection ?? '') };
+    return { status: res.statusCode, ...(body.error ? { code: body.error.code } : {}) };
   } catch (err) {
     const e = err as { code?: string; cause?: { code?: string } };
     return { error: e.cause?.code ?? e.code ?? String(err) };
   } finally {
-    await own?.close();
+    await own.close();
   }
 }
 
@@ -121,24 +121,15 @@ test('WORKERS=4 on the embedded store: a key limited to 10 a minute gets exactly
     await some(20, 300);
 
     // Steady keep-alive traffic, then SIGTERM to the whole process group twice (systemd, Ctrl-C after it).
-    const clients = Array.from({ length: 6 }, () => new Client(gw.url, { pipelining: 1 }));
-    const outcomes: Answer[][] = clients.map(() => []);
-    let id = 1000;
-    const loops = clients.map(async (client, c) => {
-      for (;;) {
-        const a = await call(gw.url, open, id++, client);
-        outcomes[c]?.push(a);
-        if (a.status !== 200) return;
-      }
-    });
-    await waitFor(() => outcomes.every((o) => o.length >= 10), { timeoutMs: 30_000, what: 'steady traffic on every connection' });
+    const load = keepAliveLoad(gw.url, open, 6);
+    const { outcomes } = load;
+    await load.steady(10, 30_000);
     const group = -(gw.child.pid as number);
     process.kill(group, 'SIGTERM');
     await waitFor(() => gw.output().includes('"process":"primary","signal":"SIGTERM","msg":"stopping"'), { what: 'the primary to begin its stop' });
     process.kill(group, 'SIGTERM');
     const exit = await gw.exited;
-    await Promise.all(loops);
-    await Promise.all(clients.map((c) => c.close().catch(() => {})));
+    await load.finish();
     assert.equal(exit.code, 0, `a clean stop:\n${gw.output().split('\n').filter((l) => !l.includes('"level":20')).slice(-40).join('\n')}`);
     assert.doesNotMatch(gw.output(), /graceful stop took too long|did not stop in time/);
     const all = outcomes.flat();
