@@ -109,7 +109,7 @@ const OPTIONS = {
   'round-seconds': { type: 'string', default: '3', help: 'measured seconds of each target in a round' },
   pin: { type: 'string', default: 'off', help: 'on: the target alone on one CPU (taskset); off: wherever the scheduler puts it' },
   baseline: { type: 'string', help: 'another checkout (its dist/ built): its pass-through gateway joins the interleaved rounds' },
-  flags: { type: 'string', help: 'Node.js/V8 flags, e.g. "--max-semi-space-size=16": a pass-through gateway started with them joins the interleaved rounds, beside the same without' },
+  flags: { type: 'string', help: 'Node.js/V8 flags, written --flags="--max-semi-space-size=16": a pass-through gateway started with them joins the interleaved rounds, beside the same without' },
   table: { type: 'string', default: 'on', help: 'off: no table, only the interleaved rounds (a quicker before/after)' },
   // The tail at equal load, open loop (bench/lib/load/load-open.ts)
   'tail-rate': { type: 'string', help: 'the open-loop tail at equal load: req/s, or auto (half the gateway\'s closed-loop throughput)' },
