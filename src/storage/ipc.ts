@@ -18,6 +18,12 @@ type Wire =
   | { junction: 'answer'; id: number; ok: false; error: { message: string; name: string; fields: Record<string, string | number> } }
   | { junction: 'note'; topic: string; body: unknown };
 
+/** What crosses the pipe: the messages of one event-loop turn, in the order they were sent. */
+interface Batch {
+  junction: 'batch';
+  list: Wire[];
+}
+
 /**
  * Request/answer and one-way messages over one IPC channel. Messages arrive in the order sent
  * (one pipe), so a call made after a note is answered after that note was handled: the stop
@@ -32,6 +38,9 @@ export class IpcChannel {
   readonly #notes = new Map<string, (body: unknown) => void>();
   #nextId = 1;
   #closed: Error | null = null;
+  /** Messages sent in this turn of the event loop, with their callbacks: they leave together. */
+  #outbox: Wire[] = [];
+  #callbacks: Array<((err: Error | null) => void) | undefined> = [];
 
   constructor(end: IpcEndpoint) {
     this.#end = end;
@@ -67,6 +76,9 @@ export class IpcChannel {
   note(topic: string, body: unknown): void {
     if (this.#closed) throw this.#closed;
     this.#send({ junction: 'note', topic, body });
+    // Leaves now, with what waits before it: a note can be what must be out before an answer is
+    // written (a worker's usage, handed over before the answers of its calls, C56).
+    this.#flush();
   }
 
   get closed(): boolean {
@@ -80,18 +92,41 @@ export class IpcChannel {
     this.#pending.clear();
   }
 
+  /**
+   * Queues `message` to leave with the others of this event-loop turn. Each message sent over the
+   * pipe costs both processes a serialization, a write, a read and a 'message' event: under load a
+   * worker asks the limiter once per call, so a turn's calls (and the primary's answers to them)
+   * go as one message. Order is kept: the queue is the order of sending.
+   */
   #send(message: Wire, callback?: (err: Error | null) => void): void {
-    try {
-      this.#end.send(message, (err) => callback?.(err ?? null));
-    } catch (err) {
-      // A channel closed under us (the process is exiting): as a failed send.
-      if (callback) callback(err as Error);
-      else throw err;
-    }
+    this.#outbox.push(message);
+    this.#callbacks.push(callback);
+    if (this.#outbox.length === 1) setImmediate(this.#flush);
   }
+
+  readonly #flush = (): void => {
+    const list = this.#outbox;
+    const callbacks = this.#callbacks;
+    this.#outbox = [];
+    this.#callbacks = [];
+    if (list.length === 0) return;
+    const done = (err: Error | null) => {
+      for (const cb of callbacks) cb?.(err);
+    };
+    try {
+      this.#end.send(list.length === 1 ? list[0] : ({ junction: 'batch', list } satisfies Batch), (err) => done(err ?? null));
+    } catch (err) {
+      // A channel closed under us (the process is exiting): as a failed send of each message.
+      done(err as Error);
+    }
+  };
 
   #receive(raw: unknown): void {
     if (typeof raw !== 'object' || raw === null || !('junction' in raw)) return;
+    if ((raw as Batch).junction === 'batch') {
+      for (const m of (raw as Batch).list) this.#receive(m);
+      return;
+    }
     const m = raw as Wire;
     if (m.junction === 'answer') {
       const p = this.#pending.get(m.id);
@@ -103,13 +138,9 @@ export class IpcChannel {
       this.#notes.get(m.topic)?.(m.body);
     } else if (m.junction === 'call') {
       const handler = this.#handlers.get(m.topic);
+      // A send that fails (the caller is gone) fails nothing here: nobody waits for this answer.
       const answer = (a: Wire) => {
-        if (this.#closed) return;
-        try {
-          this.#end.send(a, () => {});
-        } catch {
-          // the caller is gone: nobody waits for this answer
-        }
+        if (!this.#closed) this.#send(a);
       };
       let result: unknown;
       try {

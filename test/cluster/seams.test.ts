@@ -136,3 +136,65 @@ describe('the embedded store shared by workers (C56)', () => {
     assert.deepEqual(rows.rows, [], 'neither the thrown nor the abandoned transaction left a row');
   });
 });
+
+describe('the IPC channel (C56)', () => {
+  /** A pipe whose worker end counts what it sends, one entry per message that crosses. */
+  function counted(): { worker: IpcChannel; primary: IpcChannel; crossings: unknown[] } {
+    const p = pipe();
+    const crossings: unknown[] = [];
+    const send = p.worker.send.bind(p.worker);
+    p.worker.send = (message, callback) => {
+      crossings.push(message);
+      return send(message, callback);
+    };
+    return { worker: new IpcChannel(p.worker), primary: new IpcChannel(p.primary), crossings };
+  }
+
+  test("the calls of one event-loop turn cross the pipe as one message, answered each in order, and their answers come back as one", async () => {
+    const { worker, primary, crossings } = counted();
+    const seen: number[] = [];
+    primary.handle('echo', (n) => {
+      seen.push(n as number);
+      return (n as number) * 2;
+    });
+    const answers = await Promise.all(Array.from({ length: 50 }, (_, i) => worker.call<number>('echo', i)));
+    assert.deepEqual(answers, Array.from({ length: 50 }, (_, i) => i * 2));
+    assert.deepEqual(seen, Array.from({ length: 50 }, (_, i) => i), 'handled in the order sent');
+    assert.equal(crossings.length, 1, 'fifty calls made in one turn: one message over the pipe');
+    // A later turn is a message of its own.
+    assert.equal(await worker.call('echo', 7), 14);
+    assert.equal(crossings.length, 2);
+  });
+
+  test('a note leaves at once, after the calls queued before it and before those after it', async () => {
+    const { worker, primary, crossings } = counted();
+    const order: string[] = [];
+    primary.handle('call', (body) => {
+      order.push(`call ${String(body)}`);
+      return null;
+    });
+    primary.onNote('note', (body) => order.push(`note ${String(body)}`));
+    const first = worker.call('call', 1);
+    worker.note('note', 2);
+    assert.equal(crossings.length, 1, 'the note and the call before it left together, at once');
+    const last = worker.call('call', 3);
+    await Promise.all([first, last]);
+    assert.deepEqual(order, ['call 1', 'note 2', 'call 3']);
+    assert.equal(crossings.length, 2);
+  });
+
+  test('a call whose message cannot be sent fails, and so does every call of the same turn', async () => {
+    const p = pipe();
+    const worker = new IpcChannel(p.worker);
+    new IpcChannel(p.primary).handle('echo', (n) => n);
+    p.worker.send = () => {
+      throw new Error('channel closed');
+    };
+    const results = await Promise.allSettled([worker.call('echo', 1), worker.call('echo', 2)]);
+    assert.deepEqual(
+      results.map((r) => r.status),
+      ['rejected', 'rejected'],
+    );
+    assert.match(String((results[0] as PromiseRejectedResult).reason), /could not reach the other process: channel closed/);
+  });
+});
