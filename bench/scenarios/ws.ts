@@ -1,11 +1,15 @@
-// `npm run bench:ws`: WebSocket subscribers at one instance's limit. The compiled gateway
-// (dist/main.js, as `npm start` runs it) in its own process; in front of it a scripted fake node
-// (this process) that emits newHeads and logs at a set pace, with its send time (process.hrtime,
-// one clock for every process of the machine) in each notification; the clients in several child
-// processes (bench/lib/load/ws-clients.ts), every one on newHeads and a third on logs too. Prints the delay
-// from the node's send to the last client's receipt per notification, the connection set-up time,
-// the gateway's RSS per connection after a full GC (BENCH_GC=1 + --expose-gc: SIGUSR2, see
-// src/ops/bench-gc.ts), and the gateway's CPU.
+// `npm run bench:ws`: WebSocket subscribers at one instance's limit, against a yardstick. A scripted
+// fake node (this process) emits newHeads and logs at a set pace, with its send time
+// (process.hrtime, one clock for every process of the machine) in each notification; the clients
+// in several child processes (bench/lib/load/ws-clients.ts), every one on newHeads and a third on
+// logs too. The same client processes subscribe, in turns, through the compiled gateway
+// (dist/main.js, as `npm start` runs it; `--workers N`: WORKERS=N) and through a bare `ws`
+// broadcaster (bench/lib/targets/bare-broadcaster.ts: one frame per notification and topic,
+// written to every client, the floor of a Node.js fan-out), each started afresh for its turn.
+// Prints per turn the delay from the node's send to the last client's receipt per notification,
+// the connection set-up time, the target's RSS per connection after a full GC (BENCH_GC=1 +
+// --expose-gc: SIGUSR2, see src/ops/bench-gc.ts), its CPU; then the medians of the rounds and the
+// gateway's p99 over the bare broadcaster's (goal <= 1.2x).
 //
 //   npm run bench -- ws --connections 18000 --processes 5 --notifications 30 --interval 1000
 import { type ChildProcess, fork, spawn, spawnSync } from 'node:child_process';
@@ -16,11 +20,12 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { type WebSocket, WebSocketServer } from 'ws';
-import { cpuSeconds } from '../lib/measures/cpu.ts';
-import { type Child, cleanup, cleanupOnSignals, pinCpus, removeStaleTempDirs, ROOT } from '../lib/children.ts';
+import { seedDataDir } from '../../test/support/process.ts';
+import { cpuSeconds, processTree, userSystemSeconds } from '../lib/measures/cpu.ts';
+import { type Child, cleanup, cleanupOnSignals, pinCpus, removeStaleTempDirs, ROOT, startScript, stopChild, tempDir } from '../lib/children.ts';
 import { startGateway } from '../lib/targets/gateway.ts';
 import { defineScenario, type Values } from '../lib/scenario.ts';
-import { record } from '../lib/report/results.ts';
+import { median, record } from '../lib/report/results.ts';
 
 const OPTIONS = {
   connections: { type: 'string', default: '18000' },
@@ -31,13 +36,16 @@ const OPTIONS = {
   concurrency: { type: 'string', default: '50' }, // connections being opened at once, per client process
   'source-addresses': { type: 'string', default: '4' }, // 127.0.0.1 .. 127.0.0.n
   'no-build': { type: 'boolean', default: false },
-  pin: { type: 'boolean', default: false }, // the gateway alone on the last CPU, the clients and the node on the others (taskset)
-  perf: { type: 'string' }, // a file: the gateway is sampled with `perf record -g` while it notifies (root, or perf_event_paranoid <= 1)
+  pin: { type: 'boolean', default: false }, // the target alone on the last CPU, the clients and the node on the others (taskset)
+  perf: { type: 'string' }, // a file: the gateway's first turn is sampled with `perf record -g` while it notifies (root, or perf_event_paranoid <= 1)
+  rounds: { type: 'string', default: '2' }, // rounds of turns (bare, gateway; then gateway, bare; ...)
+  target: { type: 'string', default: 'both', help: 'gateway, bare (the bare ws broadcaster) or both, in turns' },
+  workers: { type: 'string', help: 'the gateway\'s WORKERS (a number or auto; default: $WORKERS, else 1)' },
 } as const;
 let opt: Values<typeof OPTIONS>;
 
 export default defineScenario({
-  summary: 'WebSocket subscribers at one instance limit: fan-out delay, set-up, RSS per connection, gateway CPU',
+  summary: 'WebSocket subscribers against a bare ws broadcaster, in turns: node -> last client p50/p99 and their ratio, set-up, RSS per connection, CPU',
   options: OPTIONS,
   run: async (ctx) => {
     opt = ctx.opt;
@@ -46,29 +54,30 @@ export default defineScenario({
     notifications = Number(opt.notifications);
     intervalMs = Number(opt.interval);
     logsEvery = Number(opt['logs-every']);
+    rounds = Math.max(1, Number(opt.rounds));
+    const w = opt.workers ?? process.env.WORKERS ?? '1';
+    workers = w === 'auto' ? os.availableParallelism() : Number(w);
+    if (!Number.isInteger(workers) || workers < 1) throw new Error(`--workers: "${w}" is not a number of workers (or auto)`);
+    if (!['gateway', 'bare', 'both'].includes(opt.target)) throw new Error(`--target: "${opt.target}" is not gateway, bare or both`);
     await main();
   },
 });
 
 const NETWORK = 'native-mainnet';
-const TIME_LIMIT_MS = 300_000;
+const TIME_LIMIT_PER_TURN_MS = 300_000;
 const LOG_ADDRESS = '0x00000000000000000000000000000000000b3c4d';
 const ms = (ns: number) => ns / 1e6;
 const hex = (n: number | bigint) => `0x${n.toString(16)}`;
 const now = () => process.hrtime.bigint();
-const CLK_TCK = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout?.trim()) || 100;
-/** User and system CPU seconds of one process (all its threads). */
-function userSys(pid: number): { user: number; sys: number } {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ').map(Number);
-  return { user: (f[11] ?? 0) / CLK_TCK, sys: (f[12] ?? 0) / CLK_TCK };
-}
+const sleep = (msecs: number) => new Promise((r) => setTimeout(r, msecs));
 
 let connections = 18_000;
 let processes = 5;
 let notifications = 30;
 let intervalMs = 1000;
 let logsEvery = 3;
+let rounds = 2;
+let workers = 1;
 
 /** The scripted node: JSON-RPC over HTTP (fixed answers, for the gateway's probes) and WebSocket subscriptions. */
 async function startFakeNode() {
@@ -96,14 +105,18 @@ async function startFakeNode() {
       }
       ws.send(JSON.stringify({ jsonrpc: '2.0', id: m.id, result }));
     });
+    // A target stopped after its turn: the next one's notifications are not sent to it.
+    ws.once('close', () => {
+      for (const map of [subs.newHeads, subs.logs]) for (const [id, s] of map) if (s === ws) map.delete(id);
+    });
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const port = (server.address() as AddressInfo).port;
+  // One send time per notification, whatever the number of subscribers (a gateway's workers subscribe
+  // each): the clients' delays of one notification are then counted together, up to its last client.
   const emit = (kind: 'newHeads' | 'logs', result: (sentHex: string) => string): void => {
-    for (const [id, ws] of subs[kind]) {
-      const sent = hex(now());
-      ws.send(`{"jsonrpc":"2.0","method":"eth_subscription","params":{"subscription":"${id}","result":${result(sent)}}}`);
-    }
+    const text = result(hex(now()));
+    for (const [id, ws] of subs[kind]) ws.send(`{"jsonrpc":"2.0","method":"eth_subscription","params":{"subscription":"${id}","result":${text}}}`);
   };
   return {
     httpUrl: `http://127.0.0.1:${port}`,
@@ -133,6 +146,7 @@ async function startFakeNode() {
     },
   };
 }
+type FakeNode = Awaited<ReturnType<typeof startFakeNode>>;
 
 interface Report {
   received: Array<{ sent: string; kind: 'newHeads' | 'logs'; count: number; maxNs: number }>;
@@ -141,7 +155,7 @@ interface Report {
   closedEarly: number;
 }
 
-/** The client processes, each under this machine's open-file limit. */
+/** The client processes, each under this machine's open-file limit; they serve every turn. */
 function startClients(n: number): ChildProcess[] {
   return Array.from({ length: n }, () =>
     fork(path.join(ROOT, 'bench', 'lib', 'load', 'ws-clients.ts'), [], { cwd: ROOT, execArgv: ['--import', 'tsx'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] }),
@@ -152,24 +166,137 @@ const next = <T>(c: ChildProcess, type: string) =>
     const on = (m: { type: string }) => {
       if (m.type !== type) return;
       c.off('message', on);
+      c.off('exit', onExit);
       resolve(m as T);
     };
+    const onExit = (code: number | null) => reject(new Error(`a client process exited (${code}) before "${type}"`));
     c.on('message', on);
-    c.once('exit', (code) => reject(new Error(`a client process exited (${code}) before "${type}"`)));
+    c.once('exit', onExit);
   });
 
-/** Asks the gateway for a full GC and its memory (src/ops/bench-gc.ts). */
-async function gatewayMemory(gw: Child): Promise<{ rss: number; heapUsed: number; external: number; arrayBuffers: number; connections: number; framesBuilt: number; hubs: Array<Record<string, number | string>> }> {
-  const lines = () => gw.output().split('\n').filter((l) => l.startsWith('bench-memory '));
+/** What a target process prints on SIGUSR2 (src/ops/bench-gc.ts; the bare broadcaster prints the same, without hubs). */
+interface MemoryLine {
+  rss: number;
+  heapUsed: number;
+  external: number;
+  arrayBuffers: number;
+  connections: number;
+  framesBuilt: number;
+  hubs?: Array<Record<string, number | string>>;
+  /** A gateway worker's number (WORKERS > 1). */
+  worker?: number;
+}
+/** A target's memory: the sum over the processes that hold its connections, and each one's line. */
+interface Memory extends Required<Omit<MemoryLine, 'worker'>> {
+  lines: MemoryLine[];
+}
+
+/** Asks one process for a full GC and its memory; the line comes on `child`'s output (a worker's through its primary's). */
+async function memoryOf(child: Child, pid: number): Promise<MemoryLine> {
+  const lines = () => child.output().split('\n').filter((l) => l.startsWith('bench-memory '));
   const count = lines().length;
-  gw.proc.kill('SIGUSR2');
+  process.kill(pid, 'SIGUSR2');
   const deadline = Date.now() + 10_000;
   while (Date.now() < deadline) {
     const now = lines();
-    if (now.length > count) return JSON.parse((now.at(-1) as string).slice('bench-memory '.length));
-    await new Promise((r) => setTimeout(r, 50));
+    if (now.length > count) return JSON.parse((now.at(-1) as string).slice('bench-memory '.length)) as MemoryLine;
+    await sleep(50);
   }
-  throw new Error(`the gateway printed no memory figure (started with BENCH_GC=1 and --expose-gc?):\n${gw.output().slice(-2000)}`);
+  throw new Error(`${child.name} printed no memory figure (started with BENCH_GC=1 and --expose-gc?):\n${child.output().slice(-2000)}`);
+}
+
+/** Whether `pid` has a handler for signal number `signal` (/proc/<pid>/status SigCgt): SIGUSR2 before it would kill it. */
+function catches(pid: number, signal: number): boolean {
+  try {
+    const mask = /^SigCgt:\s*([0-9a-f]+)$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
+    return mask !== undefined && (BigInt(`0x${mask}`) & (1n << BigInt(signal - 1))) !== 0n;
+  } catch {
+    return false;
+  }
+}
+const SIGUSR2 = os.constants.signals.SIGUSR2;
+
+type Kind = 'bare' | 'gateway';
+interface Target {
+  kind: Kind;
+  label: string;
+  child: Child;
+  /** Where the clients connect. */
+  url: string;
+  /** The processes that hold the connections: the gateway's workers, or the one process. */
+  servers: number[];
+}
+
+async function startTarget(kind: Kind, node: FakeNode): Promise<Target> {
+  if (kind === 'bare') {
+    const { child, url } = await startScript('bare ws broadcaster', 'bare-broadcaster.ts', [node.wsUrl, JSON.stringify({ address: LOG_ADDRESS })], 'target', ['--expose-gc']);
+    return { kind, label: 'bare ws broadcaster', child, url: `${url.replace('http', 'ws')}/`, servers: [child.pid] };
+  }
+  const label = workers > 1 ? `gateway, WORKERS=${workers}` : 'gateway';
+  // A migrated database copied in: every turn starts a gateway, and a new one's initdb takes seconds.
+  const data = tempDir('ws-data');
+  await seedDataDir(data);
+  const gw = await startGateway(
+    { label, env: { UPSTREAM_WS_NATIVE_MAINNET: node.wsUrl, BENCH_GC: '1', WORKERS: String(workers), DATA_DIR: data } },
+    node.httpUrl,
+    { nodeArgs: ['--expose-gc'] },
+  );
+  const pid = gw.child.pid;
+  let servers = [pid];
+  if (workers > 1) {
+    // The workers are the primary's children; each reports its own memory once its app is ready.
+    const deadline = Date.now() + 120_000;
+    for (;;) {
+      servers = processTree(pid).slice(1);
+      if (servers.length === workers && servers.every((p) => catches(p, SIGUSR2))) break;
+      if (Date.now() > deadline) throw new Error(`${label}: ${servers.length} of ${workers} workers ready after 120 s:\n${gw.child.output().slice(-2000)}`);
+      await sleep(200);
+    }
+  }
+  return { kind, label, child: gw.child, url: `${gw.url.replace('http', 'ws')}/ws/${NETWORK}?apiKey=${gw.headers['x-api-key']}`, servers };
+}
+
+/** A full GC in every process of the target, one after another (a line each on one pipe), summed. */
+async function targetMemory(t: Target): Promise<Memory> {
+  const lines: MemoryLine[] = [];
+  for (const pid of t.servers) lines.push(await memoryOf(t.child, pid));
+  const sum = (f: (l: MemoryLine) => number) => lines.reduce((a, l) => a + f(l), 0);
+  return {
+    rss: sum((l) => l.rss),
+    heapUsed: sum((l) => l.heapUsed),
+    external: sum((l) => l.external),
+    arrayBuffers: sum((l) => l.arrayBuffers),
+    connections: sum((l) => l.connections),
+    framesBuilt: sum((l) => l.framesBuilt),
+    hubs: lines.flatMap((l) => l.hubs ?? []),
+    lines,
+  };
+}
+
+const SETTLE_SAMPLES = 10;
+const SETTLE_MIB = 2;
+const SETTLE_LIMIT_MS = 60_000;
+
+/**
+ * The target's memory once its RSS has settled: a full GC a second until the last
+ * SETTLE_SAMPLES lie within SETTLE_MIB, at most SETTLE_LIMIT_MS. A gateway just started gives
+ * back tens of MiB over its first ~15 s (its JS heap's reserve first, then more of the process),
+ * which would count against the connections opened meanwhile.
+ */
+async function settledMemory(t: Target): Promise<{ memory: Memory; seconds: number; spreadMiB: number }> {
+  const started = performance.now();
+  const window: Memory[] = [];
+  for (;;) {
+    window.push(await targetMemory(t));
+    if (window.length > SETTLE_SAMPLES) window.shift();
+    const rss = window.map((m) => m.rss);
+    const spreadMiB = (Math.max(...rss) - Math.min(...rss)) / 1048576;
+    const seconds = (performance.now() - started) / 1000;
+    if ((window.length === SETTLE_SAMPLES && spreadMiB <= SETTLE_MIB) || seconds * 1000 > SETTLE_LIMIT_MS) {
+      return { memory: window.at(-1) as Memory, seconds, spreadMiB };
+    }
+    await sleep(1_000);
+  }
 }
 
 function pct(xs: number[], p: number): number {
@@ -177,69 +304,104 @@ function pct(xs: number[], p: number): number {
   return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))] ?? Number.NaN;
 }
 
-async function main(): Promise<void> {
-  removeStaleTempDirs();
-  cleanupOnSignals();
-  const limit = setTimeout(() => {
-    console.error(`bench:ws: still running after ${TIME_LIMIT_MS / 1000} s; giving up`);
-    void cleanup().then(() => process.exit(1));
-  }, TIME_LIMIT_MS);
-  limit.unref();
-  if (!opt['no-build']) {
-    const b = spawnSync(process.execPath, ['scripts/build.mjs'], { cwd: ROOT, stdio: 'inherit' });
-    if (b.status !== 0) throw new Error('build failed');
-  }
-  const perProcess = Math.ceil(connections / processes);
-  const nofile = Number(spawnSync('sh', ['-c', 'ulimit -n'], { encoding: 'utf8' }).stdout.trim());
-  if (connections + 200 > nofile) console.warn(`warning: ${connections} connections against an open-file limit of ${nofile} per process: the gateway will refuse some`);
+/** One target's figures in one turn. */
+interface Turn {
+  kind: Kind;
+  label: string;
+  opened: number;
+  failures: number;
+  setupMs: number;
+  setupCpu: number;
+  /** How long the RSS took to settle before the connections, and its spread over the last samples then. */
+  settleSeconds: number;
+  settleMiB: number;
+  rssBefore: number;
+  rssMid: number;
+  rssAfter: number;
+  rssFinal: number;
+  /** RSS per connection over the second half of the connections (the goal's figure). */
+  rssPerConn: number;
+  /** RSS per connection from none to all. */
+  rssPerConnFromZero: number;
+  heapPerConn: number;
+  externalPerConn: number;
+  notifyCpu: number;
+  notifyMs: number;
+  kernelShare: number;
+  upstreamSubscribes: number;
+  frames: number;
+  /** The gateway's hubs' loop over a topic's subscribers, per notification and process. */
+  fanoutMs: number;
+  heads: { last: number[]; missing: number };
+  logs: { last: number[]; missing: number };
+  medianAll: number;
+  closedEarly: number;
+  load: number[];
+  /** Connections per gateway worker, by worker number (WORKERS > 1). */
+  spread: Array<[number, number]>;
+}
 
-  const pinned = pinCpus(opt.pin);
-  if (pinned) spawnSync('taskset', ['-pc', os.availableParallelism() === 2 ? '0' : `0-${os.availableParallelism() - 2}`, String(process.pid)], { stdio: 'ignore' });
-  const node = await startFakeNode();
-  const clientProcs = startClients(processes); // forked after the pinning: they inherit it
+const subscribers = () => connections + Math.ceil(connections / logsEvery);
+
+/** One turn: the target started, the clients connected, `notifications` blocks, the figures; the clients disconnected, the target stopped. */
+async function turn(kind: Kind, node: FakeNode, clientProcs: ChildProcess[], firstBlock: number, perfFile?: string): Promise<Turn> {
+  const subscribes0 = node.subscribes();
+  const t = await startTarget(kind, node);
   try {
-    const gw = await startGateway({ label: 'gateway', env: { UPSTREAM_WS_NATIVE_MAINNET: node.wsUrl, BENCH_GC: '1' } }, node.httpUrl, { nodeArgs: ['--expose-gc'] });
-    const url = `${gw.url.replace('http', 'ws')}/ws/${NETWORK}?apiKey=${gw.headers['x-api-key']}`;
-    await Promise.all(clientProcs.map((c) => next(c, 'ready')));
-    await new Promise((r) => setTimeout(r, 1_000)); // the gateway's own newHeads follower has subscribed
-    const before = await gatewayMemory(gw.child);
+    // Also the time the gateway's own newHeads follower takes to subscribe.
+    const { memory: before, seconds: settleSeconds, spreadMiB: settleMiB } = await settledMemory(t);
 
-    // Set-up: every client process opens its share at once.
+    // Set-up: every client process opens its share at once, in two halves with the memory taken
+    // between them. The second half's RSS per connection is what one more connection costs, without
+    // the one-time growth the first connections bring (the JS heap's spaces growing under load).
+    const perProcess = Math.ceil(connections / processes);
     const sources = Array.from({ length: Number(opt['source-addresses']) }, (_, i) => `127.0.0.${i + 1}`);
-    const cpu0 = cpuSeconds(gw.child.pid);
-    const t0 = performance.now();
-    const opened = clientProcs.map((c, i) => {
+    const shares = clientProcs.map((_, i) => {
       const first = i * perProcess;
       const count = Math.max(0, Math.min(perProcess, connections - first));
-      c.send({ type: 'init', url, first, count, logsEvery, logsFilter: { address: LOG_ADDRESS }, localAddresses: sources, concurrency: Number(opt.concurrency) });
-      return next<{ ms: number; failures: number; firstFailure?: string }>(c, 'opened');
+      return { first, count, half: Math.ceil(count / 2) };
     });
-    const openResults = await Promise.all(opened);
-    const setupMs = performance.now() - t0;
-    const setupCpu = cpuSeconds(gw.child.pid) - cpu0;
+    const halfway = shares.reduce((a, x) => a + x.half, 0);
+    let setupMs = 0;
+    let setupCpu = 0;
+    const openResults: Array<{ failures: number; firstFailure?: string }> = [];
+    const open = async (part: (x: (typeof shares)[number]) => { first: number; count: number }) => {
+      const cpu0 = cpuSeconds(t.child.pid);
+      const t0 = performance.now();
+      const opened = clientProcs.map((c, i) => {
+        c.send({ type: 'init', url: t.url, ...part(shares[i] as (typeof shares)[number]), logsEvery, logsFilter: { address: LOG_ADDRESS }, localAddresses: sources, concurrency: Number(opt.concurrency) });
+        return next<{ ms: number; failures: number; firstFailure?: string }>(c, 'opened');
+      });
+      openResults.push(...(await Promise.all(opened)));
+      setupMs += performance.now() - t0;
+      setupCpu += cpuSeconds(t.child.pid) - cpu0;
+      await sleep(1_000);
+      return targetMemory(t);
+    };
+    const mid = await open((x) => ({ first: x.first, count: x.half }));
+    const after = await open((x) => ({ first: x.first + x.half, count: x.count - x.half }));
     const failures = openResults.reduce((a, r) => a + r.failures, 0);
-    await new Promise((r) => setTimeout(r, 1_000));
-    const after = await gatewayMemory(gw.child);
+    const firstFailure = openResults.find((r) => r.firstFailure)?.firstFailure;
+    if (firstFailure) console.log(`  ${t.label}: ${failures} connections failed, the first: ${firstFailure}`);
 
     // Notifications at a set pace.
-    const load0 = os.loadavg();
-    const cpu1 = cpuSeconds(gw.child.pid);
-    const us1 = userSys(gw.child.pid);
-    const perf = opt.perf ? spawn('perf', ['record', '-g', '-q', '-o', opt.perf, '-p', String(gw.child.pid)], { stdio: 'ignore' }) : undefined;
+    const load = os.loadavg();
+    const cpu1 = cpuSeconds(t.child.pid);
+    const us1 = userSystemSeconds(t.child.pid);
+    const perf = perfFile ? spawn('perf', ['record', '-g', '-q', '-o', perfFile, '-p', processTree(t.child.pid).join(',')], { stdio: 'ignore' }) : undefined;
     const t1 = performance.now();
-    for (let n = 1; n <= notifications; n++) {
+    for (let n = firstBlock; n < firstBlock + notifications; n++) {
       node.block(n);
-      await new Promise((r) => setTimeout(r, intervalMs));
+      await sleep(intervalMs);
     }
     const notifyMs = performance.now() - t1;
-    const notifyCpu = cpuSeconds(gw.child.pid) - cpu1;
-    const us2 = userSys(gw.child.pid);
+    const notifyCpu = cpuSeconds(t.child.pid) - cpu1;
+    const us2 = userSystemSeconds(t.child.pid);
     if (perf) {
       perf.kill('SIGINT');
       await once(perf, 'exit');
     }
-    const kernelShare = (us2.sys - us1.sys) / (us2.user - us1.user + us2.sys - us1.sys);
-    await new Promise((r) => setTimeout(r, 1_000));
+    await sleep(1_000);
     const reports = await Promise.all(
       clientProcs.map((c) => {
         const p = next<Report>(c, 'report');
@@ -247,29 +409,35 @@ async function main(): Promise<void> {
         return p;
       }),
     );
-    const final = await gatewayMemory(gw.child);
+    const final = await targetMemory(t);
+    await Promise.all(
+      clientProcs.map((c) => {
+        const p = next(c, 'disconnected');
+        c.send({ type: 'disconnect' });
+        return p;
+      }),
+    );
 
-    // Per notification: the last client's delay, summed over the processes.
+    // Per notification: the last client's delay, over the processes.
     const byNote = new Map<string, { kind: string; count: number; maxNs: number }>();
     const buckets = new Map<number, number>();
     for (const r of reports) {
       for (const x of r.received) {
-        const t = byNote.get(x.sent) ?? { kind: x.kind, count: 0, maxNs: 0 };
-        t.count += x.count;
-        t.maxNs = Math.max(t.maxNs, x.maxNs);
-        byNote.set(x.sent, t);
+        const n = byNote.get(x.sent) ?? { kind: x.kind, count: 0, maxNs: 0 };
+        n.count += x.count;
+        n.maxNs = Math.max(n.maxNs, x.maxNs);
+        byNote.set(x.sent, n);
       }
       for (const [b, n] of r.buckets) buckets.set(b, (buckets.get(b) ?? 0) + n);
     }
-    const logsClients = Math.ceil(connections / logsEvery);
-    const summary = (kind: 'newHeads' | 'logs', expected: number) => {
-      const notes = [...byNote.values()].filter((x) => x.kind === kind);
+    const summary = (k: 'newHeads' | 'logs', expected: number) => {
+      const notes = [...byNote.values()].filter((x) => x.kind === k);
       const last = notes.map((x) => ms(x.maxNs));
-      const missing = notes.length === 0 ? expected * notifications : notes.reduce((a, x) => a + (expected - x.count), 0) + (notifications - notes.length) * expected;
-      return { last, missing };
+      const got = notes.reduce((a, x) => a + x.count, 0);
+      return { last, missing: expected * notifications - got };
     };
     const heads = summary('newHeads', connections);
-    const logs = summary('logs', logsClients);
+    const logs = summary('logs', Math.ceil(connections / logsEvery));
     let total = 0;
     for (const n of buckets.values()) total += n;
     let seen = 0;
@@ -282,58 +450,177 @@ async function main(): Promise<void> {
       }
     }
     const perConn = (a: number, b: number) => (b - a) / connections / 1024;
-    const mib = (b: number) => `${(b / 1048576).toFixed(1)} MiB`;
-    const f = (x: number) => `${x.toFixed(1)} ms`;
-    const subscribers = connections + logsClients;
-    const frames = final.framesBuilt - after.framesBuilt;
-    const hubOf = (m: typeof after) => m.hubs.find((h) => h.network === NETWORK) ?? {};
-    const fanoutMs = ((Number(hubOf(final).deliverSeconds) - Number(hubOf(after).deliverSeconds)) * 1000) / (2 * notifications);
-    const rssPerConn = perConn(before.rss, after.rss);
+    const perSecondHalf = (a: number, b: number) => (b - a) / (connections - halfway) / 1024;
+    const deliver = (m: Memory) => m.hubs.filter((h) => h.network === NETWORK).reduce((a, h) => a + Number(h.deliverSeconds), 0);
+    return {
+      kind,
+      label: t.label,
+      opened: after.connections,
+      failures,
+      setupMs,
+      setupCpu,
+      settleSeconds,
+      settleMiB,
+      rssBefore: before.rss,
+      rssAfter: after.rss,
+      rssFinal: final.rss,
+      rssMid: mid.rss,
+      rssPerConn: perSecondHalf(mid.rss, after.rss),
+      rssPerConnFromZero: perConn(before.rss, after.rss),
+      heapPerConn: perSecondHalf(mid.heapUsed, after.heapUsed),
+      externalPerConn: perSecondHalf(mid.external + mid.arrayBuffers, after.external + after.arrayBuffers),
+      notifyCpu,
+      notifyMs,
+      kernelShare: (us2.sys - us1.sys) / (us2.user - us1.user + us2.sys - us1.sys),
+      upstreamSubscribes: node.subscribes() - subscribes0,
+      frames: final.framesBuilt - after.framesBuilt,
+      fanoutMs: kind === 'gateway' ? ((deliver(final) - deliver(after)) * 1000) / (2 * notifications * workers) : Number.NaN,
+      heads,
+      logs,
+      medianAll,
+      closedEarly: reports.reduce((a, r) => a + r.closedEarly, 0),
+      load,
+      spread: after.lines.filter((l) => l.worker !== undefined).map((l) => [l.worker as number, l.connections] as [number, number]).sort((a, b) => a[0] - b[0]),
+    };
+  } finally {
+    await stopChild(t.child);
+  }
+}
 
-    console.log(`WebSocket fan-out: ${connections} clients in ${processes} processes on ${NETWORK} (every one on newHeads, ${logsClients} on logs too), ${notifications} blocks ${intervalMs} ms apart`);
+const lastP99 = (x: Turn) => pct([...x.heads.last, ...x.logs.last], 99);
+const f1 = (x: number) => `${x.toFixed(1)} ms`;
+const mib = (b: number) => `${(b / 1048576).toFixed(1)} MiB`;
+
+function printTurn(x: Turn, round: number): void {
+  const subs = subscribers();
+  console.log(`round ${round}, ${x.label}:`);
+  console.log(`  connections open and subscribed       ${x.opened} of ${connections} (${x.failures} failed) in ${(x.setupMs / 1000).toFixed(1)} s (two halves): ${(connections / (x.setupMs / 1000)).toFixed(0)}/s, CPU ${x.setupCpu.toFixed(1)} s (${((x.setupCpu * 1e6) / connections).toFixed(0)} µs per connection)`);
+  if (x.spread.length > 0) console.log(`  connections per worker                ${x.spread.map(([w, n]) => `${w}: ${n}`).join(', ')}`);
+  console.log(`  upstream eth_subscribe calls          ${x.upstreamSubscribes} (newHeads, logs${x.kind === 'gateway' && workers > 1 ? ', per worker' : ''}) for ${subs} client subscriptions`);
+  console.log(`  frames serialised per notification    ${(x.frames / (2 * notifications)).toFixed(2)} (${x.frames} for ${2 * notifications} notifications to ${subs} subscriptions)`);
+  const settled = x.settleMiB <= SETTLE_MIB ? `settled in ${x.settleSeconds.toFixed(0)} s` : `NOT settled in ${x.settleSeconds.toFixed(0)} s: still ${x.settleMiB.toFixed(1)} MiB apart`;
+  console.log(`  RSS after a full GC                   ${mib(x.rssBefore)} (${settled}) -> ${mib(x.rssMid)} (half the connections) -> ${mib(x.rssAfter)} (${mib(x.rssFinal)} after the notifications)`);
+  console.log(`  RSS per connection, second half       ${x.rssPerConn.toFixed(2)} KiB (from none: ${x.rssPerConnFromZero.toFixed(2)} KiB); JS heap ${x.heapPerConn.toFixed(2)} KiB; external + array buffers ${x.externalPerConn.toFixed(2)} KiB`);
+  console.log(`  CPU while notifying                   ${((x.notifyCpu / (x.notifyMs / 1000)) * 100).toFixed(0)}% of one core: ${((x.notifyCpu * 1000) / notifications).toFixed(1)} ms per block (${subs} frames), ${((x.notifyCpu * 1e9) / notifications / subs).toFixed(0)} ns per frame; ${(x.kernelShare * 100).toFixed(0)}% of it in the kernel; load average ${x.load.map((l) => l.toFixed(2)).join(' ')} before`);
+  if (x.kind === 'gateway') console.log(`  fan-out per notification              ${f1(x.fanoutMs)} on average (the hub's loop over the topic's subscribers: ${((x.fanoutMs * 2e6 * workers) / subs).toFixed(0)} ns per frame)`);
+  console.log(`  newHeads node -> last client          p50 ${f1(pct(x.heads.last, 50))}, p99 ${f1(pct(x.heads.last, 99))}, max ${f1(Math.max(...x.heads.last))}`);
+  console.log(`  logs node -> last client              p50 ${f1(pct(x.logs.last, 50))}, p99 ${f1(pct(x.logs.last, 99))}, max ${f1(Math.max(...x.logs.last))}`);
+  console.log(`  node -> client, all deliveries        p50 ${x.medianAll.toFixed(1)} ms`);
+  console.log(`  notifications missing                 newHeads ${x.heads.missing}, logs ${x.logs.missing}; connections closed early ${x.closedEarly}`);
+}
+
+function recordTurns(section: string, turns: Turn[]): void {
+  const subs = subscribers();
+  const v = (f: (x: Turn) => number) => turns.map(f);
+  const gateway = turns[0]?.kind === 'gateway';
+  const workerCounts = new Map<number, number[]>();
+  for (const x of turns) for (const [w, n] of x.spread) workerCounts.set(w, [...(workerCounts.get(w) ?? []), n]);
+  record(section, turns[0]?.label ?? '', {
+    setup_per_s: v((x) => connections / (x.setupMs / 1000)),
+    setup_cpu_per_connection_us: v((x) => (x.setupCpu * 1e6) / connections),
+    rss_per_connection_kib: { unit: 'KiB', better: 'lower', value: v((x) => x.rssPerConn) },
+    rss_per_connection_from_none_kib: { unit: 'KiB', better: 'lower', value: v((x) => x.rssPerConnFromZero) },
+    heap_per_connection_kib: { unit: 'KiB', better: 'lower', value: v((x) => x.heapPerConn) },
+    notify_cpu_per_frame_ns: v((x) => (x.notifyCpu * 1e9) / notifications / subs),
+    kernel_share_pct: { unit: '%', value: v((x) => x.kernelShare * 100) },
+    fanout_ms: gateway ? v((x) => x.fanoutMs) : null,
+    newheads_last_client_p50_ms: v((x) => pct(x.heads.last, 50)),
+    newheads_last_client_p99_ms: v((x) => pct(x.heads.last, 99)),
+    logs_last_client_p50_ms: v((x) => pct(x.logs.last, 50)),
+    logs_last_client_p99_ms: v((x) => pct(x.logs.last, 99)),
+    last_client_p50_ms: v((x) => pct([...x.heads.last, ...x.logs.last], 50)),
+    last_client_p99_ms: v(lastP99),
+    all_deliveries_p50_ms: v((x) => x.medianAll),
+    missing: { unit: 'notifications', better: 'lower', value: v((x) => x.heads.missing + x.logs.missing) },
+    ...Object.fromEntries([...workerCounts].map(([w, n]) => [`worker_${w}_connections`, { unit: 'connections', value: n }])),
+  });
+}
+
+const range = (xs: number[], digits = 2) => `${Math.min(...xs).toFixed(digits)}-${Math.max(...xs).toFixed(digits)}`;
+
+async function main(): Promise<void> {
+  removeStaleTempDirs();
+  cleanupOnSignals();
+  const kinds: Kind[] = opt.target === 'both' ? ['bare', 'gateway'] : [opt.target as Kind];
+  const limitMs = TIME_LIMIT_PER_TURN_MS * rounds * kinds.length;
+  const limit = setTimeout(() => {
+    console.error(`bench:ws: still running after ${limitMs / 1000} s; giving up`);
+    void cleanup().then(() => process.exit(1));
+  }, limitMs);
+  limit.unref();
+  if (!opt['no-build'] && kinds.includes('gateway')) {
+    const b = spawnSync(process.execPath, ['scripts/build.mjs'], { cwd: ROOT, stdio: 'inherit' });
+    if (b.status !== 0) throw new Error('build failed');
+  }
+  const nofile = Number(spawnSync('sh', ['-c', 'ulimit -n'], { encoding: 'utf8' }).stdout.trim());
+  if (connections + 200 > nofile) console.warn(`warning: ${connections} connections against an open-file limit of ${nofile} per process: the target will refuse some`);
+
+  const pinned = pinCpus(opt.pin);
+  if (pinned) spawnSync('taskset', ['-pc', os.availableParallelism() === 2 ? '0' : `0-${os.availableParallelism() - 2}`, String(process.pid)], { stdio: 'ignore' });
+  const node = await startFakeNode();
+  const clientProcs = startClients(processes); // forked after the pinning: they inherit it
+  const logsClients = Math.ceil(connections / logsEvery);
+  try {
+    await Promise.all(clientProcs.map((c) => next(c, 'ready')));
+    console.log(`WebSocket fan-out: ${connections} clients in ${processes} processes on ${NETWORK} (every one on newHeads, ${logsClients} on logs too), ${notifications} blocks ${intervalMs} ms apart, ${rounds} round(s) of ${kinds.join(', ')}${workers > 1 ? `; gateway WORKERS=${workers}` : ''}`);
     if (pinned) console.log(`  pinned                                ${pinned}`);
-    console.log(`  machine                               ${os.cpus().length} CPUs, load average ${load0.map((x) => x.toFixed(2)).join(' ')} (1/5/15 min, before the notifications), open files per process ${nofile}`);
-    console.log(`  connections open and subscribed       ${after.connections} of ${connections} (${failures} failed) in ${(setupMs / 1000).toFixed(1)} s: ${(connections / (setupMs / 1000)).toFixed(0)}/s, gateway CPU ${setupCpu.toFixed(1)} s (${((setupCpu * 1e6) / connections).toFixed(0)} µs per connection)`);
-    console.log(`  upstream eth_subscribe calls          ${node.subscribes()} (newHeads, logs) for ${subscribers} client subscriptions`);
-    console.log(`  frames serialised per notification    ${(frames / (2 * notifications)).toFixed(2)} (${frames} for ${2 * notifications} notifications to ${subscribers} subscriptions)`);
-    console.log(`  gateway RSS after a full GC           ${mib(before.rss)} -> ${mib(after.rss)} (${mib(final.rss)} after the notifications)`);
-    console.log(`  RSS per connection                    ${rssPerConn.toFixed(2)} KiB`);
-    console.log(`  JS heap per connection                ${perConn(before.heapUsed, after.heapUsed).toFixed(2)} KiB; external + array buffers ${perConn(before.external + before.arrayBuffers, after.external + after.arrayBuffers).toFixed(2)} KiB`);
-    console.log(`  gateway CPU while notifying           ${((notifyCpu / (notifyMs / 1000)) * 100).toFixed(0)}% of one core: ${((notifyCpu * 1000) / notifications).toFixed(1)} ms per block (${subscribers} frames), ${((notifyCpu * 1e9) / notifications / subscribers).toFixed(0)} ns per frame; ${(kernelShare * 100).toFixed(0)}% of it in the kernel`);
-    console.log(`  gateway fan-out per notification      ${f(fanoutMs)} on average (the hub's loop over the topic's subscribers: ${((fanoutMs * 2e6) / subscribers).toFixed(0)} ns per frame)`);
-    console.log(`  newHeads node -> last client          p50 ${f(pct(heads.last, 50))}, p99 ${f(pct(heads.last, 99))}, max ${f(Math.max(...heads.last))}`);
-    console.log(`  logs node -> last client              p50 ${f(pct(logs.last, 50))}, p99 ${f(pct(logs.last, 99))}, max ${f(Math.max(...logs.last))}`);
-    console.log(`  node -> client, all deliveries        p50 ${medianAll.toFixed(1)} ms`);
-    console.log(`  notifications missing                 newHeads ${heads.missing}, logs ${logs.missing}; connections closed early ${reports.reduce((a, r) => a + r.closedEarly, 0)}`);
-    record('subscribers', `${connections} connections, ${processes} client processes`, {
-      setup_per_s: connections / (setupMs / 1000),
-      setup_cpu_per_connection_us: (setupCpu * 1e6) / connections,
-      rss_per_connection_kib: { unit: 'KiB', better: 'lower', value: rssPerConn },
-      notify_cpu_per_frame_ns: (notifyCpu * 1e9) / notifications / subscribers,
-      fanout_ms: fanoutMs,
-      newheads_last_client_p50_ms: pct(heads.last, 50),
-      newheads_last_client_p99_ms: pct(heads.last, 99),
-      logs_last_client_p99_ms: pct(logs.last, 99),
-      missing: { unit: 'notifications', better: 'lower', value: heads.missing + logs.missing },
-    });
-    const p99 = Math.max(pct(heads.last, 99), pct(logs.last, 99));
+    console.log(`  machine                               ${os.cpus().length} CPUs, open files per process ${nofile}`);
+
+    const turns = new Map<Kind, Turn[]>(kinds.map((k) => [k, []]));
+    let block = 1;
+    let perfFile = opt.perf;
+    for (let round = 1; round <= rounds; round++) {
+      const order = round % 2 === 1 ? kinds : [...kinds].reverse();
+      for (const kind of order) {
+        const x = await turn(kind, node, clientProcs, block, kind === 'gateway' ? perfFile : undefined);
+        if (kind === 'gateway') perfFile = undefined;
+        block += notifications;
+        turns.get(kind)?.push(x);
+        printTurn(x, round);
+      }
+    }
+
+    const section = `${connections} connections, ${processes} client processes`;
+    console.log(`\nmedians of ${rounds} round(s) [lowest-highest]: node -> last client per notification (both topics), RSS per connection after a full GC, CPU per frame`);
+    for (const [kind, xs] of turns) {
+      recordTurns(section, xs);
+      const p50 = xs.map((x) => pct([...x.heads.last, ...x.logs.last], 50));
+      const p99 = xs.map(lastP99);
+      const rss = xs.map((x) => x.rssPerConn);
+      const cpu = xs.map((x) => (x.notifyCpu * 1e9) / notifications / subscribers());
+      console.log(`  ${(xs[0]?.label ?? kind).padEnd(26)} p50 ${f1(median(p50))} [${range(p50, 1)}], p99 ${f1(median(p99))} [${range(p99, 1)}]; ${median(rss).toFixed(2)} KiB RSS per connection (second half); ${median(cpu).toFixed(0)} ns CPU per frame`);
+    }
+    const bare = turns.get('bare') ?? [];
+    const gw = turns.get('gateway') ?? [];
+    let ratio: number | undefined;
+    if (bare.length > 0 && gw.length === bare.length) {
+      const p99 = gw.map((x, i) => lastP99(x) / lastP99(bare[i] as Turn));
+      const p50 = gw.map((x, i) => pct([...x.heads.last, ...x.logs.last], 50) / pct([...(bare[i] as Turn).heads.last, ...(bare[i] as Turn).logs.last], 50));
+      ratio = median(p99);
+      record(section, `${gw[0]?.label} vs bare ws broadcaster`, {
+        p99_ratio: { unit: 'x', better: 'lower', value: p99 },
+        p50_ratio: { unit: 'x', better: 'lower', value: p50 },
+      });
+      console.log(`  ${gw[0]?.label} / bare p99: ${ratio.toFixed(2)}x [rounds ${range(p99)}], p50 ${median(p50).toFixed(2)}x (goal: p99 <= 1.2x): ${ratio <= 1.2 ? 'OK' : 'ABOVE'}`);
+    }
+
+    // Each verdict over every turn of its target.
+    const all = [...turns.values()].flat();
     const verdicts: Array<[string, boolean]> = [
-      [`all ${connections} connections subscribed`, failures === 0 && after.connections === connections],
-      ['every notification reached every subscriber', heads.missing === 0 && logs.missing === 0],
-      ['one upstream subscription per topic (2)', node.subscribes() === 2],
-      ['one frame serialised per notification and topic', frames === 2 * notifications],
-      ['node -> last client p99 < 100 ms', p99 < 100],
-      ['RSS per connection <= 4 KiB', rssPerConn <= 4],
+      [`all ${connections} connections subscribed, every turn`, all.every((x) => x.failures === 0 && x.opened === connections)],
+      ['every notification reached every subscriber', all.every((x) => x.heads.missing === 0 && x.logs.missing === 0 && x.closedEarly === 0)],
+      [`one upstream subscription per topic (2${workers > 1 ? ` per gateway worker, ${2 * workers}` : ''})`, all.every((x) => x.upstreamSubscribes === 2 * (x.kind === 'gateway' ? workers : 1))],
+      [`one frame serialised per notification and topic${workers > 1 ? ' (and gateway worker)' : ''}`, all.every((x) => x.frames === 2 * notifications * (x.kind === 'gateway' ? workers : 1))],
     ];
+    if (gw.length > 0) verdicts.push([`gateway RSS per connection <= 4 KiB (second half, median ${median(gw.map((x) => x.rssPerConn)).toFixed(2)} KiB)`, median(gw.map((x) => x.rssPerConn)) <= 4]);
     for (const [what, ok] of verdicts) console.log(`  ${ok ? 'PASS' : 'FAIL'} ${what}`);
     if (verdicts.some(([, ok]) => !ok)) process.exitCode = 1;
   } finally {
     for (const c of clientProcs) if (c.connected) c.send({ type: 'close' });
-    await Promise.all(clientProcs.map((c) => (c.exitCode === null ? Promise.race([once(c, 'exit'), new Promise((r) => setTimeout(r, 3_000))]) : Promise.resolve())));
+    await Promise.all(clientProcs.map((c) => (c.exitCode === null ? Promise.race([once(c, 'exit'), sleep(3_000)]) : Promise.resolve())));
     for (const c of clientProcs) if (c.exitCode === null) c.kill('SIGKILL');
     await cleanup();
     node.close();
     clearTimeout(limit);
   }
 }
-

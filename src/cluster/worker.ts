@@ -11,6 +11,7 @@ import { publicUrl } from '../config/load.ts';
 import type { Config } from '../config/schema.ts';
 import type { Secrets } from '../config/secrets.ts';
 import { GracefulStop } from '../http/graceful-stop.ts';
+import { installBenchGc } from '../ops/bench-gc.ts';
 import { relayKeyChanges } from '../keys/relay.ts';
 import type { Limiter } from '../metering/limiter.ts';
 import { SharedLimiter } from '../metering/shared-limiter.ts';
@@ -108,6 +109,10 @@ export async function runWorker(opts: {
   // C56: /metrics answers for the worker that took the connection; its series say which.
   app.parts.metrics.registry.setDefaultLabels({ worker: String(n) });
   await app.ready();
+  // Benches only (BENCH_GC=1, --expose-gc): SIGUSR2 sent to this worker prints its own memory and
+  // connections, which the primary cannot collect for it (bench/scenarios/ws.ts sums them).
+  const parts = app.parts;
+  installBenchGc(process.env, () => ({ worker: n, ...parts.ws.stats(), pendingBytes: parts.outbound.pendingBytes(), receivingBytes: parts.outbound.receivingBytes(), refused: parts.outbound.refused }));
   const address = await app.listen({ port: hello.port, host: config.server.host }).catch((err: unknown) => {
     throw listenStartError(err, config);
   });

@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, test } from 'node:test';
 import { Agent, request } from 'undici';
+import WebSocket from 'ws';
 import { createTestDatabase } from '../support/app.ts';
 import { startFakeNode } from '../support/fake-node.ts';
 import { keepAliveLoad } from '../support/keep-alive-load.ts';
@@ -204,6 +205,43 @@ test('WORKERS=2 on PostgreSQL and Redis: the workers answer, a key limited to 10
   } finally {
     await upstream.close();
     await db.drop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('WORKERS=2 with BENCH_GC=1: SIGUSR2 sent to a worker prints that worker\'s memory and its own WebSocket connections, which add up to the clients connected (bench/scenarios/ws.ts)', async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'junction-workers-gc-'));
+  const upstream = await startFakeNode({ head: 0x1234 });
+  const env = { DATA_DIR: path.join(dir, 'data'), UPSTREAM_NATIVE_MAINNET: upstream.url, WORKERS: '2', LOG_LEVEL: 'info', BENCH_GC: '1', NODE_OPTIONS: '--expose-gc' };
+  const clients: WebSocket[] = [];
+  try {
+    const gw = await spawnGateway({ env, detached: true, seeded: true, timeoutMs: 180_000 });
+    running.push(gw);
+    await waitFor(() => listening(gw.output()).length === 2, { timeoutMs: 120_000, what: 'two workers listening' });
+    const reg = (await rest(`${gw.url}/api/v1/auth/register`, { email: 'workers-gc@example.com', password: 'long enough pw', name: 'W' })) as { tokens: { accessToken: string } };
+    const key = ((await rest(`${gw.url}/api/v1/api-keys`, { name: 'ws' }, { authorization: `Bearer ${reg.tokens.accessToken}` })) as { key: string }).key;
+    for (let i = 0; i < 3; i++) {
+      const ws = new WebSocket(`${gw.url.replace('http', 'ws')}/ws/native-mainnet?apiKey=${key}`);
+      clients.push(ws);
+      await new Promise((resolve, reject) => ws.once('open', resolve).once('error', reject));
+    }
+    const memory: Array<{ worker: number; rss: number; connections: number }> = [];
+    for (const { worker, pid } of listening(gw.output())) {
+      const seen = gw.output().split('bench-memory ').length;
+      process.kill(pid, 'SIGUSR2');
+      await waitFor(() => gw.output().split('bench-memory ').length > seen, { what: `worker ${worker}'s memory line` });
+      const line = gw.output().split('bench-memory ').at(-1) as string;
+      memory.push(JSON.parse(line.slice(0, line.indexOf('\n'))) as { worker: number; rss: number; connections: number });
+    }
+    assert.deepEqual(memory.map((m) => m.worker).sort(), [1, 2], 'each line names the worker that wrote it');
+    assert.ok(memory.every((m) => m.rss > 0), JSON.stringify(memory));
+    assert.equal(memory.reduce((a, m) => a + m.connections, 0), 3, `the workers' connections add up to the clients: ${JSON.stringify(memory)}`);
+    for (const ws of clients) ws.terminate();
+    process.kill(-(gw.child.pid as number), 'SIGTERM');
+    assert.equal((await gw.exited).code, 0, gw.output().slice(-3000));
+  } finally {
+    for (const ws of clients) ws.terminate();
+    await upstream.close();
     rmSync(dir, { recursive: true, force: true });
   }
 });

@@ -2,7 +2,9 @@
 // subscribed to newHeads (and every `logsEvery`-th, by global index, to logs too), and records when
 // each notification arrives. The fake node writes its send time (process.hrtime, CLOCK_MONOTONIC:
 // one clock for every process of the machine) into each notification, so the delay is node ->
-// this client, whatever process receives it. Driven by its parent over IPC.
+// this client, whatever process receives it. Driven by its parent over IPC; `disconnect` closes
+// every connection and forgets what was received, so the same processes serve the next target.
+import { once } from 'node:events';
 import WebSocket from 'ws';
 
 interface Init {
@@ -16,7 +18,7 @@ interface Init {
   localAddresses: string[];
   concurrency: number;
 }
-type FromParent = Init | { type: 'report' } | { type: 'close' };
+type FromParent = Init | { type: 'report' } | { type: 'disconnect' } | { type: 'close' };
 
 const HEAD_MARK = Buffer.from('"extraData":"0x');
 const LOG_MARK = Buffer.from('"data":"0x');
@@ -96,8 +98,28 @@ async function openAll(init: Init): Promise<void> {
   process.send?.({ type: 'opened', ms: performance.now() - started, failures: failures.length, firstFailure: failures[0] });
 }
 
+/** Closes every connection, waits for their close, and starts the counts anew. */
+async function disconnect(): Promise<void> {
+  closing = true;
+  const closed: Array<Promise<unknown>> = [];
+  for (const c of clients) {
+    if (c.readyState === WebSocket.CLOSED) continue;
+    closed.push(once(c, 'close'));
+    c.terminate();
+  }
+  await Promise.all(closed);
+  clients.length = 0;
+  received.clear();
+  buckets.fill(0);
+  unexpected = 0;
+  closedEarly = 0;
+  closing = false;
+  process.send?.({ type: 'disconnected' });
+}
+
 process.on('message', (m: FromParent) => {
   if (m.type === 'init') void openAll(m);
+  else if (m.type === 'disconnect') void disconnect();
   else if (m.type === 'report') {
     process.send?.({ type: 'report', received: [...received].map(([hex, r]) => ({ sent: hex, ...r })), buckets: [...buckets.entries()].filter(([, n]) => n > 0), unexpected, closedEarly });
   } else if (m.type === 'close') {

@@ -10,6 +10,8 @@ interface Stat {
   ppid: number;
   /** utime + stime of the process (all its threads). */
   own: number;
+  /** stime alone: the kernel's part of `own`. */
+  sys: number;
   /** cutime + cstime: children it has already reaped. */
   reaped: number;
 }
@@ -26,7 +28,7 @@ function readStats(): Map<number, Stat> {
     if (!/^\d+$/.test(entry)) continue;
     try {
       const f = statFields(`/proc/${entry}/stat`);
-      stats.set(Number(entry), { ppid: f[1] ?? 0, own: (f[11] ?? 0) + (f[12] ?? 0), reaped: (f[13] ?? 0) + (f[14] ?? 0) });
+      stats.set(Number(entry), { ppid: f[1] ?? 0, own: (f[11] ?? 0) + (f[12] ?? 0), sys: f[12] ?? 0, reaped: (f[13] ?? 0) + (f[14] ?? 0) });
     } catch {
       // gone while we looked
     }
@@ -50,6 +52,30 @@ export function cpuSeconds(pid: number, opts: { reaped?: boolean } = {}): number
     }
   }
   return ticks / CLK_TCK;
+}
+
+/** `pid` and its live descendants (a gateway's primary and its workers), `pid` first. */
+export function processTree(pid: number): number[] {
+  const stats = readStats();
+  const below = (p: number): boolean => {
+    for (let q = stats.get(p)?.ppid; q !== undefined && q > 1; q = stats.get(q)?.ppid) if (q === pid) return true;
+    return false;
+  };
+  return [pid, ...[...stats.keys()].filter((p) => p !== pid && below(p))];
+}
+
+/** User and system CPU seconds so far of `pid` and its live descendants: the kernel's share is `sys / (user + sys)`. */
+export function userSystemSeconds(pid: number): { user: number; sys: number } {
+  const stats = readStats();
+  let user = 0;
+  let sys = 0;
+  for (const p of processTree(pid)) {
+    const s = stats.get(p);
+    if (!s) continue;
+    user += s.own - s.sys;
+    sys += s.sys;
+  }
+  return { user: user / CLK_TCK, sys: sys / CLK_TCK };
 }
 
 /**
