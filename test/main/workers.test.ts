@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, test } from 'node:test';
 import { Agent, Client, request } from 'undici';
-import { createTestDatabase } from '../support/app.ts';
+import { createTestDatabase } from '../support/storage.ts';
 import { startFakeNode } from '../support/fake-node.ts';
 import { alive, type GatewayProcess, spawnGateway, usageTotal } from '../support/process.ts';
 import { REDIS_URL, serviceSkip } from '../support/services.ts';
