@@ -8,10 +8,10 @@ import { describe, test } from 'node:test';
 import { loadConfig } from '../../src/config/load.ts';
 import { applyServerTimeouts, type CheckedServer } from '../../src/http/server-timeouts.ts';
 
-// Small values, as the gateway's test sets them; the shipped ones are 10 s, 30 s and 65 s.
-const HEADERS_MS = 600;
-const REQUEST_MS = 1500;
-const KEEP_ALIVE_MS = 600;
+// Small values, so a late answer is seen within a second; the shipped ones are 10 s, 30 s and 65 s.
+const HEADERS_MS = 200;
+const REQUEST_MS = 400;
+const KEEP_ALIVE_MS = 200;
 
 describe('applyServerTimeouts on a plain node:http server', () => {
   const config = loadConfig({
