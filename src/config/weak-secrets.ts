@@ -1,6 +1,6 @@
 // C59: which secret values a gateway outside the devnet refuses to start with: the ones the
 // repository shows (examples, docs, anvil's public keys) and the ones of obviously low entropy.
-// test/config/weak-secrets.test.ts scans the repository's files for example secrets, so an
+// test/config/example-secrets.test.ts scans the repository's files for example secrets, so an
 // example added later without being listed here fails that test.
 import { ConfigError } from '../errors/config.ts';
 import type { Config } from './schema.ts';

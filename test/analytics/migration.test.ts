@@ -21,7 +21,7 @@ import { decodeLatency, encodeLatency, mergeInto } from '../../src/analytics/his
 import { AnalyticsRecorder, OK } from '../../src/analytics/recorder.ts';
 import { type Analytics, AnalyticsStore } from '../../src/analytics/store.ts';
 import { openStorage, type Storage } from '../../src/storage/db.ts';
-import { createTestDatabase } from '../support/app.ts';
+import { createTestDatabase } from '../support/storage.ts';
 import { pgliteTemplate } from '../support/pglite-template.ts';
 import { storageBackends } from '../support/services.ts';
 import { emptyDatabase, journal, MIGRATIONS_DIR, ROOT } from '../storage/migration-support.ts';

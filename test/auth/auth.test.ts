@@ -3,9 +3,11 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { sql } from 'drizzle-orm';
+import { eq, sql } from 'drizzle-orm';
 import { SignJWT } from 'jose';
-import { createTestDatabase, registerUser, startTestApp, type TestApp, uniqueEmail } from '../support/app.ts';
+import { AccountService } from '../../src/auth/accounts.ts';
+import { users } from '../../src/auth/schema.ts';
+import { createTestDatabase, registerUser, startTestApp, type TestApp, TEST_PASSWORD_HASH_COST, uniqueEmail } from '../support/app.ts';
 import { waitFor } from '../support/wait.ts';
 import { storageBackends } from '../support/services.ts';
 
@@ -45,6 +47,30 @@ for (const backend of backends) {
       const stored = String((res.rows[0] as { password_hash: string }).password_hash);
       assert.match(stored, /^scrypt\$/);
       assert.ok(!stored.includes('plain text never stored'));
+    });
+
+    // auth.passwordHashCost in the app (the hashing itself: test/auth/passwords.test.ts).
+    /** The N written in a stored `scrypt$N$r$p$salt$hash`. */
+    const storedN = (hash: string) => Number(hash.split('$')[1]);
+    const storedHash = async (email: string) =>
+      (await t.storage.db.select().from(users).where(eq(users.email, email)))[0]?.passwordHash ?? '';
+    const login = (email: string, password: string) =>
+      t.app.inject({ method: 'POST', url: '/api/v1/auth/login', payload: { email, password } });
+
+    test('registration hashes with the configured cost', async () => {
+      assert.equal(t.config.auth.passwordHashCost, TEST_PASSWORD_HASH_COST);
+      const email = uniqueEmail('cost');
+      const res = await t.app.inject({ method: 'POST', url: '/api/v1/auth/register', payload: { email, password: 'correct horse battery', name: 'C' } });
+      assert.equal(res.statusCode, 200, res.body);
+      assert.equal(storedN(await storedHash(email)), 2 ** TEST_PASSWORD_HASH_COST);
+    });
+
+    test('an account hashed at another cost still logs in, and a wrong password is still refused', async () => {
+      const email = uniqueEmail('old-cost');
+      await new AccountService(t.storage.db, { passwordHashCost: 15 }).register({ email, password: 'correct horse battery', name: 'Old' });
+      assert.equal(storedN(await storedHash(email)), 2 ** 15);
+      assert.equal((await login(email, 'correct horse battery')).statusCode, 200);
+      assert.equal((await login(email, 'wrong horse battery')).statusCode, 401);
     });
 
     test('e-mail is case-insensitively unique: a duplicate is 409', async () => {

@@ -1,12 +1,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { configureHashSlots, HashSlots } from '../../src/auth/passwords.ts';
-import { HttpError } from '../../src/errors/http.ts';
+import { configureHashSlots } from '../../src/auth/passwords.ts';
 import { registerUser, startTestApp, type TestApp, uniqueEmail } from '../support/app.ts';
 import { serviceSkip } from '../support/services.ts';
 
 const redisSkip = await serviceSkip('Redis');
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** C17 with the in-process limiter and with Redis: the same behaviour. */
 for (const store of [
@@ -86,47 +84,8 @@ for (const store of [
   });
 }
 
+// C5: the bound on its own (HashSlots): test/auth/passwords.test.ts.
 describe('password hashes at once are bounded (C5)', () => {
-  test('at most `max` hashes run at once; the others wait their turn in order', async () => {
-    const slots = new HashSlots(2, 10_000);
-    let running = 0;
-    let most = 0;
-    const order: number[] = [];
-    await Promise.all(
-      Array.from({ length: 10 }, (_, i) =>
-        slots.run(async () => {
-          running++;
-          most = Math.max(most, running);
-          await sleep(5);
-          order.push(i);
-          running--;
-        }),
-      ),
-    );
-    assert.equal(most, 2);
-    assert.deepEqual(order, [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
-    assert.equal(slots.busy, 0);
-  });
-
-  test('a hash that waits longer than waitMs is refused with 503 and Retry-After, and its place in line is dropped', async () => {
-    const slots = new HashSlots(1, 20);
-    let release!: () => void;
-    const first = slots.run(() => new Promise<void>((r) => (release = r)));
-    const waited = slots.run(async () => 'never');
-    const err = await waited.then(
-      () => assert.fail('should be refused'),
-      (e: unknown) => e,
-    );
-    assert.ok(err instanceof HttpError);
-    assert.equal(err.statusCode, 503);
-    assert.equal(err.code, 'SERVICE_UNAVAILABLE');
-    assert.equal(err.headers['retry-after'], '1');
-    release();
-    await first;
-    assert.equal(slots.busy, 0, 'the slot is free again');
-    assert.equal(await slots.run(async () => 'next'), 'next');
-  });
-
   test('registrations beyond the bound that wait too long answer 503 in the C7 envelope; the rest succeed', async () => {
     const t = await startTestApp({
       overrides: { auth: { maxConcurrentHashes: 1, hashWaitMs: 1 }, limits: { failedLoginsPerMinute: 3 } },

@@ -1,11 +1,12 @@
+// C5: passwords (src/auth/passwords.ts): scrypt at a configured cost, verified at the cost the hash
+// was made with, and hashes bounded in number at once. The app hashing at its configured cost:
+// test/auth/auth.test.ts; registrations refused for want of a slot: test/auth/login-limits.test.ts.
 import assert from 'node:assert/strict';
-import { after, before, describe, test } from 'node:test';
-import { eq } from 'drizzle-orm';
-import { AccountService } from '../../src/auth/accounts.ts';
-import { DEFAULT_HASH_COST, hashPassword, verifyPassword } from '../../src/auth/passwords.ts';
-import { users } from '../../src/auth/schema.ts';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { describe, test } from 'node:test';
+import { DEFAULT_HASH_COST, HashSlots, hashPassword, verifyPassword } from '../../src/auth/passwords.ts';
 import { loadConfig } from '../../src/config/load.ts';
-import { startTestApp, type TestApp, TEST_PASSWORD_HASH_COST, uniqueEmail } from '../support/app.ts';
+import { HttpError } from '../../src/errors/http.ts';
 
 /** The N written in a stored `scrypt$N$r$p$salt$hash`. */
 const storedN = (hash: string) => Number(hash.split('$')[1]);
@@ -26,33 +27,46 @@ describe('password hash cost (auth.passwordHashCost)', () => {
       assert.equal(await verifyPassword('correct horse batterY', stored), false);
     }
   });
+});
 
-  describe('in the app', () => {
-    let t: TestApp;
-    before(async () => {
-      t = await startTestApp();
-    });
-    after(() => t.close());
+describe('password hashes at once are bounded (C5)', () => {
+  test('at most `max` hashes run at once; the others wait their turn in order', async () => {
+    const slots = new HashSlots(2, 10_000);
+    let running = 0;
+    let most = 0;
+    const order: number[] = [];
+    await Promise.all(
+      Array.from({ length: 10 }, (_, i) =>
+        slots.run(async () => {
+          running++;
+          most = Math.max(most, running);
+          await sleep(5);
+          order.push(i);
+          running--;
+        }),
+      ),
+    );
+    assert.equal(most, 2);
+    assert.deepEqual(order, [0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
+    assert.equal(slots.busy, 0);
+  });
 
-    const storedHash = async (email: string) =>
-      (await t.storage.db.select().from(users).where(eq(users.email, email)))[0]?.passwordHash ?? '';
-    const login = (email: string, password: string) =>
-      t.app.inject({ method: 'POST', url: '/api/v1/auth/login', payload: { email, password } });
-
-    test('registration hashes with the configured cost', async () => {
-      assert.equal(t.config.auth.passwordHashCost, TEST_PASSWORD_HASH_COST);
-      const email = uniqueEmail('cost');
-      const res = await t.app.inject({ method: 'POST', url: '/api/v1/auth/register', payload: { email, password: 'correct horse battery', name: 'C' } });
-      assert.equal(res.statusCode, 200, res.body);
-      assert.equal(storedN(await storedHash(email)), 2 ** TEST_PASSWORD_HASH_COST);
-    });
-
-    test('an account hashed at another cost still logs in, and a wrong password is still refused', async () => {
-      const email = uniqueEmail('old-cost');
-      await new AccountService(t.storage.db, { passwordHashCost: 15 }).register({ email, password: 'correct horse battery', name: 'Old' });
-      assert.equal(storedN(await storedHash(email)), 2 ** 15);
-      assert.equal((await login(email, 'correct horse battery')).statusCode, 200);
-      assert.equal((await login(email, 'wrong horse battery')).statusCode, 401);
-    });
+  test('a hash that waits longer than waitMs is refused with 503 and Retry-After, and its place in line is dropped', async () => {
+    const slots = new HashSlots(1, 20);
+    let release!: () => void;
+    const first = slots.run(() => new Promise<void>((r) => (release = r)));
+    const waited = slots.run(async () => 'never');
+    const err = await waited.then(
+      () => assert.fail('should be refused'),
+      (e: unknown) => e,
+    );
+    assert.ok(err instanceof HttpError);
+    assert.equal(err.statusCode, 503);
+    assert.equal(err.code, 'SERVICE_UNAVAILABLE');
+    assert.equal(err.headers['retry-after'], '1');
+    release();
+    await first;
+    assert.equal(slots.busy, 0, 'the slot is free again');
+    assert.equal(await slots.run(async () => 'next'), 'next');
   });
 });

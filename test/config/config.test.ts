@@ -115,3 +115,16 @@ describe('config (C32)', () => {
   });
 });
 
+// C24: the method lists are exact names (the RPC path refusing the others: test/rpc/policy-exact.test.ts).
+describe('config: method names are exact', () => {
+  test('a wildcard in methods.planExtras stops the start naming the setting', () => {
+    assert.throws(() => loadConfig({ env: {}, overrides: { methods: { planExtras: { pro: ['debug_*'] } } } }), /methods\.planExtras\.pro/);
+  });
+
+  test('methods that need a node-held account or control a node cannot be listed', () => {
+    for (const standard of [['eth_sendTransaction'], ['eth_sendUnsignedTransaction'], ['eth_accounts'], ['anvil_mine']]) {
+      assert.throws(() => loadConfig({ env: {}, overrides: { methods: { standard } } }), /methods\.standard/, standard[0]);
+    }
+    assert.throws(() => loadConfig({ env: {}, overrides: { methods: { planExtras: { max: ['admin_addPeer'] } } } }), /methods\.planExtras\.max/);
+  });
+});

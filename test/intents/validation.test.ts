@@ -1,13 +1,10 @@
-// C41: what POST /chain-abstraction/intent refuses before anything is asked of a node or stored,
-// the default routes, the intents config checks and the quote's arithmetic.
+// C41: what POST /chain-abstraction/intent refuses before anything is asked of a node or stored.
+// (The default routes and the intents config checks: test/intents/setup.test.ts; the quote's
+// arithmetic: test/intents/quote.test.ts.)
 // slow: the app on anvil chains with settlers deployed
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { parseEther } from 'viem';
 import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts';
-import { loadConfig } from '../../src/config/load.ts';
-import { defaultRoutes, readIntentsConfig } from '../../src/intents/setup.ts';
-import { quote } from '../../src/intents/quote.ts';
 import { intents } from '../../src/intents/schema.ts';
 import { registerUser, startTestApp, type TestApp } from '../support/app.ts';
 
@@ -90,35 +87,5 @@ describe('POST /chain-abstraction/intent validation (C41)', () => {
     assert.equal(doc.paths['/api/v1/chain-abstraction/intent']?.post?.operationId, 'createIntent');
     assert.equal(doc.paths['/api/v1/chain-abstraction/intents']?.get?.operationId, 'listIntents');
     assert.equal(doc.paths['/api/v1/chain-abstraction/intents/{id}']?.get?.operationId, 'getIntent');
-  });
-});
-
-describe('intents config (C41, C42)', () => {
-  test('the default routes join the ETH mainnets among themselves and the Sepolia testnets among themselves, never across', () => {
-    const routes = defaultRoutes(loadConfig({ env: {} }).networks).map((r) => `${r.from}>${r.to}`);
-    const mainnets = ['ethereum', 'arbitrum', 'optimism', 'base'];
-    const testnets = ['ethereum-sepolia', 'arbitrum-sepolia', 'optimism-sepolia', 'base-sepolia'];
-    const expected = [mainnets, testnets].flatMap((group) => group.flatMap((a) => group.filter((b) => b !== a).map((b) => `${a}>${b}`)));
-    assert.deepEqual([...routes].sort(), [...expected].sort());
-  });
-
-  test('a configured route between a mainnet and a testnet, a solver key shared with the faucet and a bad key stop the start', () => {
-    assert.throws(() => readIntentsConfig(loadConfig({ env: {}, overrides: { intents: { routes: [{ from: 'ethereum', to: 'ethereum-sepolia' }] } } })), /never mainnet to testnet/);
-    const key = generatePrivateKey();
-    assert.throws(() => readIntentsConfig(loadConfig({ env: { FAUCET_PRIVATE_KEY: key, SOLVER_PRIVATE_KEY: key } })), /faucet/);
-    assert.throws(
-      () => loadConfig({ env: { SOLVER_PRIVATE_KEY_ARBITRUM: '0x1234' } }),
-      (err: Error) => err.message.includes('SOLVER_PRIVATE_KEY_ARBITRUM') && !err.message.includes('0x1234'),
-    );
-    const setup = readIntentsConfig(loadConfig({ env: { SOLVER_PRIVATE_KEY_ARBITRUM: key } }));
-    assert.deepEqual([...setup.solvers.keys()], ['arbitrum']);
-  });
-
-  test('the fee is the bps of the amount rounded up plus the fill gas at the gas price, and the output the rest', () => {
-    const q = quote({ inputWei: parseEther('1'), feeBps: 10, fillGasLimit: 100_000n, gasPrice: 2_000_000_000n, maxPerGas: 5_000_000_000n });
-    assert.equal(q.feeWei, parseEther('0.001') + 200_000_000_000_000n);
-    assert.equal(q.outputWei, parseEther('1') - q.feeWei);
-    assert.equal(q.gasReserveWei, 500_000_000_000_000n);
-    assert.equal(quote({ inputWei: 1n, feeBps: 10, fillGasLimit: 0n, gasPrice: 0n, maxPerGas: 0n }).feeWei, 1n);
   });
 });

@@ -8,7 +8,7 @@ import path from 'node:path';
 import { after, test } from 'node:test';
 import { Agent, request } from 'undici';
 import WebSocket from 'ws';
-import { createTestDatabase } from '../support/app.ts';
+import { createTestDatabase } from '../support/storage.ts';
 import { startFakeNode } from '../support/fake-node.ts';
 import { keepAliveLoad } from '../support/keep-alive-load.ts';
 import { alive, type GatewayProcess, spawnGateway, usageTotal } from '../support/process.ts';

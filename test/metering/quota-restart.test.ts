@@ -1,11 +1,11 @@
 // Daily and monthly quotas (C10, C11) survive a restart: the in-process counters are seeded from
 // stored usage at start; with Redis the counters survived already and are not counted twice.
+// (The seeding of an in-process counter on its own: test/metering/limiter-seed.test.ts.)
 import assert from 'node:assert/strict';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { MemoryLimiter } from '../../src/metering/limiter.ts';
 import { createKey, registerUser, startTestApp, type TestApp } from '../support/app.ts';
 import { type FakeNode, startFakeNode } from '../support/fake-node.ts';
 import { serviceSkip } from '../support/services.ts';
@@ -13,23 +13,6 @@ import { serviceSkip } from '../support/services.ts';
 const ADMIN = 'admin-token-for-quota-restart-tests';
 const redisSkip = await serviceSkip('Redis');
 const call = (method: string, id = 1) => ({ jsonrpc: '2.0', id, method, params: method === 'eth_getLogs' ? [{}] : [] });
-
-test('seeding raises an in-process counter to the stored value, never lowers it, and seeding twice counts once', async () => {
-  const limiter = new MemoryLimiter();
-  const resetAt = Date.now() + 60_000;
-  const check = { kind: 'counter' as const, key: 'd:u', limit: 10, resetAt, cost: 1 };
-  try {
-    await limiter.seed([{ key: 'd:u', value: 4, resetAt }]);
-    await limiter.seed([{ key: 'd:u', value: 4, resetAt }]);
-    assert.equal((await limiter.consume([check])).states[0]?.remaining, 5);
-    await limiter.seed([{ key: 'd:u', value: 2, resetAt }]);
-    assert.equal((await limiter.consume([check])).states[0]?.remaining, 4, 'not lowered');
-    await limiter.seed([{ key: 'd:old', value: 9, resetAt: Date.now() - 1 }]);
-    assert.equal((await limiter.consume([{ ...check, key: 'd:old' }])).states[0]?.remaining, 9, 'a period already over is not seeded');
-  } finally {
-    await limiter.close();
-  }
-});
 
 for (const store of [
   { name: 'in-process', redis: false, skip: false as const },

@@ -1,6 +1,14 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { registerUser, startTestApp, type TestApp } from '../support/app.ts';
+import { createKey, registerUser, startTestApp, type TestApp } from '../support/app.ts';
+
+const chainId = { jsonrpc: '2.0', id: 1, method: 'eth_chainId', params: [] };
+
+/** Whether `text` holds any 12 consecutive characters of `secret` (a partial leak counts too). */
+function holdsPartOf(text: string, secret: string): boolean {
+  for (let i = 0; i + 12 <= secret.length; i++) if (text.includes(secret.slice(i, i + 12))) return true;
+  return false;
+}
 
 describe('operations: logs, metrics, health, docs (C3)', () => {
   let t: TestApp;
@@ -39,6 +47,48 @@ describe('operations: logs, metrics, health, docs (C3)', () => {
     assert.ok(!all.includes(password), 'the password is not logged');
     assert.ok(!all.includes(u.accessToken.split('.')[2] as string), 'the bearer token is not logged');
     assert.ok(all.includes('/v1/native-mainnet/[redacted]'), 'the path form is logged redacted');
+  });
+
+  // C19: API keys in mistyped URLs reach neither the logs nor a 404 body (how a URL is redacted:
+  // test/ops/logging.test.ts).
+  test('a key in a slightly wrong address is logged as its prefix only, and no answer repeats its secret', async () => {
+    const { key } = await createKey(t.app, { name: 'odd urls' });
+    const prefix = key.slice(0, 'jk_live_'.length + 8);
+    const secret = key.slice(prefix.length);
+    const odd: Array<['GET' | 'POST', string]> = [
+      ['POST', `//v1/native-mainnet/${key}`],
+      ['POST', `/V1/native-mainnet/${key}`],
+      ['POST', `/v1//native-mainnet/${key}`],
+      ['POST', `/v1/native-mainnet//${key}`],
+      ['POST', `/v1/native-mainnet/${key}/`],
+      ['POST', `/v1/native-mainnet/${key}/extra`],
+      ['GET', `/v1/native-mainnet/${key}`],
+      ['POST', `/rpc/main/evm/50?key=${key}`],
+      ['POST', `/rpc/main/evm/50?apiKey=${key}`],
+      ['POST', `/rpc/main/evm/50?x=1&api_key=${key}`],
+      ['POST', `/public/main?token=${key}`],
+      ['POST', `/ws/native-mainnet/${key}`],
+      ['GET', `/ws/native-mainnet/${key}`],
+      ['POST', `/rpc/${key}`],
+      ['POST', `/rpc/main/evm/50/${key}`],
+      ['POST', `/api/v1/${key}`],
+      ['GET', `/somewhere/else?q=${key}`],
+      // Percent-encoding one character of the secret must not split it past the redaction.
+      ['POST', `/ws/native-mainnet/${prefix}${secret.slice(0, 20)}%${secret.charCodeAt(20).toString(16)}${secret.slice(21)}`],
+    ];
+    for (const [method, url] of odd) {
+      const before = t.logs.length;
+      const res = await t.app.inject({ method, url, ...(method === 'POST' ? { payload: chainId } : {}) });
+      assert.ok(!holdsPartOf(res.body, secret), `${method} ${url.replace(secret, '<secret>')}: the answer does not repeat the key (${res.statusCode})`);
+      const lines = t.logs.slice(before).join('');
+      assert.ok(lines.length > 0, `${method} ${url.replace(secret, '<secret>')} is logged`);
+      assert.ok(!holdsPartOf(lines, secret), `${method} ${url.replace(secret, '<secret>')}: the log does not hold the secret`);
+      if (res.statusCode === 404 && String(res.headers['content-type']).includes('json') && res.json().success === false) {
+        assert.equal(res.json().error.code, 'NOT_FOUND', 'a 404 is in the C7 envelope');
+      }
+    }
+    // The prefix is kept: a log still says which key it was (C19: the prefix is not secret).
+    assert.ok(t.logs.join('').includes(`/ws/native-mainnet/${prefix}[redacted]`), 'the prefix stays in the log');
   });
 
   test('GET /metrics serves Prometheus text with request counters by route', async () => {

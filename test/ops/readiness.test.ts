@@ -1,7 +1,5 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { networksDown } from '../../src/ops/health.ts';
-import type { NetworkHealth } from '../../src/upstreams/upstreams.ts';
 import { createKey, startTestApp, type TestApp } from '../support/app.ts';
 import { type FakeNode, startFakeNode } from '../support/fake-node.ts';
 import { waitFor } from '../support/wait.ts';
@@ -161,21 +159,8 @@ describe('readiness that tells the truth (C3)', () => {
   });
 });
 
+// The rule itself, network by network: test/ops/health.test.ts.
 describe('what readiness waits for: health.readyWhen (C3)', () => {
-  const net = (status: NetworkHealth['status']) => ({ status }) as NetworkHealth;
-  test('any-network (the default): unready only when every network is known down; idle and unknown ones may still answer', () => {
-    assert.match(networksDown({ a: net('down'), b: net('down') }, 'any-network') ?? '', /no node answers on any network \(2 down\): offline\? try --devnet/);
-    assert.equal(networksDown({ a: net('down'), b: net('up') }, 'any-network'), null);
-    assert.equal(networksDown({ a: net('down'), b: net('degraded') }, 'any-network'), null);
-    assert.equal(networksDown({ a: net('down'), b: net('idle') }, 'any-network'), null);
-    assert.equal(networksDown({ a: net('unknown') }, 'any-network'), null);
-  });
-  test('every-network: one known down names it; storage: networks never count', () => {
-    assert.match(networksDown({ a: net('down'), b: net('up') }, 'every-network') ?? '', /1 of 2 networks have no upstream answering: a/);
-    assert.equal(networksDown({ a: net('up'), b: net('idle') }, 'every-network'), null);
-    assert.equal(networksDown({ a: net('down') }, 'storage'), null);
-  });
-
   test('through the route: every-network turns 503 once a used network is down, naming it, and 200 when it answers again', async () => {
     const [node, native] = await Promise.all([startFakeNode({ mode: 'status500' }), startFakeNode()]);
     const t = await startTestApp({

@@ -1,12 +1,11 @@
 import assert from 'node:assert/strict';
-import http from 'node:http';
 import net from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import WebSocket from 'ws';
-import { loadConfig } from '../../src/config/load.ts';
-import { applyServerTimeouts, type CheckedServer } from '../../src/http/server-timeouts.ts';
 import { createKey, startTestApp, type TestApp } from '../support/app.ts';
 
+// The server timeouts on the running gateway, set through the environment (applyServerTimeouts on
+// its own: test/http/server-timeouts.test.ts).
 // Small values so each case takes about a second; the shipped ones are 10 s, 30 s and 65 s.
 const HEADERS_MS = 600;
 const REQUEST_MS = 1500;
@@ -163,51 +162,5 @@ describe('server timeouts: slow and idle clients are cut (server.headersTimeoutM
     c.socket.write('GET /health/live HTTP/1.1\r\nHost: x\r\n\r\n');
     await c.closed;
     assert.equal(c.received().match(/HTTP\/1\.1 200/g)?.length, 2);
-  });
-});
-
-describe('applyServerTimeouts on a plain node:http server', () => {
-  const config = loadConfig({
-    env: { HEADERS_TIMEOUT_MS: String(HEADERS_MS), REQUEST_TIMEOUT_MS: String(REQUEST_MS), KEEP_ALIVE_TIMEOUT_MS: String(KEEP_ALIVE_MS) },
-  });
-
-  test('an answer that takes longer than the request timeout is not cut: only receiving the request is timed', async () => {
-    const server = http.createServer((_req, res) => {
-      setTimeout(() => res.end('late but whole'), REQUEST_MS * 2);
-    });
-    applyServerTimeouts(server, config.server);
-    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-    try {
-      const { port } = server.address() as net.AddressInfo;
-      const res = await fetch(`http://127.0.0.1:${port}/`, { method: 'POST', body: 'small body' });
-      assert.equal(res.status, 200);
-      assert.equal(await res.text(), 'late but whole');
-    } finally {
-      server.closeAllConnections();
-      await new Promise((r) => server.close(r));
-    }
-  });
-
-  test('it sets the three timeouts and a check interval that is a fraction of the shortest', () => {
-    const server = http.createServer() as CheckedServer;
-    applyServerTimeouts(server, config.server);
-    assert.equal(server.headersTimeout, HEADERS_MS);
-    assert.equal(server.requestTimeout, REQUEST_MS);
-    assert.equal(server.keepAliveTimeout, KEEP_ALIVE_MS);
-    assert.ok(server.connectionsCheckingInterval <= HEADERS_MS / 4);
-  });
-
-  test('the shipped defaults: headers 10 s, whole request 30 s, idle keep-alive 65 s, checked every second', () => {
-    const server = http.createServer() as CheckedServer;
-    applyServerTimeouts(server, loadConfig({ env: {} }).server);
-    assert.deepEqual(
-      [server.headersTimeout, server.requestTimeout, server.keepAliveTimeout, server.connectionsCheckingInterval],
-      [10_000, 30_000, 65_000, 1000],
-    );
-  });
-
-  test('a header timeout longer than the request timeout stops the start, naming both settings', () => {
-    assert.throws(() => loadConfig({ env: { HEADERS_TIMEOUT_MS: '40000' } }), /server\.headersTimeoutMs .* server\.requestTimeoutMs/);
-    assert.throws(() => loadConfig({ env: { REQUEST_TIMEOUT_MS: 'soon' } }), /REQUEST_TIMEOUT_MS/);
   });
 });

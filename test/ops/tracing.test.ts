@@ -1,21 +1,18 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
-import path from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
 import WebSocket from 'ws';
-import { loadConfig } from '../../src/config/load.ts';
-import { tracesUrl } from '../../src/ops/tracing-sdk.ts';
 import { createKey, startTestApp, type TestApp } from '../support/app.ts';
 import { type FakeNode, startFakeNode } from '../support/fake-node.ts';
 import { type OtlpReceiver, type ReceivedSpan, startOtlpReceiver } from '../support/otlp-receiver.ts';
-import { ROOT, spawnGateway } from '../support/process.ts';
+import { spawnGateway } from '../support/process.ts';
 import { freePort, waitFor } from '../support/wait.ts';
 
 // C58: with an OTLP endpoint set, RPC calls (HTTP and WebSocket) and REST requests are traces sent
 // to a collector (here a receiver the test runs), continuing the caller's W3C traceparent and
 // handing one to the nodes; log lines of a traced request carry its trace id. Off by default.
+// (Its settings, and that tracing off loads no OpenTelemetry: test/ops/tracing-sdk.test.ts.)
 
 const hex = (bytes: number) => randomBytes(bytes).toString('hex');
 const traceparent = (traceId: string, spanId: string, sampled = true) => `00-${traceId}-${spanId}-${sampled ? '01' : '00'}`;
@@ -312,34 +309,6 @@ describe('tracing with a collector that does not answer', () => {
       await t.close();
       await node.close();
     }
-  });
-});
-
-describe('tracing off costs nothing', () => {
-  test('only src/ops/tracing-sdk.ts imports OpenTelemetry, and only tracing.ts loads it, with a dynamic import when tracing is on', () => {
-    const files = (readdirSync(path.join(ROOT, 'src'), { recursive: true }) as string[]).filter((f) => f.endsWith('.ts'));
-    const importers = files.filter((f) => /from '@opentelemetry\//.test(readFileSync(path.join(ROOT, 'src', f), 'utf8')));
-    assert.deepEqual(importers, [path.join('ops', 'tracing-sdk.ts')]);
-    const loaders = files.filter((f) => readFileSync(path.join(ROOT, 'src', f), 'utf8').includes("tracing-sdk.ts'"));
-    assert.deepEqual(loaders, [path.join('ops', 'tracing.ts')]);
-    assert.match(readFileSync(path.join(ROOT, 'src/ops/tracing.ts'), 'utf8'), /if \(!tracingEnabled\(config\)\) return undefined;\n\s+const sdk = await import\('\.\/tracing-sdk\.ts'\);/);
-  });
-});
-
-describe('tracing settings', () => {
-  test('the standard OTEL_ variables set them; a sampler or ratio out of range stops the start naming the variable', () => {
-    const c = loadConfig({ env: { OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318', OTEL_SERVICE_NAME: 'edge', OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: '0.25', OTEL_BSP_SCHEDULE_DELAY: '1000' } });
-    assert.deepEqual(c.tracing, { endpoint: 'http://collector:4318', tracesEndpoint: null, serviceName: 'edge', sampler: 'parentbased_traceidratio', samplerArg: 0.25, batchDelayMs: 1000 });
-    assert.equal(loadConfig({ env: {} }).tracing.endpoint, null, 'off by default');
-    assert.throws(() => loadConfig({ env: { OTEL_TRACES_SAMPLER: 'sometimes' } }), /OTEL_TRACES_SAMPLER: tracing\.sampler = "sometimes": must be one of/);
-    assert.throws(() => loadConfig({ env: { OTEL_TRACES_SAMPLER_ARG: '1.5' } }), /OTEL_TRACES_SAMPLER_ARG: tracing\.samplerArg/);
-    assert.throws(() => loadConfig({ env: { OTEL_TRACES_SAMPLER_ARG: 'half' } }), /OTEL_TRACES_SAMPLER_ARG: tracing\.samplerArg = "half"/);
-    assert.throws(() => loadConfig({ env: { OTEL_EXPORTER_OTLP_ENDPOINT: 'collector:4318' } }), /OTEL_EXPORTER_OTLP_ENDPOINT: tracing\.endpoint/);
-  });
-
-  test('spans go to <endpoint>/v1/traces, or to OTEL_EXPORTER_OTLP_TRACES_ENDPOINT as given', () => {
-    assert.equal(tracesUrl({ endpoint: 'http://collector:4318/', tracesEndpoint: null }), 'http://collector:4318/v1/traces');
-    assert.equal(tracesUrl({ endpoint: 'http://collector:4318', tracesEndpoint: 'http://tempo:4318/custom' }), 'http://tempo:4318/custom');
   });
 });
 

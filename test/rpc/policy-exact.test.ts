@@ -11,9 +11,6 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { sql } from 'drizzle-orm';
-import { loadConfig } from '../../src/config/load.ts';
-import { callMembersError } from '../../src/rpc/jsonrpc.ts';
-import { memberNames, nestsDeeperThan } from '../../src/json/lossless.ts';
 import { type Devnet, startDevnet } from '../../src/devnet/devnet.ts';
 import { createKey, setTier, startTestApp, type TestApp } from '../support/app.ts';
 import { type Client, connect, withUpstreams, wsAddress } from '../support/ws.ts';
@@ -340,51 +337,6 @@ describe('the exact method allowlist (C24: -32601)', () => {
     }
     assert.deepEqual(await methods(), ['net_version']);
     for (const method of names) assert.ok(!recorder.saw(`"${method}"`), `${method} reached the node`);
-  });
-});
-
-describe('the member-name scanner', () => {
-  test('lists top-level names as written, repeats and escapes kept, nested names and string contents left out', () => {
-    const text = String.raw` { "a" : {"Method":"x"} ,"m\u0065thod":"say \"}, \"id\": 1 {[","a":[{"id":2}, "]"] , "\\":null,"n":-1.5e3,"t":true}`;
-    assert.deepEqual(memberNames(text), ['a', String.raw`m\u0065thod`, 'a', String.raw`\\`, 'n', 't']);
-    assert.deepEqual(memberNames('{}'), []);
-    assert.equal(memberNames('[{"id":1}]'), null);
-    assert.equal(memberNames('"id"'), null);
-  });
-
-  test('callMembersError reads bytes and text alike and names a non-ASCII member exactly', () => {
-    const body = '{"jsonrpc":"2.0","id":1,"method":"eth_chainId","paramſ":[]}';
-    assert.equal(callMembersError(body)?.member, 'paramſ');
-    assert.equal(callMembersError(Buffer.from(body))?.member, 'paramſ');
-    assert.equal(callMembersError('{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":["\\"Method\\":1"]}'), null);
-    assert.equal(callMembersError(Buffer.from('{"id":"ä","method":"eth_chainId","jsonrpc":"2.0"}')), null);
-  });
-
-  test('nestsDeeperThan counts arrays and objects, not brackets inside strings (C23)', () => {
-    const nest = (n: number) => '[{"a":'.repeat(n) + '1' + '}]'.repeat(n);
-    assert.equal(nestsDeeperThan(nest(4), 8), false);
-    assert.equal(nestsDeeperThan(nest(4), 7), true);
-    assert.equal(nestsDeeperThan(nest(64), 128), false);
-    assert.equal(nestsDeeperThan(nest(65), 128), true);
-    // Brackets and escaped quotes inside strings are text, however many.
-    const padded = `{"p":["${'[{'.repeat(300)}${String.raw`\\\"`}${'['.repeat(300)}"]}`;
-    assert.equal(nestsDeeperThan(padded, 2), false);
-    assert.equal(nestsDeeperThan(padded, 1), true);
-    // Siblings do not add up: 500 arrays side by side are 2 levels.
-    assert.equal(nestsDeeperThan(`[${Array(500).fill('[]').join(',')}]`, 2), false);
-  });
-});
-
-describe('config: method names are exact', () => {
-  test('a wildcard in methods.planExtras stops the start naming the setting', () => {
-    assert.throws(() => loadConfig({ env: {}, overrides: { methods: { planExtras: { pro: ['debug_*'] } } } }), /methods\.planExtras\.pro/);
-  });
-
-  test('methods that need a node-held account or control a node cannot be listed', () => {
-    for (const standard of [['eth_sendTransaction'], ['eth_sendUnsignedTransaction'], ['eth_accounts'], ['anvil_mine']]) {
-      assert.throws(() => loadConfig({ env: {}, overrides: { methods: { standard } } }), /methods\.standard/, standard[0]);
-    }
-    assert.throws(() => loadConfig({ env: {}, overrides: { methods: { planExtras: { max: ['admin_addPeer'] } } } }), /methods\.planExtras\.max/);
   });
 });
 

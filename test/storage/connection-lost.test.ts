@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { sql } from 'drizzle-orm';
 import pg from 'pg';
-import { openTestStorage } from '../support/app.ts';
+import { openTestStorage } from '../support/storage.ts';
 import { PG_ADMIN_URL, serviceSkip } from '../support/services.ts';
 import { waitFor } from '../support/wait.ts';
 

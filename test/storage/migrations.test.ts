@@ -24,7 +24,7 @@ import * as keys from '../../src/keys/schema.ts';
 import * as usage from '../../src/usage/schema.ts';
 import * as webhooks from '../../src/webhooks/schema.ts';
 import * as whales from '../../src/whales/schema.ts';
-import { createTestDatabase } from '../support/app.ts';
+import { createTestDatabase } from '../support/storage.ts';
 import { pgliteTemplate } from '../support/pglite-template.ts';
 import { storageBackends } from '../support/services.ts';
 import {

@@ -6,7 +6,7 @@ import { after, before, describe, test } from 'node:test';
 import { sql } from 'drizzle-orm';
 import type { Storage } from '../../src/storage/db.ts';
 import { unnest } from '../../src/storage/unnest.ts';
-import { openTestStorage } from '../support/app.ts';
+import { openTestStorage } from '../support/storage.ts';
 import { storageBackends } from '../support/services.ts';
 
 const backends = await storageBackends();

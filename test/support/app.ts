@@ -1,7 +1,5 @@
-import { randomBytes } from 'node:crypto';
 import { Writable } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
-import pg from 'pg';
 import { buildApp } from '../../src/app.ts';
 import { loadConfig, validateConfig } from '../../src/config/load.ts';
 import type { Config } from '../../src/config/schema.ts';
@@ -11,53 +9,11 @@ import { withDevnetFaucetKeys } from '../../src/faucet/wallets.ts';
 import { openStorage, type Storage } from '../../src/storage/db.ts';
 import { openRedis, openRedisCluster } from '../../src/storage/redis.ts';
 import { pgliteTemplate } from './pglite-template.ts';
-import { PG_ADMIN_URL, REDIS_URL, type StorageBackend } from './services.ts';
+import { REDIS_URL } from './services.ts';
+import { createTestDatabase } from './storage.ts';
 
-/** A throwaway PostgreSQL database, dropped by `drop()`. */
-export async function createTestDatabase(): Promise<{ url: string; drop(): Promise<void> }> {
-  const name = `junction_test_${randomBytes(6).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: PG_ADMIN_URL });
-  await admin.connect();
-  await admin.query(`CREATE DATABASE ${name}`);
-  await admin.end();
-  const url = new URL(PG_ADMIN_URL);
-  url.pathname = `/${name}`;
-  return {
-    url: url.toString(),
-    drop: async () => {
-      const c = new pg.Client({ connectionString: PG_ADMIN_URL });
-      await c.connect();
-      await c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-      await c.end();
-    },
-  };
-}
-
-/**
- * Storage on one backend of `storageBackends()`, migrated as the gateway opens it: PGlite in
- * memory (from the template image), or a throwaway PostgreSQL database. `close()` closes it and
- * drops that database.
- */
-export async function openTestStorage(backend: StorageBackend['name']): Promise<{ storage: Storage; close: () => Promise<void> }> {
-  if (backend === 'pglite') {
-    const storage = await openStorage({ dataDir: 'memory', pgliteImage: await pgliteTemplate() });
-    return { storage, close: () => storage.close() };
-  }
-  const database = await createTestDatabase();
-  try {
-    const storage = await openStorage({ databaseUrl: database.url });
-    return {
-      storage,
-      close: async () => {
-        await storage.close();
-        await database.drop();
-      },
-    };
-  } catch (err) {
-    await database.drop();
-    throw err;
-  }
-}
+// Storage alone, for tests of a module over real storage without the app.
+export { createTestDatabase, openTestStorage } from './storage.ts';
 
 export interface TestApp {
   app: FastifyInstance;

@@ -12,7 +12,7 @@ import { AnalyticsRecorder, OK } from '../../src/analytics/recorder.ts';
 import { AnalyticsStore } from '../../src/analytics/store.ts';
 import type { Storage } from '../../src/storage/db.ts';
 import { daysBetween, type StatsQuery, type UsageStats, UsageQueries } from '../../src/usage/queries.ts';
-import { openTestStorage } from '../support/app.ts';
+import { openTestStorage } from '../support/storage.ts';
 import { storageBackends } from '../support/services.ts';
 
 const backends = await storageBackends();

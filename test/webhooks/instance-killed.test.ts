@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { Webhook } from 'standardwebhooks';
-import { createTestDatabase } from '../support/app.ts';
+import { createTestDatabase } from '../support/storage.ts';
 import { type GatewayProcess, spawnGateway } from '../support/process.ts';
 import { serviceSkip } from '../support/services.ts';
 import { waitFor } from '../support/wait.ts';

@@ -106,7 +106,7 @@ const JUMP_SLACK_BLOCKS = 32; // and this many blocks more: probe timing, a burs
  *   the jump (several together, or the only one with nothing to compare it with) they count.
  * - Of what is left the head is {@link agreedHead}: the highest one at least half of them reach.
  */
-export function updateHead(p: PoolState, now = Date.now()): void {
+export function updateHead(p: PoolState, now = p.now()): void {
   const answering: number[] = [];
   const known: number[] = [];
   for (const u of p.upstreams) {

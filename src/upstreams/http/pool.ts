@@ -99,7 +99,7 @@ export class UpstreamPool {
   believes(head: number): boolean {
     const p = this.#p;
     if (p.upstreams.length < 2) return true;
-    return p.lastHead >= 0 && head <= jumpCeiling(p, Date.now());
+    return p.lastHead >= 0 && head <= jumpCeiling(p, p.now());
   }
 
   /** C49: whether a call of `method` is a consensus read on this network (the caller sends such calls one by one). */

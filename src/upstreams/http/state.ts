@@ -1,6 +1,7 @@
 // What an upstream pool knows, shared by its parts (health.ts, choice.ts, failover.ts).
 import { createSecureContext, type SecureContext } from 'node:tls';
 import { Pool } from 'undici';
+import { type Clock, systemClock } from '../../time/clock.ts';
 import { DEFAULT_HEDGE, LatencyWindow, type HedgeOptions } from './hedge.ts';
 import { DEFAULT_PROVIDER_ERRORS, ProviderErrors } from './provider-errors.ts';
 import { type AnswerRoom, type AttemptTracer, type FailureKind, type PoolLogger, type PoolOptions, type SamplingOptions, UPSTREAM_BUCKETS, type UpstreamState } from './types.ts';
@@ -111,6 +112,8 @@ export class PoolState {
   readonly healthIntervalMs: number;
   /** Milliseconds between the network's blocks, or the fastest shipped chain's when not configured: bounds a head's jump. */
   readonly blockTimeMs: number;
+  /** Now, for the jump bound on heads (health.ts `updateHead`, `jumpCeiling`). */
+  readonly now: Clock;
   readonly maxResponseBytes: number;
   /** C60: the instance's room for answers in memory (attempt.ts takes it for large answers). */
   readonly room: AnswerRoom | undefined;
@@ -173,6 +176,7 @@ export class PoolState {
     this.maxLagBlocks = opts.maxLagBlocks ?? 5;
     this.healthIntervalMs = opts.healthIntervalMs ?? 5_000;
     this.blockTimeMs = opts.blockTimeMs ?? 250;
+    this.now = opts.now ?? systemClock;
     this.maxResponseBytes = opts.maxResponseBytes ?? 64 * 1024 * 1024;
     this.room = opts.room;
     this.log = opts.logger;

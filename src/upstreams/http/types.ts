@@ -2,6 +2,7 @@
  * The upstream pool's public types: an upstream and a pool as configured, a call's options and
  * answer, and what the pool reports (health, call statistics).
  */
+import type { Clock } from '../../time/clock.ts';
 import type { HedgeOptions } from './hedge.ts';
 import type { ProviderErrorRule } from './provider-errors.ts';
 
@@ -48,6 +49,8 @@ export interface PoolOptions {
    * how far the network's head may move between two readings (C26).
    */
   blockTimeMs?: number;
+  /** The clock the jump bound on heads (C26) reads; `Date.now` by default (tests hand in their own). */
+  now?: Clock;
   /** Kept-alive connections per upstream; 32 by default. */
   connections?: number;
   /** Bytes an answer may have; a larger one is not read further and fails the call (-32000). 64 MiB by default. */
