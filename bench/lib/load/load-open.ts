@@ -37,6 +37,8 @@ const intervalMs = 1000 / spec.rate;
 const latency = new Histogram();
 if (spec.trace !== undefined && !/^[0-9a-f]{16}$/.test(spec.trace)) throw new Error('trace is 16 lowercase hex digits');
 const latencies = spec.trace === undefined ? undefined : new Float64Array(total).fill(-1); // per request, ms; -1: no answer
+const traceEvery = Math.max(1, Math.round(spec.traceEvery ?? 1));
+const isTraced = (i: number) => i % traceEvery === 0;
 let start = 0;
 let next = 0; // the next request of the timetable to send
 let waitedUpTo = 0; // requests below this index found every connection busy at their time
@@ -176,7 +178,7 @@ function dispatch(): void {
     if (next < waitedUpTo) waited++;
     else if (now - due(next) > LATE_MS) lateSends++;
     conn.request = next++;
-    conn.socket.write(latencies ? traced(conn.request) : REQUEST);
+    conn.socket.write(latencies && isTraced(conn.request) ? traced(conn.request) : REQUEST);
   }
   arm(next < total ? due(next) : Number.POSITIVE_INFINITY);
 }
@@ -201,12 +203,12 @@ const elapsedS = (Math.max(lastAnswer, scheduleEnd) - wallStart) / 1000;
 errors += total - done;
 for (const c of conns) c.socket.destroy();
 const pct = (p: number) => latency.percentileMs(p);
-/** With `trace`: the slowest 0.1% (at least one) and 200 requests spread over the run, by index. */
+/** With `trace`: the slowest 1% of the traced requests (at least one) and 200 traced requests spread over the run, by index. */
 function tracedRequests(): Pick<OpenLoopFigures, 'slowest' | 'typical'> {
   if (!latencies) return {};
   const at = (index: number): TracedRequest => ({ index, latencyMs: latencies[index] as number, dueMs: index * intervalMs });
-  const answered = [...latencies.keys()].filter((i) => (latencies[i] as number) >= 0);
-  const slowest = [...answered].sort((a, b) => (latencies[b] as number) - (latencies[a] as number)).slice(0, Math.max(1, Math.ceil(answered.length / 1000)));
+  const answered = [...latencies.keys()].filter((i) => isTraced(i) && (latencies[i] as number) >= 0);
+  const slowest = [...answered].sort((a, b) => (latencies[b] as number) - (latencies[a] as number)).slice(0, Math.max(1, Math.ceil(answered.length / 100)));
   const step = Math.max(1, Math.floor(answered.length / 200));
   const typical = answered.filter((_, k) => k % step === 0).slice(0, 200);
   return { slowest: slowest.map(at), typical: typical.map(at) };

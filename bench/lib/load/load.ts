@@ -18,11 +18,13 @@ export interface LoadSpec {
   rate?: number;
   /**
    * Open loop only: 16 hex digits. Each request then carries a W3C `traceparent` whose trace id is
-   * these digits and its index (16 hex), sampled, and the result names the slowest requests
-   * (`open.slowest`) and a spread of ordinary ones (`open.typical`) by index, so their spans can be
-   * found (bench/lib/measures/waited-on.ts).
+   * these digits and its index (16 hex), sampled, and the result names the slowest traced
+   * requests (`open.slowest`) and a spread of ordinary ones (`open.typical`) by index, so their
+   * spans can be found (bench/lib/measures/waited-on.ts).
    */
   trace?: string;
+  /** With `trace`: only every n-th request carries its traceparent (1: all); tracing every request would load the target. */
+  traceEvery?: number;
 }
 
 /** One traced request of an open-loop run: its index in the timetable, its latency and when it was due (ms after the start). */
@@ -58,9 +60,9 @@ export interface OpenLoopFigures {
   waited: number;
   /** The generator's own CPU during the run, in % of one core. */
   cpuPct: number;
-  /** With `trace`: the slowest 0.1% of the answered requests (at least one), slowest first. */
+  /** With `trace`: the slowest 1% of the answered traced requests (at least one), slowest first. */
   slowest?: TracedRequest[];
-  /** With `trace`: 200 answered requests spread evenly over the run (the ordinary case, to set beside the slowest). */
+  /** With `trace`: 200 answered traced requests spread evenly over the run (the ordinary case, to set beside the slowest). */
   typical?: TracedRequest[];
 }
 

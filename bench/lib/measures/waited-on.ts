@@ -1,6 +1,6 @@
 // What the slowest requests of an open-loop run waited on, from the gateway's own traces (C58).
 // The open-loop generator sends each request with a traceparent whose trace id holds its index
-// (bench/lib/load/load-open.ts, `trace`) and names the slowest 0.1% and a spread of ordinary ones;
+// (bench/lib/load/load-open.ts, `trace`) and names the slowest traced ones and a spread of ordinary ones;
 // the gateway, tracing on, exports a SERVER span per request with its stages (admission, limits,
 // cache) and each upstream attempt (CLIENT) to the receiver here. A request's latency is then cut
 // into: the time before the gateway's span began (the request waiting to be read: queued behind
