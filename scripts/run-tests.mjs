@@ -9,6 +9,7 @@ import net from 'node:net';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { build, staleness } from './build.mjs';
+import { toRunAgain } from './test-file-report.mjs';
 
 const root = path.resolve(path.dirname(new URL(import.meta.url).pathname), '..');
 
@@ -71,7 +72,8 @@ const unit = args.includes('--unit');
 // `--list`: print which files would run and how (slow, alone, in a group), and run nothing.
 const list = args.includes('--list');
 const filter = args.filter((a) => a !== '--unit' && a !== '--list');
-let files = findTests(path.join(root, 'test'));
+// JUNCTION_TEST_DIR: another folder of test files (the runner's own tests, test/scripts/).
+let files = findTests(process.env.JUNCTION_TEST_DIR ? path.resolve(process.env.JUNCTION_TEST_DIR) : path.join(root, 'test'));
 if (filter.length) files = files.filter((f) => filter.some((part) => f.includes(part)));
 if (unit) files = files.filter(startsNothing);
 if (files.length === 0) {
@@ -136,6 +138,8 @@ if (stale) {
 
 const groupsDir = mkdtempSync(path.join(tmpdir(), 'junction-test-groups-'));
 const groups = [];
+// A group's entry file -> the test files it imports (to name them).
+const members = new Map();
 for (let i = 0; i < grouped.length; i += GROUP) {
   const part = grouped.slice(i, i + GROUP);
   if (part.length === 1) {
@@ -145,32 +149,53 @@ for (let i = 0; i < grouped.length; i += GROUP) {
   const entry = path.join(groupsDir, `group-${i / GROUP + 1}-${relative(part[0]).replaceAll('/', '-').replace(/\.test\.ts$/, '')}.test.mjs`);
   writeFileSync(entry, part.map((f) => `await import(${JSON.stringify(pathToFileURL(f).href)});\n`).join(''));
   groups.push(entry);
+  members.set(entry, part);
 }
 const runs = [...slow, ...groups, ...alone];
-// The runner's usual output (spec in a terminal, TAP otherwise), and each file's time into a
-// temporary file, of which the slowest are printed at the end: where the suite's time goes.
-const times = path.join(mkdtempSync(path.join(tmpdir(), 'junction-test-times-')), 'times.txt');
-const reporters = [
+// The runner's usual output (spec in a terminal, TAP otherwise), and a report of each file's time
+// and which files failed, and how (scripts/test-file-report.mjs): the slowest files are printed at
+// the end, where the suite's time goes.
+const reportsDir = mkdtempSync(path.join(tmpdir(), 'junction-test-reports-'));
+const reportFile = (n) => path.join(reportsDir, `report-${n}.json`);
+const reporters = (n) => [
   `--test-reporter=${process.stdout.isTTY ? 'spec' : 'tap'}`,
   '--test-reporter-destination=stdout',
-  `--test-reporter=${path.join(root, 'scripts/test-file-times.mjs')}`,
-  `--test-reporter-destination=${times}`,
+  `--test-reporter=${path.join(root, 'scripts/test-file-report.mjs')}`,
+  `--test-reporter-destination=${reportFile(n)}`,
 ];
-const started = Date.now();
-const child = spawn(process.execPath, ['--import', 'tsx', '--test', `--test-concurrency=${concurrency}`, ...reporters, ...runs], {
-  cwd: root,
-  stdio: 'inherit',
-  env: { ...process.env, NODE_ENV: 'test' },
-});
-child.on('exit', (code, signal) => {
-  rmSync(groupsDir, { recursive: true, force: true });
+const runOnce = (entries, n) =>
+  new Promise((resolve) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', '--test', `--test-concurrency=${concurrency}`, ...reporters(n), ...entries], {
+      cwd: root,
+      stdio: 'inherit',
+      env: { ...process.env, NODE_ENV: 'test' },
+    });
+    child.on('exit', (code, signal) => resolve(code ?? (signal ? 1 : 0)));
+  });
+const readReport = (n) => {
   try {
-    const lines = readFileSync(times, 'utf8').split('\n').filter(Boolean);
-    console.log(`[test] ${files.length} file(s) in ${runs.length} processes, ${Math.round((Date.now() - started) / 1000)} s (${concurrency} at a time); the slowest files:`);
-    for (const line of lines.slice(0, 10)) console.log(`[test] ${line.replace(`${root}/`, '')}`);
-    rmSync(path.dirname(times), { recursive: true, force: true });
+    return JSON.parse(readFileSync(reportFile(n), 'utf8'));
   } catch {
-    // no times: the runner stopped before writing them
+    return undefined; // none written: the runner itself stopped
   }
-  process.exit(code ?? (signal ? 1 : 0));
-});
+};
+const started = Date.now();
+let code = await runOnce(runs, 1);
+// A file that failed only because V8 aborted its process on the JIT-page check (a runtime fault
+// under PGlite's WebAssembly churn, nodejs/node#64500; docs/development.md) is run once more,
+// said loudly. Any other failure, or the abort again, is the verdict.
+const first = readReport(1);
+const again = code === 0 || !first ? [] : toRunAgain(first).filter((f) => runs.includes(f));
+if (again.length) {
+  const named = (f) => (members.get(f) ?? [f]).map(relative).join(', ');
+  for (const f of again) console.log(`[test] the process of ${named(f)} was ended by V8's "${first.aborted[f]}" abort, not by a test; running it once more`);
+  code = await runOnce(again, 2);
+  console.log(`[test] the file(s) run once more ${code === 0 ? 'passed' : 'failed again'}`);
+}
+rmSync(groupsDir, { recursive: true, force: true });
+if (first) {
+  console.log(`[test] ${files.length} file(s) in ${runs.length} processes, ${Math.round((Date.now() - started) / 1000)} s (${concurrency} at a time); the slowest files:`);
+  for (const [file, ms] of first.times.slice(0, 10)) console.log(`[test] ${(ms / 1000).toFixed(1).padStart(7)} s  ${relative(file)}`);
+}
+rmSync(reportsDir, { recursive: true, force: true });
+process.exit(code);

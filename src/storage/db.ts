@@ -10,7 +10,7 @@ import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
 import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator';
 import type { Pool as PgPool } from 'pg';
 import { StorageError } from '../errors/storage.ts';
-import { RemotePglite } from './pglite-remote.ts';
+import { pgliteAssets, RemotePglite } from './pglite-remote.ts';
 
 /**
  * One type over both drivers: features write their queries once, each against its own
@@ -81,7 +81,7 @@ const startParams = (sharedBuffersMb: number): string[] => [...PGlite.defaultSta
  * database from it takes a fraction of an empty one's initdb: tests open many (one per app).
  */
 export async function migratedPgliteImage(): Promise<Blob> {
-  const client = new PGlite();
+  const client = new PGlite(await mainThreadAssets());
   try {
     await client.waitReady;
     await migratePglite(drizzlePglite(client), { migrationsFolder: MIGRATIONS });
@@ -89,6 +89,12 @@ export async function migratedPgliteImage(): Promise<Blob> {
   } finally {
     await client.close();
   }
+}
+
+/** The process's compiled PGlite and its file bundle (pgliteAssets), as PGlite's own options. */
+async function mainThreadAssets(): Promise<{ pgliteWasmModule?: WebAssembly.Module; fsBundle?: Blob }> {
+  const { wasmModule, fsBundle } = await pgliteAssets();
+  return { ...(wasmModule ? { pgliteWasmModule: wasmModule } : {}), ...(fsBundle ? { fsBundle } : {}) };
 }
 
 async function openPglite(dataDir: string, image: Blob | undefined, sharedBuffersMb: number, thread: 'worker' | 'main'): Promise<Storage> {
@@ -106,7 +112,8 @@ async function openPglite(dataDir: string, image: Blob | undefined, sharedBuffer
     const copy = image && dir === undefined ? await image.arrayBuffer() : undefined;
     client = await RemotePglite.open({ ...(dir ? { dir } : {}), ...(copy ? { image: copy } : {}), startParams: params });
   } else {
-    client = dir ? new PGlite(dir, { startParams: params }) : new PGlite(image ? { loadDataDir: image, startParams: params } : { startParams: params });
+    const shared = await mainThreadAssets();
+    client = dir ? new PGlite(dir, { startParams: params, ...shared }) : new PGlite({ ...(image ? { loadDataDir: image } : {}), startParams: params, ...shared });
     await client.waitReady;
   }
   if (dir) ownerOnly(dir);

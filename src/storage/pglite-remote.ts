@@ -179,9 +179,13 @@ let assets: Promise<Pick<PgliteWorkerData, 'wasmModule' | 'fsBundle'>> | undefin
 
 /**
  * PGlite's WebAssembly compiled and its file bundle read once per process and given to every
- * worker, which would otherwise do both itself at each start (tests open many databases).
+ * database the process opens, on a worker or on its own thread, which would otherwise do both
+ * itself at each start (tests open many databases). The one compiled module also stays alive for
+ * the whole process: V8 does not free and remake PGlite's machine code at every database closed
+ * and opened, the churn under which Node 22-24's V8 can abort on a check of its JIT-page registry
+ * ("Check failed: jit_page...", nodejs/node#64500; docs/development.md).
  */
-function pgliteAssets(): Promise<Pick<PgliteWorkerData, 'wasmModule' | 'fsBundle'>> {
+export function pgliteAssets(): Promise<Pick<PgliteWorkerData, 'wasmModule' | 'fsBundle'>> {
   assets ??= (async () => {
     try {
       const dist = new URL('.', import.meta.resolve('@electric-sql/pglite'));

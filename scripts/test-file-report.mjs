@@ -1,0 +1,40 @@
+// A reporter for Node's test runner used by scripts/run-tests.mjs, one JSON line at the end:
+// - `times`: each test file's time (the sum of its top-level tests), slowest first;
+// - `failed`: the files with a failed top-level test;
+// - `aborted`: the files whose process V8 ended on a check of its JIT-page registry (the line
+//   "Check failed: jit_page..." on the file's stderr), a fault of the runtime under PGlite's
+//   WebAssembly churn (nodejs/node#64500), not of a test; each with the check's line.
+import path from 'node:path';
+
+/** The V8 check a JIT-page registry desync fails (ThreadIsolation, Node 22-24), on stderr. */
+export const JIT_PAGE_ABORT = /Check failed: jit_page\S*/;
+
+export default async function* fileReport(source) {
+  const perFile = new Map();
+  const failed = new Set();
+  const aborted = {};
+  for await (const event of source) {
+    // Absolute: Node 24 names the file of a stderr line as it was given, relative to the cwd.
+    const file = event.data?.file ? path.resolve(event.data.file) : undefined;
+    if ((event.type === 'test:pass' || event.type === 'test:fail') && event.data.nesting === 0) {
+      perFile.set(file ?? '?', (perFile.get(file ?? '?') ?? 0) + (event.data.details?.duration_ms ?? 0));
+      if (event.type === 'test:fail' && file) failed.add(file);
+    }
+    if (event.type === 'test:stderr' && file) {
+      const line = JIT_PAGE_ABORT.exec(event.data.message ?? '');
+      if (line) aborted[file] ??= line[0];
+    }
+  }
+  const times = [...perFile].sort((a, b) => b[1] - a[1]);
+  yield `${JSON.stringify({ times, failed: [...failed], aborted })}\n`;
+}
+
+/**
+ * The files to run once more: those that failed, when every one of them was ended by the V8
+ * abort above. A failure of any other kind, or none, gives none (the run's verdict stands).
+ */
+export function toRunAgain(report) {
+  const failed = report.failed ?? [];
+  if (failed.length === 0) return [];
+  return failed.every((f) => report.aborted?.[f]) ? failed : [];
+}
