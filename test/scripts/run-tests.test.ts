@@ -9,9 +9,15 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import fileReport, { toRunAgain } from '../../scripts/test-file-report.mjs';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+type Report = { times: [string, number][]; failed: string[]; aborted: Record<string, string> };
+type Event = { type: string; data: Record<string, unknown> };
+// @ts-expect-error: a plain ES module script without type declarations
+const { default: fileReport, toRunAgain } = (await import('../../scripts/test-file-report.mjs')) as {
+  default: (source: AsyncIterable<Event>) => AsyncIterable<string>;
+  toRunAgain: (report: Partial<Report>) => string[];
+};
 const dirs: string[] = [];
 after(() => {
   for (const d of dirs) rmSync(d, { recursive: true, force: true });
@@ -75,8 +81,7 @@ describe('the runner and a process V8 aborted on its JIT-page check', () => {
 });
 
 describe('the abort reporter', () => {
-  type Report = { times: [string, number][]; failed: string[]; aborted: Record<string, string> };
-  async function report(events: { type: string; data: Record<string, unknown> }[]): Promise<Report> {
+  async function report(events: Event[]): Promise<Report> {
     async function* source() {
       yield* events;
     }
