@@ -152,8 +152,8 @@ export async function waitUntil(child: Child, what: string, probe: () => Promise
  * Starts one of the bench's own servers (`bench/lib/targets/<script>`, run through tsx, `nodeArgs` before it);
  * it prints `listening <port>`.
  */
-export async function startScript(name: string, script: string, args: string[], role: Role, nodeArgs: string[] = []): Promise<{ child: Child; url: string }> {
-  const child = startChild(name, process.execPath, [...nodeArgs, '--import', 'tsx', path.join(ROOT, 'bench', 'lib', 'targets', script), ...args], { role });
+export async function startScript(name: string, script: string, args: string[], role: Role, nodeArgs: string[] = [], env: Record<string, string> = {}): Promise<{ child: Child; url: string }> {
+  const child = startChild(name, process.execPath, [...nodeArgs, '--import', 'tsx', path.join(ROOT, 'bench', 'lib', 'targets', script), ...args], { role, env: { ...process.env, ...env } });
   let port = 0;
   await waitUntil(child, 'listening', async () => {
     port = Number(/listening (\d+)/.exec(child.output())?.[1] ?? 0);

@@ -14,7 +14,7 @@
 //   npm run bench -- ws --connections 18000 --processes 5 --notifications 30 --interval 1000
 import { type ChildProcess, fork, spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
-import { readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
@@ -41,6 +41,7 @@ const OPTIONS = {
   rounds: { type: 'string', default: '2' }, // rounds of turns (bare, gateway; then gateway, bare; ...)
   target: { type: 'string', default: 'both', help: 'gateway, bare (the bare ws broadcaster) or both, in turns' },
   workers: { type: 'string', help: 'the gateway\'s WORKERS (a number or auto; default: $WORKERS, else 1)' },
+  'heap-snapshots': { type: 'string', help: 'a folder: heap snapshots of each target\'s first turn after half and after all of the connections, in DIR/gateway and DIR/bare (npm run bench -- heap-diff DIR/gateway/01.heapsnapshot DIR/gateway/02.heapsnapshot)' },
 } as const;
 let opt: Values<typeof OPTIONS>;
 
@@ -58,6 +59,7 @@ export default defineScenario({
     const w = opt.workers ?? process.env.WORKERS ?? '1';
     workers = w === 'auto' ? os.availableParallelism() : Number(w);
     if (!Number.isInteger(workers) || workers < 1) throw new Error(`--workers: "${w}" is not a number of workers (or auto)`);
+    if (opt['heap-snapshots']) snapshotDir = path.resolve(opt['heap-snapshots']);
     if (!['gateway', 'bare', 'both'].includes(opt.target)) throw new Error(`--target: "${opt.target}" is not gateway, bare or both`);
     await main();
   },
@@ -78,6 +80,14 @@ let intervalMs = 1000;
 let logsEvery = 3;
 let rounds = 2;
 let workers = 1;
+let snapshotDir: string | undefined;
+const snapshotsTaken: Partial<Record<Kind, number>> = {};
+/** With --heap-snapshots: the target's folder of them (DIR/gateway, DIR/bare), in its environment. */
+const snapshotsOf = (kind: Kind): Record<string, string> => {
+  if (!snapshotDir) return {};
+  mkdirSync(path.join(snapshotDir, kind), { recursive: true });
+  return { BENCH_HEAP_SNAPSHOT_DIR: path.join(snapshotDir, kind) };
+};
 
 /** The scripted node: JSON-RPC over HTTP (fixed answers, for the gateway's probes) and WebSocket subscriptions. */
 async function startFakeNode() {
@@ -229,7 +239,7 @@ interface Target {
 
 async function startTarget(kind: Kind, node: FakeNode): Promise<Target> {
   if (kind === 'bare') {
-    const { child, url } = await startScript('bare ws broadcaster', 'bare-broadcaster.ts', [node.wsUrl, JSON.stringify({ address: LOG_ADDRESS })], 'target', ['--expose-gc']);
+    const { child, url } = await startScript('bare ws broadcaster', 'bare-broadcaster.ts', [node.wsUrl, JSON.stringify({ address: LOG_ADDRESS })], 'target', ['--expose-gc'], snapshotsOf('bare'));
     return { kind, label: 'bare ws broadcaster', child, url: `${url.replace('http', 'ws')}/`, servers: [child.pid] };
   }
   const label = workers > 1 ? `gateway, WORKERS=${workers}` : 'gateway';
@@ -237,7 +247,7 @@ async function startTarget(kind: Kind, node: FakeNode): Promise<Target> {
   const data = tempDir('ws-data');
   await seedDataDir(data);
   const gw = await startGateway(
-    { label, env: { UPSTREAM_WS_NATIVE_MAINNET: node.wsUrl, BENCH_GC: '1', WORKERS: String(workers), DATA_DIR: data } },
+    { label, env: { UPSTREAM_WS_NATIVE_MAINNET: node.wsUrl, BENCH_GC: '1', WORKERS: String(workers), DATA_DIR: data, ...snapshotsOf('gateway') } },
     node.httpUrl,
     { nodeArgs: ['--expose-gc'] },
   );
@@ -376,6 +386,11 @@ async function turn(kind: Kind, node: FakeNode, clientProcs: ChildProcess[], fir
       setupMs += performance.now() - t0;
       setupCpu += cpuSeconds(t.child.pid) - cpu0;
       await sleep(1_000);
+      // Each target's first turn, with --heap-snapshots: a snapshot with each memory line (src/ops/bench-gc.ts).
+      if (snapshotDir && (snapshotsTaken[t.kind] ?? 0) < 2) {
+        snapshotsTaken[t.kind] = (snapshotsTaken[t.kind] ?? 0) + 1;
+        writeFileSync(path.join(snapshotDir, t.kind, 'next'), '');
+      }
       return targetMemory(t);
     };
     const mid = await open((x) => ({ first: x.first, count: x.half }));

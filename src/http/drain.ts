@@ -43,18 +43,32 @@ export class ConnectionDrain {
   /** Follows the connections and requests of `server` (once, before it listens). */
   attach(server: http.Server): void {
     this.#server = server;
+    // One listener for every socket (its `this`), nothing made per connection.
+    const open = this.#open;
+    const closed = function (this: net.Socket): void {
+      open.delete(this as Tracked);
+    };
     server.on('connection', (socket: net.Socket) => {
       const s = socket as Tracked;
       s[ACTIVE] = 0;
       s[LAST] = performance.now();
-      this.#open.add(s);
-      s.once('close', () => this.#open.delete(s));
+      open.add(s);
+      s.on('close', closed);
     });
     server.on('request', onRequest);
-    // A WebSocket is the WebSocket gateway's to close (1001), not an HTTP connection to drain. The
-    // listener only watches: it is marked so that the WebSocket gateway still answers upgrades no
-    // other listener takes (ws/server.ts).
-    const forget = Object.assign((req: http.IncomingMessage) => this.#open.delete(req.socket as Tracked), { [WATCHES_ONLY]: true });
+    // A WebSocket is the WebSocket gateway's to close (1001), not an HTTP connection to drain; its
+    // socket is let go of whole, the close listener too, so that the WebSocket's socket keeps ws's
+    // listener alone (three at once grew the socket's list of them to 19 slots, held for the
+    // connection's life: memory per connection, docs/scaling.md). The listener only
+    // watches: it is marked so that the WebSocket gateway still answers upgrades no other
+    // listener takes (ws/server.ts).
+    const forget = Object.assign(
+      (req: http.IncomingMessage) => {
+        open.delete(req.socket as Tracked);
+        req.socket.off('close', closed);
+      },
+      { [WATCHES_ONLY]: true },
+    );
     server.on('upgrade', forget);
   }
 

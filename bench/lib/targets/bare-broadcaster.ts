@@ -33,8 +33,9 @@ const NOTIFICATION = Buffer.from('"method":"eth_subscription"');
 let connections = 0;
 let framesBuilt = 0;
 
-// The bench's own target: the memory report is always on (it still needs --expose-gc).
-installBenchGc({ BENCH_GC: '1' }, () => ({ connections, framesBuilt }));
+// The bench's own target: the memory report is always on (it still needs --expose-gc); heap
+// snapshots too when the bench asks (BENCH_HEAP_SNAPSHOT_DIR, ws --heap-snapshots).
+installBenchGc({ BENCH_GC: '1', BENCH_HEAP_SNAPSHOT_DIR: process.env.BENCH_HEAP_SNAPSHOT_DIR }, () => ({ connections, framesBuilt }));
 
 const server = http.createServer((_req, res) => res.writeHead(426).end());
 const wss = new WebSocketServer({ server, perMessageDeflate: false, clientTracking: false });

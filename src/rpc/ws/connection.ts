@@ -90,7 +90,12 @@ export class WsConnection implements SubscriptionDispatcher, Cuttable {
   /** C58: the upgrade's traceparent (and tracestate), linked from each message's trace. */
   readonly #traceLink: Readonly<Record<string, string>> | undefined;
   readonly #ctx: ConnectionContext;
-  readonly #subs = new Map<string, ClientSubscription>();
+  /**
+   * The connection's subscriptions: none, the one (most connections have one), or a Map of them
+   * by id from the second on. An empty Map costs ~180 bytes, held by every connection for its
+   * life (memory per connection, docs/scaling.md).
+   */
+  #subs: ClientSubscription | Map<string, ClientSubscription> | undefined;
   /** Slots taken by subscriptions being made (reserved before any await). */
   #reserved = 0;
   #inFlight = 0;
@@ -254,8 +259,10 @@ export class WsConnection implements SubscriptionDispatcher, Cuttable {
     if (this.closed) return;
     this.closed = true;
     const hub = this.#ctx.upstreams.hub(this.network.slug);
-    for (const s of this.#subs.values()) hub.unsubscribe(s.topicKey, s);
-    this.#subs.clear();
+    const subs = this.#subs;
+    this.#subs = undefined;
+    if (subs instanceof Map) for (const s of subs.values()) hub.unsubscribe(s.topicKey, s);
+    else if (subs) hub.unsubscribe(subs.topicKey, subs);
   }
 
   async #onMessage(data: Buffer, isBinary: boolean): Promise<void> {
@@ -304,7 +311,7 @@ export class WsConnection implements SubscriptionDispatcher, Cuttable {
 
   reserve(key: ResolvedKey): RpcError | null {
     const max = this.#ctx.settings.plans[key.tier].subscriptionsPerConnection;
-    if (max !== null && this.#subs.size + this.#reserved >= max) {
+    if (max !== null && this.#subscriptions() + this.#reserved >= max) {
       return new RateLimitedError(`Subscription limit exceeded: at most ${max} per connection`, { details: { limit: 'subscriptions', max } });
     }
     this.#reserved++;
@@ -319,11 +326,29 @@ export class WsConnection implements SubscriptionDispatcher, Cuttable {
     if (!Array.isArray(params) || params.length !== 1 || typeof params[0] !== 'string') {
       return new InvalidParamsError('Invalid params: eth_unsubscribe takes [subscriptionId]');
     }
-    const sub = this.#subs.get(params[0]);
+    const id = params[0];
+    const subs = this.#subs;
+    const sub = subs instanceof Map ? subs.get(id) : subs?.id === id ? subs : undefined;
     if (!sub) return false;
-    this.#subs.delete(params[0]);
+    if (subs instanceof Map) subs.delete(id);
+    else this.#subs = undefined;
     this.#ctx.upstreams.hub(this.network.slug).unsubscribe(sub.topicKey, sub);
     return true;
+  }
+
+  #subscriptions(): number {
+    const subs = this.#subs;
+    return subs instanceof Map ? subs.size : subs ? 1 : 0;
+  }
+
+  #keep(sub: ClientSubscription): void {
+    const subs = this.#subs;
+    if (subs === undefined) this.#subs = sub;
+    else if (subs instanceof Map) subs.set(sub.id, sub);
+    else this.#subs = new Map([
+      [subs.id, subs],
+      [sub.id, sub],
+    ]);
   }
 
   async subscribe(params: unknown, id: string): Promise<DispatchAnswer> {
@@ -347,7 +372,7 @@ export class WsConnection implements SubscriptionDispatcher, Cuttable {
       hub.unsubscribe(topic.key, sub);
       return { text: null };
     }
-    this.#subs.set(subscriptionId, sub);
+    this.#keep(sub);
     return {
       text: resultText(id, subscriptionId),
       after: () => {

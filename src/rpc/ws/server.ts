@@ -258,17 +258,29 @@ export class WsGateway {
       return deny(socket, 503, new InternalRpcError('The gateway is shutting down; reconnect shortly'));
     }
     // A handshake ws refuses (bad Sec-WebSocket-Key, version) ends the socket without a callback.
+    // ws 8 completes or refuses one before handleUpgrade returns (no verifyClient here), so the
+    // slot of a refused one is given back right after; were the callback ever to come later, a
+    // close listener does it instead. Nothing is left on the socket for the connection's life:
+    // memory per connection (docs/scaling.md).
+    let upgraded = false;
+    let listening = false;
     const notUpgraded = () => this.#slots.release(key.keyId);
-    socket.once('close', notUpgraded);
     this.#upgradeHeaders.set(req, { ...headers, 'x-request-id': reqId });
     this.#wss.handleUpgrade(req, socket, head, (ws) => {
-      socket.off('close', notUpgraded); // from now on the connection's close gives the slot back
+      upgraded = true; // from now on the connection's close gives the slot back
+      if (listening) socket.off('close', notUpgraded);
+      // ws has its own error listener on the socket now.
+      socket.off('error', ignore);
       // C58: the upgrade's traceparent, which each message's trace links to (read only while tracing is on).
       const traceLink = this.#d.tracing ? upgradeTrace(req) : undefined;
       const conn = new WsConnection(ws, socket, { network, apiKey: apiKey as string, key, ip, origin, authorization, reqId, traceLink }, this.#ctx);
       this.connections.add(conn);
       if (this.#closing) ws.close(1001, 'server shutting down');
     });
+    if (upgraded) return;
+    if (socket.destroyed) return notUpgraded();
+    listening = true;
+    socket.once('close', notUpgraded);
   }
 
   /**

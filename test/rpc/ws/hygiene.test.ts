@@ -3,6 +3,7 @@
 // connection and per-connection subscription limits, message size, upstream failures, and the
 // graceful stop (1001 to every client, upstream connections closed).
 import assert from 'node:assert/strict';
+import net from 'node:net';
 import { after, before, test } from 'node:test';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
@@ -144,6 +145,67 @@ test('refuses connections past the per-key limit with 429 (-32005), and admits a
   await waitFor(() => t.app.parts.ws.connectionsOf(k.id) === 2, { timeoutMs: 2_000, what: 'the slot to be released' });
   const again = await connect(url(k.key));
   for (const c of [again, ...open.slice(1)]) await c.close();
+});
+
+test('an upgrade ws refuses (a bad Sec-WebSocket-Key) gives its connection slot back at once', async () => {
+  const k = await createKey(t.app, { networks: NETWORKS });
+  const address = new URL(url(k.key));
+  // Past the per-key limit of 3 if a refused handshake kept its slot.
+  for (let i = 0; i < 4; i++) {
+    const socket = net.connect(Number(address.port), address.hostname);
+    const status = await new Promise<string>((resolve, reject) => {
+      socket.on('connect', () =>
+        socket.write(`GET ${address.pathname}${address.search} HTTP/1.1\r\nHost: ${address.host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: not-a-key\r\nSec-WebSocket-Version: 13\r\n\r\n`),
+      );
+      socket.once('data', (d) => resolve(String(d).split('\r\n', 1)[0] ?? ''));
+      socket.on('error', reject);
+    });
+    socket.destroy();
+    assert.equal(status, 'HTTP/1.1 400 Bad Request');
+  }
+  await waitFor(() => t.app.parts.ws.connectionsOf(k.id) === 0, { timeoutMs: 2_000, what: 'the refused upgrades\' slots to be given back' });
+  const open = [await connect(url(k.key)), await connect(url(k.key)), await connect(url(k.key))];
+  assert.equal(t.app.parts.ws.connectionsOf(k.id), 3);
+  for (const c of open) await c.close();
+});
+
+test("a connection's socket keeps ws's own close and error listeners alone: nothing of the upgrade or the HTTP drain stays on it (memory per connection, docs/scaling.md)", async () => {
+  const k = await createKey(t.app, { networks: NETWORKS });
+  const c = await connect(url(k.key));
+  const socket = (serverSide(k.id)?.ws as unknown as { _socket: net.Socket })._socket;
+  assert.equal(socket.listenerCount('close'), 1);
+  assert.equal(socket.listenerCount('error'), 1);
+  // Its close still gives the slot back (ws's listener, through the connection).
+  await c.close();
+  await waitFor(() => t.app.parts.ws.connectionsOf(k.id) === 0, { timeoutMs: 2_000, what: 'the slot to be released' });
+});
+
+test('subscriptions kept one by one: each of two is served and unsubscribed on its own, in either order, and leaves its hub', async () => {
+  for (const order of [
+    [0, 1],
+    [1, 0],
+  ]) {
+    const subscribers = () => t.app.parts.upstreams.hub('native-mainnet').stats().subscribers;
+    const before = subscribers();
+    const c = await connect(url(await newKey()));
+    const ids = [await c.subscribe(['newHeads']), await c.subscribe(['newHeads'])];
+    assert.equal(subscribers(), before + 2);
+    assert.notEqual(ids[0], ids[1]);
+    const n = 0x6000_0000 + Math.floor(Math.random() * 1e6);
+    assert.equal(node.emit('newHeads', { number: `0x${n.toString(16)}` }), 1);
+    for (const id of ids) await c.next((m) => m.params?.subscription === id);
+    const [first, second] = order.map((i) => ids[i] as string);
+    assert.equal((await c.call('eth_unsubscribe', ['0x00000000000000000000000000000000'])).result, false);
+    assert.equal((await c.call('eth_unsubscribe', [first])).result, true);
+    assert.equal((await c.call('eth_unsubscribe', [first])).result, false);
+    assert.equal(subscribers(), before + 1);
+    assert.equal(node.emit('newHeads', { number: `0x${(n + 1).toString(16)}` }), 1, 'the other subscription still holds the topic');
+    await c.next((m) => m.params?.subscription === second && (m.params.result as { number: string }).number === `0x${(n + 1).toString(16)}`);
+    assert.equal((await c.call('eth_unsubscribe', [second])).result, true);
+    assert.equal(subscribers(), before);
+    assert.equal(c.messages.filter((m) => m.params?.subscription === first && (m.params.result as { number: string }).number === `0x${(n + 1).toString(16)}`).length, 0);
+    await c.close();
+  }
 });
 
 test('refuses subscriptions past the per-connection limit with -32005; an unsubscribe frees a place', async () => {
