@@ -68,6 +68,17 @@ for (const backend of backends) {
       for (const v of Object.values(row)) assert.ok(!JSON.stringify(v ?? '').includes(secretPart), 'no column holds the secret');
     });
 
+    test('the RPC key lookup reads what a key in memory needs, and neither the password hash nor the ciphertext', async () => {
+      const u = await registerUser(t.app);
+      const k = (await create(u.auth, { name: 'looked up', networks: ['native-mainnet'], rateLimit: 7 })).json().data;
+      const row = await t.app.parts.keys.lookupByHash(createHash('sha256').update(k.key).digest('hex'));
+      assert.ok(row);
+      assert.deepEqual(Object.keys(row.key).sort(), ['access', 'allNetworks', 'expiresAt', 'id', 'networks', 'rateLimit', 'status']);
+      assert.deepEqual(Object.keys(row.user).sort(), ['dailyLimit', 'id', 'monthlyLimit', 'requestsPerMinute', 'tier']);
+      assert.deepEqual({ id: row.key.id, networks: row.key.networks, rateLimit: row.key.rateLimit, status: row.key.status, user: row.user.id, tier: row.user.tier }, { id: k.id, networks: ['native-mainnet'], rateLimit: 7, status: 'active', user: u.id, tier: 'free' });
+      assert.equal(await t.app.parts.keys.lookupByHash('0'.repeat(64)), undefined);
+    });
+
     test('the list shows the full key, usage {daily, monthly}, lastUsedAt null until first use, status and expiresAt', async () => {
       const u = await registerUser(t.app);
       const k = (await create(u.auth, { name: 'listed' })).json().data;
