@@ -112,6 +112,8 @@ export interface AppParts {
   /** The reads of stored usage (stats, the key list's counts, the quotas' seed). */
   usageQueries: UsageQueries;
   ws: WsGateway;
+  /** The JSON-RPC pipeline every transport hands its messages to. */
+  pipeline: RpcPipeline;
   /** C57: the HTTP connections' drain on a stop. */
   drain: ConnectionDrain;
   /** C60: unsent answers of every client. */
@@ -348,7 +350,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   follower.register(solver);
   // C40: the unified balance reads through the same pools and values with the same prices.
   const balances = new BalanceService({ networks, upstreams, prices, logger });
-  app.decorate('parts', { config, networks, accounts, tokens, keys, metrics, keyCache, upstreams, usage, usageQueries, ws, drain, outbound, follower, prices, whales, webhooks, intents, solver } satisfies AppParts);
+  app.decorate('parts', { config, networks, accounts, tokens, keys, metrics, keyCache, upstreams, usage, usageQueries, ws, pipeline, drain, outbound, follower, prices, whales, webhooks, intents, solver } satisfies AppParts);
 
   // Started in this order once the app is ready, closed in the reverse order when it closes.
   installLifecycle(app, [

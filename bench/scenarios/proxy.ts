@@ -108,7 +108,7 @@ const OPTIONS = {
   rounds: { type: 'string', default: '6', help: 'interleaved rounds after the table (0: none)' },
   'round-seconds': { type: 'string', default: '3', help: 'measured seconds of each target in a round' },
   pin: { type: 'string', default: 'off', help: 'on: the target alone on one CPU (taskset); off: wherever the scheduler puts it' },
-  baseline: { type: 'string', help: 'another checkout (its dist/ built): its pass-through gateway joins the interleaved rounds' },
+  baseline: { type: 'string', help: 'another checkout (its dist/ built): its pass-through gateway (and its cached rows, when selected) join the interleaved rounds' },
   flags: { type: 'string', help: 'Node.js/V8 flags, written --flags="--max-semi-space-size=16": a pass-through gateway started with them joins the interleaved rounds, beside the same without' },
   table: { type: 'string', default: 'on', help: 'off: no table, only the interleaved rounds (a quicker before/after)' },
   // The tail at equal load, open loop (bench/lib/load/load-open.ts)
@@ -138,7 +138,8 @@ const NGINX = 'nginx proxy_pass';
 const BARE = 'node:http + undici only';
 const FIXED = 'node:http fixed answer, gateway headers';
 const TWIN = 'gateway, X-API-Key, twin';
-const BASELINE = 'gateway, X-API-Key, baseline checkout';
+const BASELINE_CHECKOUT = 'baseline checkout';
+const BASELINE = `gateway, X-API-Key, ${BASELINE_CHECKOUT}`;
 
 async function main(): Promise<number> {
   if (opt.loadgen !== undefined && opt.loadgen !== 'wrk' && opt.loadgen !== 'undici') throw new Error('--loadgen is wrk or undici');
@@ -335,6 +336,15 @@ async function pairs(upstreamUrl: string, load: ReturnType<typeof pickLoadGenera
       children.push(base.child);
       targets.push({ label: BASELINE, url: base.rpcUrl, headers: base.headers, body: baseOf.body ?? BODY, pid: base.child.pid, metricsUrl: base.metricsUrl });
     }
+    // The cached rows too, each beside the same row built from the other checkout.
+    if (opt.baseline !== undefined) {
+      for (const v of cached) {
+        const label = `${v.label}, ${BASELINE_CHECKOUT}`;
+        const base = await startGateway({ ...v, label }, upstreamUrl, { cwd: path.resolve(opt.baseline) });
+        children.push(base.child);
+        targets.push({ label, url: base.rpcUrl, headers: base.headers, body: v.body ?? BODY, pid: base.child.pid, metricsUrl: base.metricsUrl });
+      }
+    }
     // Runtime settings on trial: the same pass-through gateway started with --flags.
     const tuned = opt.flags === undefined ? undefined : `${ANALYTICS_ON}, ${opt.flags}`;
     if (tuned && on) {
@@ -354,6 +364,9 @@ async function pairs(upstreamUrl: string, load: ReturnType<typeof pickLoadGenera
       if (has(NGINX)) comparisons.push({ name: `${v.label} vs ${NGINX}`, a: v.label, b: NGINX });
     }
     if (has(ANALYTICS_ON) && has(ANALYTICS_OFF)) comparisons.push({ name: 'analytics on vs off', a: ANALYTICS_ON, b: ANALYTICS_OFF, goal: { min: 0.97, text: 'C46, goal: within 3%' } });
+    if (opt.baseline !== undefined) {
+      for (const v of cached) if (has(`${v.label}, ${BASELINE_CHECKOUT}`)) comparisons.push({ name: `${v.label} vs the same built from ${opt.baseline}`, a: v.label, b: `${v.label}, ${BASELINE_CHECKOUT}` });
+    }
     if (has(BASELINE)) {
       comparisons.push({ name: `${BASELINE} vs ${BARE}`, a: BASELINE, b: BARE, p99Max: 1.2 });
       comparisons.push({ name: `${ANALYTICS_ON} vs the same built from ${opt.baseline}`, a: ANALYTICS_ON, b: BASELINE });

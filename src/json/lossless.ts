@@ -236,19 +236,35 @@ export function memberSpan(t: string, name: string, from = 0, to = t.length): [n
  * the object text, nothing allocated.
  */
 export function eachMemberName(t: string, visit: (start: number, end: number) => boolean | undefined, from = 0): boolean {
-  let i = skipWs(t, from);
-  if (t.charCodeAt(i) !== 0x7b) return false;
-  i = skipWs(t, i + 1);
-  while (i < t.length && t.charCodeAt(i) === 0x22) {
+  if (t.charCodeAt(skipWs(t, from)) !== 0x7b) return false;
+  for (let i = firstMemberAt(t, from); i !== -1; ) {
     const keyEnd = skipValue(t, i);
     if (visit(i + 1, keyEnd - 1) === false) return true;
-    i = skipWs(t, keyEnd);
-    if (t.charCodeAt(i) !== 0x3a) return true;
-    i = skipWs(t, skipValue(t, skipWs(t, i + 1)));
-    if (t.charCodeAt(i) !== 0x2c) return true;
-    i = skipWs(t, i + 1);
+    i = nextMemberAt(t, keyEnd);
   }
   return true;
+}
+
+/**
+ * Where the first top-level member name of the object text `t` starts (its opening quote), or -1
+ * when `t` is not an object or has no member. With {@link nextMemberAt}, the walk of
+ * {@link eachMemberName} for a caller that runs per call and should make no closure.
+ */
+export function firstMemberAt(t: string, from = 0): number {
+  let i = skipWs(t, from);
+  if (t.charCodeAt(i) !== 0x7b) return -1;
+  i = skipWs(t, i + 1);
+  return t.charCodeAt(i) === 0x22 ? i : -1;
+}
+
+/** Where the member name after the one that ends at `nameEnd` (just past its closing quote) starts, or -1 after the last. */
+export function nextMemberAt(t: string, nameEnd: number): number {
+  let i = skipWs(t, nameEnd);
+  if (t.charCodeAt(i) !== 0x3a) return -1;
+  i = skipWs(t, skipValue(t, skipWs(t, i + 1)));
+  if (t.charCodeAt(i) !== 0x2c) return -1;
+  i = skipWs(t, i + 1);
+  return t.charCodeAt(i) === 0x22 ? i : -1;
 }
 
 /** The top-level member names of the object text `t` exactly as written (escapes kept, repeats kept), or null when it is not an object. */

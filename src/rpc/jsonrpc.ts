@@ -1,6 +1,6 @@
 // JSON-RPC 2.0 items (C22, C23): reading single calls and notifications, and writing answers as text.
 import { InvalidRequestError, type RpcError } from '../errors/rpc.ts';
-import { eachMemberName } from '../json/lossless.ts';
+import { firstMemberAt, nextMemberAt, skipValue } from '../json/lossless.ts';
 
 export type RpcId = string | number | null;
 
@@ -69,21 +69,24 @@ export function callMembersError(raw: string | Uint8Array): { error: InvalidRequ
   let strayStart = -1;
   let strayEnd = -1;
   let repeated = false;
-  eachMemberName(t, (start, end) => {
+  // The walk of eachMemberName without its callback: this runs for every call.
+  for (let i = firstMemberAt(t); i !== -1; ) {
+    const keyEnd = skipValue(t, i);
+    const start = i + 1;
+    const len = keyEnd - 1 - start;
     let bit = 0;
-    const len = end - start;
     if (len === 2) bit = t.startsWith('id', start) ? ID : 0;
     else if (len === 6) bit = t.startsWith('method', start) ? METHOD : t.startsWith('params', start) ? PARAMS : 0;
     else if (len === 7) bit = t.startsWith('jsonrpc', start) ? JSONRPC : 0;
-    if (bit !== 0 && (seen & bit) === 0) {
-      seen |= bit;
-      return true;
+    if (bit === 0 || (seen & bit) !== 0) {
+      strayStart = start;
+      strayEnd = keyEnd - 1;
+      repeated = bit !== 0;
+      break;
     }
-    strayStart = start;
-    strayEnd = end;
-    repeated = bit !== 0;
-    return false;
-  });
+    seen |= bit;
+    i = nextMemberAt(t, keyEnd);
+  }
   if (strayStart < 0) return null;
   let member = t.slice(strayStart, Math.min(strayEnd, strayStart + MAX_ECHOED_NAME));
   if (typeof raw !== 'string') member = Buffer.from(member, 'latin1').toString('utf8');

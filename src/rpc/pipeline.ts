@@ -6,7 +6,7 @@ import type { MethodsConfig, RpcConfig } from '../config/schema.ts';
 import { ApiKeyRevokedError, InvalidParamsError, InvalidRequestError, ParseError, ResponseTooLargeError, RpcError } from '../errors/rpc.ts';
 import type { KeyCache, ResolvedKey } from '../keys/cache.ts';
 import { admit, Refusal } from '../keys/admission.ts';
-import type { Meter } from '../metering/meter.ts';
+import type { Meter, MeterOutcome } from '../metering/meter.ts';
 import { ComputeUnits } from '../metering/weights.ts';
 import type { UsageSink } from '../usage/sink.ts';
 import type { AnalyticsRecorder } from '../analytics/recorder.ts';
@@ -20,7 +20,7 @@ import { callText, judgeParams } from '../methods/judge.ts';
 import { methodFacts } from '../methods/catalogue.ts';
 import type { MethodPolicy } from './policy.ts';
 import { OTHER_METHOD, type RpcCallMetrics, UNKNOWN_NETWORK } from '../ops/metrics.ts';
-import type { Tracing } from '../ops/tracing.ts';
+import type { TraceSpan, Tracing } from '../ops/tracing.ts';
 import { type Caller, type ParsedCall, MAX_NESTING, noAnswer, errorOutput, type Refused, type RpcInput, type RpcOutput, SUBSCRIBE, type SubscriptionDispatcher, UNSUBSCRIBE } from './message.ts';
 import { Outcomes, Settlement } from './outcome.ts';
 
@@ -132,18 +132,32 @@ export class RpcPipeline {
     this.#dispatcher = new Dispatcher({ settings: deps.settings, upstreams: deps.upstreams, cache: deps.cache, cu: this.#cu, tracing: deps.tracing });
   }
 
-  async handle(input: RpcInput): Promise<RpcOutput> {
+  /**
+   * The message's answer: at once when nothing on its way needs waiting for (a key in memory,
+   * limits in process, an answer from memory), else a promise of it. May throw; its outcomes are
+   * recorded either way.
+   */
+  handle(input: RpcInput): RpcOutput | Promise<RpcOutput> {
     const outcomes = new Outcomes(slugOf(input), input.requestId);
     if (this.#settlement.timed) outcomes.at = input.arrivedAt ?? performance.now();
+    let out: RpcOutput | Promise<RpcOutput>;
     try {
-      return await this.#run(input, outcomes);
-    } finally {
+      out = this.#run(input, outcomes);
+    } catch (err) {
       this.#settlement.settle(outcomes);
+      throw err;
     }
+    if (out instanceof Promise) return out.finally(() => this.#settlement.settle(outcomes));
+    this.#settlement.settle(outcomes);
+    return out;
   }
 
-  /** The stages, in order (see the class comment); `outcomes` gets what each refused and what dispatch answered. */
-  async #run(input: RpcInput, outcomes: Outcomes): Promise<RpcOutput> {
+  /**
+   * The stages, in order (see the class comment); `outcomes` gets what each refused and what
+   * dispatch answered. Each stage that may wait (a key looked up in storage, limits on Redis, a
+   * node) goes on in a continuation only when it does.
+   */
+  #run(input: RpcInput, outcomes: Outcomes): RpcOutput | Promise<RpcOutput> {
     // Stage read.
     const msg = this.#read(input, outcomes);
     if (!('text' in msg)) return msg;
@@ -156,15 +170,21 @@ export class RpcPipeline {
       return errorOutput(input.network, msg.id());
     }
     const network = input.network;
-    let key: ResolvedKey | null = null;
-    if (input.apiKey !== null) {
-      const span = this.#tracing?.stage('admission');
-      let admitted = admit(this.#keys, input.apiKey, network.slug, input, this.#meter);
-      if (admitted instanceof Promise) admitted = await admitted;
-      span?.end(admitted instanceof Refusal ? `refused: ${admitted.reason}` : undefined);
-      if (admitted instanceof Refusal) return this.#refuseAdmission(admitted, network, input, msg, outcomes);
-      key = admitted;
-    }
+    if (input.apiKey === null) return this.#admitted(input, msg, network, null, outcomes);
+    const span = this.#tracing?.stage('admission');
+    const admitted = admit(this.#keys, input.apiKey, network.slug, input, this.#meter);
+    if (admitted instanceof Promise) return admitted.then((a) => this.#afterAdmission(a, span, input, msg, network, outcomes));
+    return this.#afterAdmission(admitted, span, input, msg, network, outcomes);
+  }
+
+  #afterAdmission(admitted: ResolvedKey | Refusal, span: TraceSpan | undefined, input: RpcInput, msg: Message, network: Network, outcomes: Outcomes): RpcOutput | Promise<RpcOutput> {
+    span?.end(admitted instanceof Refusal ? `refused: ${admitted.reason}` : undefined);
+    if (admitted instanceof Refusal) return this.#refuseAdmission(admitted, network, input, msg, outcomes);
+    return this.#admitted(input, msg, network, admitted, outcomes);
+  }
+
+  /** The stages after admission: split, judge, cost, then metering and dispatch. */
+  #admitted(input: RpcInput, msg: Message, network: Network, key: ResolvedKey | null, outcomes: Outcomes): RpcOutput | Promise<RpcOutput> {
     outcomes.key = key;
     const caller: Caller = { key, network, ip: input.ip, requestId: input.requestId, outcomes };
 
@@ -177,13 +197,21 @@ export class RpcPipeline {
     const subs = input.subscriptions;
     const judged = this.#judge(caller, msg, items, refused, subs);
     if (!('admitted' in judged)) return judged;
-    const { admitted } = judged;
 
     // Stage cost: an eth_getLogs wider than the network's maxLogsRange is planned before it is metered.
-    if (hasLogs(admitted)) {
-      const out = await this.#planLogs(caller, msg, admitted, refused, () => release(judged, subs));
-      if (out) return out;
-    }
+    if (hasLogs(judged.admitted)) return this.#plannedThenMetered(caller, msg, judged, refused, subs);
+    return this.#metered(caller, msg, judged, refused, subs);
+  }
+
+  async #plannedThenMetered(caller: Caller, msg: Message, judged: Judged, refused: Refused[], subs: SubscriptionDispatcher | undefined): Promise<RpcOutput> {
+    const out = await this.#planLogs(caller, msg, judged.admitted, refused, () => release(judged, subs));
+    if (out) return out;
+    return this.#metered(caller, msg, judged, refused, subs);
+  }
+
+  /** Stage meter (C10, C23: the whole message at once; one that does not fit is refused whole), then usage and dispatch. */
+  #metered(caller: Caller, msg: Message, judged: Judged, refused: Refused[], subs: SubscriptionDispatcher | undefined): RpcOutput | Promise<RpcOutput> {
+    const { admitted } = judged;
     // Over a WebSocket eth_unsubscribe is not metered (it only gives back a slot).
     let cu = 0;
     let calls = 0;
@@ -192,28 +220,35 @@ export class RpcPipeline {
       cu += item.cu ?? this.#cu.of(item.call.method);
       calls++;
     }
-
-    // Stage meter. C10, C23: the whole message is metered at once; one that does not fit is refused whole.
-    const who = key ? { key } : { ip: input.ip };
-    // In process the limits answer at once; only a shared store (Redis) is awaited.
+    const key = caller.key;
+    const who = key ? { key } : { ip: caller.ip };
     const limits = this.#tracing?.stage('limits');
-    const metered = this.#meter.rpcNow(who, calls, cu) ?? (await this.#meter.rpc(who, calls, cu));
+    // In process the limits answer at once; only a shared store (Redis) is awaited.
+    const now = this.#meter.rpcNow(who, calls, cu);
+    if (now) return this.#dispatch(caller, msg, judged, refused, subs, now, calls, limits);
+    return this.#meter.rpc(who, calls, cu).then((metered) => this.#dispatch(caller, msg, judged, refused, subs, metered, calls, limits));
+  }
+
+  /** Metered: refused whole, or usage recorded and the calls dispatched (stage dispatch). */
+  #dispatch(caller: Caller, msg: Message, judged: Judged, refused: Refused[], subs: SubscriptionDispatcher | undefined, metered: MeterOutcome, calls: number, limits: TraceSpan | undefined): RpcOutput | Promise<RpcOutput> {
     limits?.end(metered.error ? `refused: ${metered.error.message}` : undefined);
+    const { admitted } = judged;
+    const { key, outcomes } = caller;
     const headers = metered.headers;
     if (metered.error) {
       release(judged, subs);
       for (const item of admitted) outcomes.refused('meter', item.call.method, metered.error);
       return { status: metered.error.httpStatus, body: errorText(msg.single ? msg.id() : 'null', metered.error), headers, keyRefused: false, key };
     }
-    if (key && calls > 0) this.#recordUsage(key, network, admitted, subs !== undefined);
+    if (key && calls > 0) this.#recordUsage(key, caller.network, admitted, subs !== undefined);
 
-    // Stage dispatch.
     if (msg.single) {
       const item = admitted[0];
       if (!item) return noAnswer(headers, key);
-      return this.#bounded(await this.#dispatcher.single(caller, item, headers, subs), msg, outcomes);
+      const out = this.#dispatcher.single(caller, item, headers, subs);
+      return out instanceof Promise ? out.then((o) => this.#bounded(o, msg, outcomes)) : this.#bounded(out, msg, outcomes);
     }
-    return this.#bounded(await this.#dispatcher.batch(caller, msg.batch?.length ?? 1, admitted, refused, headers, subs), msg, outcomes);
+    return this.#dispatcher.batch(caller, msg.batch?.length ?? 1, admitted, refused, headers, subs).then((o) => this.#bounded(o, msg, outcomes));
   }
 
   /**

@@ -209,6 +209,8 @@ export class ResponseCache {
   readonly #lrus = new Map<string, ByteLru>();
   readonly #counters = new Map<string, Counters>();
   readonly #flights = new Map<string, Promise<unknown>>();
+  /** Keys of the `always` methods, by method and network (bounded by the catalogue and the networks). */
+  readonly #alwaysKeys = new Map<MethodFacts, Map<string, string>>();
 
   constructor(options: CacheOptions) {
     this.#options = options;
@@ -232,7 +234,7 @@ export class ResponseCache {
     const rule = facts?.cache ?? null;
     if (rule === null) return null;
     if (rule === 'flight') return { slug: network.slug, key: keyText(network.slug, method, params), cacheable: false };
-    if (rule === 'always') return { slug: network.slug, key: `${network.slug} ${method}`, cacheable: true };
+    if (rule === 'always') return { slug: network.slug, key: this.#alwaysKey(network.slug, facts as MethodFacts), cacheable: true };
     const key = keyText(network.slug, method, params);
     const list = Array.isArray(params) ? (params as unknown[]) : null;
     let cacheable = false;
@@ -254,6 +256,24 @@ export class ResponseCache {
       }
     }
     return settledAt === undefined ? { slug: network.slug, key, cacheable } : { slug: network.slug, key, cacheable, settledAt };
+  }
+
+  /**
+   * The key of a method answered the same whatever its params, made once per network and method:
+   * the same string every call, so the lookup hashes nothing new.
+   */
+  #alwaysKey(slug: string, facts: MethodFacts): string {
+    let bySlug = this.#alwaysKeys.get(facts);
+    if (!bySlug) {
+      bySlug = new Map();
+      this.#alwaysKeys.set(facts, bySlug);
+    }
+    let key = bySlug.get(slug);
+    if (key === undefined) {
+      key = `${slug} ${facts.name}`;
+      bySlug.set(slug, key);
+    }
+    return key;
   }
 
   /** The stored result text for `key`, counted as a hit or a miss; marks it recently used. */
@@ -328,18 +348,27 @@ export class ResponseCache {
    * `fetch` failures (no node answered) reject, for every caller of the flight.
    */
   async serve(plan: CachePlan, idText: string, fetch: () => Promise<string | Buffer>): Promise<CachedAnswer> {
-    if (plan.cacheable) {
-      const hit = this.#lookup(plan.slug, plan.key);
-      if (hit !== null) return { body: answerText(idText, hit), hit: true };
-    }
-    return { body: await this.#shared(plan, idText, fetch), hit: false };
+    const hit = this.hit(plan, idText);
+    if (hit !== null) return { body: hit, hit: true };
+    return { body: await this.shared(plan, idText, fetch), hit: false };
+  }
+
+  /**
+   * The answer from memory under the caller's id, at once, or null (counted as a miss) when the
+   * plan allows no stored answer or none is stored: what {@link serve} answers first, for callers
+   * that answer a hit without awaiting anything.
+   */
+  hit(plan: CachePlan, idText: string): string | null {
+    if (!plan.cacheable) return null;
+    const hit = this.#lookup(plan.slug, plan.key);
+    return hit === null ? null : answerText(idText, hit);
   }
 
   /**
    * The part of {@link serve} after memory had nothing: the answer body for this caller through
    * `fetch`, shared with identical calls in flight, stored when the plan allows.
    */
-  async #shared(plan: CachePlan, idText: string, fetch: () => Promise<string | Buffer>): Promise<string | Buffer> {
+  async shared(plan: CachePlan, idText: string, fetch: () => Promise<string | Buffer>): Promise<string | Buffer> {
     let led = false;
     const body = await this.coalesce(plan.key, async () => {
       led = true;

@@ -6,6 +6,7 @@ import { answerIdIsNull, arrayElements, idSpan, idText, withId } from '../../jso
 import type { ResolvedKey } from '../../keys/cache.ts';
 import type { ComputeUnits } from '../../metering/weights.ts';
 import type { CallOptions } from '../../upstreams/http/types.ts';
+import type { UpstreamPool } from '../../upstreams/http/pool.ts';
 import type { Upstreams } from '../../upstreams/upstreams.ts';
 import { methodFacts } from '../../methods/catalogue.ts';
 import { blockNumberOf } from '../../methods/values.ts';
@@ -63,15 +64,59 @@ export class Dispatcher {
     return item.cu ?? this.#cu.of(item.call.method);
   }
 
-  /** One call to its answer; its outcome goes into `caller.outcomes`. */
-  async single(caller: Caller, item: ParsedCall, headers: Record<string, string>, subs: SubscriptionDispatcher | undefined): Promise<RpcOutput> {
+  /**
+   * One call to its answer; its outcome goes into `caller.outcomes`. An answer from memory is
+   * returned at once (no promise: the cached path awaits nothing); everything else resolves later.
+   */
+  single(caller: Caller, item: ParsedCall, headers: Record<string, string>, subs: SubscriptionDispatcher | undefined): RpcOutput | Promise<RpcOutput> {
+    const { call } = item;
+    const method = call.method;
+    if ((subs && caller.key && (method === SUBSCRIBE || method === UNSUBSCRIBE)) || method.startsWith('nat_') || item.logs || isFilterMethod(method)) {
+      return this.#routedSingle(caller, item, headers, subs);
+    }
+    const notification = call.id === undefined;
+    let cacheSpan: TraceSpan | undefined;
+    try {
+      const pool = this.#upstreams.pool(caller.network.slug);
+      const cache = this.#cache;
+      const plan = cache && !notification ? cache.plan(caller.network, method, call.params, pool.head()) : null;
+      if (cache && plan) {
+        // C44: from memory, the caller's own id (C23).
+        cacheSpan = this.#tracing?.stage('cache');
+        const id = idText(item.text);
+        const hit = cache.hit(plan, id);
+        if (hit !== null) {
+          cacheSpan?.set('junction.cache', 'hit');
+          cacheSpan?.end();
+          // Only results are stored: a hit is one (no node error to look for in it).
+          caller.outcomes.answered(method, this.#cuOf(item));
+          return answerOf(notification, 200, hit, headers, caller.key, HIT);
+        }
+        return this.#fromNode(caller, item, headers, pool, { cache, plan, id, span: cacheSpan });
+      }
+      return this.#fromNode(caller, item, headers, pool, null);
+    } catch (err) {
+      return this.#failed(caller, item, headers, err, cacheSpan);
+    }
+  }
+
+  /** A single call no node answered (or that could not be sent): the error under the caller's id. */
+  #failed(caller: Caller, item: ParsedCall, headers: Record<string, string>, err: unknown, cacheSpan: TraceSpan | undefined): RpcOutput {
+    const { method } = item.call;
+    cacheSpan?.end('no answer');
+    caller.outcomes.failure([method], err);
+    const e = toRpcError(err);
+    caller.outcomes.failed(method, this.#cuOf(item), e);
+    return answerOf(item.call.id === undefined, e.httpStatus, errorText(idText(item.text), e), headers, caller.key, undefined);
+  }
+
+  /** A subscription, a `nat_*` call, a split eth_getLogs or a filter call: the single call's answer. */
+  async #routedSingle(caller: Caller, item: ParsedCall, headers: Record<string, string>, subs: SubscriptionDispatcher | undefined): Promise<RpcOutput> {
     const { call } = item;
     const notification = call.id === undefined;
-    const slug = caller.network.slug;
-    const outcomes = caller.outcomes;
     if (subs && caller.key && (call.method === SUBSCRIBE || call.method === UNSUBSCRIBE)) {
       const a = await this.#subscription(item, subs, caller.key);
-      outcomes.answered(call.method, this.#cuOf(item), a.text);
+      caller.outcomes.answered(call.method, this.#cuOf(item), a.text);
       return answerOf(notification, 200, a.text, headers, caller.key, a.after ? { after: a.after } : undefined);
     }
     if (call.method.startsWith('nat_')) {
@@ -79,41 +124,35 @@ export class Dispatcher {
       return answerOf(notification, a.status, a.text, headers, caller.key, undefined);
     }
     // A split eth_getLogs, and filters kept on the node that made them.
-    if (item.logs || isFilterMethod(call.method)) {
-      const a = await this.#routed(caller, item);
-      return answerOf(notification, a.status, a.text, headers, caller.key, undefined);
-    }
-    let cacheSpan: TraceSpan | undefined; // C58: ended below, or as failed in the catch
+    const a = await this.#routed(caller, item);
+    return answerOf(notification, a.status, a.text, headers, caller.key, undefined);
+  }
+
+  /**
+   * A single call the node answers: shared with an identical read in flight and stored when
+   * `cached` (C44, memory had nothing), else the client's bytes to the node and its bytes back
+   * (C22: 200, unchanged).
+   */
+  async #fromNode(caller: Caller, item: ParsedCall, headers: Record<string, string>, pool: UpstreamPool, cached: { cache: ResponseCache; plan: CachePlan; id: string; span: TraceSpan | undefined } | null): Promise<RpcOutput> {
+    const { call } = item;
+    const notification = call.id === undefined;
+    const outcomes = caller.outcomes;
+    const cacheSpan = cached?.span; // C58: ended below, or as failed in the catch
     try {
-      const pool = this.#upstreams.pool(slug);
-      const cache = this.#cache;
-      const plan = cache && !notification ? cache.plan(caller.network, call.method, call.params, pool.head()) : null;
-      if (cache && plan) {
-        // C44: from memory, or shared with an identical read under way; the caller's own id either way.
-        cacheSpan = this.#tracing?.stage('cache');
-        const served = await cache.serve(plan, idText(item.text), async () => (await pool.forward(item.text, [call.method], forwardOptions(caller, item, true))).body);
-        cacheSpan?.set('junction.cache', served.hit ? 'hit' : plan.cacheable ? 'miss' : 'not stored (identical calls shared)');
+      if (cached) {
+        const body = await cached.cache.shared(cached.plan, cached.id, async () => (await pool.forward(item.text, [call.method], forwardOptions(caller, item, true))).body);
+        cacheSpan?.set('junction.cache', cached.plan.cacheable ? 'miss' : 'not stored (identical calls shared)');
         cacheSpan?.end();
-        if (served.hit) {
-          // Only results are stored: a hit is one (no node error to look for in it).
-          outcomes.answered(call.method, this.#cuOf(item));
-          return answerOf(notification, 200, served.body, headers, caller.key, HIT);
-        }
-        const body = underCallerId(served.body, item);
-        outcomes.answered(call.method, this.#cuOf(item), body);
-        return answerOf(notification, 200, body, headers, caller.key, MISS);
+        const answer = underCallerId(body, item);
+        outcomes.answered(call.method, this.#cuOf(item), answer);
+        return answerOf(notification, 200, answer, headers, caller.key, MISS);
       }
-      // The client's bytes go to the node and the node's bytes come back (C22: 200, unchanged).
       const res = await pool.forward(item.text, [call.method], forwardOptions(caller, item, !notification));
       const body = underCallerId(res.body, item);
       outcomes.answered(call.method, this.#cuOf(item), body);
       return answerOf(notification, 200, body, headers, caller.key, undefined);
     } catch (err) {
-      cacheSpan?.end('no answer');
-      outcomes.failure([call.method], err);
-      const e = toRpcError(err);
-      outcomes.failed(call.method, this.#cuOf(item), e);
-      return answerOf(notification, e.httpStatus, errorText(idText(item.text), e), headers, caller.key, undefined);
+      return this.#failed(caller, item, headers, err, cacheSpan);
     }
   }
 

@@ -225,20 +225,28 @@ export function rpcFastPath(deps: FastPathDeps): (req: IncomingMessage, res: Ser
     const { t } = x;
     const attributes = { 'http.request.method': 'POST', 'http.route': t.route, 'rpc.system': 'jsonrpc', 'junction.request_id': x.requestId, 'junction.network': t.network instanceof RpcError ? 'unknown' : t.network.slug };
     x.span = tracing.request(`POST ${t.route}`, x.req.headers, attributes, x.started);
-    return tracing.within(x.span, () => run(x));
+    return tracing.within(x.span, async () => run(x));
   };
-  const run = async (x: Exchange): Promise<void> => {
+  const failed = (x: Exchange, err: unknown): void => {
+    logger.error({ err, reqId: x.requestId, route: x.t.route }, 'rpc request failed');
+    finish(x, { status: 500, body: errorText('null', new InternalRpcError('Internal error')), headers: undefined });
+  };
+  /** The request through the pipeline; an answer known at once is finished at once (no promise). */
+  const run = (x: Exchange): void | Promise<void> => {
     const { req, t, chunks } = x;
     const body = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, x.size);
     const apiKey = t.apiKey === '' ? undefined : t.apiKey;
-    let out: Answer;
+    let out: Answer | Promise<Answer>;
     try {
-      out = await pipeline.handle({ network: t.network, apiKey, body, ip: clientIp(req), origin: req.headers.origin, authorization: req.headers.authorization, requestId: x.requestId, arrivedAt: x.started });
+      out = pipeline.handle({ network: t.network, apiKey, body, ip: clientIp(req), origin: req.headers.origin, authorization: req.headers.authorization, requestId: x.requestId, arrivedAt: x.started });
     } catch (err) {
-      logger.error({ err, reqId: x.requestId, route: t.route }, 'rpc request failed');
-      out = { status: 500, body: errorText('null', new InternalRpcError('Internal error')), headers: undefined };
+      return failed(x, err);
     }
-    finish(x, out);
+    if (!(out instanceof Promise)) return finish(x, out);
+    return out.then(
+      (answer) => finish(x, answer),
+      (err: unknown) => failed(x, err),
+    );
   };
 
   return (req, res) => {
