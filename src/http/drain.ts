@@ -117,7 +117,8 @@ function onRequest(req: http.IncomingMessage, res: http.ServerResponse): void {
   if (s[ACTIVE] === undefined) return;
   s[ACTIVE]++;
   s[LAST] = performance.now();
-  res.once('close', onAnswered);
+  // `on`, not `once`: a response closes once, and `once` would wrap the listener anew per request.
+  res.on('close', onAnswered);
 }
 
 function onAnswered(this: http.ServerResponse): void {

@@ -84,38 +84,98 @@ export interface Limiter {
   close(): Promise<void>;
 }
 
-/** A deque of timestamps (ascending) for one sliding window. */
+/**
+ * The requests of one sliding window, oldest first, as runs: each distinct timestamp (ms) once,
+ * with how many requests it holds. A busy key admits dozens of requests per millisecond: one
+ * entry per request held millions of numbers per minute and copied them on every compaction;
+ * runs hold at most one per millisecond of the window.
+ */
 export class TimeLog {
-  ts: number[] = [];
-  head = 0;
+  /** The runs' timestamps, ascending, from `head` on. */
+  #ts: number[] = [];
+  /** The runs' request counts (each > 0), beside `#ts`. */
+  #n: number[] = [];
+  #head = 0;
+  #size = 0;
+
+  /** Requests in the log. */
   get size(): number {
-    return this.ts.length - this.head;
+    return this.#size;
   }
+
+  /** Runs held (distinct milliseconds), for memory. */
+  get runs(): number {
+    return this.#ts.length - this.#head;
+  }
+
+  /** The timestamp of the `i`-th oldest request (0: the oldest); `i` < size. */
   at(i: number): number {
-    return this.ts[this.head + i] as number;
+    for (let j = this.#head; j < this.#ts.length; j++) {
+      const n = this.#n[j] as number;
+      if (i < n) return this.#ts[j] as number;
+      i -= n;
+    }
+    return Number.NaN;
   }
+
+  /** The newest request's timestamp; NaN when empty. */
+  newest(): number {
+    return this.#size === 0 ? Number.NaN : (this.#ts[this.#ts.length - 1] as number);
+  }
+
   prune(before: number): void {
-    while (this.head < this.ts.length && (this.ts[this.head] as number) <= before) this.head++;
-    if (this.head > 1024 && this.head * 2 > this.ts.length) {
-      this.ts = this.ts.slice(this.head);
-      this.head = 0;
+    while (this.#head < this.#ts.length && (this.#ts[this.#head] as number) <= before) {
+      this.#size -= this.#n[this.#head] as number;
+      this.#head++;
+    }
+    if (this.#head > 1024 && this.#head * 2 > this.#ts.length) {
+      this.#ts = this.#ts.slice(this.#head);
+      this.#n = this.#n.slice(this.#head);
+      this.#head = 0;
     }
   }
+
   add(now: number, n: number): void {
-    for (let i = 0; i < n; i++) this.ts.push(now);
+    if (n <= 0) return;
+    const last = this.#ts.length - 1;
+    if (last >= this.#head && this.#ts[last] === now) this.#n[last] = (this.#n[last] as number) + n;
+    else {
+      this.#ts.push(now);
+      this.#n.push(n);
+    }
+    this.#size += n;
   }
+
   removeNewest(n: number): void {
-    for (let i = 0; i < n && this.size > 0; i++) this.ts.pop();
+    while (n > 0 && this.#size > 0) {
+      const last = this.#ts.length - 1;
+      const take = Math.min(n, this.#n[last] as number);
+      this.#n[last] = (this.#n[last] as number) - take;
+      this.#size -= take;
+      n -= take;
+      if (this.#n[last] === 0) {
+        this.#ts.pop();
+        this.#n.pop();
+      }
+    }
   }
-  /** The timestamps in the log, oldest first. */
+
+  /** The timestamps in the log, one per request, oldest first. */
   values(): number[] {
-    return this.ts.slice(this.head);
+    const out: number[] = [];
+    for (let j = this.#head; j < this.#ts.length; j++) for (let k = 0; k < (this.#n[j] as number); k++) out.push(this.#ts[j] as number);
+    return out;
   }
+
   /** Adds timestamps of any age, keeping the log in order. */
   merge(at: readonly number[]): void {
     if (at.length === 0) return;
-    this.ts = [...this.values(), ...at].sort((x, y) => x - y);
-    this.head = 0;
+    const all = [...this.values(), ...at].sort((x, y) => x - y);
+    this.#ts = [];
+    this.#n = [];
+    this.#head = 0;
+    this.#size = 0;
+    for (const t of all) this.add(t, 1);
   }
 }
 
@@ -240,7 +300,7 @@ export class MemoryLimiter implements Limiter {
     const now = this.#now();
     for (const [k, log] of this.#logs) {
       // Windows are at most a day long here; a log whose newest entry is older than that is idle.
-      if (log.size === 0 || (log.ts[log.ts.length - 1] as number) < now - 86_400_000) this.#logs.delete(k);
+      if (log.size === 0 || log.newest() < now - 86_400_000) this.#logs.delete(k);
     }
     for (const [k, c] of this.#counters) if (c.resetAt <= now) this.#counters.delete(k);
   }

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import { Redis } from 'ioredis';
-import { type Check, type Limiter, MemoryLimiter } from '../../src/metering/limiter.ts';
+import { type Check, type Limiter, MemoryLimiter, TimeLog } from '../../src/metering/limiter.ts';
 import { RedisLimiter } from '../../src/metering/redis-limiter.ts';
 import { RedisLink } from '../../src/storage/redis.ts';
 import { pino } from 'pino';
@@ -163,6 +163,50 @@ for (const store of stores) {
     });
   });
 }
+
+describe('a window log holds one run per millisecond, not one entry per request (C12)', () => {
+  test('requests of one millisecond are one run; age, removal and pruning still go request by request', () => {
+    const log = new TimeLog();
+    for (let i = 0; i < 1000; i++) log.add(1_000, 1);
+    log.add(1_001, 3);
+    log.add(1_002, 0); // a cost of 0 adds nothing
+    assert.equal(log.size, 1003);
+    assert.equal(log.runs, 2, 'two milliseconds, two runs');
+    assert.equal(log.at(0), 1_000);
+    assert.equal(log.at(999), 1_000);
+    assert.equal(log.at(1000), 1_001);
+    assert.equal(log.at(1002), 1_001);
+    assert.equal(log.newest(), 1_001);
+    // The newest requests given back: across the boundary of two runs.
+    log.removeNewest(5);
+    assert.equal(log.size, 998);
+    assert.equal(log.runs, 1);
+    assert.equal(log.newest(), 1_000);
+    log.add(1_003, 2);
+    assert.deepEqual(log.values().slice(-3), [1_000, 1_003, 1_003]);
+    log.prune(1_000); // everything at or before 1,000 leaves the window
+    assert.equal(log.size, 2);
+    assert.equal(log.at(0), 1_003);
+    log.merge([1_002, 1_004]);
+    assert.deepEqual(log.values(), [1_002, 1_003, 1_003, 1_004]);
+    assert.equal(log.runs, 3);
+  });
+
+  test('a full window of many requests per millisecond admits exactly its limit and says when the oldest leaves', () => {
+    const clock = manualClock(10_000);
+    const limiter = new MemoryLimiter({ now: clock.now });
+    // 50 requests in each of 100 milliseconds: 5,000 of a limit of 5,000.
+    for (let ms = 0; ms < 100; ms++) {
+      for (let i = 0; i < 50; i++) assert.equal(limiter.consumeSync([win('k', 5_000, 60_000)]).allowed, true);
+      clock.advance(1);
+    }
+    const refused = limiter.consumeSync([win('k', 5_000, 60_000, 60)]);
+    assert.equal(refused.allowed, false);
+    // 60 must leave: the first millisecond's 50 and 10 of the second's, which leave 60 s after it.
+    assert.equal(refused.states[0]?.retryAfterMs, 10_001 + 60_000 - clock.now());
+    assert.equal(refused.states[0]?.resetAt, 10_000 + 60_000);
+  });
+});
 
 describe('Redis limiter across an outage: windows carried into memory and back (C48)', { skip: redisSkip }, () => {
   let redis: Redis;

@@ -122,6 +122,28 @@ describe('the response cache in the dispatch step (C44)', () => {
     assert.deepEqual([remaining[0]! - remaining[1]!, remaining[1]! - remaining[2]!], [1, 1]);
   });
 
+  test('an answer from memory is returned at once, not as a promise: a key in memory and limits in process await nothing', async () => {
+    const { key } = await createKey(t.app);
+    const network = t.app.parts.networks.bySlug('native-testnet');
+    assert.ok(network);
+    const input = (method: string, id: number) => ({ network, apiKey: key, body: Buffer.from(JSON.stringify(call(method, id))), ip: '127.0.0.1', origin: undefined, authorization: undefined, requestId: `sync-${id}` });
+    const { pipeline } = t.app.parts;
+    // The first call looks the key up in storage (and may ask the node): that one waits.
+    const first = pipeline.handle(input('eth_chainId', 1));
+    assert.ok(first instanceof Promise);
+    const result = (JSON.parse(String((await first).body)) as Json).result;
+    const hit = pipeline.handle(input('eth_chainId', 2));
+    assert.ok(!(hit instanceof Promise), 'answered at once');
+    assert.equal(hit.cache, 'HIT');
+    assert.equal(hit.status, 200);
+    assert.deepEqual(JSON.parse(String(hit.body)), { jsonrpc: '2.0', id: 2, result });
+    assert.ok(Number(hit.headers?.['x-ratelimit-remaining']) >= 0, 'metered: the limit headers are there');
+    // A call the node answers still waits for it.
+    const forwarded = pipeline.handle(input('eth_blockNumber', 3));
+    assert.ok(forwarded instanceof Promise);
+    assert.equal((await forwarded).status, 200);
+  });
+
   test('identical concurrent reads share one upstream call, each answered under its own id', async () => {
     const { key } = await createKey(t.app);
     const hash = `0x${'ab'.repeat(32)}`;
