@@ -147,9 +147,19 @@ export class RpcPipeline {
       this.#settlement.settle(outcomes);
       throw err;
     }
-    if (out instanceof Promise) return out.finally(() => this.#settlement.settle(outcomes));
+    if (out instanceof Promise) return this.#settledWhenDone(out, outcomes);
     this.#settlement.settle(outcomes);
     return out;
+  }
+
+  // The continuations below are async functions that await, not `.then` chains: V8 awaits a
+  // native promise without the closures and extra promises a chain makes per message.
+  async #settledWhenDone(out: Promise<RpcOutput>, outcomes: Outcomes): Promise<RpcOutput> {
+    try {
+      return await out;
+    } finally {
+      this.#settlement.settle(outcomes);
+    }
   }
 
   /**
@@ -173,8 +183,12 @@ export class RpcPipeline {
     if (input.apiKey === null) return this.#admitted(input, msg, network, null, outcomes);
     const span = this.#tracing?.stage('admission');
     const admitted = admit(this.#keys, input.apiKey, network.slug, input, this.#meter);
-    if (admitted instanceof Promise) return admitted.then((a) => this.#afterAdmission(a, span, input, msg, network, outcomes));
+    if (admitted instanceof Promise) return this.#admittedWhenLookedUp(admitted, span, input, msg, network, outcomes);
     return this.#afterAdmission(admitted, span, input, msg, network, outcomes);
+  }
+
+  async #admittedWhenLookedUp(admitted: Promise<ResolvedKey | Refusal>, span: TraceSpan | undefined, input: RpcInput, msg: Message, network: Network, outcomes: Outcomes): Promise<RpcOutput> {
+    return this.#afterAdmission(await admitted, span, input, msg, network, outcomes);
   }
 
   #afterAdmission(admitted: ResolvedKey | Refusal, span: TraceSpan | undefined, input: RpcInput, msg: Message, network: Network, outcomes: Outcomes): RpcOutput | Promise<RpcOutput> {
@@ -226,7 +240,11 @@ export class RpcPipeline {
     // In process the limits answer at once; only a shared store (Redis) is awaited.
     const now = this.#meter.rpcNow(who, calls, cu);
     if (now) return this.#dispatch(caller, msg, judged, refused, subs, now, calls, limits);
-    return this.#meter.rpc(who, calls, cu).then((metered) => this.#dispatch(caller, msg, judged, refused, subs, metered, calls, limits));
+    return this.#dispatchWhenMetered(this.#meter.rpc(who, calls, cu), caller, msg, judged, refused, subs, calls, limits);
+  }
+
+  async #dispatchWhenMetered(metered: Promise<MeterOutcome>, caller: Caller, msg: Message, judged: Judged, refused: Refused[], subs: SubscriptionDispatcher | undefined, calls: number, limits: TraceSpan | undefined): Promise<RpcOutput> {
+    return this.#dispatch(caller, msg, judged, refused, subs, await metered, calls, limits);
   }
 
   /** Metered: refused whole, or usage recorded and the calls dispatched (stage dispatch). */
@@ -246,9 +264,13 @@ export class RpcPipeline {
       const item = admitted[0];
       if (!item) return noAnswer(headers, key);
       const out = this.#dispatcher.single(caller, item, headers, subs);
-      return out instanceof Promise ? out.then((o) => this.#bounded(o, msg, outcomes)) : this.#bounded(out, msg, outcomes);
+      return out instanceof Promise ? this.#boundedWhenAnswered(out, msg, outcomes) : this.#bounded(out, msg, outcomes);
     }
-    return this.#dispatcher.batch(caller, msg.batch?.length ?? 1, admitted, refused, headers, subs).then((o) => this.#bounded(o, msg, outcomes));
+    return this.#boundedWhenAnswered(this.#dispatcher.batch(caller, msg.batch?.length ?? 1, admitted, refused, headers, subs), msg, outcomes);
+  }
+
+  async #boundedWhenAnswered(out: Promise<RpcOutput>, msg: Message, outcomes: Outcomes): Promise<RpcOutput> {
+    return this.#bounded(await out, msg, outcomes);
   }
 
   /**
