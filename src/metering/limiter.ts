@@ -205,9 +205,12 @@ export class MemoryLimiter implements Limiter {
 
   consumeSync(checks: readonly Check[]): ConsumeResult {
     const now = this.#now();
+    const n = checks.length;
     let allowed = true;
-    const before: number[] = [];
-    for (const c of checks) {
+    // Loops, not map with a closure: this runs for every metered call.
+    const before = new Array<number>(n);
+    for (let i = 0; i < n; i++) {
+      const c = checks[i] as Check;
       let used: number;
       if (c.kind === 'window') {
         const log = this.#logs.get(c.key);
@@ -217,12 +220,15 @@ export class MemoryLimiter implements Limiter {
         const ctr = this.#counters.get(c.key);
         used = ctr && ctr.resetAt > now ? ctr.value : 0;
       }
-      before.push(used);
+      before[i] = used;
       if (used + c.cost > c.limit) allowed = false;
     }
-    const states = checks.map((c, i) => {
+    const states = new Array<CheckState>(n);
+    for (let i = 0; i < n; i++) {
+      const c = checks[i] as Check;
       const used = before[i] as number;
       const fits = used + c.cost <= c.limit;
+      const after = allowed ? used + c.cost : used;
       if (c.kind === 'window') {
         let log = this.#logs.get(c.key);
         if (allowed && c.cost > 0) {
@@ -232,14 +238,14 @@ export class MemoryLimiter implements Limiter {
           }
           log.add(now, c.cost);
         }
-        const after = allowed ? used + c.cost : used;
         const resetAt = log && log.size > 0 ? log.at(0) + c.windowMs : now;
         let retryAfterMs = 0;
         if (!fits) {
           const mustLeave = used + c.cost - c.limit;
           retryAfterMs = c.cost > c.limit || !log ? c.windowMs : Math.max(1, log.at(mustLeave - 1) + c.windowMs - now);
         }
-        return { allowed: fits, remaining: Math.max(0, c.limit - after), resetAt, retryAfterMs };
+        states[i] = { allowed: fits, remaining: Math.max(0, c.limit - after), resetAt, retryAfterMs };
+        continue;
       }
       let ctr = this.#counters.get(c.key);
       if (allowed && c.cost > 0) {
@@ -249,14 +255,8 @@ export class MemoryLimiter implements Limiter {
         }
         ctr.value += c.cost;
       }
-      const after = allowed ? used + c.cost : used;
-      return {
-        allowed: fits,
-        remaining: Math.max(0, c.limit - after),
-        resetAt: c.resetAt,
-        retryAfterMs: fits ? 0 : Math.max(1, c.resetAt - now),
-      };
-    });
+      states[i] = { allowed: fits, remaining: Math.max(0, c.limit - after), resetAt: c.resetAt, retryAfterMs: fits ? 0 : Math.max(1, c.resetAt - now) };
+    }
     return { allowed, states };
   }
 

@@ -63,6 +63,15 @@ interface CheckNames {
 
 type Role = 'keyRate' | 'accountRate' | 'daily' | 'monthly' | 'ipRate';
 
+/** A key's checks in one UTC day and month, kept for `rpcNow` (which sets their costs per call). */
+interface KeyChecks {
+  day: string;
+  month: string;
+  checks: Check[];
+  roles: Role[];
+  perMinute: number;
+}
+
 /** Stored usage the quotas are counted from (UsageQueries.quotaUsage). */
 export interface QuotaUsageSource {
   quotaUsage(): Promise<Array<{ userId: string; requestsToday: number; computeUnitsThisMonth: number }>>;
@@ -78,6 +87,7 @@ export class Meter {
   readonly #publicPerMinute: number;
   readonly #failedLookupsPerMinute: number;
   readonly #nameCache = new WeakMap<MeteredKey, CheckNames>();
+  readonly #keyChecksCache = new WeakMap<MeteredKey, KeyChecks>();
 
   constructor(limits: Pick<LimitsConfig, 'publicRpcPerMinute' | 'failedAuthPerMinute'>, limiter: Limiter) {
     this.#limiter = limiter;
@@ -124,10 +134,30 @@ export class Meter {
   /** `rpc` answered at once when the limiter can (in process); undefined when it must be awaited (Redis). */
   rpcNow(who: Metered, requests: number, computeUnits: number): MeterOutcome | undefined {
     if (unlimited(who)) return UNLIMITED;
-    if (!this.#limiter.consumeSync) return undefined;
+    const limiter = this.#limiter;
+    if (!limiter.consumeSync) return undefined;
+    if ('key' in who) {
+      // A key's checks, made once per key and period and given this call's costs: the limiter in
+      // process reads them and keeps nothing of them before this returns (never shared with an await).
+      const own = this.#keyChecks(who.key);
+      for (let i = 0; i < own.checks.length; i++) (own.checks[i] as Check).cost = own.roles[i] === 'monthly' ? computeUnits : requests;
+      const result = limiter.consumeSync(own.checks);
+      return this.#outcome(result.allowed, result.states, own.roles, own.perMinute);
+    }
     const { checks, roles, perMinute } = this.#checks(who, requests, computeUnits);
-    const result = this.#limiter.consumeSync(checks);
+    const result = limiter.consumeSync(checks);
     return this.#outcome(result.allowed, result.states, roles, perMinute);
+  }
+
+  /** A key's checks for `rpcNow`, costs unset: made again when the UTC day or month turns (their keys name it). */
+  #keyChecks(key: MeteredKey): KeyChecks {
+    const p = currentPeriods();
+    let own = this.#keyChecksCache.get(key);
+    if (!own || own.day !== p.day || own.month !== p.month) {
+      own = { day: p.day, month: p.month, ...this.#checks({ key }, 0, 0) };
+      this.#keyChecksCache.set(key, own);
+    }
+    return own;
   }
 
   #checks(who: Metered, requests: number, computeUnits: number): { checks: Check[]; roles: Role[]; perMinute: number } {

@@ -1,6 +1,6 @@
 // JSON-RPC 2.0 items (C22, C23): reading single calls and notifications, and writing answers as text.
 import { InvalidRequestError, type RpcError } from '../errors/rpc.ts';
-import { firstMemberAt, nextMemberAt, skipValue } from '../json/lossless.ts';
+import { firstMemberAt, nextMemberAt, skipValue, skipWs } from '../json/lossless.ts';
 
 export type RpcId = string | number | null;
 
@@ -11,7 +11,11 @@ export interface RpcCall {
   params: unknown;
 }
 
-export type RpcItem = { call: RpcCall; error?: undefined } | { call?: undefined; id: RpcId; error: RpcError };
+/**
+ * A call read (with `idText`, its id exactly as written or `null`, when its text was given), or
+ * why it cannot be one.
+ */
+export type RpcItem = { call: RpcCall; idText?: string; error?: undefined } | { call?: undefined; id: RpcId; error: RpcError };
 
 const isId = (v: unknown): v is RpcId => v === null || typeof v === 'string' || (typeof v === 'number' && Number.isFinite(v));
 
@@ -28,10 +32,12 @@ export function parseItem(x: unknown, raw?: string | Uint8Array): RpcItem {
   const o = x as Record<string, unknown>;
   const hasId = 'id' in o;
   const id = hasId && isId(o.id) ? o.id : null;
+  let written: string | undefined;
   if (raw !== undefined) {
-    const stray = callMembersError(raw);
+    const read = readCallMembers(raw);
     // A stray spelling of "id" makes the id itself uncertain: answered as null.
-    if (stray) return { id: stray.aboutId ? null : id, error: stray.error };
+    if (typeof read !== 'string') return { id: read.aboutId ? null : id, error: read.error };
+    written = read;
   }
   if (hasId && !isId(o.id)) return { id: null, error: new InvalidRequestError('Invalid request: id must be a string, number or null') };
   if (o.jsonrpc !== '2.0') return { id, error: new InvalidRequestError('Invalid request: "jsonrpc" must be "2.0"') };
@@ -42,7 +48,8 @@ export function parseItem(x: unknown, raw?: string | Uint8Array): RpcItem {
   if (o.params !== undefined && o.params !== null && typeof o.params !== 'object') {
     return { id, error: new InvalidRequestError('Invalid request: "params" must be an array or an object') };
   }
-  return { call: { id: hasId ? (o.id as RpcId) : undefined, method: o.method, params: o.params } };
+  const call = { id: hasId ? (o.id as RpcId) : undefined, method: o.method, params: o.params };
+  return written === undefined ? { call } : { call, idText: written };
 }
 
 // Bits of the members a call may have, by name as written.
@@ -62,13 +69,32 @@ const MAX_ECHOED_NAME = 64;
  * ids exact (C23). One pass over the top-level object, nothing allocated unless refused.
  * `aboutId`: the stray member is a spelling of "id" (the id is then uncertain).
  */
-export function callMembersError(raw: string | Uint8Array): { error: InvalidRequestError; member: string; aboutId: boolean } | null {
+export function callMembersError(raw: string | Uint8Array): StrayMember | null {
+  const read = readCallMembers(raw);
+  return typeof read === 'string' ? null : read;
+}
+
+/** A member a call may not have (see {@link callMembersError}). */
+export interface StrayMember {
+  error: InvalidRequestError;
+  member: string;
+  aboutId: boolean;
+}
+
+/**
+ * The walk of {@link callMembersError}, which also keeps the id: the stray member, or the call's
+ * `id` exactly as written (`null` when it has none; C23), read in the same pass (every call's
+ * answer needs it, and a second walk to find it cost as much as this one).
+ */
+function readCallMembers(raw: string | Uint8Array): StrayMember | string {
   // Latin-1 keeps one character per byte: JSON's structure is ASCII, so spans are byte offsets.
   const t = typeof raw === 'string' ? raw : Buffer.from(raw.buffer, raw.byteOffset, raw.byteLength).toString('latin1');
   let seen = 0;
   let strayStart = -1;
   let strayEnd = -1;
   let repeated = false;
+  let idStart = -1;
+  let idEnd = -1;
   // The walk of eachMemberName without its callback: this runs for every call.
   for (let i = firstMemberAt(t); i !== -1; ) {
     const keyEnd = skipValue(t, i);
@@ -85,9 +111,18 @@ export function callMembersError(raw: string | Uint8Array): { error: InvalidRequ
       break;
     }
     seen |= bit;
+    if (bit === ID) {
+      // The text passed JSON.parse: a colon follows the name, then the value.
+      idStart = skipWs(t, skipWs(t, keyEnd) + 1);
+      idEnd = skipValue(t, idStart);
+    }
     i = nextMemberAt(t, keyEnd);
   }
-  if (strayStart < 0) return null;
+  if (strayStart < 0) {
+    if (idStart < 0) return 'null';
+    const id = t.slice(idStart, idEnd);
+    return typeof raw === 'string' ? id : Buffer.from(id, 'latin1').toString('utf8');
+  }
   let member = t.slice(strayStart, Math.min(strayEnd, strayStart + MAX_ECHOED_NAME));
   if (typeof raw !== 'string') member = Buffer.from(member, 'latin1').toString('utf8');
   const message = repeated

@@ -75,6 +75,8 @@ export interface ParsedCall {
   index: number;
   /** The item's JSON text (the whole body for a single call). */
   text: string;
+  /** The call's id exactly as written in `text` (C23), `null` when it has none: what its answer carries. */
+  idText: string;
   call: RpcCall;
   /** C53: the call's (first) block parameter as judged; set by the judge stage. */
   block?: BlockRef;

@@ -311,7 +311,7 @@ export class RpcPipeline {
     // The id as the client wrote it (an id of the wrong type is answered as null); read from the
     // text only when the gateway writes the answer itself: a forwarded call needs none of it.
     let idCache: string | undefined;
-    const id = () => (idCache ??= single && (single.call || single.id !== null) ? idText(text) : 'null');
+    const id = () => (idCache ??= single && (single.call || single.id !== null) ? (single.call && single.idText !== undefined ? single.idText : idText(text)) : 'null');
     return { text, batch, single, id, method: single?.call?.method ?? OTHER_METHOD };
   }
 
@@ -343,7 +343,7 @@ export class RpcPipeline {
         caller.outcomes.refused('split', OTHER_METHOD, single.error);
         return this.#refusal(caller, msg.id(), single.error);
       }
-      return [{ index: 0, text, call: single.call }];
+      return [{ index: 0, text, idText: single.idText ?? idText(text), call: single.call }];
     }
     const list = msg.batch as unknown[];
     if (list.length === 0) {
@@ -365,7 +365,7 @@ export class RpcPipeline {
       if (item.error) {
         refused.push({ index, id: item.id !== null ? idText(itemText) : 'null', err: item.error });
         caller.outcomes.refused('split', OTHER_METHOD, item.error);
-      } else items.push({ index, text: itemText, call: item.call });
+      } else items.push({ index, text: itemText, idText: item.idText ?? idText(itemText), call: item.call });
     });
     return items;
   }
@@ -404,7 +404,7 @@ export class RpcPipeline {
       if (err) {
         caller.outcomes.refused('judge', call.method, err);
         if (msg.single) return notification ? noAnswer(undefined, key) : this.#refusal(caller, msg.id(), err);
-        if (!notification) refused.push({ index: item.index, id: idText(item.text), err });
+        if (!notification) refused.push({ index: item.index, id: item.idText, err });
         continue;
       }
       judged.admitted.push(item);
@@ -428,7 +428,7 @@ export class RpcPipeline {
         release();
         return item.call.id === undefined ? noAnswer(undefined, caller.key) : this.#refusal(caller, msg.id(), err);
       }
-      if (item.call.id !== undefined) refused.push({ index: item.index, id: idText(item.text), err });
+      if (item.call.id !== undefined) refused.push({ index: item.index, id: item.idText, err });
       admitted.splice(i--, 1);
     }
     return null;
@@ -462,7 +462,7 @@ function judge(item: ParsedCall): InvalidParamsError | null {
   if (judged instanceof InvalidParamsError) return judged;
   item.block = judged.block;
   if (!judged.rewritten) return null;
-  const text = callText(call.id === undefined ? null : idText(item.text), call.method, judged.params);
+  const text = callText(call.id === undefined ? null : item.idText, call.method, judged.params);
   if (text instanceof InvalidParamsError) return text;
   item.call = { id: call.id, method: call.method, params: judged.params };
   item.text = text;

@@ -4,7 +4,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { memberNames, nestsDeeperThan } from '../../src/json/lossless.ts';
-import { callMembersError } from '../../src/rpc/jsonrpc.ts';
+import { callMembersError, parseItem } from '../../src/rpc/jsonrpc.ts';
 
 describe('the member-name scanner', () => {
   test('lists top-level names as written, repeats and escapes kept, nested names and string contents left out', () => {
@@ -21,6 +21,27 @@ describe('the member-name scanner', () => {
     assert.equal(callMembersError(Buffer.from(body))?.member, 'paramſ');
     assert.equal(callMembersError('{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":["\\"Method\\":1"]}'), null);
     assert.equal(callMembersError(Buffer.from('{"id":"ä","method":"eth_chainId","jsonrpc":"2.0"}')), null);
+  });
+
+  test('a call read from its text keeps its id exactly as written, from the same walk (C23)', () => {
+    const read = (text: string | Buffer) => parseItem(JSON.parse(String(text)), text);
+    const idOf = (text: string | Buffer) => {
+      const item = read(text);
+      assert.ok(item.call, `${String(text)} is a call`);
+      return item.idText;
+    };
+    assert.equal(idOf('{"jsonrpc":"2.0","id":12345678901234567890123,"method":"eth_chainId"}'), '12345678901234567890123');
+    assert.equal(idOf('{"jsonrpc":"2.0","method":"eth_chainId","params":[], "id" :  1.50e1 }'), '1.50e1');
+    assert.equal(idOf(String.raw`{"id":"a\"}\u00e4","jsonrpc":"2.0","method":"eth_chainId"}`), String.raw`"a\"}\u00e4"`);
+    assert.equal(idOf('{"jsonrpc":"2.0","method":"eth_chainId","params":[{"id":7}]}'), 'null', 'a notification: only a top-level id counts');
+    assert.equal(idOf('{"jsonrpc":"2.0","id":null,"method":"eth_chainId"}'), 'null');
+    // From bytes: a non-ASCII id decoded as the UTF-8 it is.
+    assert.equal(idOf(Buffer.from('{"jsonrpc":"2.0","id":"ä€","method":"eth_chainId"}')), '"ä€"');
+    // A stray spelling of "id" is refused, and the id is then uncertain.
+    const stray = read('{"jsonrpc":"2.0","id":1,"ID":2,"method":"eth_chainId"}');
+    assert.equal(stray.error?.code, -32600);
+    assert.equal(stray.call, undefined);
+    assert.equal(stray.call === undefined ? stray.id : 'call', null);
   });
 
   test('nestsDeeperThan counts arrays and objects, not brackets inside strings (C23)', () => {

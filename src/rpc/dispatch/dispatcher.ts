@@ -2,7 +2,7 @@
 import type { Network } from '../../chains/networks.ts';
 import type { MethodsConfig, RpcConfig } from '../../config/schema.ts';
 import { RpcError, toRpcError, UpstreamError } from '../../errors/rpc.ts';
-import { answerIdIsNull, arrayElements, idSpan, idText, withId } from '../../json/lossless.ts';
+import { answerIdIsNull, arrayElements, idSpan, withId } from '../../json/lossless.ts';
 import type { ResolvedKey } from '../../keys/cache.ts';
 import type { ComputeUnits } from '../../metering/weights.ts';
 import type { CallOptions } from '../../upstreams/http/types.ts';
@@ -83,7 +83,7 @@ export class Dispatcher {
       if (cache && plan) {
         // C44: from memory, the caller's own id (C23).
         cacheSpan = this.#tracing?.stage('cache');
-        const id = idText(item.text);
+        const id = item.idText;
         const hit = cache.hit(plan, id);
         if (hit !== null) {
           cacheSpan?.set('junction.cache', 'hit');
@@ -107,7 +107,7 @@ export class Dispatcher {
     caller.outcomes.failure([method], err);
     const e = toRpcError(err);
     caller.outcomes.failed(method, this.#cuOf(item), e);
-    return answerOf(item.call.id === undefined, e.httpStatus, errorText(idText(item.text), e), headers, caller.key, undefined);
+    return answerOf(item.call.id === undefined, e.httpStatus, errorText(item.idText, e), headers, caller.key, undefined);
   }
 
   /** A subscription, a `nat_*` call, a split eth_getLogs or a filter call: the single call's answer. */
@@ -190,7 +190,7 @@ export class Dispatcher {
     const { call } = item;
     const slug = caller.network.slug;
     const pool = this.#upstreams.pool(slug);
-    const id = call.id === undefined ? null : idText(item.text);
+    const id = call.id === undefined ? null : item.idText;
     let a: { status: number; text: string | null };
     if (item.logs) {
       const r = await runLogs(item.logs, this.#logsLimits(caller.network), pool, id ?? 'null', caller.requestId);
@@ -207,7 +207,7 @@ export class Dispatcher {
 
   /** A `nat_*` call translated for the native node (C25): the answer under the caller's id, and its HTTP status. */
   async #native(item: ParsedCall, caller: Caller): Promise<{ status: number; text: string }> {
-    const id = idText(item.text);
+    const id = item.idText;
     const { method } = item.call;
     try {
       const pool = this.#upstreams.pool(caller.network.slug);
@@ -224,7 +224,7 @@ export class Dispatcher {
 
   async #subscription(item: ParsedCall, subs: SubscriptionDispatcher, key: ResolvedKey): Promise<DispatchAnswer> {
     const { call } = item;
-    const id = call.id === undefined ? null : idText(item.text);
+    const id = call.id === undefined ? null : item.idText;
     if (call.method === UNSUBSCRIBE) {
       const outcome = subs.unsubscribe(call.params);
       if (id === null) return { text: null };
@@ -261,7 +261,7 @@ export class Dispatcher {
       if (cache && plan?.cacheable) {
         const hit = cache.get(caller.network, plan.key);
         if (hit !== null) {
-          answers.set(item.index, answerText(idText(item.text), hit));
+          answers.set(item.index, answerText(item.idText, hit));
           outcomes.answered(m, this.#cuOf(item));
           continue;
         }
@@ -292,12 +292,12 @@ export class Dispatcher {
             outcomes.failure(forward.map((f) => f.call.method), err);
             for (const f of forward) {
               outcomes.failed(f.call.method, this.#cuOf(f), e);
-              if (f.call.id !== undefined) answers.set(f.index, errorText(idText(f.text), e));
+              if (f.call.id !== undefined) answers.set(f.index, errorText(f.idText, e));
             }
           }
         })(),
       ...others.map(async (item) => {
-        const id = item.call.id === undefined ? null : idText(item.text);
+        const id = item.call.id === undefined ? null : item.idText;
         let a: DispatchAnswer;
         if (item.call.method.startsWith('nat_')) {
           a = { text: id === null ? null : (await this.#native(item, caller)).text };
@@ -347,7 +347,7 @@ const ROUTED_FAILURE = new UpstreamError('Upstream RPC error: no upstream answer
  */
 function underCallerId<T extends Buffer | string>(body: T, item: ParsedCall): T | string {
   if (item.call.id === null || item.call.id === undefined || !answerIdIsNull(body)) return body;
-  return withId(body.toString(), idText(item.text));
+  return withId(body.toString(), item.idText);
 }
 
 /** Puts the node's answers (ids = positions) back under the client's ids, bytes otherwise untouched. */
@@ -362,7 +362,7 @@ function matchBatch(forward: ParsedCall[], body: Buffer, answers: Map<number, st
       const f = expected.get(index);
       if (!f) continue;
       expected.delete(index);
-      answers.set(index, withId(el, idText(f.text)));
+      answers.set(index, withId(el, f.idText));
     }
   } else {
     // One error for the whole batch (some nodes refuse batches): every call gets it.
@@ -371,10 +371,10 @@ function matchBatch(forward: ParsedCall[], body: Buffer, answers: Map<number, st
       nodeError = (JSON.parse(text) as { error?: unknown }).error;
     } catch {}
     const err = nodeError && typeof nodeError === 'object' ? JSON.stringify(nodeError) : JSON.stringify(new UpstreamError('Upstream RPC error: invalid batch answer').toJSON());
-    for (const [index, f] of expected) answers.set(index, `{"jsonrpc":"2.0","id":${idText(f.text)},"error":${err}}`);
+    for (const [index, f] of expected) answers.set(index, `{"jsonrpc":"2.0","id":${f.idText},"error":${err}}`);
     return;
   }
-  for (const [index, f] of expected) answers.set(index, errorText(idText(f.text), new UpstreamError('Upstream RPC error: no answer for this call')));
+  for (const [index, f] of expected) answers.set(index, errorText(f.idText, new UpstreamError('Upstream RPC error: no answer for this call')));
 }
 
 /**
@@ -389,7 +389,7 @@ function forwardOptions(caller: Caller, item: ParsedCall, expectAnswer: boolean)
     expectAnswer,
     reqId: caller.requestId,
     block: blockNumberOf(item.block),
-    transaction: typeof raw === 'string' && call.id !== undefined ? { raw, id: idText(item.text) } : undefined,
+    transaction: typeof raw === 'string' && call.id !== undefined ? { raw, id: item.idText } : undefined,
   };
 }
 
