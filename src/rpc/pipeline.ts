@@ -32,7 +32,7 @@ interface Message {
   /** The batch's elements as parsed; undefined for a single call. */
   batch: unknown[] | undefined;
   single: RpcItem | undefined;
-  /** The id to answer a refusal of the whole message under (read from the text on first use). */
+  /** The id to answer a refusal of the whole message under (`null` for a batch; C23). */
   id(): string;
   /** The method a refusal of the whole message is counted under (a batch: `other`). */
   method: string;
@@ -89,8 +89,8 @@ export interface PipelineSettings extends DispatcherSettings {
  *
  * When the message is answered its outcomes are recorded once (metrics, C46 analytics, log
  * lines: outcome.ts). A single call is forwarded as the client's own bytes and the node's answer
- * goes back as its bytes (C22). The path stays synchronous up to dispatch for a key in memory
- * with in-process limits.
+ * goes back as its bytes (C22). For a key in memory with in-process limits the path is
+ * synchronous up to dispatch, and an answer from memory comes back without a promise (`handle`).
  */
 export class RpcPipeline {
   readonly #settings: PipelineSettings;
@@ -308,10 +308,10 @@ export class RpcPipeline {
     }
     const batch = Array.isArray(parsed) ? parsed : undefined;
     const single = batch ? undefined : parseItem(parsed, text);
-    // The id as the client wrote it (an id of the wrong type is answered as null); read from the
-    // text only when the gateway writes the answer itself: a forwarded call needs none of it.
+    // The id as the client wrote it (an id of the wrong type is answered as null): a call's was
+    // read with its member names; a refused one's is read from the text on first use.
     let idCache: string | undefined;
-    const id = () => (idCache ??= single && (single.call || single.id !== null) ? (single.call && single.idText !== undefined ? single.idText : idText(text)) : 'null');
+    const id = () => (idCache ??= single?.call ? (single.idText ?? idText(text)) : single && single.id !== null ? idText(text) : 'null');
     return { text, batch, single, id, method: single?.call?.method ?? OTHER_METHOD };
   }
 
