@@ -144,6 +144,19 @@ describe('the response cache in the dispatch step (C44)', () => {
     assert.equal((await forwarded).status, 200);
   });
 
+  test('C12: a key limited to 10 a minute gets exactly 10 answers from memory of 31 calls, 30 of them fired at once', async () => {
+    const { key } = await createKey(t.app, { rateLimit: 10 });
+    // The first call puts the key in memory (and eth_chainId in the cache): the 30 after it take the path that awaits nothing.
+    assert.equal((await post(`/v1/native-testnet/${key}`, call('eth_chainId', 0))).status, 200);
+    const answers = await Promise.all(Array.from({ length: 30 }, (_, i) => post(`/v1/native-testnet/${key}`, call('eth_chainId', i + 1))));
+    const ok = answers.filter((a) => a.status === 200);
+    assert.equal(ok.length, 9);
+    assert.ok(ok.every((a) => a.headers.get('x-cache') === 'HIT'));
+    const refused = answers.filter((a) => a.status === 429);
+    assert.equal(refused.length, 21);
+    assert.ok(refused.every((a) => (a.json as Json).error?.code === -32005));
+  });
+
   test('identical concurrent reads share one upstream call, each answered under its own id', async () => {
     const { key } = await createKey(t.app);
     const hash = `0x${'ab'.repeat(32)}`;
