@@ -252,6 +252,7 @@ async function seedAccount(db: string, userId: string): Promise<void> {
   await rollUp(db, 'hour', 's.user_id = $1', [userId]);
   await rollUp(db, 'day', 's.user_id = $1', [userId]);
   await rollUpParts(db, 's.user_id = $1', [userId]);
+  await rollUpKeys(db, 's.user_id = $1', [userId]);
 }
 
 /**
@@ -305,6 +306,12 @@ function rollUpParts(db: string, where: string, values: unknown[] = []): Promise
   return rollUpRows(db, { into: 'analytics_account_day_parts', from: 'analytics_days', by, counted: part(['k', 'n', 'm']), merged: part(['n', 'm']) }, where, values);
 }
 
+/** The per-key hourly roll-up (analytics_key_hours, migration 0017's backfill). */
+function rollUpKeys(db: string, where: string, values: unknown[] = []): Promise<void> {
+  const by: Array<[string, string]> = [['hour', 'r.hour'], ['user_id', 's.user_id'], ['key_id', 's.key_id']];
+  return rollUpRows(db, { into: 'analytics_key_hours', from: 'analytics_hours', by }, where, values);
+}
+
 async function explainStart(db: string): Promise<void> {
   // What a start reads from stored usage (UsageQueries.quotaUsage, the same SQL).
   const r = await sqlAt(db, `explain (analyze, buffers, costs off, timing off)
@@ -314,7 +321,7 @@ async function explainStart(db: string): Promise<void> {
 }
 
 async function tableSizes(db: string): Promise<void> {
-  for (const t of ['usage_daily', 'usage_account_daily', 'analytics_days', 'analytics_hours', 'analytics_account_days', 'analytics_account_hours', 'analytics_account_day_parts', 'analytics_series', 'api_keys']) {
+  for (const t of ['usage_daily', 'usage_account_daily', 'analytics_days', 'analytics_hours', 'analytics_account_days', 'analytics_account_hours', 'analytics_account_day_parts', 'analytics_key_hours', 'analytics_series', 'api_keys']) {
     const r = await sqlAt(db, `select pg_total_relation_size('${t}')::float8 as bytes, (select count(*) from ${t})::float8 as n`);
     const { bytes, n } = r.rows[0] as { bytes: number; n: number };
     out(`  ${t.padEnd(24)} ${String(n).padStart(10)} rows  ${(bytes / 2 ** 20).toFixed(0).padStart(6)} MiB  ${(bytes / Math.max(1, n)).toFixed(0)} bytes/row`);
@@ -392,7 +399,8 @@ async function main(): Promise<void> {
       await rollUp(DB_URL, 'hour', 'true');
       await rollUp(DB_URL, 'day', 'true');
       await rollUpParts(DB_URL, 'true');
-      out(`  roll-ups of ${HOURLY_ROWS} hourly and ${USAGE_ROWS} daily rows (migrations 0014 and 0016's backfill SQL) in ${((performance.now() - t1) / 1000).toFixed(1)} s`);
+      await rollUpKeys(DB_URL, 'true');
+      out(`  roll-ups of ${HOURLY_ROWS} hourly and ${USAGE_ROWS} daily rows (migrations 0014, 0016 and 0017's backfill SQL) in ${((performance.now() - t1) / 1000).toFixed(1)} s`);
       await sqlAt(DB_URL, 'vacuum analyze');
       out(`  seeded in ${((performance.now() - t0) / 1000).toFixed(0)} s`);
     }
@@ -458,7 +466,7 @@ async function main(): Promise<void> {
       await seedAccount(DB_URL, session.data.user.id);
       auths.push({ authorization: `Bearer ${session.data.tokens.accessToken}` });
     }
-    await sqlAt(DB_URL, 'analyze usage_daily, usage_account_daily, analytics_series, analytics_days, analytics_hours, analytics_account_days, analytics_account_hours, analytics_account_day_parts');
+    await sqlAt(DB_URL, 'analyze usage_daily, usage_account_daily, analytics_series, analytics_days, analytics_hours, analytics_account_days, analytics_account_hours, analytics_account_day_parts, analytics_key_hours');
     out(`bench accounts: ${BENCH_ACCOUNTS}, each 10 keys x 3 networks x 4 methods: 120 rows a day (usage, daily analytics), 120 an hour (hourly analytics: 20,160 rows in 7 days)`);
     const get = async (auth: { authorization: string }, path: string) => {
       const r = await fetch(`${g2.url}/api/v1${path}`, { headers: auth });
@@ -518,7 +526,7 @@ async function main(): Promise<void> {
     out(`usage sweep: ${swept.usage} rows deleted in ${ms(performance.now() - t)}`);
     t = performance.now();
     const a = await new AnalyticsStore({ db: storage.db, logger }).sweep();
-    out(`analytics sweep: ${a.hourly} hourly + ${a.daily} daily rows, roll-ups ${a.accountHourly} hourly + ${a.accountDaily} daily + ${a.accountDayParts} day parts deleted in ${ms(performance.now() - t)}`);
+    out(`analytics sweep: ${a.hourly} hourly + ${a.daily} daily rows, roll-ups ${a.accountHourly} hourly + ${a.accountDaily} daily + ${a.accountDayParts} day parts + ${a.keyHourly} key hours deleted in ${ms(performance.now() - t)}`);
     t = performance.now();
     await new UsageRetention({ db: storage.db, logger, retentionDays: 400 }).sweep();
     out(`usage sweep with nothing to delete: ${ms(performance.now() - t)}`);

@@ -193,8 +193,8 @@ export class AnalyticsRecorder {
 
   /**
    * Writes a batch inside the caller's transaction (the usage flush): hourly rows, and the same
-   * counts added to each day's row, then to the account's roll-ups of that hour and day and of
-   * that day per key, network and method (C46:
+   * counts added to each day's row, then to the account's roll-ups of that hour and day, to the
+   * key's of that hour, and to the account's of that day per key, network and method (C46:
    * the day's rows and the roll-ups are the sums of the hour's rows by construction: same batch,
    * same transaction). Counters are added and histograms merged bucket by bucket in SQL, so
    * instances writing the same row never overwrite one another. Rows are written in (series,
@@ -235,6 +235,11 @@ export class AnalyticsRecorder {
     const accountDays = sumRows(days, (r) => `${r.userId}|${r.day}`);
     for (let i = 0; i < accountDays.length; i += CHUNK) {
       await tx.execute(upsertAccount('analytics_account_days', ['day'], unnest(accountDays.slice(i, i + CHUNK), [USER, DAY, ...COUNTS])));
+    }
+    // One key's hours (a query by key reads one row per hour, not one per series and hour), likewise.
+    const keyHours = sumRows(hourly, (r) => `${r.userId}|${r.keyId}|${r.hour}`);
+    for (let i = 0; i < keyHours.length; i += CHUNK) {
+      await tx.execute(upsertAccount('analytics_key_hours', ['key_id', 'hour'], unnest(keyHours.slice(i, i + CHUNK), [USER, KEY_ID, HOUR, ...COUNTS])));
     }
     // The account's daily rows per key, network and method (the breakdowns' roll-up): a key's
     // without a histogram (byKey shows no latency).
@@ -296,7 +301,8 @@ export const COUNTERS = ['requests', 'compute_units', 'errors_node', 'errors_ups
 type DayRow = Row & { day: string };
 type PartRow = DayRow & { kind: string; name: string };
 const USER: Column<Row> = ['user_id', 'text', (r) => r.userId];
-const SERIES: ReadonlyArray<Column<Row>> = [USER, ['key_id', 'text', (r) => r.keyId], ['network', 'text', (r) => r.network], ['method', 'text', (r) => r.method]];
+const KEY_ID: Column<Row> = ['key_id', 'text', (r) => r.keyId];
+const SERIES: ReadonlyArray<Column<Row>> = [USER, KEY_ID, ['network', 'text', (r) => r.network], ['method', 'text', (r) => r.method]];
 const HOUR: Column<Row> = ['hour', 'int', (r) => r.hour / HOUR_MS];
 const DAY: Column<DayRow> = ['day', 'date', (r) => r.day];
 const KIND: Column<PartRow> = ['kind', 'text', (r) => r.kind];
@@ -342,13 +348,13 @@ function upsert(table: 'analytics_hours' | 'analytics_days', period: 'hour' | 'd
 }
 
 /**
- * The same for an account roll-up, on (user_id, ...by): (user_id, hour), (user_id, day) or
- * (user_id, day, kind, name); a row whose account is gone is dropped, as its series rows are (the
+ * The same for an account roll-up, on (user_id, ...by): (user_id, hour), (user_id, day),
+ * (user_id, day, kind, name) or (user_id, key_id, hour); a row whose account is gone is dropped, as its series rows are (the
  * series insert skips it).
  */
 function upsertAccount(
-  table: 'analytics_account_hours' | 'analytics_account_days' | 'analytics_account_day_parts',
-  by: ReadonlyArray<'hour' | 'day' | 'kind' | 'name'>,
+  table: 'analytics_account_hours' | 'analytics_account_days' | 'analytics_account_day_parts' | 'analytics_key_hours',
+  by: ReadonlyArray<'hour' | 'day' | 'kind' | 'name' | 'key_id'>,
   rows: SQL,
 ) {
   const t = sql.raw(table);

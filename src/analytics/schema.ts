@@ -95,6 +95,17 @@ export const analyticsAccountDays = pgTable(
 );
 
 /**
+ * For scale (docs/scaling.md): a key's hourly rows (of every network and method) summed per UTC hour, written in the
+ * same flush as `analytics_hours` (migration 0017), so a query by key alone reads one row per hour
+ * instead of one per series and hour. Kept as long as the hourly rows.
+ */
+export const analyticsKeyHours = pgTable(
+  'analytics_key_hours',
+  { ...counters, userId: account(), keyId: text('key_id').notNull(), hour: integer('hour').notNull(), latency: bytea('latency').notNull() },
+  (t) => [primaryKey({ name: 'analytics_key_hours_pkey', columns: [t.userId, t.keyId, t.hour] }), index('analytics_key_hours_hour_idx').using('brin', t.hour)],
+);
+
+/**
  * For scale (docs/scaling.md): an account's daily rows summed per key, per network and per method (one row each per
  * UTC day, `kind` saying which, in one letter, and `name` its id or name), written in the same flush as
  * `analytics_days` (migration 0016), so the breakdowns of a query without a key, network or method

@@ -85,6 +85,8 @@ export class AnalyticsStore {
   readonly #rollups: Record<Granularity, ReturnType<typeof prepareSql>>;
   /** The series reads (`querySeries`), likewise. */
   readonly #series: Record<Granularity, ReturnType<typeof prepareSql>>;
+  /** One key's hourly read (`#queryKeyHours`), prepared once. */
+  readonly #keyHours: ReturnType<typeof prepareSql>;
   /** `ownsKey`'s read, prepared once. */
   readonly #ownsKey: ReturnType<typeof prepareSql>;
 
@@ -99,6 +101,7 @@ export class AnalyticsStore {
       hour: prepareSql(deps.db, 'analytics_series_hour', seriesSql('hour')),
       day: prepareSql(deps.db, 'analytics_series_day', seriesSql('day')),
     };
+    this.#keyHours = prepareSql(deps.db, 'analytics_key_hours', keyHoursSql());
     this.#ownsKey = prepareSql(
       deps.db,
       'analytics_owns_key',
@@ -127,9 +130,14 @@ export class AnalyticsStore {
 
   /** C46: the account's analytics over [start, end], every bucket of the period present (zeros included), oldest first. */
   async query(q: AnalyticsQuery): Promise<Analytics> {
-    if (q.keyId === undefined && q.network === undefined && q.method === undefined) {
-      const fromRollups = await this.#queryRollups(q);
-      if (fromRollups) return fromRollups;
+    if (q.network === undefined && q.method === undefined) {
+      if (q.keyId === undefined) {
+        const fromRollups = await this.#queryRollups(q);
+        if (fromRollups) return fromRollups;
+      } else if (q.granularity === 'hour') {
+        const fromKeyHours = await this.#queryKeyHours(q, q.keyId);
+        if (fromKeyHours) return fromKeyHours;
+      }
     }
     return this.querySeries(q);
   }
@@ -153,26 +161,31 @@ export class AnalyticsStore {
       start: q.start,
       end: q.end,
     });
-    const sets = emptySets();
-    const names = new Map<string, string>();
-    const perSeries = new Map<number, Sum>();
-    const described: Array<{ series: number; key_id: string; network: string; method: string }> = [];
-    const unitMs = q.granularity === 'hour' ? HOUR_MS : DAY_MS;
-    for (const r of rows.rows as Array<GroupedRow & StoredSums & { buckets: Uint8Array | null; series: number | null; key_name: string | null; latency: Uint8Array | null }>) {
-      if (r.buckets !== null) addPackedBuckets(sets.perBucket, r.buckets, unitMs);
-      else if (r.key_id !== null) {
-        // A series of the filter: what it is (no counts).
-        described.push(r as { series: number; key_id: string; network: string; method: string });
-        if (r.key_name !== null) names.set(r.key_id, r.key_name);
-      } else perSeries.set(Number(r.series), sumOf(r));
-    }
-    for (const d of described) {
-      const s = perSeries.get(Number(d.series));
-      if (s === undefined) continue; // no rows in the period
-      addCounts(into(sets.perMethod, d.method), s);
-      addCounts(into(sets.perKey, d.key_id), s);
-      addCounts(into(sets.perNetwork, d.network), s);
-    }
+    const { sets, names } = fromSeriesRows(rows.rows as SeriesRow[], q.granularity === 'hour' ? HOUR_MS : DAY_MS);
+    return answer(q, sets, names);
+  }
+
+  /**
+   * C46, for scale: one key's hours (a key filter alone, by the hour) read the buckets from the key's
+   * hourly roll-up (`analytics_key_hours`: one row per hour, not one per series and hour) and the
+   * breakdowns from the key's series' daily rows (the period is whole UTC days, and a flush adds
+   * each hourly row to its day's row and to the roll-up in one transaction, so per series the days
+   * hold the same sums as its hours). One statement (`keyHoursSql`). When the two disagree (rows not
+   * written by the recorder), null: the caller answers from the series' hourly rows.
+   */
+  async #queryKeyHours(q: AnalyticsQuery, keyId: string): Promise<Analytics | null> {
+    const rows = await this.#keyHours({
+      userId: q.userId,
+      keyId,
+      fromHour: dayStart(q.start) / HOUR_MS,
+      toHour: (dayStart(q.end) + DAY_MS) / HOUR_MS,
+      start: q.start,
+      end: q.end,
+    });
+    const fromBuckets = emptySum();
+    const fromDays = emptySum();
+    const { sets, names } = fromSeriesRows(rows.rows as SeriesRow[], HOUR_MS, fromBuckets, fromDays);
+    if (!sameSum(fromBuckets, fromDays)) return null;
     return answer(q, sets, names);
   }
 
@@ -226,9 +239,9 @@ export class AnalyticsStore {
 
   /**
    * C46: deletes hourly rows older than 35 days and daily rows older than 400 days (UTC days, today
-   * included), the account roll-ups with them (the same cut: a kept day has all its rows).
+   * included), the account and key roll-ups with them (the same cut: a kept day has all its rows).
    */
-  async sweep(now = Date.now()): Promise<{ hourly: number; daily: number; accountHourly: number; accountDaily: number; accountDayParts: number }> {
+  async sweep(now = Date.now()): Promise<{ hourly: number; daily: number; accountHourly: number; accountDaily: number; accountDayParts: number; keyHourly: number }> {
     const today = new Date(now).toISOString().slice(0, 10);
     const hourCut = sql`hour < ${dayStart(AnalyticsStore.oldestDay('hour', today)) / HOUR_MS}::int`;
     const dayCut = sql`day < ${AnalyticsStore.oldestDay('day', today)}::date`;
@@ -238,8 +251,9 @@ export class AnalyticsStore {
     const accountHourly = await deleteInBatches(this.#db, 'analytics_account_hours', hourCut);
     const accountDaily = await deleteInBatches(this.#db, 'analytics_account_days', dayCut);
     const accountDayParts = await deleteInBatches(this.#db, 'analytics_account_day_parts', dayCut);
-    const out = { hourly, daily, accountHourly, accountDaily, accountDayParts };
-    if (hourly || daily || accountHourly || accountDaily || accountDayParts) this.#log.info(out, 'analytics rows past retention deleted');
+    const keyHourly = await deleteInBatches(this.#db, 'analytics_key_hours', hourCut);
+    const out = { hourly, daily, accountHourly, accountDaily, accountDayParts, keyHourly };
+    if (hourly || daily || accountHourly || accountDaily || accountDayParts || keyHourly) this.#log.info(out, 'analytics rows past retention deleted');
     return out;
   }
 
@@ -338,6 +352,67 @@ function seriesSql(granularity: Granularity): SQL {
     union all
     select null, s.id, s.key_id, s.network, s.method, (select k.name from api_keys k where k.id = s.key_id and k.user_id = ${userId}), ${noCounts}
     from analytics_series s where ${ofFilter}`;
+}
+
+/**
+ * The read of `#queryKeyHours`, one statement: a first row whose `buckets` holds the key's roll-up
+ * rows of the period (`analytics_key_hours`, per hour) packed as `rollupsSql` packs the account's,
+ * then the daily rows of each of the key's series summed per series, then one row per series saying
+ * its key, network, method and the key's name, as `seriesSql` answers. Placeholders: userId, keyId,
+ * start and end (days, inclusive), fromHour and toHour (hours since 1970, end exclusive).
+ */
+function keyHoursSql(): SQL {
+  const userId = sql.placeholder('userId');
+  const keyId = sql.placeholder('keyId');
+  const ofKey = sql`user_id = ${userId} and key_id = ${keyId}::text`;
+  const summed = sql.raw(
+    `${COUNTERS.map((c) => `coalesce(sum(r.${c}), 0)::float8 as ${c}`).join(', ')}, string_agg(int2send(length(r.latency)::int2) || r.latency, ''::bytea) as latency`,
+  );
+  const packed = sql.raw(packedAll(packedBucketSql('r.hour', (c) => `coalesce(r.${c}, 0)`, 'int2send(length(r.latency)::int2) || r.latency')));
+  const noCounts = sql.raw(`${COUNTERS.map((c) => `0::float8 as ${c}`).join(', ')}, null::bytea as latency`);
+  const none = sql.raw(`null::int as series, null::text as key_id, null::text as network, null::text as method, null::text as key_name, ${COUNTERS.map((c) => `null::float8 as ${c}`).join(', ')}, null::bytea as latency`);
+  return sql`select (select ${packed} from analytics_key_hours r
+      where r.user_id = ${userId} and r.key_id = ${keyId}::text and r.hour >= ${sql.placeholder('fromHour')}::int and r.hour < ${sql.placeholder('toHour')}::int) as buckets, ${none}
+    union all
+    select null, r.series, null, null, null, null, ${summed}
+    from analytics_days r
+    where r.series = any(array(select id from analytics_series where ${ofKey})) and r.day >= ${sql.placeholder('start')}::date and r.day <= ${sql.placeholder('end')}::date
+    group by r.series
+    union all
+    select null, s.id, s.key_id, s.network, s.method, (select k.name from api_keys k where k.id = s.key_id and k.user_id = ${userId}), ${noCounts}
+    from analytics_series s where ${ofKey}`;
+}
+
+/** A row of `seriesSql` or `keyHoursSql`: the packed buckets, a series' sums, or what a series is. */
+type SeriesRow = GroupedRow & StoredSums & { buckets: Uint8Array | null; series: number | null; key_name: string | null; latency: Uint8Array | null };
+
+/**
+ * The sums of a series read: the buckets (`unitMs` long) as packed, each series' sums added to its
+ * method's, key's and network's; the buckets' sums also into `bucketsTotal` and the described
+ * series' into `seriesTotal`, when given.
+ */
+function fromSeriesRows(rows: SeriesRow[], unitMs: number, bucketsTotal?: Sum, seriesTotal?: Sum): { sets: Sets; names: Map<string, string> } {
+  const sets = emptySets();
+  const names = new Map<string, string>();
+  const perSeries = new Map<number, Sum>();
+  const described: Array<{ series: number; key_id: string; network: string; method: string }> = [];
+  for (const r of rows) {
+    if (r.buckets !== null) addPackedBuckets(sets.perBucket, r.buckets, unitMs, bucketsTotal);
+    else if (r.key_id !== null) {
+      // A series of the filter: what it is (no counts).
+      described.push(r as { series: number; key_id: string; network: string; method: string });
+      if (r.key_name !== null) names.set(r.key_id, r.key_name);
+    } else perSeries.set(Number(r.series), sumOf(r));
+  }
+  for (const d of described) {
+    const s = perSeries.get(Number(d.series));
+    if (s === undefined) continue; // no rows in the period
+    addCounts(into(sets.perMethod, d.method), s);
+    addCounts(into(sets.perKey, d.key_id), s);
+    addCounts(into(sets.perNetwork, d.network), s);
+    if (seriesTotal) addCounts(seriesTotal, s);
+  }
+  return { sets, names };
 }
 
 interface Sets {

@@ -1,7 +1,7 @@
 // C46: 0012_analytics_compact.sql moves the analytics rows of a database in use to the
 // compact tables (0013 drops the old ones), and GET /usage/analytics answers the same numbers after it as before;
 // 0014 rolls those rows up per account and hour or day (the sums of the series rows), 0016 per
-// account, day and key, network or method.
+// account, day and key, network or method, 0017 per account, key and hour.
 // old-answers.json holds what the code before the migration answered on OLD_ROWS (the store's
 // query, which the route returns as `data`).
 import assert from 'node:assert/strict';
@@ -71,19 +71,21 @@ async function oldDatabase(backend: string, folder: string): Promise<{ open(): P
 
 /**
  * The account roll-ups (0014, then the recorder) hold, per account and hour or day, the sums of the
- * series rows: counters (NULL when zero) and histograms merged, encoded as encodeLatency does.
+ * series rows: counters (NULL when zero) and histograms merged, encoded as encodeLatency does; the
+ * key roll-up (0017, then the recorder) the same per account, key and hour.
  */
-async function assertRollups(storage: Storage, expected: { hours: number; days: number }): Promise<void> {
-  for (const [table, rollup, period, n] of [
-    ['analytics_hours', 'analytics_account_hours', 'hour', expected.hours],
-    ['analytics_days', 'analytics_account_days', 'day', expected.days],
+async function assertRollups(storage: Storage, expected: { hours: number; days: number; keyHours: number }): Promise<void> {
+  for (const [table, rollup, period, n, by] of [
+    ['analytics_hours', 'analytics_account_hours', 'hour', expected.hours, 'user_id'],
+    ['analytics_days', 'analytics_account_days', 'day', expected.days, 'user_id'],
+    ['analytics_hours', 'analytics_key_hours', 'hour', expected.keyHours, "user_id || ' ' || key_id"],
   ] as const) {
     const cols = ['requests', 'compute_units', 'errors_node', 'errors_upstream', 'refused_rate', 'refused_quota', 'refused_key', 'refused_network', 'refused_method', 'refused_access'];
-    const text = (from: string) => sql.raw(`${cols.map((c) => `${c}::text as ${c}`).join(', ')}, encode(latency, 'hex') as latency, user_id, ${period}::text as period from ${from}`);
+    const text = (from: string) => sql.raw(`${cols.map((c) => `${c}::text as ${c}`).join(', ')}, encode(latency, 'hex') as latency, ${by} as owner, ${period}::text as period from ${from}`);
     const series = rowsOf(await storage.db.execute(sql`select ${text(`${table} r join analytics_series s on s.id = r.series`)}`));
     const want = new Map<string, { counts: Array<number | null>; latency: number[] }>();
     for (const r of series) {
-      const id = `${String(r.user_id)} ${String(r.period)}`;
+      const id = `${String(r.owner)} ${String(r.period)}`;
       const w = want.get(id) ?? { counts: cols.map(() => null), latency: [] };
       want.set(id, w);
       cols.forEach((c, i) => {
@@ -91,18 +93,18 @@ async function assertRollups(storage: Storage, expected: { hours: number; days: 
       });
       mergeInto(w.latency, decodeLatency(String(r.latency)));
     }
-    const got = rowsOf(await storage.db.execute(sql`select ${text(rollup)} order by user_id, ${sql.raw(period)}`));
+    const got = rowsOf(await storage.db.execute(sql`select ${text(rollup)} order by owner, ${sql.raw(period)}`));
     assert.equal(got.length, n, rollup);
     assert.equal(got.length, want.size, rollup);
     for (const r of got) {
-      const w = want.get(`${String(r.user_id)} ${String(r.period)}`);
-      assert.ok(w, `${rollup} ${String(r.user_id)} ${String(r.period)}`);
+      const w = want.get(`${String(r.owner)} ${String(r.period)}`);
+      assert.ok(w, `${rollup} ${String(r.owner)} ${String(r.period)}`);
       assert.deepEqual(
         cols.map((c) => (r[c] === null ? null : Number(r[c]))),
         w.counts.map((x) => (x === 0 ? null : x)),
-        `${rollup} ${String(r.user_id)} ${String(r.period)}`,
+        `${rollup} ${String(r.owner)} ${String(r.period)}`,
       );
-      assert.equal(String(r.latency), encodeLatency(w.latency), `${rollup} ${String(r.user_id)} ${String(r.period)} latency`);
+      assert.equal(String(r.latency), encodeLatency(w.latency), `${rollup} ${String(r.owner)} ${String(r.period)} latency`);
     }
   }
 }
@@ -162,11 +164,12 @@ describe('analytics rows of a database in use, moved by 0012_analytics_compact a
         const store = new AnalyticsStore({ db: storage.db, logger: pino({ level: 'silent' }) });
         // The old tables are gone, every row is in the new ones.
         const tables = rowsOf(await storage.db.execute(sql`select relname from pg_class where relname like 'analytics\_%' and relkind = 'r' order by 1`));
-        assert.deepEqual(tables.map((t) => t.relname), ['analytics_account_day_parts', 'analytics_account_days', 'analytics_account_hours', 'analytics_days', 'analytics_hours', 'analytics_series']);
+        assert.deepEqual(tables.map((t) => t.relname), ['analytics_account_day_parts', 'analytics_account_days', 'analytics_account_hours', 'analytics_days', 'analytics_hours', 'analytics_key_hours', 'analytics_series']);
         const counts = rowsOf(await storage.db.execute(sql`select (select count(*) from analytics_hours)::int as h, (select count(*) from analytics_days)::int as d`));
         assert.deepEqual(counts, [{ h: 1038, d: 396 }]);
-        // 0014 rolled the moved rows up per account and hour or day: the sums of the series rows.
-        await assertRollups(storage, { hours: 2 * 72, days: 2 * 30 });
+        // 0014 rolled the moved rows up per account and hour or day: the sums of the series rows; 0017
+        // per account, key and hour (three keys, each with rows in every one of the 72 hours).
+        await assertRollups(storage, { hours: 2 * 72, days: 2 * 30, keyHours: 3 * 72 });
         // 0016 rolled the daily rows up per account, day and key, network or method.
         const parts = rowsOf(await storage.db.execute(sql`select count(*)::int as n from analytics_account_day_parts`))[0]?.n as number;
         assert.ok(parts > 2 * 30, `${parts} day parts`);
@@ -194,7 +197,7 @@ describe('analytics rows of a database in use, moved by 0012_analytics_compact a
         );
         assert.deepEqual(decodeLatency(String(stored[0]?.h)), [0, 70_001, 0, 5_000_000_000, 3]);
         // The flush added to the backfilled roll-ups too (its hour, 2026-01-02 10:00, a new one).
-        await assertRollups(storage, { hours: 2 * 72 + 1, days: 2 * 30 });
+        await assertRollups(storage, { hours: 2 * 72 + 1, days: 2 * 30, keyHours: 3 * 72 + 1 });
         await assertDayParts(storage, parts);
       } finally {
         await storage?.close();

@@ -1,8 +1,10 @@
 // C46: the per-account roll-ups (analytics_account_hours and _days, migration 0014; per
-// day and key, network or method, analytics_account_day_parts, 0016). A query without a key,
-// network or method reads the buckets from the first and the breakdowns from the day parts; its
-// answers must be identical to those read from the series rows alone (querySeries, the path before
-// the roll-ups), on PGlite and PostgreSQL.
+// day and key, network or method, analytics_account_day_parts, 0016) and the per-key hourly one
+// (analytics_key_hours, 0017). A query without a key, network or method reads the buckets from the
+// first and the breakdowns from the day parts, one by key alone by the hour its buckets from the key's
+// roll-up and its breakdowns from the key's daily series rows; their answers must be identical to
+// those read from the series rows alone (querySeries, the path before the roll-ups), on PGlite and
+// PostgreSQL.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { type SQL, sql } from 'drizzle-orm';
@@ -143,7 +145,8 @@ for (const backend of backends) {
 
     test('a query without a filter reads the roll-ups and answers exactly what the series rows answer', async () => {
       const stored = rowsOf(await storage.db.execute(sql`select (select count(*) from analytics_account_hours)::int as h, (select count(*) from analytics_account_days)::int as d,
-        (select count(*) from analytics_account_hours where user_id = 'ghost')::int + (select count(*) from analytics_account_day_parts where user_id = 'ghost')::int as ghost,
+        (select count(*) from analytics_account_hours where user_id = 'ghost')::int + (select count(*) from analytics_account_day_parts where user_id = 'ghost')::int
+          + (select count(*) from analytics_key_hours where user_id = 'ghost')::int as ghost,
         (select count(*) from analytics_account_day_parts where kind = 'm')::int as methods, (select count(*) from analytics_account_day_parts where kind = 'k')::int as keys`));
       assert.equal(stored[0]?.ghost, 0);
       assert.ok(Number(stored[0]?.h) > 100 && Number(stored[0]?.d) === 8, JSON.stringify(stored));
@@ -172,13 +175,42 @@ for (const backend of backends) {
       }
       assert.ok(refusals > 0);
       // The roll-up and series reads were prepared once each, by name (planned once on PostgreSQL), not at each query.
-      assert.deepEqual(prepared, ['analytics_rollups_hour', 'analytics_rollups_day', 'analytics_series_hour', 'analytics_series_day', 'analytics_owns_key']);
+      assert.deepEqual(prepared, ['analytics_rollups_hour', 'analytics_rollups_day', 'analytics_series_hour', 'analytics_series_day', 'analytics_key_hours', 'analytics_owns_key']);
       // Deleted key k3: its rows count, without a name.
       const all = await store.query({ userId: 'u1', start: '2026-03-01', end: '2026-03-04', granularity: 'day' });
       assert.deepEqual(
         all.byKey.map((k) => [k.apiKeyId, k.name]).sort(),
         [['k1', 'main'], ['k2', 'second'], ['k3', null]],
       );
+    });
+
+    test('a query by key alone, by the hour, reads the key roll-up and the daily rows and answers exactly what the series rows answer', async () => {
+      const stored = rowsOf(await storage.db.execute(sql`select user_id, key_id, count(*)::int as n from analytics_key_hours group by 1, 2 order by 1, 2`));
+      // A row per key and hour with calls (k3 deleted since: its rows stay, as its series rows do).
+      assert.deepEqual(stored.map((r) => `${String(r.user_id)} ${String(r.key_id)}`), ['u1 k1', 'u1 k2', 'u1 k3', 'u2 k4']);
+      assert.ok(stored.every((r) => Number(r.n) > 24), JSON.stringify(stored));
+      const { store, seen } = spiedStore(storage.db);
+      let calls = 0;
+      for (const [userId, keyId] of [['u1', 'k1'], ['u1', 'k2'], ['u1', 'k3'], ['u2', 'k4'], ['u2', 'k1']] as const) {
+        for (const q of questions(userId).filter((x) => x.granularity === 'hour')) {
+          const byKey: AnalyticsQuery = { ...q, keyId };
+          seen.length = 0;
+          const got = await store.query(byKey);
+          const read = seen.join('\n');
+          assert.equal(seen.length, 1, `one statement for ${JSON.stringify(byKey)}: ${read}`);
+          assert.match(read, /from analytics_key_hours/, `the key roll-up read for ${JSON.stringify(byKey)}`);
+          // The breakdowns from the daily rows: no hourly series row read, nor the series path's grouping sets.
+          assert.doesNotMatch(read, /from analytics_hours\b|grouping sets|analytics_account_/, `series path not taken for ${JSON.stringify(byKey)}`);
+          assert.deepEqual(got, await store.querySeries(byKey), JSON.stringify(byKey));
+          if (got.byKey.length > 0) assert.deepEqual(got.byKey.map((k) => k.apiKeyId), [keyId]);
+          calls += got.series.reduce((n, b) => n + b.requests, 0);
+        }
+      }
+      assert.ok(calls > 0);
+      // By the day, a key's query reads its series' daily rows (no hourly roll-up involved).
+      seen.length = 0;
+      await store.query({ userId: 'u1', start: '2026-03-01', end: '2026-03-04', granularity: 'day', keyId: 'k1' });
+      assert.doesNotMatch(seen.join('\n'), /analytics_key_hours/);
     });
 
     test('with a key, network or method, the series rows: one prepared statement, histograms merged here, not in SQL', async () => {
@@ -218,6 +250,24 @@ for (const backend of backends) {
       for (const q of questions('u2')) assert.deepEqual(await store.query(q), await store.querySeries(q), JSON.stringify(q));
       const day = await store.query({ userId: 'u2', start: '2026-03-02', end: '2026-03-02', granularity: 'day' });
       assert.ok(day.topMethods.some((m) => m.method === 'eth_chainId' && m.requests === 5));
+      // By key and hour: that daily row has no hours, so the key roll-up disagrees with the daily rows.
+      const byKey: AnalyticsQuery = { userId: 'u2', start: '2026-03-02', end: '2026-03-02', granularity: 'hour', keyId: 'k4' };
+      assert.deepEqual(await store.query(byKey), await store.querySeries(byKey));
+      // A key roll-up row of its own (no series row under it): not in the answer either.
+      await storage.db.execute(sql`insert into analytics_key_hours (user_id, key_id, hour, requests, latency)
+        values ('u2', 'k4', ${Date.parse('2026-03-03T05:00:00Z') / HOUR}::int, 7, decode('010307', 'hex'))
+        on conflict (user_id, key_id, hour) do update set requests = coalesce(analytics_key_hours.requests, 0) + 7`);
+      const later: AnalyticsQuery = { ...byKey, start: '2026-03-03', end: '2026-03-03' };
+      const got = await store.query(later);
+      assert.deepEqual(got, await store.querySeries(later));
+      const hourly = rowsOf(
+        await storage.db.execute(sql`select coalesce(sum(r.requests), 0)::int as n from analytics_hours r join analytics_series s on s.id = r.series
+          where s.user_id = 'u2' and s.key_id = 'k4' and r.hour >= ${Date.parse('2026-03-03T00:00:00Z') / HOUR}::int and r.hour < ${Date.parse('2026-03-04T00:00:00Z') / HOUR}::int`),
+      );
+      assert.equal(
+        got.series.reduce((n, b) => n + b.requests, 0),
+        hourly[0]?.n,
+      );
     });
 
     test('the retention sweep deletes roll-up rows past 35 days (hourly) and 400 days (daily)', async () => {
@@ -226,10 +276,12 @@ for (const backend of backends) {
         rowsOf(
           await storage.db.execute(sql`select (select count(*) from analytics_account_hours where hour < ${Date.parse('2026-03-03T00:00:00Z') / HOUR}::int)::int as old_hours,
             (select count(*) from analytics_account_hours)::int as hours, (select count(*) from analytics_account_days)::int as days,
-            (select count(*) from analytics_account_day_parts)::int as parts`),
-        )[0] as { old_hours: number; hours: number; days: number; parts: number };
+            (select count(*) from analytics_account_day_parts)::int as parts,
+            (select count(*) from analytics_key_hours where hour < ${Date.parse('2026-03-03T00:00:00Z') / HOUR}::int)::int as old_key_hours,
+            (select count(*) from analytics_key_hours)::int as key_hours`),
+        )[0] as { old_hours: number; hours: number; days: number; parts: number; old_key_hours: number; key_hours: number };
       const before = await count();
-      assert.ok(before.old_hours > 0);
+      assert.ok(before.old_hours > 0 && before.old_key_hours > 0 && before.key_hours > before.old_key_hours);
       // On 2026-04-05 the oldest hourly day kept is 2026-03-02; on 2026-04-06 it is 2026-03-03.
       const kept = await store.sweep(Date.parse('2026-04-05T12:00:00Z'));
       assert.deepEqual([kept.accountDaily, kept.accountDayParts], [0, 0]);
@@ -237,11 +289,13 @@ for (const backend of backends) {
       assert.deepEqual([out.accountDaily, out.accountDayParts], [0, 0]);
       const after = await count();
       assert.equal(kept.accountHourly + out.accountHourly, before.old_hours);
+      assert.equal(kept.keyHourly + out.keyHourly, before.old_key_hours);
       assert.deepEqual([after.old_hours, after.hours, after.days, after.parts], [0, before.hours - before.old_hours, before.days, before.parts]);
+      assert.deepEqual([after.old_key_hours, after.key_hours], [0, before.key_hours - before.old_key_hours]);
       // Over 400 days on, the daily ones go too.
       const late = await store.sweep(Date.parse('2027-05-01T12:00:00Z'));
       assert.deepEqual([late.accountDaily, late.accountDayParts], [before.days, before.parts]);
-      assert.deepEqual(await count(), { old_hours: 0, hours: 0, days: 0, parts: 0 });
+      assert.deepEqual(await count(), { old_hours: 0, hours: 0, days: 0, parts: 0, old_key_hours: 0, key_hours: 0 });
     });
   });
 }
