@@ -281,6 +281,17 @@ function packedBucketSql(number: string, counter: (c: string) => string, latency
 
 /** SQL text: the bytes of `packed` (packedBucketSql) of every row of what follows, one after the other. */
 const packedAll = (packed: string) => `coalesce(string_agg(${packed}, ''::bytea), ''::bytea)`;
+/** SQL text: a roll-up row's histogram as one stored form after its length, as a summed row's are. */
+const ROLLUP_LATENCY = 'int2send(length(r.latency)::int2) || r.latency';
+/**
+ * SQL text: rows `r` summed, counters as float8 (the same on PGlite and node-postgres) and their
+ * histograms' stored forms concatenated, each after its length (addStoredLatencies).
+ */
+const SUMMED = `${COUNTERS.map((c) => `coalesce(sum(r.${c}), 0)::float8 as ${c}`).join(', ')}, string_agg(${ROLLUP_LATENCY}, ''::bytea) as latency`;
+/** SQL text: the counters of a row saying what a series is (it counts nothing). */
+const NO_COUNTS = `${COUNTERS.map((c) => `0::float8 as ${c}`).join(', ')}, null::bytea as latency`;
+/** SQL text: the columns after `buckets` of a series read's first row (the packed buckets), all null. */
+const SERIES_NONE = `null::int as series, null::text as key_id, null::text as network, null::text as method, null::text as key_name, ${COUNTERS.map((c) => `null::float8 as ${c}`).join(', ')}, null::bytea as latency`;
 
 /**
  * The roll-up read of `#queryRollups`, one statement: a first row whose `buckets` holds the
@@ -291,15 +302,13 @@ const packedAll = (packed: string) => `coalesce(string_agg(${packed}, ''::bytea)
  * and toHour (hours since 1970, end exclusive) for `hour`.
  */
 function rollupsSql(granularity: Granularity): SQL {
-  const summed = sql.raw(
-    `${COUNTERS.map((c) => `coalesce(sum(r.${c}), 0)::float8 as ${c}`).join(', ')}, string_agg(int2send(length(r.latency)::int2) || r.latency, ''::bytea) as latency`,
-  );
+  const summed = sql.raw(SUMMED);
   const userId = sql.placeholder('userId');
   const start = sql`${sql.placeholder('start')}::date`;
   const end = sql`${sql.placeholder('end')}::date`;
   const none = sql.raw(`null::text as key_id, null::text as network, null::text as method, null::text as key_name, ${COUNTERS.map((c) => `null::float8 as ${c}`).join(', ')}, null::bytea as latency`);
   // A roll-up row's histogram is one stored form: after its length, as the day parts' are.
-  const packed = (number: string) => sql.raw(packedAll(packedBucketSql(number, (c) => `coalesce(r.${c}, 0)`, 'int2send(length(r.latency)::int2) || r.latency')));
+  const packed = (number: string) => sql.raw(packedAll(packedBucketSql(number, (c) => `coalesce(r.${c}, 0)`, ROLLUP_LATENCY)));
   const buckets =
     granularity === 'hour'
       ? sql`select ${packed('r.hour')} from analytics_account_hours r
@@ -337,8 +346,8 @@ function seriesSql(granularity: Granularity): SQL {
     granularity === 'hour'
       ? [sql.raw('analytics_hours'), sql.raw('r.hour'), sql`r.hour >= ${sql.placeholder('fromHour')}::int and r.hour < ${sql.placeholder('toHour')}::int`]
       : [sql.raw('analytics_days'), sql.raw("(r.day - date '1970-01-01')"), sql`r.day >= ${sql.placeholder('start')}::date and r.day <= ${sql.placeholder('end')}::date`];
-  const noCounts = sql.raw(`${COUNTERS.map((c) => `0::float8 as ${c}`).join(', ')}, null::bytea as latency`);
-  const none = sql.raw(`null::int as series, null::text as key_id, null::text as network, null::text as method, null::text as key_name, ${COUNTERS.map((c) => `null::float8 as ${c}`).join(', ')}, null::bytea as latency`);
+  const noCounts = sql.raw(NO_COUNTS);
+  const none = sql.raw(SERIES_NONE);
   const asFloat = sql.raw(COUNTERS.map((c) => `g.${c}::float8`).join(', '));
   // A series is never null in the rows: a row of the (bucket) set is one whose series is.
   return sql`with g as (
@@ -365,12 +374,10 @@ function keyHoursSql(): SQL {
   const userId = sql.placeholder('userId');
   const keyId = sql.placeholder('keyId');
   const ofKey = sql`user_id = ${userId} and key_id = ${keyId}::text`;
-  const summed = sql.raw(
-    `${COUNTERS.map((c) => `coalesce(sum(r.${c}), 0)::float8 as ${c}`).join(', ')}, string_agg(int2send(length(r.latency)::int2) || r.latency, ''::bytea) as latency`,
-  );
-  const packed = sql.raw(packedAll(packedBucketSql('r.hour', (c) => `coalesce(r.${c}, 0)`, 'int2send(length(r.latency)::int2) || r.latency')));
-  const noCounts = sql.raw(`${COUNTERS.map((c) => `0::float8 as ${c}`).join(', ')}, null::bytea as latency`);
-  const none = sql.raw(`null::int as series, null::text as key_id, null::text as network, null::text as method, null::text as key_name, ${COUNTERS.map((c) => `null::float8 as ${c}`).join(', ')}, null::bytea as latency`);
+  const summed = sql.raw(SUMMED);
+  const packed = sql.raw(packedAll(packedBucketSql('r.hour', (c) => `coalesce(r.${c}, 0)`, ROLLUP_LATENCY)));
+  const noCounts = sql.raw(NO_COUNTS);
+  const none = sql.raw(SERIES_NONE);
   return sql`select (select ${packed} from analytics_key_hours r
       where r.user_id = ${userId} and r.key_id = ${keyId}::text and r.hour >= ${sql.placeholder('fromHour')}::int and r.hour < ${sql.placeholder('toHour')}::int) as buckets, ${none}
     union all
