@@ -196,6 +196,10 @@ rmSync(groupsDir, { recursive: true, force: true });
 if (first) {
   console.log(`[test] ${files.length} file(s) in ${runs.length} processes, ${Math.round((Date.now() - started) / 1000)} s (${concurrency} at a time); the slowest files:`);
   for (const [file, ms] of first.times.slice(0, 10)) console.log(`[test] ${(ms / 1000).toFixed(1).padStart(7)} s  ${relative(file)}`);
+  // Last, where a log's tail is read: what failed, by file and name, with its error's first line.
+  const failures = (again.length ? readReport(2)?.failures : first.failures) ?? [];
+  if (failures.length) console.log(`[test] ${failures.length} failed test(s):`);
+  for (const f of failures) console.log(`[test]   ${relative(f.file)}: ${f.name}: ${f.message}`);
 }
 rmSync(reportsDir, { recursive: true, force: true });
 process.exit(code);

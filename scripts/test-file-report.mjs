@@ -1,6 +1,8 @@
 // A reporter for Node's test runner used by scripts/run-tests.mjs, one JSON line at the end:
 // - `times`: each test file's time (the sum of its top-level tests), slowest first;
 // - `failed`: the files with a failed top-level test;
+// - `failures`: each failed test that has no failed test inside it: its file, its name and the
+//   first line of its error, so the end of a long log names what failed;
 // - `aborted`: the files whose process V8 ended on a check of its JIT-page registry (the line
 //   "Check failed: jit_page..." on the file's stderr), a fault of the runtime under PGlite's
 //   WebAssembly churn (nodejs/node#64500), not of a test; each with the check's line.
@@ -12,6 +14,7 @@ export const JIT_PAGE_ABORT = /Check failed: jit_page\S*/;
 export default async function* fileReport(source) {
   const perFile = new Map();
   const failed = new Set();
+  const failures = [];
   const aborted = {};
   for await (const event of source) {
     // Absolute: Node 24 names the file of a stderr line as it was given, relative to the cwd.
@@ -20,13 +23,20 @@ export default async function* fileReport(source) {
       perFile.set(file ?? '?', (perFile.get(file ?? '?') ?? 0) + (event.data.details?.duration_ms ?? 0));
       if (event.type === 'test:fail' && file) failed.add(file);
     }
+    // Node reports a test's failure after those of its subtests: a suite that failed only through
+    // them (its error is 'subtestsFailed') is not listed again.
+    if (event.type === 'test:fail' && event.data.details?.error?.failureType !== 'subtestsFailed') {
+      const error = event.data.details?.error;
+      const message = String(error?.cause?.message ?? error?.message ?? error ?? '').split('\n')[0].slice(0, 300);
+      failures.push({ file: file ?? '?', name: event.data.name, message });
+    }
     if (event.type === 'test:stderr' && file) {
       const line = JIT_PAGE_ABORT.exec(event.data.message ?? '');
       if (line) aborted[file] ??= line[0];
     }
   }
   const times = [...perFile].sort((a, b) => b[1] - a[1]);
-  yield `${JSON.stringify({ times, failed: [...failed], aborted })}\n`;
+  yield `${JSON.stringify({ times, failed: [...failed], failures, aborted })}\n`;
 }
 
 /**

@@ -11,7 +11,7 @@ import { after, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-type Report = { times: [string, number][]; failed: string[]; aborted: Record<string, string> };
+type Report = { times: [string, number][]; failed: string[]; failures: { file: string; name: string; message: string }[]; aborted: Record<string, string> };
 type Event = { type: string; data: Record<string, unknown> };
 // @ts-expect-error: a plain ES module script without type declarations
 const { default: fileReport, toRunAgain } = (await import('../../scripts/test-file-report.mjs')) as {
@@ -78,9 +78,17 @@ describe('the runner and a process V8 aborted on its JIT-page check', () => {
       assert.equal(code, 1);
     }
   });
+
+  it('ends its output naming the failed test, its file and the first line of its error', async () => {
+    const { code, out } = await runner({ 'a.test.ts': failing, 'b.test.ts': passing });
+    assert.equal(code, 1);
+    const tail = out.trimEnd().split('\n').slice(-2);
+    assert.equal(tail[0], '[test] 1 failed test(s):');
+    assert.match(tail[1]!, /^\[test\] {3}\S*a\.test\.ts: fails: Expected values to be strictly equal:$/);
+  });
 });
 
-describe('the abort reporter', () => {
+describe('the file reporter: times, failures and aborts', () => {
   async function report(events: Event[]): Promise<Report> {
     async function* source() {
       yield* events;
@@ -95,10 +103,10 @@ describe('the abort reporter', () => {
       { type: 'test:pass', data: { file: '/x/a.test.ts', nesting: 0, details: { duration_ms: 20 } } },
       { type: 'test:pass', data: { file: '/x/a.test.ts', nesting: 1, details: { duration_ms: 15 } } },
       { type: 'test:pass', data: { file: '/x/b.test.ts', nesting: 0, details: { duration_ms: 30 } } },
-      { type: 'test:fail', data: { file: '/x/a.test.ts', nesting: 1, details: { duration_ms: 5 } } },
-      { type: 'test:fail', data: { file: '/x/a.test.ts', nesting: 0, details: { duration_ms: 25 } } },
+      { type: 'test:fail', data: { file: '/x/a.test.ts', name: 'inner', nesting: 1, details: { duration_ms: 5, error: { failureType: 'testCodeFailure', cause: { message: 'one\ntwo' } } } } },
+      { type: 'test:fail', data: { file: '/x/a.test.ts', name: 'outer', nesting: 0, details: { duration_ms: 25, error: { failureType: 'subtestsFailed' } } } },
       { type: 'test:stderr', data: { file: 'g.test.mjs', message: '# Check failed: jit_page.has_value().\n' } },
-      { type: 'test:fail', data: { file: path.resolve('g.test.mjs'), nesting: 0, details: { duration_ms: 1 } } },
+      { type: 'test:fail', data: { file: path.resolve('g.test.mjs'), name: 'g', nesting: 0, details: { duration_ms: 1, error: { message: 'aborted' } } } },
       { type: 'test:stderr', data: { file: '/x/c.test.ts', message: 'Check failed: something else\n' } },
     ]);
     const g = path.resolve('g.test.mjs');
@@ -109,6 +117,11 @@ describe('the abort reporter', () => {
         [g, 1],
       ],
       failed: ['/x/a.test.ts', g],
+      // The failed test with none failed inside it, by the first line of its error; not its suite.
+      failures: [
+        { file: '/x/a.test.ts', name: 'inner', message: 'one' },
+        { file: g, name: 'g', message: 'aborted' },
+      ],
       aborted: { [g]: 'Check failed: jit_page.has_value().' },
     });
     assert.deepEqual(toRunAgain({ ...got, failed: [g] }), [g]);
