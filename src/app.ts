@@ -64,7 +64,7 @@ import { UsageRetention } from './usage/retention.ts';
 import { usageRoutes } from './usage/routes.ts';
 import { AnalyticsRecorder } from './analytics/recorder.ts';
 import { analyticsRoutes } from './analytics/routes.ts';
-import { type Analytics, AnalyticsStore } from './analytics/store.ts';
+import { AnalyticsStore } from './analytics/store.ts';
 import { AnswerCache } from './analytics/answer-cache.ts';
 import { BlockFollower } from './events/follower.ts';
 import { Prices } from './prices/prices.ts';
@@ -73,7 +73,7 @@ import { WhaleAlerts } from './whales/service.ts';
 import { webhookRoutes } from './webhooks/routes.ts';
 import { Webhooks } from './webhooks/service.ts';
 import { AddressActivity } from './webhooks/address-activity.ts';
-import { UsageQueries, type UsageStats } from './usage/queries.ts';
+import { UsageQueries } from './usage/queries.ts';
 import { type UsageHandoff, UsageService } from './usage/service.ts';
 
 export interface AppDeps {
@@ -118,6 +118,8 @@ export interface AppParts {
   drain: ConnectionDrain;
   /** C60: unsent answers of every client. */
   outbound: Outbound;
+  /** C46, C27: the kept answers of /usage/analytics and /usage/stats, as their bodies. */
+  answers: { analytics: AnswerCache<string>; stats: AnswerCache<string> };
   follower: BlockFollower;
   prices: Prices;
   whales: WhaleAlerts;
@@ -206,7 +208,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   const analytics = config.analytics.enabled ? new AnalyticsRecorder(rpcMethodLabels(config.methods)) : undefined;
   // C38 usage.quota: checked after usage counts are stored, never on the RPC path.
   // C46, C27: answers of /usage/analytics and /usage/stats kept one flush interval, dropped by each flush of their account.
-  const answers = { analytics: new AnswerCache<Analytics>({ ttlMs: config.usage.flushIntervalMs }), stats: new AnswerCache<UsageStats>({ ttlMs: config.usage.flushIntervalMs }) };
+  const answers = { analytics: new AnswerCache<string>({ ttlMs: config.usage.flushIntervalMs }), stats: new AnswerCache<string>({ ttlMs: config.usage.flushIntervalMs }) };
   const usage = new UsageService({
     db,
     settings: config.usage,
@@ -350,7 +352,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   follower.register(solver);
   // C40: the unified balance reads through the same pools and values with the same prices.
   const balances = new BalanceService({ networks, upstreams, prices, logger });
-  app.decorate('parts', { config, networks, accounts, tokens, keys, metrics, keyCache, upstreams, usage, usageQueries, ws, pipeline, drain, outbound, follower, prices, whales, webhooks, intents, solver } satisfies AppParts);
+  app.decorate('parts', { config, networks, accounts, tokens, keys, metrics, keyCache, upstreams, usage, usageQueries, ws, pipeline, drain, outbound, answers, follower, prices, whales, webhooks, intents, solver } satisfies AppParts);
 
   // Started in this order once the app is ready, closed in the reverse order when it closes.
   installLifecycle(app, [

@@ -1,5 +1,6 @@
 // An account's analytics and usage answers kept in memory a short while, and identical queries
 // asked at once shared (C46, C27).
+import type { FastifyReply } from 'fastify';
 import { type Clock, systemClock } from '../time/clock.ts';
 
 /**
@@ -82,6 +83,11 @@ export class AnswerCache<T> {
     return this.#entries.size;
   }
 
+  /** The answers kept, oldest first (tests). */
+  *kept(): IterableIterator<T> {
+    for (const e of this.#entries.values()) yield e.value;
+  }
+
   #evict(): void {
     if (this.#entries.size <= this.#maxEntries) return;
     const now = this.#now();
@@ -91,4 +97,17 @@ export class AnswerCache<T> {
       this.#entries.delete(id);
     }
   }
+}
+
+/**
+ * A route's 200 answer `{success: true, data}` through `cache` (C46, C27), kept as the JSON body the
+ * route's own response serializer wrote and sent as it is. For scale (docs/scaling.md): a kept
+ * answer is one string, not the thousand-odd objects of a 7-day hourly answer that would live on
+ * through every young-generation collection of its time and be promoted to the old one; and an
+ * answer served again is not serialised again. Without a cache the body is serialised the same way.
+ */
+export async function sendKept(reply: FastifyReply, cache: AnswerCache<string> | undefined, userId: string, query: string, compute: () => Promise<unknown>): Promise<FastifyReply> {
+  const serialise = async () => reply.serializeInput({ success: true, data: await compute() }, '200') as string;
+  const body = cache ? await cache.get(userId, query, serialise) : await serialise();
+  return reply.type('application/json; charset=utf-8').send(body);
 }

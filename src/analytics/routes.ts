@@ -7,8 +7,8 @@ import { badRequest, HttpError, notFound, unauthorized } from '../errors/http.ts
 import { checkLength, Day, type Problem, resolvePeriod } from '../http/period.ts';
 import { ErrorResponse, ok } from '../http/schemas.ts';
 import { currentPeriods } from '../metering/periods.ts';
-import type { AnswerCache } from './answer-cache.ts';
-import { type Analytics as AnalyticsAnswer, type AnalyticsQuery, AnalyticsStore, DAILY_RETENTION_DAYS, type Granularity, HOURLY_RETENTION_DAYS } from './store.ts';
+import { type AnswerCache, sendKept } from './answer-cache.ts';
+import { type AnalyticsQuery, AnalyticsStore, DAILY_RETENTION_DAYS, type Granularity, HOURLY_RETENTION_DAYS } from './store.ts';
 
 /** C46: the plans with advanced analytics (spec: Pro and above). */
 export const ANALYTICS_PLANS: readonly Tier[] = ['pro', 'max', 'enterprise'];
@@ -62,8 +62,8 @@ const MAX_HOURLY_DAYS = 7;
 /** GET /usage/analytics (C46). Registered behind the bearer hook. */
 export const analyticsRoutes: FastifyPluginAsyncTypebox<{
   store: AnalyticsStore;
-  /** C46: answers kept one flush interval, one query for identical concurrent ones (answer-cache.ts). */
-  answers?: AnswerCache<AnalyticsAnswer> | undefined;
+  /** C46: answers kept one flush interval as their bodies, one query for identical concurrent ones (answer-cache.ts). */
+  answers?: AnswerCache<string> | undefined;
   accounts: AccountService;
   networks: ReadonlySet<string>;
 }> = async (app, { store, answers, accounts, networks }) => {
@@ -91,7 +91,7 @@ export const analyticsRoutes: FastifyPluginAsyncTypebox<{
         }
       },
     },
-    async (req) => {
+    async (req, reply) => {
       const { startDate, endDate, apiKeyId, network, method } = req.query;
       const granularity: Granularity = req.query.granularity ?? 'day';
       // C27's defaults: the 30 days ending today; one date given, the other is derived from it.
@@ -118,8 +118,7 @@ export const analyticsRoutes: FastifyPluginAsyncTypebox<{
       if (apiKeyId !== undefined && !(await store.ownsKey(req.userId, apiKeyId))) throw notFound('API key');
       const q: AnalyticsQuery = { userId: req.userId, start: period.start, end: period.end, granularity, keyId: apiKeyId, network, method };
       const query = JSON.stringify([q.start, q.end, q.granularity, q.keyId, q.network, q.method]);
-      const data = answers ? await answers.get(q.userId, query, () => store.query(q)) : await store.query(q);
-      return { success: true as const, data };
+      return sendKept(reply, answers, q.userId, query, () => store.query(q));
     },
   );
 };

@@ -5,7 +5,7 @@ import { badRequest, notFound } from '../errors/http.ts';
 import { checkLength, Day, type Problem, resolvePeriod } from '../http/period.ts';
 import { ErrorResponse, ok } from '../http/schemas.ts';
 import { currentPeriods } from '../metering/periods.ts';
-import type { AnswerCache } from '../analytics/answer-cache.ts';
+import { type AnswerCache, sendKept } from '../analytics/answer-cache.ts';
 import type { StatsQuery, UsageQueries, UsageStats } from './queries.ts';
 
 const Count = T.Integer({ minimum: 0 });
@@ -34,8 +34,8 @@ const UsageStats = T.Object({
 /** GET /usage/stats (spec 4.2; C27). Registered behind the bearer hook. */
 export const usageRoutes: FastifyPluginAsyncTypebox<{
   usage: UsageQueries;
-  /** C27: answers kept one flush interval, one query for identical concurrent ones (analytics/answer-cache.ts). */
-  answers?: AnswerCache<UsageStats> | undefined;
+  /** C27: answers kept one flush interval as their bodies, one query for identical concurrent ones (analytics/answer-cache.ts). */
+  answers?: AnswerCache<string> | undefined;
 }> = async (app, { usage, answers }) => {
   app.get(
     '/usage/stats',
@@ -51,7 +51,7 @@ export const usageRoutes: FastifyPluginAsyncTypebox<{
         response: { 200: ok(UsageStats), 400: ErrorResponse, 401: ErrorResponse, 404: ErrorResponse },
       },
     },
-    async (req) => {
+    async (req, reply) => {
       const { startDate, endDate, apiKeyId, network } = req.query;
       // C27: omitted dates are the 30 days ending today; one given, the other is derived from it.
       const problems: Problem[] = [];
@@ -63,8 +63,7 @@ export const usageRoutes: FastifyPluginAsyncTypebox<{
       }
       if (apiKeyId !== undefined && !(await usage.ownsKey(req.userId, apiKeyId))) throw notFound('API key');
       const q: StatsQuery = { userId: req.userId, start: period.start, end: period.end, keyId: apiKeyId, network };
-      const data = answers ? await answers.get(q.userId, JSON.stringify([q.start, q.end, q.keyId, q.network]), () => usage.stats(q)) : await usage.stats(q);
-      return { success: true as const, data };
+      return sendKept(reply, answers, q.userId, JSON.stringify([q.start, q.end, q.keyId, q.network]), () => usage.stats(q));
     },
   );
 };

@@ -64,6 +64,31 @@ for (const backend of backends) {
       assert.equal(await statsRequests(user.auth), 7);
     });
 
+    test('an answer is kept as the body sent: one string, byte for byte what the client read, and served again as it is', async () => {
+      const { user } = await account();
+      const kept = t.app.parts.answers;
+      for (const [cache, path] of [
+        [kept.analytics, `/usage/analytics?startDate=${today()}&endDate=${today()}&granularity=hour`],
+        [kept.stats, '/usage/stats'],
+      ] as const) {
+        const first = await t.app.inject({ method: 'GET', url: `/api/v1${path}`, headers: user.auth });
+        assert.equal(first.statusCode, 200, first.body);
+        assert.equal(first.headers['content-type'], 'application/json; charset=utf-8');
+        // What the route's schema writes: the envelope, every bucket of the day.
+        const body = first.json() as { success: boolean; data: { series?: unknown[] } };
+        assert.equal(body.success, true);
+        if (path.includes('analytics')) assert.equal(body.data.series?.length, 24);
+        // Kept as that text, not as the objects it was written from.
+        assert.ok([...cache.kept()].includes(first.body), `${path}: the body sent is what is kept`);
+        assert.ok([...cache.kept()].every((v) => typeof v === 'string'));
+        const computed = cache.computed;
+        const again = await t.app.inject({ method: 'GET', url: `/api/v1${path}`, headers: user.auth });
+        assert.equal(again.body, first.body);
+        assert.equal(again.headers['content-type'], 'application/json; charset=utf-8');
+        assert.equal(cache.computed, computed, `${path}: served from the kept body, no query`);
+      }
+    });
+
     test('what another instance stores shows within one flush interval of the answer kept, and the kept answer is served meanwhile', async () => {
       const { user, keyId } = await account();
       const ttl = t.config.usage.flushIntervalMs;
