@@ -10,7 +10,7 @@ import { adminRoutes } from './admin/routes.ts';
 import { accountRoutes } from './auth/account-routes.ts';
 import { AccountService } from './auth/accounts.ts';
 import { configureHashSlots } from './auth/passwords.ts';
-import { requireBearer } from './auth/bearer.ts';
+import { requireBearer, signedInAccount } from './auth/bearer.ts';
 import { planRoutes } from './auth/plan-routes.ts';
 import { authRoutes } from './auth/routes.ts';
 import { TokenService } from './auth/tokens.ts';
@@ -387,9 +387,9 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   ]);
 
   // C13: a REST answer's X-CU-Remaining is the signed-in account's, as its RPC answers say it.
-  const restLimits = new RestLimits(config.limits, limiter, async (userId) => {
-    const user = await accounts.findById(userId);
-    return user ? meter.computeUnitsLeft(userId, effectiveLimits(config.plans, user).monthlyComputeUnits) : -1;
+  const restLimits = new RestLimits(config.limits, limiter, async (req) => {
+    const user = await signedInAccount(accounts, req);
+    return user ? meter.computeUnitsLeft(req.userId, effectiveLimits(config.plans, user).monthlyComputeUnits) : -1;
   });
   await app.register(
     async (api) => {

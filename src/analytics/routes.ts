@@ -2,6 +2,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type as T } from '@sinclair/typebox';
 import type { AccountService } from '../auth/accounts.ts';
+import { signedInAccount } from '../auth/bearer.ts';
 import type { Tier } from '../config/schema.ts';
 import { badRequest, HttpError, notFound, unauthorized } from '../errors/http.ts';
 import { checkLength, Day, type Problem, resolvePeriod } from '../http/period.ts';
@@ -82,7 +83,7 @@ export const analyticsRoutes: FastifyPluginAsyncTypebox<{
       },
       // The plan is checked before the query, so another plan learns nothing from its input (as whale alerts do).
       preValidation: async (req) => {
-        const user = await accounts.findById(req.userId);
+        const user = await signedInAccount(accounts, req);
         if (!user) throw unauthorized('The account no longer exists');
         if (!ANALYTICS_PLANS.includes(user.tier as Tier)) {
           throw new HttpError('PLAN_FEATURE', `Advanced analytics are included in the ${ANALYTICS_PLANS.join(', ')} plans; this account is on ${user.tier}`, {

@@ -2,6 +2,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { HttpError, unauthorized } from '../errors/http.ts';
 import type { RestLimits } from '../metering/rest-limits.ts';
+import type { AccountService, UserRow } from './accounts.ts';
 import type { TokenService } from './tokens.ts';
 
 declare module 'fastify' {
@@ -34,4 +35,18 @@ export function requireBearer(scope: FastifyInstance, tokens: TokenService, limi
     req.userId = claims.userId;
     req.tokenFamily = claims.familyId;
   });
+}
+
+/** Each request's read of its signed-in account, while the request lives. */
+const accountReads = new WeakMap<FastifyRequest, Promise<UserRow | undefined>>();
+
+/**
+ * The signed-in account's row (undefined when it no longer exists), read from storage once per
+ * request however many steps ask: the REST limits' X-CU-Remaining (C13) and a route's plan check
+ * (C36, C37, C46) share one round trip.
+ */
+export function signedInAccount(accounts: AccountService, req: FastifyRequest): Promise<UserRow | undefined> {
+  let read = accountReads.get(req);
+  if (!read) accountReads.set(req, (read = accounts.findById(req.userId)));
+  return read;
 }

@@ -37,13 +37,13 @@ export class RestLimits {
   readonly #limiter: Limiter;
   readonly #cfg: LimitsConfig;
 
-  readonly #cuLeft: ((userId: string) => Promise<number>) | undefined;
+  readonly #cuLeft: ((req: FastifyRequest) => Promise<number>) | undefined;
 
   /**
-   * `cuLeft` answers a signed-in account's compute units left this month (-1: unlimited), read
+   * `cuLeft` answers the signed-in account's (`req.userId`) compute units left this month (-1: unlimited), read
    * without consuming: C13's X-CU-Remaining on REST answers is the account's, as on its RPC answers.
    */
-  constructor(limits: LimitsConfig, limiter: Limiter, cuLeft?: (userId: string) => Promise<number>) {
+  constructor(limits: LimitsConfig, limiter: Limiter, cuLeft?: (req: FastifyRequest) => Promise<number>) {
     this.#limiter = limiter;
     this.#cfg = limits;
     this.#cuLeft = cuLeft;
@@ -55,7 +55,7 @@ export class RestLimits {
     const limit = this.#cfg.restPerMinute;
     const [r, cuLeft] = await Promise.all([
       this.#limiter.consume([{ kind: 'window', key, limit, windowMs: MINUTE_MS, cost: 1 }]),
-      userId && this.#cuLeft ? this.#cuLeft(userId) : -1,
+      userId && this.#cuLeft ? this.#cuLeft(req) : -1,
     ]);
     const s = r.states[0] as CheckState;
     reply.headers(headersOf(limit, s, cuLeft));

@@ -2,6 +2,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type as T } from '@sinclair/typebox';
 import type { AccountService } from '../auth/accounts.ts';
+import { signedInAccount } from '../auth/bearer.ts';
 import type { Tier, WebhooksConfig } from '../config/schema.ts';
 import { unauthorized } from '../errors/http.ts';
 import { ErrorResponse, IsoDate, ok, OkMessage } from '../http/schemas.ts';
@@ -80,7 +81,7 @@ export const webhookRoutes: FastifyPluginAsyncTypebox<{ webhooks: Webhooks; acco
   const store = webhooks.endpoints;
   // C37: plans max and enterprise only, checked before the input (another plan learns nothing from it).
   app.addHook('preValidation', async (req) => {
-    const user = await accounts.findById(req.userId);
+    const user = await signedInAccount(accounts, req);
     if (!user) throw unauthorized('The account no longer exists');
     if (!plans.includes(user.tier as Tier)) throw planFeature(maxEndpoints);
   });

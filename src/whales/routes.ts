@@ -2,6 +2,7 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { Type as T } from '@sinclair/typebox';
 import type { AccountService } from '../auth/accounts.ts';
+import { signedInAccount } from '../auth/bearer.ts';
 import type { Tier } from '../config/schema.ts';
 import { HttpError, unauthorized } from '../errors/http.ts';
 import { ErrorResponse, ok } from '../http/schemas.ts';
@@ -48,7 +49,7 @@ export const whaleRoutes: FastifyPluginAsyncTypebox<{ whales: WhaleAlerts; accou
       },
       // C36: the plan is checked before the query, so another plan learns nothing from its input.
       preValidation: async (req) => {
-        const user = await accounts.findById(req.userId);
+        const user = await signedInAccount(accounts, req);
         if (!user) throw unauthorized('The account no longer exists');
         if (!WHALE_ALERT_PLANS.includes(user.tier as Tier)) {
           throw new HttpError('PLAN_FEATURE', `Whale alerts are included in the ${WHALE_ALERT_PLANS.join(' and ')} plans; this account is on ${user.tier}`, {

@@ -75,7 +75,7 @@ for (const backend of backends) {
         assert.equal(first.statusCode, 200, first.body);
         assert.equal(first.headers['content-type'], 'application/json; charset=utf-8');
         // What the route's schema writes: the envelope, every bucket of the day.
-        const body = first.json() as { success: boolean; data: { series?: unknown[] } };
+        const body = first.json<{ success: boolean; data: { series?: unknown[] } }>();
         assert.equal(body.success, true);
         if (path.includes('analytics')) assert.equal(body.data.series?.length, 24);
         // Kept as that text, not as the objects it was written from.
