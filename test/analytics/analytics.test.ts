@@ -28,6 +28,14 @@ type Auth = { authorization: string };
 const today = () => new Date().toISOString().slice(0, 10);
 /** The start of the UTC hour of `ms`, as an answer's bucket names it. */
 const hourOf = (ms: number) => new Date(ms - (ms % 3_600_000)).toISOString();
+/**
+ * Within `marginMs` of a UTC midnight, waits until just past it: a test that makes calls and then
+ * reads "today" must not have them land on one day and its reads on the next.
+ */
+async function clearOfMidnight(marginMs = 30_000): Promise<void> {
+  const left = 86_400_000 - (Date.now() % 86_400_000);
+  if (left < marginMs) await new Promise((r) => setTimeout(r, left + 100));
+}
 const daysAgo = (n: number) => new Date(Date.now() - n * 86_400_000).toISOString().slice(0, 10);
 const call = (method: string, id: number | string = 1, params: unknown[] = []) => ({ jsonrpc: '2.0', id, method, params });
 
@@ -73,7 +81,9 @@ for (const backend of backends) {
       const user = await proUser();
       const { key, id } = await createKey(t.app, { name: 'analysed' }, user);
       const client = createPublicClient({ transport: http(`${t.url}/v1/ethereum/${key}`, { retryCount: 0 }) });
-      // The hour the calls start in: they may end in the next one when the test runs across an hour.
+      // The day of the calls is the day read back; the hour the calls start in: they may end in the
+      // next one when the test runs across an hour.
+      await clearOfMidnight();
       const firstHour = hourOf(Date.now());
       for (let i = 0; i < 10; i++) assert.match(await client.request({ method: 'eth_blockNumber' }), /^0x/);
       // anvil answers a malformed address with its own error: a node error, answered 200 (C22).
