@@ -120,6 +120,8 @@ export interface AppParts {
   outbound: Outbound;
   /** C46, C27: the kept answers of /usage/analytics and /usage/stats, as their bodies. */
   answers: { analytics: AnswerCache<string>; stats: AnswerCache<string> };
+  /** C46: the reads of stored analytics. */
+  analyticsStore: AnalyticsStore;
   follower: BlockFollower;
   prices: Prices;
   whales: WhaleAlerts;
@@ -352,7 +354,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   follower.register(solver);
   // C40: the unified balance reads through the same pools and values with the same prices.
   const balances = new BalanceService({ networks, upstreams, prices, logger });
-  app.decorate('parts', { config, networks, accounts, tokens, keys, metrics, keyCache, upstreams, usage, usageQueries, ws, pipeline, drain, outbound, answers, follower, prices, whales, webhooks, intents, solver } satisfies AppParts);
+  app.decorate('parts', { config, networks, accounts, tokens, keys, metrics, keyCache, upstreams, usage, usageQueries, ws, pipeline, drain, outbound, answers, analyticsStore, follower, prices, whales, webhooks, intents, solver } satisfies AppParts);
 
   // Started in this order once the app is ready, closed in the reverse order when it closes.
   installLifecycle(app, [

@@ -61,9 +61,14 @@ export const usageRoutes: FastifyPluginAsyncTypebox<{
       if (problems.length || !period) {
         throw badRequest(`Invalid request: ${problems.map((p) => `${p.field} ${p.message}`).join('; ')}`, problems);
       }
-      if (apiKeyId !== undefined && !(await usage.ownsKey(req.userId, apiKeyId))) throw notFound('API key');
       const q: StatsQuery = { userId: req.userId, start: period.start, end: period.end, keyId: apiKeyId, network };
-      return sendKept(reply, answers, q.userId, JSON.stringify([q.start, q.end, q.keyId, q.network]), () => usage.stats(q));
+      return sendKept(reply, answers, q.userId, JSON.stringify([q.start, q.end, q.keyId, q.network]), async () => {
+        const found = await usage.stats(q);
+        // C7: another account's key is a 404; ownership is read only when no row of the key under
+        // this account proves it (as /usage/analytics does).
+        if (apiKeyId !== undefined && found.totalRequests === 0 && !(await usage.ownsKey(q.userId, apiKeyId))) throw notFound('API key');
+        return found;
+      });
     },
   );
 };

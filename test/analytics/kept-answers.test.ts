@@ -89,6 +89,57 @@ for (const backend of backends) {
       }
     });
 
+    test("a key filter reads the key's ownership only when no row of the key under the account proves it (C7); a kept answer reads nothing", async () => {
+      const { user, keyId } = await account();
+      const stranger = await account();
+      const { analyticsStore, usageQueries } = t.app.parts;
+      const owns: string[] = [];
+      const count = (reader: { ownsKey(userId: string, keyId: string): Promise<boolean> }, name: string) => {
+        const ownsKey = reader.ownsKey.bind(reader);
+        reader.ownsKey = (userId: string, id: string) => {
+          owns.push(name);
+          return ownsKey(userId, id);
+        };
+      };
+      count(analyticsStore, 'analytics');
+      count(usageQueries, 'stats');
+      const paths = (id: string) => [`/usage/analytics?apiKeyId=${id}&startDate=${today()}&endDate=${today()}&granularity=hour`, `/usage/stats?apiKeyId=${id}`];
+      const ask = async (auth: { authorization: string }, id: string) => {
+        owns.length = 0;
+        const res = await Promise.all(paths(id).map((url) => t.app.inject({ method: 'GET', url: `/api/v1${url}`, headers: auth })));
+        return { status: res.map((r) => r.statusCode), bodies: res.map((r) => r.json()), owns: [...owns].sort() };
+      };
+      // A key without rows: its ownership is read, the (empty) answers are 200.
+      const empty = await ask(user.auth, keyId);
+      assert.deepEqual(empty.status, [200, 200], JSON.stringify(empty.bodies));
+      assert.deepEqual(empty.owns, ['analytics', 'stats']);
+      // Another account's key, and one that never existed: 404 on both, after the ownership read.
+      for (const id of [keyId, '00000000-0000-4000-8000-000000000000']) {
+        const foreign = await ask(stranger.user.auth, id);
+        assert.deepEqual(foreign.status, [404, 404], JSON.stringify(foreign.bodies));
+        assert.deepEqual(foreign.bodies.map((b) => b.error.code), ['NOT_FOUND', 'NOT_FOUND']);
+        assert.deepEqual(foreign.owns, ['analytics', 'stats']);
+      }
+      // The key's calls stored (a flush drops the kept answers): its rows prove it, no ownership read.
+      record(t.app.parts.usage, user.id, keyId, 3);
+      await t.app.parts.usage.flush();
+      const used = await ask(user.auth, keyId);
+      assert.deepEqual(used.status, [200, 200], JSON.stringify(used.bodies));
+      assert.equal(used.bodies[0].data.byKey[0].requests, 3);
+      assert.equal(used.bodies[1].data.totalRequests, 3);
+      assert.deepEqual(used.owns, []);
+      // Kept: served again with no read at all.
+      const computed = [t.app.parts.answers.analytics.computed, t.app.parts.answers.stats.computed];
+      const again = await ask(user.auth, keyId);
+      assert.deepEqual(again.status, [200, 200]);
+      assert.deepEqual(again.owns, []);
+      assert.deepEqual([t.app.parts.answers.analytics.computed, t.app.parts.answers.stats.computed], computed);
+      // The stranger is still refused after the key has rows, and no refusal is kept.
+      const still = await ask(stranger.user.auth, keyId);
+      assert.deepEqual(still.status, [404, 404]);
+      assert.deepEqual(still.owns, ['analytics', 'stats']);
+    });
+
     test('what another instance stores shows within one flush interval of the answer kept, and the kept answer is served meanwhile', async () => {
       const { user, keyId } = await account();
       const ttl = t.config.usage.flushIntervalMs;
