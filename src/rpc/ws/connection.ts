@@ -18,6 +18,12 @@ import type { Cuttable, CutReason, Outbound } from '../../http/outbound.ts';
 import type { Tracing } from '../../ops/tracing.ts';
 import { type NotificationFrame, SUBSCRIPTION_ID_BYTES } from './frame.ts';
 
+/** The key a connection was opened with: its id and its text as sent. */
+export interface SlotKey {
+  readonly keyId: string;
+  readonly text: string;
+}
+
 /** What every connection shares. */
 export interface ConnectionContext {
   settings: WsConfig;
@@ -60,8 +66,25 @@ class ClientSubscription implements Subscriber {
 /** Characters past which a text is sent as its bytes (see WsConnection.send). */
 const LARGE_TEXT = 64 * 1024;
 
-/** The connection of each client WebSocket, for the listeners every connection shares. */
-const owners = new WeakMap<WebSocket, WsConnection>();
+/**
+ * A client's ws WebSocket, made by the server (its `WebSocket` option), which hands its events
+ * straight to its connection: no listener table per client and no map from socket to connection
+ * (memory per connection, docs/scaling.md). Listeners added as usual (a stop waiting for `close`)
+ * are still called.
+ */
+export class ClientWebSocket extends WebSocket {
+  /** Its connection, from the end of the handshake on. */
+  conn: WsConnection | undefined = undefined;
+
+  override emit(event: string | symbol, a?: unknown, b?: unknown): boolean {
+    const c = this.conn;
+    if (c !== undefined) WsConnection.event(c, event, a, b);
+    // ws closes the connection itself on an error (e.g. 1009 for a message over maxPayload); an
+    // error nobody else listens for is logged by the connection, not thrown.
+    if (event === 'error' && this.listenerCount('error') === 0) return c !== undefined;
+    return super.emit(event, a, b);
+  }
+}
 
 /**
  * One client's WebSocket: it only frames. Every message goes through the same RPC pipeline as an
@@ -70,20 +93,22 @@ const owners = new WeakMap<WebSocket, WsConnection>();
  * `eth_unsubscribe`, served from the network's shared subscription hub.
  */
 export class WsConnection implements SubscriptionDispatcher, Cuttable {
-  readonly ws: WebSocket;
+  readonly ws: ClientWebSocket;
   readonly network: Network;
   readonly ip: string;
   /** The request id of the upgrade: every log line about the connection and its messages carries it. */
   readonly reqId: string | undefined;
   /** The key as of the last check; `handle` checks it again on every message. */
   key: ResolvedKey;
-  /** The key whose connection slot this connection holds (the key as it was at the upgrade). */
-  readonly slotKeyId: string;
+  /**
+   * The key as sent at the upgrade, whose connection slot this connection holds: its id and its
+   * text, one object shared by the key's connections that sent the same text (server.ts).
+   */
+  readonly slotKey: SlotKey;
   /** Largest send queue seen (bytes); tests read it to show memory stays bounded. */
   peakBufferedBytes = 0;
   lastPongAt = Date.now();
   closed = false;
-  readonly #apiKey: string;
   /** The upgrade's Origin and Authorization (or `jwt` query parameter): every message is checked against the key's allowlists and JWT option. */
   readonly #origin: string | undefined;
   readonly #authorization: string | undefined;
@@ -104,53 +129,42 @@ export class WsConnection implements SubscriptionDispatcher, Cuttable {
   readonly #socket: Duplex;
 
   constructor(
-    ws: WebSocket,
+    ws: ClientWebSocket,
     socket: Duplex,
-    init: { network: Network; apiKey: string; key: ResolvedKey; ip: string; origin?: string | undefined; authorization?: string | undefined; reqId?: string; traceLink?: Readonly<Record<string, string>> | undefined },
+    init: { network: Network; slotKey: SlotKey; key: ResolvedKey; ip: string; origin?: string | undefined; authorization?: string | undefined; reqId?: string; traceLink?: Readonly<Record<string, string>> | undefined },
     ctx: ConnectionContext,
   ) {
     this.ws = ws;
     this.#socket = socket;
     this.reqId = init.reqId;
     this.network = init.network;
-    this.#apiKey = init.apiKey;
     this.key = init.key;
-    this.slotKeyId = init.key.keyId;
+    this.slotKey = init.slotKey;
     this.ip = init.ip;
     this.#origin = init.origin;
     this.#authorization = init.authorization;
     this.#traceLink = init.traceLink;
     this.#ctx = ctx;
-    // Listeners shared by every connection (`this` is the WebSocket): none made per connection.
-    owners.set(ws, this);
-    ws.on('message', WsConnection.#onMessageOf);
-    ws.on('pong', WsConnection.#onPongOf);
-    ws.on('error', WsConnection.#onErrorOf);
-    ws.on('close', WsConnection.#onCloseOf);
+    ws.conn = this;
   }
 
-  static readonly #onMessageOf = function (this: WebSocket, data: Buffer, isBinary: boolean): void {
-    const c = owners.get(this);
-    if (c) void c.#onMessage(data, isBinary);
-  };
-
-  static readonly #onPongOf = function (this: WebSocket): void {
-    const c = owners.get(this);
-    if (c) c.lastPongAt = Date.now();
-  };
-
-  static readonly #onErrorOf = function (this: WebSocket, err: Error): void {
-    // ws closes the connection itself (e.g. 1009 for a message over maxPayload).
-    const c = owners.get(this);
-    if (c) c.#ctx.logger.debug({ reqId: c.reqId, network: c.network.slug, keyId: c.key.keyId, error: err.message }, 'websocket client error');
-  };
-
-  static readonly #onCloseOf = function (this: WebSocket): void {
-    const c = owners.get(this);
-    if (!c) return;
-    c.cleanup();
-    c.#ctx.closed(c);
-  };
+  /** An event of the connection's WebSocket (see {@link ClientWebSocket}). */
+  static event(c: WsConnection, event: string | symbol, a: unknown, b: unknown): void {
+    switch (event) {
+      case 'message':
+        void c.#onMessage(a as Buffer, b as boolean);
+        return;
+      case 'pong':
+        c.lastPongAt = Date.now();
+        return;
+      case 'error':
+        c.#ctx.logger.debug({ reqId: c.reqId, network: c.network.slug, keyId: c.key.keyId, error: (a as Error).message }, 'websocket client error');
+        return;
+      case 'close':
+        c.cleanup();
+        c.#ctx.closed(c);
+    }
+  }
 
   /**
    * Sends one text frame. A client that does not read lets its queue grow; a message that would
@@ -243,7 +257,7 @@ export class WsConnection implements SubscriptionDispatcher, Cuttable {
    */
   async recheckKey(): Promise<void> {
     if (this.closed) return;
-    let admitted = admit(this.#ctx.keys, this.#apiKey, this.network.slug, { origin: this.#origin, ip: this.ip, authorization: this.#authorization });
+    let admitted = admit(this.#ctx.keys, this.slotKey.text, this.network.slug, { origin: this.#origin, ip: this.ip, authorization: this.#authorization });
     if (admitted instanceof Promise) admitted = await admitted;
     if (this.closed) return;
     if (admitted instanceof Refusal) {
@@ -283,7 +297,7 @@ export class WsConnection implements SubscriptionDispatcher, Cuttable {
 
   async #answer(data: Buffer, isBinary: boolean): Promise<{ text: string | Buffer | null; after?: () => void }> {
     if (isBinary) return { text: errorText('null', new ParseError('Parse error: send JSON-RPC as text frames, not binary')) };
-    const input = { network: this.network, apiKey: this.#apiKey, body: data, ip: this.ip, origin: this.#origin, authorization: this.#authorization, requestId: this.reqId, subscriptions: this, arrivedAt: performance.now() };
+    const input = { network: this.network, apiKey: this.slotKey.text, body: data, ip: this.ip, origin: this.#origin, authorization: this.#authorization, requestId: this.reqId, subscriptions: this, arrivedAt: performance.now() };
     const tracing = this.#ctx.tracing;
     const out = await (tracing ? this.#traced(tracing, input) : this.#ctx.pipeline.handle(input));
     if (out.key) this.key = out.key;

@@ -5,7 +5,7 @@ import type { Duplex } from 'node:stream';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { Logger } from 'pino';
 import { Gauge, type Registry } from 'prom-client';
-import { WebSocketServer } from 'ws';
+import { type Server, WebSocketServer } from 'ws';
 import type { Networks } from '../../chains/networks.ts';
 import type { RpcConfig, ServerConfig, WsConfig } from '../../config/schema.ts';
 import { InternalRpcError, InvalidRequestError, RateLimitedError, type RpcError, UnknownNetworkError } from '../../errors/rpc.ts';
@@ -19,7 +19,7 @@ import { lacksHost, MISSING_HOST } from '../../http/host-header.ts';
 import { errorText } from '../jsonrpc.ts';
 import type { RpcPipeline } from '../pipeline.ts';
 import { clientIpResolver } from '../client-ip.ts';
-import { type ConnectionContext, WsConnection } from './connection.ts';
+import { ClientWebSocket, type ConnectionContext, type SlotKey, WsConnection } from './connection.ts';
 import { flat, notificationFrame } from './frame.ts';
 import { refuse, serveAsHttp } from './http-fallback.ts';
 import { OTHER_METHOD } from '../../ops/metrics.ts';
@@ -77,23 +77,34 @@ export function installWebSocket(app: FastifyInstance, deps: WsDeps): WsGateway 
 
 /** Open connections per API key on this instance (with REDIS_URL too: the count is per instance). */
 class ConnectionSlots {
-  readonly #open = new Map<string, number>();
+  readonly #open = new Map<string, { open: number; key: SlotKey }>();
 
-  take(keyId: string, max: number | null): boolean {
-    const n = this.#open.get(keyId) ?? 0;
-    if (max !== null && n >= max) return false;
-    this.#open.set(keyId, n + 1);
-    return true;
+  /**
+   * A connection slot of `keyId`, or null at its limit. Then the key as the connection keeps it:
+   * the object its key's other connections hold when it sent the same text (a dapp's key is
+   * shared by many clients), else its own, with a flat copy of the text (frame.ts: the key is a
+   * slice of the whole URL). Memory per connection, docs/scaling.md.
+   */
+  take(keyId: string, max: number | null, text: string): SlotKey | null {
+    const slots = this.#open.get(keyId);
+    if (slots === undefined) {
+      if (max !== null && max < 1) return null;
+      const key = { keyId, text: flat(text) };
+      this.#open.set(keyId, { open: 1, key });
+      return key;
+    }
+    if (max !== null && slots.open >= max) return null;
+    slots.open++;
+    return slots.key.text === text ? slots.key : { keyId, text: flat(text) };
   }
 
   release(keyId: string): void {
-    const n = (this.#open.get(keyId) ?? 1) - 1;
-    if (n <= 0) this.#open.delete(keyId);
-    else this.#open.set(keyId, n);
+    const slots = this.#open.get(keyId);
+    if (slots !== undefined && --slots.open <= 0) this.#open.delete(keyId);
   }
 
   count(keyId: string): number {
-    return this.#open.get(keyId) ?? 0;
+    return this.#open.get(keyId)?.open ?? 0;
   }
 }
 
@@ -102,7 +113,7 @@ export class WsGateway {
   readonly connections = new Set<WsConnection>();
   readonly #app: FastifyInstance;
   readonly #d: WsDeps;
-  readonly #wss: WebSocketServer;
+  readonly #wss: Server<typeof ClientWebSocket>;
   readonly #ctx: ConnectionContext;
   readonly #slots = new ConnectionSlots();
   readonly #clientIp: (req: IncomingMessage) => string;
@@ -118,7 +129,7 @@ export class WsGateway {
     this.#app = app;
     this.#d = deps;
     const ws = deps.settings.ws;
-    this.#wss = new WebSocketServer({ noServer: true, maxPayload: ws.maxPayloadBytes, clientTracking: false, perMessageDeflate: false });
+    this.#wss = new WebSocketServer({ noServer: true, maxPayload: ws.maxPayloadBytes, clientTracking: false, perMessageDeflate: false, WebSocket: ClientWebSocket });
     this.#wss.on('headers', (headers: string[], req: IncomingMessage) => {
       for (const [k, v] of Object.entries(this.#upgradeHeaders.get(req) ?? {})) headers.push(`${k}: ${v}`);
     });
@@ -137,7 +148,7 @@ export class WsGateway {
       tracing: deps.tracing,
       closed: (conn) => {
         this.connections.delete(conn);
-        this.#slots.release(conn.slotKeyId);
+        this.#slots.release(conn.slotKey.keyId);
       },
     };
     this.#clientIp = clientIpResolver(deps.settings.server.trustedProxies);
@@ -228,8 +239,7 @@ export class WsGateway {
     }
     const url = new URL(req.url ?? '/', 'http://gateway');
     const header = req.headers['x-api-key'];
-    const given = url.searchParams.get('apiKey') ?? (typeof header === 'string' ? header : undefined);
-    const apiKey = given === undefined ? undefined : flat(given);
+    const apiKey = url.searchParams.get('apiKey') ?? (typeof header === 'string' ? header : undefined);
     const ip = this.#clientIp(req);
     const jwt = url.searchParams.get('jwt');
     const authorization = req.headers.authorization ?? (jwt ? `Bearer ${jwt}` : undefined);
@@ -249,7 +259,8 @@ export class WsGateway {
     // C13: the 101 and every refusal from here on carry the caller's limits (read, not consumed).
     const { headers } = await this.#d.meter.rpc({ key }, 0, 0);
     const max = this.#d.settings.ws.plans[key.tier].connectionsPerKey;
-    if (!this.#slots.take(key.keyId, max)) {
+    const slotKey = this.#slots.take(key.keyId, max, apiKey as string);
+    if (slotKey === null) {
       const err = new RateLimitedError(`Connection limit exceeded: at most ${max} WebSocket connections per API key`, { details: { limit: 'connections', max } });
       return deny(socket, err.httpStatus, err, headers);
     }
@@ -273,7 +284,7 @@ export class WsGateway {
       socket.off('error', ignore);
       // C58: the upgrade's traceparent, which each message's trace links to (read only while tracing is on).
       const traceLink = this.#d.tracing ? upgradeTrace(req) : undefined;
-      const conn = new WsConnection(ws, socket, { network, apiKey: apiKey as string, key, ip, origin, authorization, reqId, traceLink }, this.#ctx);
+      const conn = new WsConnection(ws, socket, { network, slotKey, key, ip, origin, authorization, reqId, traceLink }, this.#ctx);
       this.connections.add(conn);
       if (this.#closing) ws.close(1001, 'server shutting down');
     });

@@ -10,7 +10,7 @@ import { runInNewContext } from 'node:vm';
 import WebSocket from 'ws';
 import type { WsConnection } from '../../../src/rpc/ws/connection.ts';
 import { createKey, startTestApp, type TestApp } from '../../support/app.ts';
-import { connect, type FakeWsNode, sleep, startFakeWsNode, tryUpgrade, withUpstreams, wsAddress } from '../../support/ws.ts';
+import { type Client, connect, type FakeWsNode, sleep, startFakeWsNode, tryUpgrade, withUpstreams, wsAddress } from '../../support/ws.ts';
 import { waitFor } from '../../support/wait.ts';
 
 setFlagsFromString('--expose-gc');
@@ -178,6 +178,24 @@ test("a connection's socket keeps ws's own close and error listeners alone: noth
   // Its close still gives the slot back (ws's listener, through the connection).
   await c.close();
   await waitFor(() => t.app.parts.ws.connectionsOf(k.id) === 0, { timeoutMs: 2_000, what: 'the slot to be released' });
+});
+
+test("a connection's WebSocket holds no listener of its own, and a key's connections hold the key they sent once (memory per connection, docs/scaling.md)", async () => {
+  const k = await createKey(t.app, { networks: NETWORKS });
+  const clients = [await connect(url(k.key)), await connect(url(k.key))];
+  const conns = [...t.app.parts.ws.connections].filter((c) => c.key.keyId === k.id);
+  assert.equal(conns.length, 2);
+  const [a, b] = conns as [WsConnection, WsConnection];
+  // Its events reach the connection without a listener table per client...
+  assert.deepEqual(a.ws.eventNames(), []);
+  assert.deepEqual(b.ws.eventNames(), []);
+  // ...and still do: a message is answered, a close gives the slot back.
+  assert.match(await (clients[0] as Client).subscribe(['newHeads']), /^0x[0-9a-f]{32}$/);
+  // One object for the key of both: the same text sent twice is held once.
+  assert.equal(a.slotKey, b.slotKey);
+  assert.equal(a.slotKey.text, k.key);
+  for (const c of clients) await c.close();
+  await waitFor(() => t.app.parts.ws.connectionsOf(k.id) === 0, { timeoutMs: 2_000, what: 'the slots to be released' });
 });
 
 test('subscriptions kept one by one: each of two is served and unsubscribed on its own, in either order, and leaves its hub', async () => {
