@@ -188,6 +188,10 @@ const next = <T>(c: ChildProcess, type: string) =>
 interface MemoryLine {
   rss: number;
   heapUsed: number;
+  /** The JS heap's pages held (used or not): what of the RSS is the heap's. */
+  heapTotal: number;
+  /** The C library allocator's main heap (src/ops/bench-gc.ts). */
+  mallocHeap: number;
   external: number;
   arrayBuffers: number;
   connections: number;
@@ -274,6 +278,8 @@ async function targetMemory(t: Target): Promise<Memory> {
   return {
     rss: sum((l) => l.rss),
     heapUsed: sum((l) => l.heapUsed),
+    heapTotal: sum((l) => l.heapTotal),
+    mallocHeap: sum((l) => l.mallocHeap ?? 0),
     external: sum((l) => l.external),
     arrayBuffers: sum((l) => l.arrayBuffers),
     connections: sum((l) => l.connections),
@@ -334,6 +340,8 @@ interface Turn {
   /** RSS per connection from none to all. */
   rssPerConnFromZero: number;
   heapPerConn: number;
+  heapTotalPerConn: number;
+  mallocPerConn: number;
   externalPerConn: number;
   notifyCpu: number;
   notifyMs: number;
@@ -483,6 +491,8 @@ async function turn(kind: Kind, node: FakeNode, clientProcs: ChildProcess[], fir
       rssPerConn: perSecondHalf(mid.rss, after.rss),
       rssPerConnFromZero: perConn(before.rss, after.rss),
       heapPerConn: perSecondHalf(mid.heapUsed, after.heapUsed),
+      heapTotalPerConn: perSecondHalf(mid.heapTotal, after.heapTotal),
+      mallocPerConn: perSecondHalf(mid.mallocHeap, after.mallocHeap),
       externalPerConn: perSecondHalf(mid.external + mid.arrayBuffers, after.external + after.arrayBuffers),
       notifyCpu,
       notifyMs,
@@ -515,7 +525,7 @@ function printTurn(x: Turn, round: number): void {
   console.log(`  frames serialised per notification    ${(x.frames / (2 * notifications)).toFixed(2)} (${x.frames} for ${2 * notifications} notifications to ${subs} subscriptions)`);
   const settled = x.settleMiB <= SETTLE_MIB ? `settled in ${x.settleSeconds.toFixed(0)} s` : `NOT settled in ${x.settleSeconds.toFixed(0)} s: still ${x.settleMiB.toFixed(1)} MiB apart`;
   console.log(`  RSS after a full GC                   ${mib(x.rssBefore)} (${settled}) -> ${mib(x.rssMid)} (half the connections) -> ${mib(x.rssAfter)} (${mib(x.rssFinal)} after the notifications)`);
-  console.log(`  RSS per connection, second half       ${x.rssPerConn.toFixed(2)} KiB (from none: ${x.rssPerConnFromZero.toFixed(2)} KiB); JS heap ${x.heapPerConn.toFixed(2)} KiB; external + array buffers ${x.externalPerConn.toFixed(2)} KiB`);
+  console.log(`  RSS per connection, second half       ${x.rssPerConn.toFixed(2)} KiB (from none: ${x.rssPerConnFromZero.toFixed(2)} KiB); JS heap ${x.heapPerConn.toFixed(2)} KiB (its pages ${x.heapTotalPerConn.toFixed(2)} KiB); native allocator's heap ${x.mallocPerConn.toFixed(2)} KiB; external + array buffers ${x.externalPerConn.toFixed(2)} KiB`);
   console.log(`  CPU while notifying                   ${((x.notifyCpu / (x.notifyMs / 1000)) * 100).toFixed(0)}% of one core: ${((x.notifyCpu * 1000) / notifications).toFixed(1)} ms per block (${subs} frames), ${((x.notifyCpu * 1e9) / notifications / subs).toFixed(0)} ns per frame; ${(x.kernelShare * 100).toFixed(0)}% of it in the kernel; load average ${x.load.map((l) => l.toFixed(2)).join(' ')} before`);
   if (x.kind === 'gateway') console.log(`  fan-out per notification              ${f1(x.fanoutMs)} on average (the hub's loop over the topic's subscribers: ${((x.fanoutMs * 2e6 * workers) / subs).toFixed(0)} ns per frame)`);
   console.log(`  newHeads node -> last client          p50 ${f1(pct(x.heads.last, 50))}, p99 ${f1(pct(x.heads.last, 99))}, max ${f1(Math.max(...x.heads.last))}`);
@@ -536,6 +546,8 @@ function recordTurns(section: string, turns: Turn[]): void {
     rss_per_connection_kib: { unit: 'KiB', better: 'lower', value: v((x) => x.rssPerConn) },
     rss_per_connection_from_none_kib: { unit: 'KiB', better: 'lower', value: v((x) => x.rssPerConnFromZero) },
     heap_per_connection_kib: { unit: 'KiB', better: 'lower', value: v((x) => x.heapPerConn) },
+    heap_pages_per_connection_kib: { unit: 'KiB', better: 'lower', value: v((x) => x.heapTotalPerConn) },
+    malloc_heap_per_connection_kib: { unit: 'KiB', better: 'lower', value: v((x) => x.mallocPerConn) },
     notify_cpu_per_frame_ns: v((x) => (x.notifyCpu * 1e9) / notifications / subs),
     kernel_share_pct: { unit: '%', value: v((x) => x.kernelShare * 100) },
     fanout_ms: gateway ? v((x) => x.fanoutMs) : null,

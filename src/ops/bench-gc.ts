@@ -1,5 +1,5 @@
 // Memory reports for the benchmarks and the soak (BENCH_GC=1): collection and heap snapshots on SIGUSR2.
-import { existsSync, rmSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { writeHeapSnapshot } from 'node:v8';
 
@@ -27,7 +27,24 @@ export function installBenchGc(env: NodeJS.ProcessEnv, extra: () => Record<strin
       snapshot = writeHeapSnapshot(path.join(snapshotDir, `${String(++snapshots).padStart(2, '0')}.heapsnapshot`));
     }
     process.stderr.write(
-      `bench-memory ${JSON.stringify({ rss: m.rss, heapUsed: m.heapUsed, heapTotal: m.heapTotal, external: m.external, arrayBuffers: m.arrayBuffers, ...extra(), ...(snapshot ? { snapshot } : {}) })}\n`,
+      `bench-memory ${JSON.stringify({ rss: m.rss, heapUsed: m.heapUsed, heapTotal: m.heapTotal, external: m.external, arrayBuffers: m.arrayBuffers, mallocHeap: mallocHeapBytes(), ...extra(), ...(snapshot ? { snapshot } : {}) })}\n`,
     );
   });
+}
+
+/**
+ * The resident bytes of the process's `[heap]` mapping (Linux): where the C library's allocator
+ * keeps the main thread's small native allocations (Node's and libuv's per-socket structures),
+ * apart from the JS heap's own pages. 0 where /proc is not there.
+ */
+function mallocHeapBytes(): number {
+  try {
+    const smaps = readFileSync('/proc/self/smaps', 'utf8');
+    const at = smaps.indexOf(' [heap]\n');
+    if (at === -1) return 0;
+    const rss = /\nRss:\s+(\d+) kB/.exec(smaps.slice(at));
+    return rss ? Number(rss[1]) * 1024 : 0;
+  } catch {
+    return 0;
+  }
 }
