@@ -147,6 +147,16 @@ test('refuses connections past the per-key limit with 429 (-32005), and admits a
   for (const c of [again, ...open.slice(1)]) await c.close();
 });
 
+test('upgrades fired at once past the per-key limit: exactly 3 of 7 open, the rest refused with 429, and every slot is given back', async () => {
+  const k = await createKey(t.app, { networks: NETWORKS });
+  const tries = await Promise.all(Array.from({ length: 7 }, () => tryUpgrade(url(k.key))));
+  assert.equal(tries.filter((r) => r.status === 101).length, 3, JSON.stringify(tries.map((r) => r.status)));
+  assert.equal(tries.filter((r) => r.status === 429).length, 4);
+  assert.equal(t.app.parts.ws.connectionsOf(k.id), 3);
+  for (const r of tries) r.ws?.close();
+  await waitFor(() => t.app.parts.ws.connectionsOf(k.id) === 0, { timeoutMs: 2_000, what: 'the slots to be released' });
+});
+
 test('an upgrade ws refuses (a bad Sec-WebSocket-Key) gives its connection slot back at once', async () => {
   const k = await createKey(t.app, { networks: NETWORKS });
   const address = new URL(url(k.key));
