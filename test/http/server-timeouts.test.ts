@@ -8,10 +8,12 @@ import { describe, test } from 'node:test';
 import { loadConfig } from '../../src/config/load.ts';
 import { applyServerTimeouts, type CheckedServer } from '../../src/http/server-timeouts.ts';
 
-// Small values, so a late answer is seen within a second; the shipped ones are 10 s, 30 s and 65 s.
-const HEADERS_MS = 200;
-const REQUEST_MS = 400;
-const KEEP_ALIVE_MS = 200;
+// Small values, so a late answer is seen within seconds; the shipped ones are 10 s, 30 s and 65 s.
+// Not smaller: on a loaded machine (the unit tier runs files in parallel) a request sent at once
+// could take longer than 400 ms to be received, and was then rightly answered 408.
+const HEADERS_MS = 1_000;
+const REQUEST_MS = 1_500;
+const KEEP_ALIVE_MS = 1_000;
 
 describe('applyServerTimeouts on a plain node:http server', () => {
   const config = loadConfig({
