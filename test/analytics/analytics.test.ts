@@ -16,7 +16,7 @@ import { UsageService } from '../../src/usage/service.ts';
 import { createKey, registerUser, setTier, startTestApp, type TestApp } from '../support/app.ts';
 import { type FakeNode, startFakeNode } from '../support/fake-node.ts';
 import { storageBackends } from '../support/services.ts';
-import { waitFor } from '../support/wait.ts';
+import { clearOfMidnight, waitFor } from '../support/wait.ts';
 
 const backends = await storageBackends();
 const ADMIN_TOKEN = 'analytics-test-admin-token-0123456789';
@@ -28,14 +28,6 @@ type Auth = { authorization: string };
 const today = () => new Date().toISOString().slice(0, 10);
 /** The start of the UTC hour of `ms`, as an answer's bucket names it. */
 const hourOf = (ms: number) => new Date(ms - (ms % 3_600_000)).toISOString();
-/**
- * Within `marginMs` of a UTC midnight, waits until just past it: a test that makes calls and then
- * reads "today" must not have them land on one day and its reads on the next.
- */
-async function clearOfMidnight(marginMs = 30_000): Promise<void> {
-  const left = 86_400_000 - (Date.now() % 86_400_000);
-  if (left < marginMs) await new Promise((r) => setTimeout(r, left + 100));
-}
 const daysAgo = (n: number) => new Date(Date.now() - n * 86_400_000).toISOString().slice(0, 10);
 const call = (method: string, id: number | string = 1, params: unknown[] = []) => ({ jsonrpc: '2.0', id, method, params });
 

@@ -40,3 +40,13 @@ export async function freePort(): Promise<number> {
   await once(srv, 'close');
   return port;
 }
+
+/**
+ * Within `marginMs` of a UTC midnight, waits until just past it: a test that makes calls (or writes
+ * rows for "today") and then reads "today" must not have them land on one day and its reads on the
+ * next (C11: days are UTC). Run it before each such test, e.g. in a `beforeEach`.
+ */
+export async function clearOfMidnight(marginMs = 30_000): Promise<void> {
+  const left = 86_400_000 - (Date.now() % 86_400_000);
+  if (left < marginMs) await sleep(left + 100);
+}
