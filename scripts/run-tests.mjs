@@ -165,7 +165,7 @@ const reporters = (n) => [
 ];
 const runOnce = (entries, n) =>
   new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', '--test', `--test-concurrency=${concurrency}`, ...reporters(n), ...entries], {
+    const child = spawn(process.execPath, ['--import', 'tsx', '--import', pathToFileURL(path.join(root, 'test/support/day-guard.ts')).href, '--test', `--test-concurrency=${concurrency}`, ...reporters(n), ...entries], {
       cwd: root,
       stdio: 'inherit',
       env: { ...process.env, NODE_ENV: 'test' },

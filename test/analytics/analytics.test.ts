@@ -16,7 +16,7 @@ import { UsageService } from '../../src/usage/service.ts';
 import { createKey, registerUser, setTier, startTestApp, type TestApp } from '../support/app.ts';
 import { type FakeNode, startFakeNode } from '../support/fake-node.ts';
 import { storageBackends } from '../support/services.ts';
-import { clearOfMidnight, waitFor } from '../support/wait.ts';
+import { waitFor } from '../support/wait.ts';
 
 const backends = await storageBackends();
 const ADMIN_TOKEN = 'analytics-test-admin-token-0123456789';
@@ -75,7 +75,6 @@ for (const backend of backends) {
       const client = createPublicClient({ transport: http(`${t.url}/v1/ethereum/${key}`, { retryCount: 0 }) });
       // The day of the calls is the day read back; the hour the calls start in: they may end in the
       // next one when the test runs across an hour.
-      await clearOfMidnight();
       const firstHour = hourOf(Date.now());
       for (let i = 0; i < 10; i++) assert.match(await client.request({ method: 'eth_blockNumber' }), /^0x/);
       // anvil answers a malformed address with its own error: a node error, answered 200 (C22).

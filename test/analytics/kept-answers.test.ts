@@ -3,7 +3,7 @@
 // what another instance stores shows within one interval. The cache on its own:
 // test/analytics/answer-cache.test.ts.
 import assert from 'node:assert/strict';
-import { after, before, beforeEach, describe, test } from 'node:test';
+import { after, before, describe, test } from 'node:test';
 import pino from 'pino';
 import { AnalyticsRecorder, OK } from '../../src/analytics/recorder.ts';
 import type { Analytics } from '../../src/analytics/store.ts';
@@ -11,7 +11,7 @@ import type { UsageStats } from '../../src/usage/queries.ts';
 import { UsageService } from '../../src/usage/service.ts';
 import { createKey, registerUser, setTier, startTestApp, type TestApp } from '../support/app.ts';
 import { storageBackends } from '../support/services.ts';
-import { clearOfMidnight, waitFor } from '../support/wait.ts';
+import { waitFor } from '../support/wait.ts';
 
 const backends = await storageBackends();
 const ADMIN_TOKEN = 'answer-cache-test-admin-token-0123456789';
@@ -19,8 +19,6 @@ const today = () => new Date().toISOString().slice(0, 10);
 
 for (const backend of backends) {
   describe(`kept answers of /usage/analytics and /usage/stats on ${backend.name} (C46, C27)`, { skip: backend.skip }, () => {
-    // Each test writes or counts for "today" and reads it back: not across a UTC midnight (C11).
-    beforeEach(() => clearOfMidnight());
     let t: TestApp;
     before(async () => {
       // The largest flush interval (2 s): an answer is kept that long.

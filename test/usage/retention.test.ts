@@ -3,7 +3,7 @@
 // cache is bounded and drops the least recently used key. The modules as the app makes them
 // (UsageRetention, UsageQueries, KeyService and KeyCache), on real storage of both kinds.
 import assert from 'node:assert/strict';
-import { after, before, beforeEach, describe, test } from 'node:test';
+import { after, before, describe, test } from 'node:test';
 import { sql } from 'drizzle-orm';
 import pino from 'pino';
 import { AccountService } from '../../src/auth/accounts.ts';
@@ -17,7 +17,6 @@ import { UsageQueries } from '../../src/usage/queries.ts';
 import { UsageRetention } from '../../src/usage/retention.ts';
 import { storageBackends } from '../support/services.ts';
 import { openTestStorage } from '../support/storage.ts';
-import { clearOfMidnight } from '../support/wait.ts';
 
 const backends = await storageBackends();
 const DAY_MS = 86_400_000;
@@ -29,8 +28,6 @@ let emails = 0;
 
 for (const backend of backends) {
   describe(`usage retention and quota seeding on ${backend.name}`, { skip: backend.skip }, () => {
-    // Each test writes or counts for "today" and reads it back: not across a UTC midnight (C11).
-    beforeEach(() => clearOfMidnight());
     let storage: Storage;
     let close: () => Promise<void>;
     let accounts: AccountService;

@@ -4,7 +4,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { Writable } from 'node:stream';
-import { after, before, beforeEach, describe, test } from 'node:test';
+import { after, before, describe, test } from 'node:test';
 import { sql } from 'drizzle-orm';
 import pino from 'pino';
 import type { Db } from '../../src/storage/db.ts';
@@ -12,7 +12,7 @@ import { UsageService } from '../../src/usage/service.ts';
 import { createKey, createTestDatabase, registerUser, startTestApp, type TestApp } from '../support/app.ts';
 import { type FakeNode, startFakeNode } from '../support/fake-node.ts';
 import { storageBackends } from '../support/services.ts';
-import { clearOfMidnight, waitFor } from '../support/wait.ts';
+import { waitFor } from '../support/wait.ts';
 
 const backends = await storageBackends();
 
@@ -27,8 +27,6 @@ const call = (method: string, id: number | string = 1, params: unknown[] = []) =
 
 for (const backend of backends) {
   describe(`usage on ${backend.name} (C21, C27)`, { skip: backend.skip }, () => {
-    // Each test writes or counts for "today" and reads it back: not across a UTC midnight (C11).
-    beforeEach(() => clearOfMidnight());
     let fake: FakeNode;
     let t: TestApp;
     before(async () => {
