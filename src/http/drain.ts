@@ -10,9 +10,14 @@ const QUIET_MS = 1000;
 /** How often the stop looks for connections to close. */
 const SWEEP_MS = 50;
 
-const ACTIVE = Symbol('requests under way');
-const LAST = Symbol('last request or answer (ms)');
-type Tracked = net.Socket & { [ACTIVE]: number; [LAST]: number };
+/**
+ * A connection's requests under way and the time of its last request or answer (ms), in one
+ * object under one symbol: an upgrade to a WebSocket lets go of the object (and the boxed number
+ * in it), so the WebSocket's socket keeps one empty slot of it for its life (memory per
+ * connection, docs/scaling.md).
+ */
+const STATE = Symbol('drain state');
+type Tracked = net.Socket & { [STATE]: { active: number; last: number } | undefined };
 
 /**
  * C57: a stop that lets the HTTP connections drain by themselves. From {@link drain} on, the
@@ -50,8 +55,7 @@ export class ConnectionDrain {
     };
     server.on('connection', (socket: net.Socket) => {
       const s = socket as Tracked;
-      s[ACTIVE] = 0;
-      s[LAST] = performance.now();
+      s[STATE] = { active: 0, last: performance.now() };
       open.add(s);
       s.on('close', closed);
     });
@@ -64,8 +68,10 @@ export class ConnectionDrain {
     // listener takes (ws/server.ts).
     const forget = Object.assign(
       (req: http.IncomingMessage) => {
-        open.delete(req.socket as Tracked);
-        req.socket.off('close', closed);
+        const s = req.socket as Tracked;
+        open.delete(s);
+        s.off('close', closed);
+        s[STATE] = undefined;
       },
       { [WATCHES_ONLY]: true },
     );
@@ -93,7 +99,10 @@ export class ConnectionDrain {
       if (this.#server?.listening) net.Server.prototype.close.call(this.#server);
       const sweep = setInterval(() => {
         const now = performance.now();
-        for (const s of this.#open) if (s[ACTIVE] === 0 && now - s[LAST] >= QUIET_MS) s.destroy();
+        for (const s of this.#open) {
+          const state = s[STATE];
+          if (state && state.active === 0 && now - state.last >= QUIET_MS) s.destroy();
+        }
         if (this.#open.size === 0) done();
       }, SWEEP_MS);
       const cut = setTimeout(() => {
@@ -113,17 +122,17 @@ export class ConnectionDrain {
 
 // Listeners every request shares (`this` is the request or the response): none made per request.
 function onRequest(req: http.IncomingMessage, res: http.ServerResponse): void {
-  const s = req.socket as Tracked;
-  if (s[ACTIVE] === undefined) return;
-  s[ACTIVE]++;
-  s[LAST] = performance.now();
+  const state = (req.socket as Tracked)[STATE];
+  if (state === undefined) return;
+  state.active++;
+  state.last = performance.now();
   // `on`, not `once`: a response closes once, and `once` would wrap the listener anew per request.
   res.on('close', onAnswered);
 }
 
 function onAnswered(this: http.ServerResponse): void {
-  const s = this.req.socket as Tracked | null;
-  if (!s || s[ACTIVE] === undefined) return;
-  s[ACTIVE]--;
-  s[LAST] = performance.now();
+  const state = (this.req.socket as Tracked | null)?.[STATE];
+  if (state === undefined) return;
+  state.active--;
+  state.last = performance.now();
 }

@@ -63,8 +63,14 @@ class ClientSubscription implements Subscriber {
   }
 }
 
+/** Subscriptions a connection keeps in a list; past this many, in a Map by id (see WsConnection's #subs). */
+const FEW_SUBSCRIPTIONS = 8;
+
 /** Characters past which a text is sent as its bytes (see WsConnection.send). */
 const LARGE_TEXT = 64 * 1024;
+
+/** The process's monotonic clock in whole milliseconds (see WsConnection.lastPongAt). */
+export const wholeMs = (): number => Math.floor(performance.now());
 
 /**
  * A client's ws WebSocket, made by the server (its `WebSocket` option), which hands its events
@@ -107,7 +113,13 @@ export class WsConnection implements SubscriptionDispatcher, Cuttable {
   readonly slotKey: SlotKey;
   /** Largest send queue seen (bytes); tests read it to show memory stays bounded. */
   peakBufferedBytes = 0;
-  lastPongAt = Date.now();
+  /**
+   * When the last pong came (or the connection opened), in whole milliseconds of the process's
+   * monotonic clock (`performance.now()`): a small integer V8 keeps in the field itself, where an
+   * epoch time would be a boxed number held per connection (memory per connection, docs/scaling.md;
+   * boxed only past 24 days of a process's life).
+   */
+  lastPongAt = wholeMs();
   closed = false;
   /** The upgrade's Origin and Authorization (or `jwt` query parameter): every message is checked against the key's allowlists and JWT option. */
   readonly #origin: string | undefined;
@@ -116,11 +128,12 @@ export class WsConnection implements SubscriptionDispatcher, Cuttable {
   readonly #traceLink: Readonly<Record<string, string>> | undefined;
   readonly #ctx: ConnectionContext;
   /**
-   * The connection's subscriptions: none, the one (most connections have one), or a Map of them
-   * by id from the second on. An empty Map costs ~180 bytes, held by every connection for its
-   * life (memory per connection, docs/scaling.md).
+   * The connection's subscriptions: none, the one (most connections have one), a list of a few
+   * from the second on, or a Map of them by id past {@link FEW_SUBSCRIPTIONS}. An empty Map costs
+   * ~180 bytes, a list of two ~70, held for the connection's life (memory per connection,
+   * docs/scaling.md); a list is searched only up to a handful of ids.
    */
-  #subs: ClientSubscription | Map<string, ClientSubscription> | undefined;
+  #subs: ClientSubscription | ClientSubscription[] | Map<string, ClientSubscription> | undefined;
   /** Slots taken by subscriptions being made (reserved before any await). */
   #reserved = 0;
   #inFlight = 0;
@@ -155,7 +168,7 @@ export class WsConnection implements SubscriptionDispatcher, Cuttable {
         void c.#onMessage(a as Buffer, b as boolean);
         return;
       case 'pong':
-        c.lastPongAt = Date.now();
+        c.lastPongAt = wholeMs();
         return;
       case 'error':
         c.#ctx.logger.debug({ reqId: c.reqId, network: c.network.slug, keyId: c.key.keyId, error: (a as Error).message }, 'websocket client error');
@@ -238,7 +251,7 @@ export class WsConnection implements SubscriptionDispatcher, Cuttable {
     this.ws.terminate();
   }
 
-  /** Pings, or drops a client that answered no ping for `ws.idleTimeoutMs`. */
+  /** Pings, or drops a client that answered no ping for `ws.idleTimeoutMs`; `now` as {@link wholeMs} reads it. */
   heartbeat(now: number): void {
     if (this.ws.readyState !== WebSocket.OPEN) return;
     if (now - this.lastPongAt > this.#ctx.settings.idleTimeoutMs) {
@@ -275,8 +288,8 @@ export class WsConnection implements SubscriptionDispatcher, Cuttable {
     const hub = this.#ctx.upstreams.hub(this.network.slug);
     const subs = this.#subs;
     this.#subs = undefined;
-    if (subs instanceof Map) for (const s of subs.values()) hub.unsubscribe(s.topicKey, s);
-    else if (subs) hub.unsubscribe(subs.topicKey, subs);
+    if (subs instanceof ClientSubscription) hub.unsubscribe(subs.topicKey, subs);
+    else if (subs) for (const s of subs.values()) hub.unsubscribe(s.topicKey, s);
   }
 
   async #onMessage(data: Buffer, isBinary: boolean): Promise<void> {
@@ -340,29 +353,45 @@ export class WsConnection implements SubscriptionDispatcher, Cuttable {
     if (!Array.isArray(params) || params.length !== 1 || typeof params[0] !== 'string') {
       return new InvalidParamsError('Invalid params: eth_unsubscribe takes [subscriptionId]');
     }
-    const id = params[0];
-    const subs = this.#subs;
-    const sub = subs instanceof Map ? subs.get(id) : subs?.id === id ? subs : undefined;
+    const sub = this.#take(params[0]);
     if (!sub) return false;
-    if (subs instanceof Map) subs.delete(id);
-    else this.#subs = undefined;
     this.#ctx.upstreams.hub(this.network.slug).unsubscribe(sub.topicKey, sub);
     return true;
   }
 
   #subscriptions(): number {
     const subs = this.#subs;
-    return subs instanceof Map ? subs.size : subs ? 1 : 0;
+    return subs === undefined ? 0 : subs instanceof ClientSubscription ? 1 : Array.isArray(subs) ? subs.length : subs.size;
   }
 
   #keep(sub: ClientSubscription): void {
     const subs = this.#subs;
     if (subs === undefined) this.#subs = sub;
-    else if (subs instanceof Map) subs.set(sub.id, sub);
-    else this.#subs = new Map([
-      [subs.id, subs],
-      [sub.id, sub],
-    ]);
+    else if (subs instanceof ClientSubscription) this.#subs = [subs, sub];
+    else if (!Array.isArray(subs)) subs.set(sub.id, sub);
+    else if (subs.length < FEW_SUBSCRIPTIONS) subs.push(sub);
+    else this.#subs = new Map([...subs, sub].map((s) => [s.id, s]));
+  }
+
+  /** The subscription `id`, no longer kept; undefined when the connection has none of that id. */
+  #take(id: string): ClientSubscription | undefined {
+    const subs = this.#subs;
+    if (subs === undefined) return undefined;
+    if (subs instanceof ClientSubscription) {
+      if (subs.id !== id) return undefined;
+      this.#subs = undefined;
+      return subs;
+    }
+    if (!Array.isArray(subs)) {
+      const sub = subs.get(id);
+      subs.delete(id);
+      return sub;
+    }
+    const at = subs.findIndex((s) => s.id === id);
+    if (at === -1) return undefined;
+    const [sub] = subs.splice(at, 1);
+    if (subs.length === 0) this.#subs = undefined;
+    return sub;
   }
 
   async subscribe(params: unknown, id: string): Promise<DispatchAnswer> {

@@ -19,7 +19,7 @@ import { lacksHost, MISSING_HOST } from '../../http/host-header.ts';
 import { errorText } from '../jsonrpc.ts';
 import type { RpcPipeline } from '../pipeline.ts';
 import { clientIpResolver } from '../client-ip.ts';
-import { ClientWebSocket, type ConnectionContext, type SlotKey, WsConnection } from './connection.ts';
+import { ClientWebSocket, type ConnectionContext, type SlotKey, wholeMs, WsConnection } from './connection.ts';
 import { flat, notificationFrame } from './frame.ts';
 import { refuse, serveAsHttp } from './http-fallback.ts';
 import { OTHER_METHOD } from '../../ops/metrics.ts';
@@ -317,7 +317,7 @@ export class WsGateway {
   start(): void {
     if (this.#sweep || this.#closing) return;
     this.#sweep = setInterval(() => {
-      const now = Date.now();
+      const now = wholeMs();
       const open = [...this.connections];
       let i = 0;
       const slice = () => {

@@ -9,13 +9,14 @@ import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import WebSocket from 'ws';
 import type { WsConnection } from '../../../src/rpc/ws/connection.ts';
-import { createKey, startTestApp, type TestApp } from '../../support/app.ts';
+import { createKey, setTier, startTestApp, type TestApp } from '../../support/app.ts';
 import { type Client, connect, type FakeWsNode, sleep, startFakeWsNode, tryUpgrade, withUpstreams, wsAddress } from '../../support/ws.ts';
 import { waitFor } from '../../support/wait.ts';
 
 setFlagsFromString('--expose-gc');
 const MAX_BUFFERED = 256 * 1024;
 const NETWORKS = ['native-mainnet', 'native-testnet', 'ethereum'];
+const ADMIN_TOKEN = 'ws-hygiene-test-admin-token-0123456789';
 
 let t: TestApp;
 let node: FakeWsNode;
@@ -25,6 +26,7 @@ before(async () => {
   node = await startFakeWsNode();
   t = await startTestApp({
     listen: true,
+    env: { ADMIN_TOKEN },
     overrides: {
       networks: withUpstreams({
         // HTTP upstreams are never reached here; only the WebSocket side matters.
@@ -185,6 +187,14 @@ test("a connection's socket keeps ws's own close and error listeners alone: noth
   const socket = (serverSide(k.id)?.ws as unknown as { _socket: net.Socket })._socket;
   assert.equal(socket.listenerCount('close'), 1);
   assert.equal(socket.listenerCount('error'), 1);
+  // The drain's record of the connection's requests is let go of at the upgrade: what stays on
+  // the socket is one empty slot, no object and no boxed time.
+  const drainState = Object.getOwnPropertySymbols(socket).filter((s) => s.description === 'drain state');
+  assert.equal(drainState.length, 1);
+  assert.equal((socket as unknown as Record<symbol, unknown>)[drainState[0] as symbol], undefined);
+  // The last pong's time is a small integer (held in the field, not boxed as an epoch time would be).
+  const conn = serverSide(k.id) as WsConnection;
+  assert.ok(Number.isInteger(conn.lastPongAt) && conn.lastPongAt >= 0 && conn.lastPongAt < 2 ** 30, String(conn.lastPongAt));
   // Its close still gives the slot back (ws's listener, through the connection).
   await c.close();
   await waitFor(() => t.app.parts.ws.connectionsOf(k.id) === 0, { timeoutMs: 2_000, what: 'the slot to be released' });
@@ -208,31 +218,48 @@ test("a connection's WebSocket holds no listener of its own, and a key's connect
   await waitFor(() => t.app.parts.ws.connectionsOf(k.id) === 0, { timeoutMs: 2_000, what: 'the slots to be released' });
 });
 
-test('subscriptions kept one by one: each of two is served and unsubscribed on its own, in either order, and leaves its hub', async () => {
-  for (const order of [
-    [0, 1],
-    [1, 0],
-  ]) {
-    const subscribers = () => t.app.parts.upstreams.hub('native-mainnet').stats().subscribers;
+test('subscriptions kept one by one: each is served and unsubscribed on its own, in any order, and leaves its hub; a close ends the rest', async () => {
+  const subscribers = () => t.app.parts.upstreams.hub('native-mainnet').stats().subscribers;
+  // Two (the one, then a list) and twelve (past the list, a Map by id) on a pro key (100 a connection).
+  const proKey = async () => {
+    const { key, user } = await createKey(t.app, { networks: NETWORKS });
+    await setTier(t.app, user.id, 'pro', ADMIN_TOKEN);
+    return key;
+  };
+  let block = 0x6000_0000 + Math.floor(Math.random() * 1e6);
+  const emitHead = () => `0x${(++block).toString(16)}`;
+  for (const [count, order] of [
+    [2, [0, 1]],
+    [2, [1, 0]],
+    [12, [5, 0, 11, 7, 1, 2, 3, 4, 6, 8, 9, 10]],
+  ] as const) {
     const before = subscribers();
-    const c = await connect(url(await newKey()));
-    const ids = [await c.subscribe(['newHeads']), await c.subscribe(['newHeads'])];
-    assert.equal(subscribers(), before + 2);
-    assert.notEqual(ids[0], ids[1]);
-    const n = 0x6000_0000 + Math.floor(Math.random() * 1e6);
-    assert.equal(node.emit('newHeads', { number: `0x${n.toString(16)}` }), 1);
-    for (const id of ids) await c.next((m) => m.params?.subscription === id);
-    const [first, second] = order.map((i) => ids[i] as string);
+    const c = await connect(url(count > 2 ? await proKey() : await newKey()));
+    const ids: string[] = [];
+    for (let i = 0; i < count; i++) ids.push(await c.subscribe(['newHeads']));
+    assert.equal(subscribers(), before + count);
+    assert.equal(new Set(ids).size, count);
+    let head = emitHead();
+    assert.equal(node.emit('newHeads', { number: head }), 1);
+    for (const id of ids) await c.next((m) => m.params?.subscription === id && (m.params.result as { number: string }).number === head);
     assert.equal((await c.call('eth_unsubscribe', ['0x00000000000000000000000000000000'])).result, false);
-    assert.equal((await c.call('eth_unsubscribe', [first])).result, true);
-    assert.equal((await c.call('eth_unsubscribe', [first])).result, false);
-    assert.equal(subscribers(), before + 1);
-    assert.equal(node.emit('newHeads', { number: `0x${(n + 1).toString(16)}` }), 1, 'the other subscription still holds the topic');
-    await c.next((m) => m.params?.subscription === second && (m.params.result as { number: string }).number === `0x${(n + 1).toString(16)}`);
-    assert.equal((await c.call('eth_unsubscribe', [second])).result, true);
-    assert.equal(subscribers(), before);
-    assert.equal(c.messages.filter((m) => m.params?.subscription === first && (m.params.result as { number: string }).number === `0x${(n + 1).toString(16)}`).length, 0);
+    const left = new Set(ids);
+    for (const i of order) {
+      const id = ids[i] as string;
+      assert.equal((await c.call('eth_unsubscribe', [id])).result, true, `${count}: ${i} unsubscribed`);
+      assert.equal((await c.call('eth_unsubscribe', [id])).result, false, `${count}: ${i} already gone`);
+      left.delete(id);
+      assert.equal(subscribers(), before + left.size);
+      if (left.size === 0) break;
+      head = emitHead();
+      assert.equal(node.emit('newHeads', { number: head }), 1, 'the others still hold the topic');
+      for (const other of left) await c.next((m) => m.params?.subscription === other && (m.params.result as { number: string }).number === head);
+      assert.equal(c.messages.filter((m) => m.params?.subscription === id && (m.params.result as { number: string }).number === head).length, 0, 'none after its unsubscribe');
+      // Half way through the twelve, the rest end with the connection.
+      if (count > 2 && left.size === 6) break;
+    }
     await c.close();
+    await waitFor(() => subscribers() === before, { timeoutMs: 2_000, what: 'the hub to let go of a closed connection\'s subscriptions' });
   }
 });
 
