@@ -14,7 +14,7 @@
 //   npm run bench -- ws --connections 18000 --processes 5 --notifications 30 --interval 1000
 import { type ChildProcess, fork, spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
@@ -22,6 +22,7 @@ import path from 'node:path';
 import { type WebSocket, WebSocketServer } from 'ws';
 import { seedDataDir } from '../../test/support/process.ts';
 import { cpuSeconds, processTree, userSystemSeconds } from '../lib/measures/cpu.ts';
+import { hotFunctions } from '../lib/measures/profile.ts';
 import { type Child, cleanup, cleanupOnSignals, pinCpus, removeStaleTempDirs, ROOT, startScript, stopChild, tempDir } from '../lib/children.ts';
 import { startGateway } from '../lib/targets/gateway.ts';
 import { defineScenario, type Values } from '../lib/scenario.ts';
@@ -41,6 +42,7 @@ const OPTIONS = {
   rounds: { type: 'string', default: '2' }, // rounds of turns (bare, gateway; then gateway, bare; ...)
   target: { type: 'string', default: 'both', help: 'gateway, bare (the bare ws broadcaster) or both, in turns' },
   workers: { type: 'string', help: 'the gateway\'s WORKERS (a number or auto; default: $WORKERS, else 1)' },
+  profile: { type: 'boolean', default: false, help: '--cpu-prof on the gateway\'s first turn; prints where its CPU went while the clients connected and while it notified' },
   'heap-snapshots': { type: 'string', help: 'a folder: heap snapshots of each target\'s first turn after half and after all of the connections, in DIR/gateway and DIR/bare (npm run bench -- heap-diff DIR/gateway/01.heapsnapshot DIR/gateway/02.heapsnapshot)' },
 } as const;
 let opt: Values<typeof OPTIONS>;
@@ -81,6 +83,14 @@ let logsEvery = 3;
 let rounds = 2;
 let workers = 1;
 let snapshotDir: string | undefined;
+/** With --profile: the gateway's first turn's CPU profile folder, and the set-up and notification windows (monotonic µs). */
+let profiled: { dir: string; windows: Array<{ what: string; fromUs: number; toUs: number }> } | undefined;
+const nowUs = () => Number(process.hrtime.bigint() / 1000n);
+const profileArgs = (): string[] => {
+  if (!opt.profile || profiled) return [];
+  profiled = { dir: mkdtempSync(path.join(os.tmpdir(), 'junction-bench-ws-profile-')), windows: [] };
+  return ['--cpu-prof', '--cpu-prof-dir', profiled.dir];
+};
 const snapshotsTaken: Partial<Record<Kind, number>> = {};
 /** With --heap-snapshots: the target's folder of them (DIR/gateway, DIR/bare), in its environment. */
 const snapshotsOf = (kind: Kind): Record<string, string> => {
@@ -253,7 +263,7 @@ async function startTarget(kind: Kind, node: FakeNode): Promise<Target> {
   const gw = await startGateway(
     { label, env: { UPSTREAM_WS_NATIVE_MAINNET: node.wsUrl, BENCH_GC: '1', WORKERS: String(workers), DATA_DIR: data, ...snapshotsOf('gateway') } },
     node.httpUrl,
-    { nodeArgs: ['--expose-gc'] },
+    { nodeArgs: ['--expose-gc', ...profileArgs()] },
   );
   const pid = gw.child.pid;
   let servers = [pid];
@@ -383,14 +393,17 @@ async function turn(kind: Kind, node: FakeNode, clientProcs: ChildProcess[], fir
     let setupMs = 0;
     let setupCpu = 0;
     const openResults: Array<{ failures: number; firstFailure?: string }> = [];
+    const profiling = kind === 'gateway' && profiled?.windows.length === 0 ? profiled : undefined;
     const open = async (part: (x: (typeof shares)[number]) => { first: number; count: number }) => {
       const cpu0 = cpuSeconds(t.child.pid);
       const t0 = performance.now();
+      const from = nowUs();
       const opened = clientProcs.map((c, i) => {
         c.send({ type: 'init', url: t.url, ...part(shares[i] as (typeof shares)[number]), logsEvery, logsFilter: { address: LOG_ADDRESS }, localAddresses: sources, concurrency: Number(opt.concurrency) });
         return next<{ ms: number; failures: number; firstFailure?: string }>(c, 'opened');
       });
       openResults.push(...(await Promise.all(opened)));
+      profiling?.windows.push({ what: 'connecting and subscribing', fromUs: from, toUs: nowUs() });
       setupMs += performance.now() - t0;
       setupCpu += cpuSeconds(t.child.pid) - cpu0;
       await sleep(1_000);
@@ -413,10 +426,12 @@ async function turn(kind: Kind, node: FakeNode, clientProcs: ChildProcess[], fir
     const us1 = userSystemSeconds(t.child.pid);
     const perf = perfFile ? spawn('perf', ['record', '-g', '-q', '-o', perfFile, '-p', processTree(t.child.pid).join(',')], { stdio: 'ignore' }) : undefined;
     const t1 = performance.now();
+    const notifyFrom = nowUs();
     for (let n = firstBlock; n < firstBlock + notifications; n++) {
       node.block(n);
       await sleep(intervalMs);
     }
+    profiling?.windows.push({ what: 'notifying', fromUs: notifyFrom, toUs: nowUs() });
     const notifyMs = performance.now() - t1;
     const notifyCpu = cpuSeconds(t.child.pid) - cpu1;
     const us2 = userSystemSeconds(t.child.pid);
@@ -642,6 +657,12 @@ async function main(): Promise<void> {
     if (gw.length > 0) verdicts.push([`gateway RSS per connection <= 4 KiB (second half, median ${median(gw.map((x) => x.rssPerConn)).toFixed(2)} KiB)`, median(gw.map((x) => x.rssPerConn)) <= 4]);
     for (const [what, ok] of verdicts) console.log(`  ${ok ? 'PASS' : 'FAIL'} ${what}`);
     if (verdicts.some(([, ok]) => !ok)) process.exitCode = 1;
+    // The profile is written when the gateway exits (its turn stopped it).
+    for (const w of profiled?.windows ?? []) {
+      console.log(`\nwhere the gateway's first turn spent its CPU ${w.what} (self time; profiler on, so slower):`);
+      for (const line of hotFunctions((profiled as { dir: string }).dir, w, 30)) console.log(`  ${line}`);
+    }
+    if (profiled) console.log(`profile: ${profiled.dir}`);
   } finally {
     for (const c of clientProcs) if (c.connected) c.send({ type: 'close' });
     await Promise.all(clientProcs.map((c) => (c.exitCode === null ? Promise.race([once(c, 'exit'), sleep(3_000)]) : Promise.resolve())));
