@@ -44,7 +44,7 @@ export async function freePort(): Promise<number> {
 /**
  * Within `marginMs` of a UTC midnight, waits until just past it: a test that makes calls (or writes
  * rows for "today") and then reads "today" must not have them land on one day and its reads on the
- * next (C11: days are UTC). Run it before each such test, e.g. in a `beforeEach`.
+ * next (C11: days are UTC). The runner runs it before every test (test/support/day-guard.ts).
  */
 export async function clearOfMidnight(marginMs = 30_000): Promise<void> {
   const left = 86_400_000 - (Date.now() % 86_400_000);

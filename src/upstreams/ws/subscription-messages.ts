@@ -20,8 +20,7 @@ export function newSubscriptionId(): string {
     idScratch[2 + 2 * i] = HEX_DIGITS[byte >> 4] as number;
     idScratch[3 + 2 * i] = HEX_DIGITS[byte & 15] as number;
   }
-  // Each byte is used once: an id is never drawn from bytes another id had.
-  entropy.fill(0, entropyAt, entropyAt + 16);
+  // Each byte is used once: the next id starts past these, and the pool is drawn anew when used up.
   entropyAt += 16;
   // Written whole into one buffer, so the string is one flat piece (a template would keep '0x' and
   // the digits as two parts, for as long as the subscription lives).
