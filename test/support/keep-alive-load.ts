@@ -10,6 +10,8 @@ export interface Outcome {
   retryAfter?: string | undefined;
   body?: string;
   error?: string;
+  /** For a connection that failed: the bytes it had received from the gateway, where undici tells (0: nothing came back on it). */
+  bytesRead?: number;
 }
 
 /** One `eth_getBalance` of `address` on `client`'s kept-alive connection, with API key `key`. */
@@ -24,8 +26,8 @@ export async function keepAliveCall(client: Client, key: string, id: number, add
     const body = await res.body.text();
     return { status: res.statusCode, connection: res.headers.connection as string | undefined, retryAfter: res.headers['retry-after'] as string | undefined, body };
   } catch (err) {
-    const e = err as { code?: string; cause?: { code?: string } };
-    return { error: e.cause?.code ?? e.code ?? String(err) };
+    const e = err as { code?: string; cause?: { code?: string }; socket?: { bytesRead?: number } };
+    return { error: e.cause?.code ?? e.code ?? String(err), ...(e.socket?.bytesRead === undefined ? {} : { bytesRead: e.socket.bytesRead }) };
   }
 }
 
