@@ -69,6 +69,11 @@ export interface Limiter {
   /** The same without a promise, for a store that answers at once (in process): two microtask hops less per request. */
   consumeSync?(checks: readonly Check[]): ConsumeResult;
   /**
+   * `consumeSync` writing each check's state into `states[i]` (objects the caller owns and reads
+   * before it next calls this), returning whether all were admitted: nothing made per request.
+   */
+  consumeInto?(checks: readonly Check[], states: CheckState[]): boolean;
+  /**
    * Raises counters to at least these values (never lowers them): quotas counted before a
    * restart, from stored usage. A store whose counters outlive the process ignores it.
    */
@@ -204,11 +209,16 @@ export class MemoryLimiter implements Limiter {
   }
 
   consumeSync(checks: readonly Check[]): ConsumeResult {
+    const states = Array.from({ length: checks.length }, (): CheckState => ({ allowed: true, remaining: 0, resetAt: 0, retryAfterMs: 0 }));
+    return { allowed: this.consumeInto(checks, states), states };
+  }
+
+  consumeInto(checks: readonly Check[], states: CheckState[]): boolean {
     const now = this.#now();
     const n = checks.length;
     let allowed = true;
-    // Loops, not map with a closure: this runs for every metered call.
-    const before = new Array<number>(n);
+    // Loops, not map with a closure: this runs for every metered call. Each check's use before
+    // this request goes into its state's `remaining` until the second loop sets it.
     for (let i = 0; i < n; i++) {
       const c = checks[i] as Check;
       let used: number;
@@ -220,15 +230,17 @@ export class MemoryLimiter implements Limiter {
         const ctr = this.#counters.get(c.key);
         used = ctr && ctr.resetAt > now ? ctr.value : 0;
       }
-      before[i] = used;
+      (states[i] as CheckState).remaining = used;
       if (used + c.cost > c.limit) allowed = false;
     }
-    const states = new Array<CheckState>(n);
     for (let i = 0; i < n; i++) {
       const c = checks[i] as Check;
-      const used = before[i] as number;
+      const state = states[i] as CheckState;
+      const used = state.remaining;
       const fits = used + c.cost <= c.limit;
       const after = allowed ? used + c.cost : used;
+      state.allowed = fits;
+      state.remaining = Math.max(0, c.limit - after);
       if (c.kind === 'window') {
         let log = this.#logs.get(c.key);
         if (allowed && c.cost > 0) {
@@ -238,13 +250,13 @@ export class MemoryLimiter implements Limiter {
           }
           log.add(now, c.cost);
         }
-        const resetAt = log && log.size > 0 ? log.at(0) + c.windowMs : now;
+        state.resetAt = log && log.size > 0 ? log.at(0) + c.windowMs : now;
         let retryAfterMs = 0;
         if (!fits) {
           const mustLeave = used + c.cost - c.limit;
           retryAfterMs = c.cost > c.limit || !log ? c.windowMs : Math.max(1, log.at(mustLeave - 1) + c.windowMs - now);
         }
-        states[i] = { allowed: fits, remaining: Math.max(0, c.limit - after), resetAt, retryAfterMs };
+        state.retryAfterMs = retryAfterMs;
         continue;
       }
       let ctr = this.#counters.get(c.key);
@@ -255,9 +267,10 @@ export class MemoryLimiter implements Limiter {
         }
         ctr.value += c.cost;
       }
-      states[i] = { allowed: fits, remaining: Math.max(0, c.limit - after), resetAt: c.resetAt, retryAfterMs: fits ? 0 : Math.max(1, c.resetAt - now) };
+      state.resetAt = c.resetAt;
+      state.retryAfterMs = fits ? 0 : Math.max(1, c.resetAt - now);
     }
-    return { allowed, states };
+    return allowed;
   }
 
   async refund(checks: readonly Check[]): Promise<void> {

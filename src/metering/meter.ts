@@ -70,6 +70,8 @@ interface KeyChecks {
   checks: Check[];
   roles: Role[];
   perMinute: number;
+  /** The checks' states, written by the limiter's `consumeInto` and read before `rpcNow` returns. */
+  states: CheckState[];
 }
 
 /** Stored usage the quotas are counted from (UsageQueries.quotaUsage). */
@@ -141,6 +143,7 @@ export class Meter {
       // process reads them and keeps nothing of them before this returns (never shared with an await).
       const own = this.#keyChecks(who.key);
       for (let i = 0; i < own.checks.length; i++) (own.checks[i] as Check).cost = own.roles[i] === 'monthly' ? computeUnits : requests;
+      if (limiter.consumeInto) return this.#outcome(limiter.consumeInto(own.checks, own.states), own.states, own.roles, own.perMinute);
       const result = limiter.consumeSync(own.checks);
       return this.#outcome(result.allowed, result.states, own.roles, own.perMinute);
     }
@@ -154,7 +157,8 @@ export class Meter {
     const p = currentPeriods();
     let own = this.#keyChecksCache.get(key);
     if (!own || own.day !== p.day || own.month !== p.month) {
-      own = { day: p.day, month: p.month, ...this.#checks({ key }, 0, 0) };
+      const made = this.#checks({ key }, 0, 0);
+      own = { day: p.day, month: p.month, ...made, states: made.checks.map((): CheckState => ({ allowed: true, remaining: 0, resetAt: 0, retryAfterMs: 0 })) };
       this.#keyChecksCache.set(key, own);
     }
     return own;
@@ -257,7 +261,8 @@ export class Meter {
     let remaining = -1;
     let resetAt = 0;
     let cuRemaining = -1;
-    states.forEach((s, i) => {
+    for (let i = 0; i < states.length; i++) {
+      const s = states[i] as CheckState;
       const role = roles[i];
       if (role === 'monthly') cuRemaining = s.remaining;
       else if (role !== 'daily' && (remaining === -1 || s.remaining < remaining)) {
@@ -265,7 +270,7 @@ export class Meter {
         // C13: when one more request is allowed again, or when the window's oldest request leaves.
         resetAt = s.remaining === 0 ? Date.now() + Math.max(s.retryAfterMs, 1) : s.resetAt;
       }
-    });
+    }
     const headers: Record<string, string> = {
       'x-ratelimit-limit': String(perMinute),
       'x-ratelimit-remaining': String(remaining),

@@ -31,12 +31,19 @@ export interface Outcome {
   cu: number;
 }
 
+/** The list of a message with no outcome yet: shared, never added to (see `Outcomes.list`). */
+const NONE: Outcome[] = Object.freeze([]) as unknown as Outcome[];
+
 /**
  * The outcomes of one message, in the order they were given. A message refused whole has one;
  * otherwise one per call that reached a verdict (a notification's too: it was still a call).
  */
 export class Outcomes {
-  readonly list: Outcome[] = [];
+  /**
+   * The outcomes in order. Made with its first one: a message of one call then holds a list of
+   * one, where a push into an empty list reserves sixteen (the cached path's garbage per call).
+   */
+  list: Outcome[] = NONE;
   /** Network name for the metrics (`unknown` for an address naming none). */
   slug: string;
   readonly requestId: string | undefined;
@@ -56,17 +63,22 @@ export class Outcomes {
 
   /** A call (or a whole message: `calls`) refused at `stage`. */
   refused(stage: Stage, method: string, err: RpcError, calls = 1): void {
-    this.list.push({ stage, method, err, calls, cu: 0 });
+    this.#add({ stage, method, err, calls, cu: 0 });
   }
 
   /** A dispatched call answered: `answer` is a node's answer to read, or undefined for a result. */
   answered(method: string, cu: number, answer?: string | Buffer | null): void {
-    this.list.push({ stage: 'dispatch', method, err: null, answer, calls: 1, cu });
+    this.#add({ stage: 'dispatch', method, err: null, answer, calls: 1, cu });
   }
 
   /** A dispatched call answered with the gateway's error `err` (a node failed it, or it could not be translated). */
   failed(method: string, cu: number, err: RpcError): void {
-    this.list.push({ stage: 'dispatch', method, err, calls: 1, cu });
+    this.#add({ stage: 'dispatch', method, err, calls: 1, cu });
+  }
+
+  #add(o: Outcome): void {
+    if (this.list === NONE) this.list = [o];
+    else this.list.push(o);
   }
 
   /** An upstream failure to log once: the methods it failed and why (an RpcError is the node's or ours, said in the answer). */

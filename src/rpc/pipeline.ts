@@ -27,15 +27,28 @@ import { Outcomes, Settlement } from './outcome.ts';
 export { type DispatchAnswer, MAX_NESTING, type RpcInput, type RpcOutput, type SubscriptionDispatcher } from './message.ts';
 
 /** A message once read: its text, and its one call when it is not a batch. */
-interface Message {
-  text: string;
-  /** The batch's elements as parsed; undefined for a single call. */
-  batch: unknown[] | undefined;
-  single: RpcItem | undefined;
-  /** The id to answer a refusal of the whole message under (`null` for a batch; C23). */
-  id(): string;
-  /** The method a refusal of the whole message is counted under (a batch: `other`). */
-  method: string;
+class Message {
+  /** The id as the client wrote it, read on first use (see `id`). */
+  #id: string | undefined;
+
+  constructor(
+    readonly text: string,
+    /** The batch's elements as parsed; undefined for a single call. */
+    readonly batch: unknown[] | undefined,
+    readonly single: RpcItem | undefined,
+    /** The method a refusal of the whole message is counted under (a batch: `other`). */
+    readonly method: string,
+  ) {}
+
+  /**
+   * The id to answer a refusal of the whole message under (`null` for a batch; C23), as the
+   * client wrote it (an id of the wrong type is answered as null): a call's was read with its
+   * member names; a refused one's is read from the text on first use.
+   */
+  id(): string {
+    const single = this.single;
+    return (this.#id ??= single?.call ? (single.idText ?? idText(this.text)) : single && single.id !== null ? idText(this.text) : 'null');
+  }
 }
 
 /** The calls of a message that passed the method policy and the key's lists, and the subscription slots they hold. */
@@ -170,7 +183,7 @@ export class RpcPipeline {
   #run(input: RpcInput, outcomes: Outcomes): RpcOutput | Promise<RpcOutput> {
     // Stage read.
     const msg = this.#read(input, outcomes);
-    if (!('text' in msg)) return msg;
+    if (!(msg instanceof Message)) return msg;
     outcomes.single = msg.single !== undefined;
     this.#tracing?.annotate(msg.batch ? 'junction.batch_size' : 'rpc.method', msg.batch ? msg.batch.length : msg.method);
 
@@ -308,11 +321,7 @@ export class RpcPipeline {
     }
     const batch = Array.isArray(parsed) ? parsed : undefined;
     const single = batch ? undefined : parseItem(parsed, text);
-    // The id as the client wrote it (an id of the wrong type is answered as null): a call's was
-    // read with its member names; a refused one's is read from the text on first use.
-    let idCache: string | undefined;
-    const id = () => (idCache ??= single?.call ? (single.idText ?? idText(text)) : single && single.id !== null ? idText(text) : 'null');
-    return { text, batch, single, id, method: single?.call?.method ?? OTHER_METHOD };
+    return new Message(text, batch, single, single?.call?.method ?? OTHER_METHOD);
   }
 
   /** Stage admit, refused: answered (and counted, C46a); a key that cannot be used here closes a WebSocket. */
@@ -379,20 +388,27 @@ export class RpcPipeline {
     const { key, network } = caller;
     const access = key?.access ?? null;
     const tier = key?.tier ?? null;
-    const judged: Judged = { admitted: [], reserved: 0 };
-    for (const item of items) {
+    // The calls admitted: `items` itself while every call so far was, a list of their own from
+    // the first that is not (a single call's message makes no second list).
+    let admitted: ParsedCall[] | undefined;
+    let reserved = 0;
+    for (let i = 0; i < items.length; i++) {
+      const item = items[i] as ParsedCall;
       const { call } = item;
       const notification = call.id === undefined;
       let err: RpcError | null;
       if (subs && (call.method === SUBSCRIBE || call.method === UNSUBSCRIBE) && key) {
         // A subscription without an id could never be told its id: nothing to do.
-        if (call.method === SUBSCRIBE && notification) continue;
+        if (call.method === SUBSCRIBE && notification) {
+          admitted ??= items.slice(0, i);
+          continue;
+        }
         // The key's method and contract lists first, so a refused call takes no slot.
         // C50, C54: the params judged once, before anything else reads them.
         err = judge(item) ?? (access !== null ? access.checkCall(call) : null);
         if (!err && call.method === SUBSCRIBE) {
           err = subs.reserve(key);
-          if (!err) judged.reserved++;
+          if (!err) reserved++;
         }
       } else {
         err = this.#policy.check(call.method, network.native, tier);
@@ -405,11 +421,12 @@ export class RpcPipeline {
         caller.outcomes.refused('judge', call.method, err);
         if (msg.single) return notification ? noAnswer(undefined, key) : this.#refusal(caller, msg.id(), err);
         if (!notification) refused.push({ index: item.index, id: item.idText, err });
+        admitted ??= items.slice(0, i);
         continue;
       }
-      judged.admitted.push(item);
+      admitted?.push(item);
     }
-    return judged;
+    return { admitted: admitted ?? items, reserved };
   }
 
   /**

@@ -260,3 +260,26 @@ describe('Redis limiter across an outage: windows carried into memory and back (
     }
   });
 });
+
+describe('the in-process limiter answers into states its caller keeps (the meter, per key)', () => {
+  test('consumeInto writes each check\'s state into the objects given, call after call, as consumeSync answers them', () => {
+    const clock = manualClock(50_000);
+    const a = new MemoryLimiter({ now: clock.now });
+    const b = new MemoryLimiter({ now: clock.now });
+    const resetAt = 50_000 + 3_600_000;
+    const checks = [win('k', 3, 60_000), ctr('d', 4, 1, resetAt)];
+    const states = checks.map(() => ({ allowed: false, remaining: -1, resetAt: -1, retryAfterMs: -1 }));
+    const kept = [...states];
+    for (let i = 0; i < 5; i++) {
+      const allowed = a.consumeInto(checks, states);
+      const expected = b.consumeSync(checks);
+      assert.equal(allowed, expected.allowed, `call ${i}`);
+      assert.deepEqual(states, expected.states, `call ${i}: the same states`);
+      assert.ok(states.every((s, j) => s === kept[j]), 'the same objects, written anew');
+      clock.advance(10);
+    }
+    // The fourth and fifth calls passed the window's 3: refused whole, the day's counter untouched.
+    assert.deepEqual(states[0], { allowed: false, remaining: 0, resetAt: 50_000 + 60_000, retryAfterMs: 50_000 + 60_000 - clock.now() + 10 });
+    assert.deepEqual(states[1], { allowed: true, remaining: 1, resetAt, retryAfterMs: 0 });
+  });
+});

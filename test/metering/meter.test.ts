@@ -3,15 +3,15 @@ import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { loadConfig } from '../../src/config/load.ts';
 import type { PlanLimits } from '../../src/config/schema.ts';
-import { type Check, MemoryLimiter } from '../../src/metering/limiter.ts';
+import { type Check, type CheckState, MemoryLimiter } from '../../src/metering/limiter.ts';
 import { Meter, type MeteredKey } from '../../src/metering/meter.ts';
 
-/** The in-process limiter, counting the checks it is asked about. */
+/** The in-process limiter, counting the times it is asked (`consumeSync` asks through `consumeInto`). */
 class CountingLimiter extends MemoryLimiter {
   asked = 0;
-  override consumeSync(checks: readonly Check[]) {
+  override consumeInto(checks: readonly Check[], states: CheckState[]) {
     this.asked++;
-    return super.consumeSync(checks);
+    return super.consumeInto(checks, states);
   }
 }
 

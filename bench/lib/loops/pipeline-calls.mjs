@@ -3,8 +3,10 @@
 // built as main.ts builds it (embedded storage in memory, limits in process, analytics on), an
 // account with limits it never reaches and a key; a local node answers eth_chainId once, and
 // every timed message is then answered from memory: parse, key, method policy and params, limits,
-// usage, analytics, cache. Prints one JSON line: ns per message of each round, per case.
+// usage, analytics, cache. Prints one JSON line: ns per message of each round, and bytes
+// allocated per message, per case.
 import http from 'node:http';
+import inspector from 'node:inspector';
 import { randomBytes } from 'node:crypto';
 import { Writable } from 'node:stream';
 import { buildApp } from '../../../dist/app.js';
@@ -65,6 +67,28 @@ for (const [name, c] of Object.entries(cases)) {
   out[name] = { calls: c.calls, nsPerMessage: [] };
   for (let r = 0; r < rounds; r++) out[name].nsPerMessage.push(await timed(c.body, Math.ceil(perRound / c.calls)));
 }
+// Bytes allocated per message, after the timed rounds (sampling slows the calls): V8's sampling
+// heap profiler with the objects the young and old collections freed kept in its account, so it
+// counts what was made, not what lived. Garbage per call is work under HTTP load (collections
+// shared with node:http's), where this loop's timing hides most of it.
+const session = new inspector.Session();
+session.connect();
+const post = (method, params) => new Promise((resolve, reject) => session.post(method, params, (err, r) => (err ? reject(err) : resolve(r))));
+await post('HeapProfiler.enable');
+for (const [name, c] of Object.entries(cases)) {
+  const messages = Math.ceil(100_000 / c.calls);
+  await post('HeapProfiler.startSampling', { samplingInterval: 256, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true });
+  await timed(c.body, messages);
+  const { profile } = await post('HeapProfiler.stopSampling');
+  let bytes = 0;
+  const walk = (node) => {
+    bytes += node.selfSize;
+    for (const child of node.children) walk(child);
+  };
+  walk(profile.head);
+  out[name].bytesPerMessage = bytes / messages;
+}
+session.disconnect();
 console.log(JSON.stringify(out));
 await app.close();
 await storage.close();
