@@ -1,9 +1,9 @@
 // Import rules (npm run lint): imports point down the layers and never in a circle.
-//   main -> app -> features -> (upstreams, metering, onchain, devnet, jobs) -> (storage, config, errors, json, methods, time)
+//   main -> app -> features -> (upstreams, metering, onchain, devnet, jobs) -> (storage, config, errors, json, methods, time, ids)
 // A lower layer never imports a higher one; a feature uses another feature through its service,
 // never its routes. Run alone: npx depcruise src web/src --config .dependency-cruiser.mjs
 
-const BOTTOM = '^src/(storage|config|errors|json|methods|time)/';
+const BOTTOM = '^src/(storage|config|errors|json|methods|time|ids)/';
 const MIDDLE = '^src/(upstreams|metering|onchain|devnet|jobs)/';
 
 /** @type {import('dependency-cruiser').IConfiguration} */

@@ -1,8 +1,8 @@
 // The logger: format, level and redaction of the gateway's log lines.
-import { randomUUID } from 'node:crypto';
 import type { FastifyRequest } from 'fastify';
 import pino, { type DestinationStream, type Logger } from 'pino';
 import { redactUrl, serializeError } from '../errors/redact.ts';
+import { randomUuid } from '../ids/random.ts';
 import { traceLogFields } from './tracing.ts';
 
 // The redaction lives with the errors (the layer below); its callers import it from here too.
@@ -63,8 +63,8 @@ export function createLogger(level: string, stream?: DestinationStream, format: 
 
 const SAFE_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
-/** Request ids: the caller's `X-Request-Id` when it is a sane token, else a UUID. */
+/** Request ids: the caller's `X-Request-Id` when it is a sane token, else a random UUID (one per request: from a pool, ids/random.ts). */
 export function genReqId(req: { headers: Record<string, string | string[] | undefined> }): string {
   const given = req.headers['x-request-id'];
-  return typeof given === 'string' && SAFE_ID.test(given) ? given : randomUUID();
+  return typeof given === 'string' && SAFE_ID.test(given) ? given : randomUuid();
 }
