@@ -1,21 +1,21 @@
-// The interleaved bench's order of turns (bench/lib/load/pairs.ts): no target runs twice in a row
-// across a round's end, and over as many rounds as targets each takes every place.
+// The interleaved bench's order of turns (bench/lib/load/pairs.ts): every target once a round, no
+// target twice in a row across a round's end, and no fixed place or neighbour for any target.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { roundOrder } from '../../bench/lib/load/pairs.ts';
+import { roundOrders } from '../../bench/lib/load/pairs.ts';
 
-test('interleaved rounds: each round has every target once, none runs twice in a row, and each takes every place in turn', () => {
+test('interleaved rounds: every target once a round, none twice in a row, each in every place and after every other in turn, the same orders every run', () => {
   for (const n of [1, 2, 3, 5, 7]) {
     const targets = Array.from({ length: n }, (_, i) => `t${i}`);
-    const runs: string[] = [];
-    const places = new Map<string, Set<number>>(targets.map((t) => [t, new Set()]));
-    for (let round = 0; round < 2 * n; round++) {
-      const order = roundOrder(targets, round);
-      assert.deepEqual([...order].sort(), [...targets].sort(), `round ${round} of ${n}: every target once`);
-      order.forEach((t, i) => places.get(t)?.add(i));
-      runs.push(...order);
-    }
+    const orders = roundOrders(targets, 60);
+    assert.deepEqual(roundOrders(targets, 60), orders, 'the same orders every run');
+    const runs = orders.flat();
+    for (const [round, order] of orders.entries()) assert.deepEqual([...order].sort(), targets, `round ${round} of ${n}: every target once`);
     if (n >= 2) for (let i = 1; i < runs.length; i++) assert.notEqual(runs[i], runs[i - 1], `${n} targets: run ${i} repeats the one before`);
-    if (n >= 3) for (const [t, seen] of places) assert.equal(seen.size, n, `${t} took every place of ${n}`);
+    if (n < 3) continue;
+    const places = new Set(orders.flatMap((order) => order.map((t, i) => `${t}@${i}`)));
+    assert.equal(places.size, n * n, `${n} targets: each took every place`);
+    const after = new Set(runs.slice(1).map((t, i) => `${runs[i]}>${t}`));
+    assert.equal(after.size, n * (n - 1), `${n} targets: each ran right after every other`);
   }
 });

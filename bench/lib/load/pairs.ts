@@ -5,13 +5,16 @@ import { QUIET, waitForQuiet } from '../measures/measure.ts';
 import { median, record } from '../report/results.ts';
 
 // Interleaved comparisons: the targets of a comparison run side by side (an idle one costs
-// nothing) and take turns under load, round after round, each round's order the last one's
-// turned by one (A B C, B C A, C A B). A machine whose load drifts during the bench (other work
-// starting, caches warming, CPU frequency) then disturbs both sides of every round alike, and the
-// median of the rounds' ratios says what one long run after another cannot: whether two targets
-// differ by a few per cent. No target runs twice in a row: the order reversed every other round
-// (A B C, C B A) gave the first and last targets two runs back to back, and a gateway placed
-// last read 7% above its identical twin in the middle (0.927x, 8 rounds, 2026-11-30).
+// nothing) and take turns under load, round after round, each round in an order of its own
+// (`roundOrders`). A machine whose load drifts during the bench (other work starting, caches
+// warming, CPU frequency) then disturbs both sides of every round alike, and the median of the
+// rounds' ratios says what one long run after another cannot: whether two targets differ by a few
+// per cent. Where a target runs in the round, and after which other, counts on this host: with
+// the order reversed every other round (A B C, C B A) a gateway read 0.927x its identical twin,
+// the twin running last and so twice in a row at each round's end; with the order turned by one
+// each round (A B C, B C A), where the twin always ran right after it, 1.07x and 1.13x. So the
+// order is shuffled each round (the same shuffles every run), never with a target twice in a
+// row: no place and no neighbour belongs to one target.
 
 export interface PairTarget {
   label: string;
@@ -78,20 +81,41 @@ async function sample(t: PairTarget, o: PairOptions): Promise<Sample> {
 }
 
 /**
- * The order of round `round`: the targets turned by one a round, so that each takes every place in
- * turn and none runs twice in a row (two targets keep one order: turning them would).
+ * The order of each of `rounds` rounds: the targets shuffled anew each round by a seeded generator
+ * (the same orders every run), the first never the one that ran last in the round before (two
+ * targets keep one order: the other would run one of them twice in a row).
  */
-export function roundOrder<T>(targets: readonly T[], round: number): T[] {
-  if (targets.length <= 2) return [...targets];
-  const by = round % targets.length;
-  return [...targets.slice(by), ...targets.slice(0, by)];
+export function roundOrders<T>(targets: readonly T[], rounds: number): T[][] {
+  let seed = 0x5eed;
+  // mulberry32: small, and plenty for shuffling a handful of targets.
+  const random = (): number => {
+    seed = (seed + 0x6d2b79f5) | 0;
+    let t = Math.imul(seed ^ (seed >>> 15), seed | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+  const orders: T[][] = [];
+  for (let round = 0; round < rounds; round++) {
+    const last = orders.at(-1)?.at(-1);
+    let order: T[];
+    do {
+      order = [...targets];
+      for (let i = order.length - 1; i > 0; i--) {
+        const j = Math.floor(random() * (i + 1));
+        [order[i], order[j]] = [order[j] as T, order[i] as T];
+      }
+    } while (targets.length > 1 && order[0] === last);
+    orders.push(order);
+  }
+  return orders;
 }
 
-/** Every target once a round, in {@link roundOrder}; the samples by target. */
+/** Every target once a round, in {@link roundOrders}; the samples by target. */
 async function rounds(targets: PairTarget[], o: PairOptions): Promise<Map<string, Sample[]>> {
   const samples = new Map<string, Sample[]>(targets.map((t) => [t.label, []]));
+  const orders = roundOrders(targets, o.rounds);
   for (let round = 0; round < o.rounds; round++) {
-    const order = roundOrder(targets, round);
+    const order = orders[round] as PairTarget[];
     for (const t of order) samples.get(t.label)?.push(await sample(t, o));
     const figure = (s: Sample | undefined) => (o.rate ? `p99 ${s?.p99Ms.toFixed(2)} ms` : `${Math.round(s?.rps ?? 0)} req/s`);
     console.log(`  ${o.rate ? 'open-loop' : 'interleaved'} round ${round + 1}/${o.rounds}: ${order.map((t) => `${t.label} ${figure(samples.get(t.label)?.at(-1))}`).join(', ')}`);
@@ -134,7 +158,7 @@ const loopText = (s: Sample[]) => {
 };
 
 /**
- * Runs `rounds` rounds; in each, every target once, in {@link roundOrder}. Returns
+ * Runs `rounds` rounds; in each, every target once, in {@link roundOrders}. Returns
  * the report lines: per comparison the median throughput ratio and CPU-per-request ratio with
  * their spread over the rounds, and the verdict against the goal.
  */
