@@ -10,6 +10,9 @@
 // `--embedded`: on PGlite in memory, on this thread (embeddedThread 'main') instead of its worker:
 // the CPU printed is then the whole flush's, the database's work included (what the worker thread
 // spends, besides the gateway's own part; in a gateway they compete for the same cores).
+// `--embedded --thread worker`: PGlite in memory on its worker thread, as the gateway runs it; the
+// CPU printed is the process's (both threads), the statements kept prepared by the worker
+// (src/storage/pglite-statements.ts) included.
 import { randomBytes } from 'node:crypto';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { sql } from 'drizzle-orm';
@@ -28,6 +31,7 @@ const OPTIONS = {
   rounds: { type: 'string', default: '5' },
   base: { type: 'string', default: process.env.TEST_PG ?? 'postgres://root@127.0.0.1:5432', help: 'PostgreSQL server (a database of its own is made and dropped)' },
   embedded: { type: 'boolean', default: false, help: 'PGlite in memory on this thread instead of PostgreSQL' },
+  thread: { type: 'string', default: 'main', help: 'with --embedded: main (this thread) or worker (its worker thread, as the gateway runs it; the CPU is the process\'s)' },
 } as const;
 let opt: Values<typeof OPTIONS>;
 let SIZES: number[] = [];
@@ -54,14 +58,17 @@ async function main(): Promise<void> {
   const admin = opt.embedded ? undefined : new pg.Client({ connectionString: `${opt.base}/postgres` });
   await admin?.connect();
   await admin?.query(`create database ${name}`);
-  const storage = await openStorage(opt.embedded ? { dataDir: 'memory', embeddedThread: 'main' } : { databaseUrl: `${opt.base}/${name}` });
+  if (opt.thread !== 'main' && opt.thread !== 'worker') throw new Error(`--thread is main or worker, not ${opt.thread}`);
+  const onWorker = opt.embedded && opt.thread === 'worker';
+  const where = !opt.embedded ? 'PostgreSQL' : onWorker ? 'PGlite on its worker thread (the CPU: both threads)' : 'PGlite on this thread';
+  const storage = await openStorage(opt.embedded ? { dataDir: 'memory', embeddedThread: onWorker ? 'worker' : 'main' } : { databaseUrl: `${opt.base}/${name}` });
   try {
     await storage.db.execute(
       sql.raw(`insert into users (id, email, name, password_hash, tier) select 'u' || g, 'u' || g || '@example.com', 'U', 'x', 'pro' from generate_series(0, ${ACCOUNTS - 1}) g`),
     );
     const config = loadConfig({ env: { LOG_LEVEL: 'silent' } });
-    console.log(`one flush of N rows (each call another key: N usage rows, N last uses, N analytics rows and their roll-ups), ${opt.embedded ? 'PGlite on this thread' : 'PostgreSQL'}, median of ${ROUNDS} rounds`);
-    console.log('rows   | this thread CPU | per 1,000 rows | event loop held (max) | wall time');
+    console.log(`one flush of N rows (each call another key: N usage rows, N last uses, N analytics rows and their roll-ups), ${where}, median of ${ROUNDS} rounds`);
+    console.log(`rows   | ${onWorker ? 'process CPU    ' : 'this thread CPU'} | per 1,000 rows | event loop held (max) | wall time`);
     let key = 0;
     for (const n of SIZES) {
       const cpu: number[] = [];
@@ -90,8 +97,8 @@ async function main(): Promise<void> {
         wall.push(t1 - t0);
       }
       const c = median(cpu);
-      record(`one flush, ${opt.embedded ? 'PGlite on this thread' : 'PostgreSQL'}`, `${n} rows`, { thread_cpu_ms: cpu, loop_held_max_ms: opt.embedded ? null : held, wall_ms: wall });
-      console.log(`${String(n).padEnd(6)} | ${c.toFixed(1).padStart(12)} ms | ${((c * 1000) / n).toFixed(1).padStart(11)} ms | ${opt.embedded ? '(the whole flush)'.padStart(21) : `${median(held).toFixed(1).padStart(18)} ms`} | ${median(wall).toFixed(0).padStart(6)} ms`);
+      record(`one flush, ${where}`, `${n} rows`, { thread_cpu_ms: cpu, loop_held_max_ms: opt.embedded && !onWorker ? null : held, wall_ms: wall });
+      console.log(`${String(n).padEnd(6)} | ${c.toFixed(1).padStart(12)} ms | ${((c * 1000) / n).toFixed(1).padStart(11)} ms | ${opt.embedded && !onWorker ? '(the whole flush)'.padStart(21) : `${median(held).toFixed(1).padStart(18)} ms`} | ${median(wall).toFixed(0).padStart(6)} ms`);
     }
   } finally {
     await storage.close();

@@ -4,6 +4,7 @@
 // that a worker starts fast: tests open many.
 import { parentPort, workerData } from 'node:worker_threads';
 import { PGlite, type QueryOptions } from '@electric-sql/pglite';
+import { PreparedStatements } from './pglite-statements.ts';
 import type { PgliteRequest, PgliteResponse, PgliteWorkerData, WireError } from './pglite-wire.ts';
 
 const data = workerData as PgliteWorkerData;
@@ -46,20 +47,25 @@ try {
   throw err;
 }
 
+/** Statements run again kept prepared by name (pglite-statements.ts). */
+const statements = new PreparedStatements(client);
+/** Messages run one after another, in the order posted (PreparedStatements' precondition). */
+let tail: Promise<unknown> = Promise.resolve();
+
 port.on('message', (msg: PgliteRequest) => {
   if (msg.op === 'close') {
-    // PGlite closes after the queries already posted (its own queue), then this thread ends.
-    void client.close().then(
+    // PGlite closes after the queries already posted, then this thread ends.
+    void tail.then(() => client.close()).then(
       () => port.close(),
       () => port.close(),
     );
     return;
   }
-  const run =
+  const run = (): Promise<unknown> =>
     msg.op === 'exec'
       ? client.exec(msg.sql)
-      : client.query(msg.sql, msg.params, { ...(msg.rowMode ? { rowMode: msg.rowMode } : {}), parsers: parsersFor(msg.keepText) });
-  run.then(
+      : statements.query(msg.sql, msg.params, { ...(msg.rowMode ? { rowMode: msg.rowMode } : {}), parsers: parsersFor(msg.keepText) });
+  tail = tail.then(run).then(
     (result) => port.postMessage({ id: msg.id, ok: true, result } satisfies PgliteResponse),
     (err: unknown) => port.postMessage({ id: msg.id, ok: false, error: wire(err) } satisfies PgliteResponse),
   );
