@@ -109,7 +109,7 @@ const OPTIONS = {
   'round-seconds': { type: 'string', default: '3', help: 'measured seconds of each target in a round' },
   pin: { type: 'string', default: 'off', help: 'on: the target alone on one CPU (taskset); off: wherever the scheduler puts it' },
   baseline: { type: 'string', help: 'another checkout (its dist/ built): its pass-through gateway (and its cached rows, when selected) join the interleaved rounds' },
-  flags: { type: 'string', help: 'Node.js/V8 flags, written --flags="--max-semi-space-size=16": a pass-through gateway started with them joins the interleaved rounds, beside the same without' },
+  flags: { type: 'string', help: 'Node.js/V8 flags, written --flags="--max-semi-space-size=16": a pass-through gateway (and each cached row chosen) started with them joins the interleaved rounds, beside the same without' },
   table: { type: 'string', default: 'on', help: 'off: no table, only the interleaved rounds (a quicker before/after)' },
   // The tail at equal load, open loop (bench/lib/load/load-open.ts)
   'tail-rate': { type: 'string', help: 'the open-loop tail at equal load: req/s, or auto (half the gateway\'s closed-loop throughput)' },
@@ -352,6 +352,13 @@ async function pairs(upstreamUrl: string, load: ReturnType<typeof pickLoadGenera
       children.push(gw.child);
       targets.push({ label: tuned, url: gw.rpcUrl, headers: gw.headers, body: on.body ?? BODY, pid: gw.child.pid, metricsUrl: gw.metricsUrl });
     }
+    // And each cached row, beside the same started without them.
+    const tunedCached = opt.flags === undefined ? [] : cached.map((v) => ({ v, label: `${v.label}, ${opt.flags}` }));
+    for (const { v, label } of tunedCached) {
+      const gw = await startGateway({ ...v, label, nodeArgs: opt.flags?.split(/\s+/).filter(Boolean) }, upstreamUrl);
+      children.push(gw.child);
+      targets.push({ label, url: gw.rpcUrl, headers: gw.headers, body: v.body ?? BODY, pid: gw.child.pid, metricsUrl: gw.metricsUrl });
+    }
     const has = (label: string) => targets.some((t) => t.label === label);
     const comparisons: Comparison[] = [];
     if (has(ANALYTICS_ON)) comparisons.push({ name: `${ANALYTICS_ON} vs ${BARE}`, a: ANALYTICS_ON, b: BARE, goal: { min: 1.0, text: 'pass-through, goal >= 1.0' }, p99Max: 1.2 });
@@ -374,6 +381,10 @@ async function pairs(upstreamUrl: string, load: ReturnType<typeof pickLoadGenera
     if (tuned && has(tuned)) {
       comparisons.push({ name: `${tuned} vs ${BARE}`, a: tuned, b: BARE, goal: { min: 1.0, text: 'pass-through, goal >= 1.0' }, p99Max: 1.2 });
       comparisons.push({ name: `${opt.flags} vs without`, a: tuned, b: ANALYTICS_ON });
+    }
+    for (const { v, label } of tunedCached) {
+      if (has(FIXED)) comparisons.push({ name: `${label} vs ${FIXED} (the fraction of the ceiling)`, a: label, b: FIXED, goal: { min: 0.9, text: 'cached, goal >= 0.9' } });
+      comparisons.push({ name: `${opt.flags} vs without (${v.label})`, a: label, b: v.label });
     }
     if (has(TWIN)) comparisons.push({ name: 'identical twin vs analytics on (the resolution of this run)', a: TWIN, b: ANALYTICS_ON });
     return await interleaved(targets, comparisons, { load, connections: CONNECTIONS, rounds, warmupSeconds: 1, seconds: Number(opt['round-seconds']) });
