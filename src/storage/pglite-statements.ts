@@ -11,7 +11,7 @@ const MAX_SEEN = 1024;
 
 /**
  * PGlite's `query` as its own, but a text with parameters run a second time is prepared under a
- * name and from then on only bound and executed (docs/scaling.md). PGlite's `query` parses,
+ * name and from then on only bound and executed (docs/choices.md). PGlite's `query` parses,
  * analyses and plans every statement it runs, on one WebAssembly thread: a usage flush's analytics
  * upserts, whose histogram merge (histogram.ts) is a large expression, spent most of their time
  * there. A prepared statement is planned as PostgreSQL plans any (a custom plan for its first five
@@ -31,7 +31,7 @@ export class PreparedStatements {
   readonly #named = new Map<string, { name: string; types: number[] }>();
   readonly #seen = new Set<string>();
   #next = 0;
-  /** Statements prepared so far, and runs that used one (tests, the bench). */
+  /** Statements prepared so far, and runs that used one (tests). */
   prepared = 0;
   reused = 0;
 
