@@ -1,7 +1,7 @@
 // Memory reports for the benchmarks and the soak (BENCH_GC=1): collection and heap snapshots on SIGUSR2.
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
-import { writeHeapSnapshot } from 'node:v8';
+import { getHeapSpaceStatistics, writeHeapSnapshot } from 'node:v8';
 
 /**
  * For `npm run bench:ws` and `npm run soak` only: with `BENCH_GC=1` in the environment and Node
@@ -27,7 +27,7 @@ export function installBenchGc(env: NodeJS.ProcessEnv, extra: () => Record<strin
       snapshot = writeHeapSnapshot(path.join(snapshotDir, `${String(++snapshots).padStart(2, '0')}.heapsnapshot`));
     }
     process.stderr.write(
-      `bench-memory ${JSON.stringify({ rss: m.rss, heapUsed: m.heapUsed, heapTotal: m.heapTotal, external: m.external, arrayBuffers: m.arrayBuffers, mallocHeap: mallocHeapBytes(), ...extra(), ...(snapshot ? { snapshot } : {}) })}\n`,
+      `bench-memory ${JSON.stringify({ rss: m.rss, heapUsed: m.heapUsed, heapTotal: m.heapTotal, external: m.external, arrayBuffers: m.arrayBuffers, mallocHeap: mallocHeapBytes(), newSpace: newSpaceBytes(), ...extra(), ...(snapshot ? { snapshot } : {}) })}\n`,
     );
   });
 }
@@ -47,4 +47,13 @@ function mallocHeapBytes(): number {
   } catch {
     return 0;
   }
+}
+
+/**
+ * The resident bytes of the JS heap's young generation. A full collection empties it but keeps its
+ * pages: it grows under a burst of allocation (connections set up at once) to at most twice
+ * `--max-semi-space-size`, and V8 gives the pages back once the allocation has calmed down.
+ */
+function newSpaceBytes(): number {
+  return getHeapSpaceStatistics().find((s) => s.space_name === 'new_space')?.physical_space_size ?? 0;
 }
