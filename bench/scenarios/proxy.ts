@@ -336,9 +336,11 @@ async function pairs(upstreamUrl: string, load: ReturnType<typeof pickLoadGenera
       children.push(base.child);
       targets.push({ label: BASELINE, url: base.rpcUrl, headers: base.headers, body: baseOf.body ?? BODY, pid: base.child.pid, metricsUrl: base.metricsUrl });
     }
-    // The cached rows too, each beside the same row built from the other checkout.
+    // The cached rows and the pass-through on PostgreSQL + Redis too, each beside the same row
+    // built from the other checkout.
+    const alsoBeside = [...cached, ...wanted.filter((v) => v.label === ON_POSTGRES)];
     if (opt.baseline !== undefined) {
-      for (const v of cached) {
+      for (const v of alsoBeside) {
         const label = `${v.label}, ${BASELINE_CHECKOUT}`;
         const base = await startGateway({ ...v, label }, upstreamUrl, { cwd: path.resolve(opt.baseline) });
         children.push(base.child);
@@ -372,7 +374,7 @@ async function pairs(upstreamUrl: string, load: ReturnType<typeof pickLoadGenera
     }
     if (has(ANALYTICS_ON) && has(ANALYTICS_OFF)) comparisons.push({ name: 'analytics on vs off', a: ANALYTICS_ON, b: ANALYTICS_OFF, goal: { min: 0.97, text: 'C46, goal: within 3%' } });
     if (opt.baseline !== undefined) {
-      for (const v of cached) if (has(`${v.label}, ${BASELINE_CHECKOUT}`)) comparisons.push({ name: `${v.label} vs the same built from ${opt.baseline}`, a: v.label, b: `${v.label}, ${BASELINE_CHECKOUT}` });
+      for (const v of alsoBeside) if (has(`${v.label}, ${BASELINE_CHECKOUT}`)) comparisons.push({ name: `${v.label} vs the same built from ${opt.baseline}`, a: v.label, b: `${v.label}, ${BASELINE_CHECKOUT}` });
     }
     if (has(BASELINE)) {
       comparisons.push({ name: `${BASELINE} vs ${BARE}`, a: BASELINE, b: BARE, p99Max: 1.2 });
