@@ -7,7 +7,7 @@ import { mkdtempSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { type Child, interrupted, pinCpus, startScript, stopChild } from '../lib/children.ts';
-import { BENCH_DATABASE_URL, benchDatabaseMissing, type GatewayVariant, LIMITS, NO_CACHE, startGateway } from '../lib/targets/gateway.ts';
+import { BENCH_DATABASE_URL, benchDatabaseMissing, type GatewayVariant, LIMITS, NO_CACHE, setFlushIntervalMs, startGateway } from '../lib/targets/gateway.ts';
 import { openLoopGenerator, pickLoadGenerator } from '../lib/load/load.ts';
 import { type MeasureOptions, measure, QUIET } from '../lib/measures/measure.ts';
 import { findNginx, startNginx } from '../lib/targets/nginx.ts';
@@ -111,6 +111,7 @@ const OPTIONS = {
   baseline: { type: 'string', help: 'another checkout (its dist/ built): its pass-through gateway (and its cached rows, when selected) join the interleaved rounds' },
   flags: { type: 'string', help: 'Node.js/V8 flags, written --flags="--max-semi-space-size=16": a pass-through gateway (and each cached row chosen) started with them joins the interleaved rounds, beside the same without' },
   table: { type: 'string', default: 'on', help: 'off: no table, only the interleaved rounds (a quicker before/after)' },
+  'flush-ms': { type: 'string', default: '500', help: 'the gateways\' usage and analytics flush interval (500: several flushes in every 3 s round; 2000 is the default the gateway runs with)' },
   // The tail at equal load, open loop (bench/lib/load/load-open.ts)
   'tail-rate': { type: 'string', help: 'the open-loop tail at equal load: req/s, or auto (half the gateway\'s closed-loop throughput)' },
   'tail-rounds': { type: 'string', default: '6', help: 'open-loop rounds' },
@@ -128,6 +129,9 @@ export default defineScenario({
     opt = ctx.opt;
     CONNECTIONS = Number(opt.connections);
     MODERATE = Number(opt.moderate);
+    const flushMs = Number(opt['flush-ms']);
+    if (!Number.isInteger(flushMs) || flushMs < 50) throw new Error(`--flush-ms: "${opt['flush-ms']}" is not a number of milliseconds (50 or more)`);
+    setFlushIntervalMs(flushMs);
     return main();
   },
 });

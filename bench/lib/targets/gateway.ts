@@ -10,7 +10,12 @@ export const NO_CACHE = { cache: { enabled: false } };
 export const LIMITS = { limits: { registrationsPerHour: 1_000_000 } };
 // Usage and analytics are flushed to storage every 500 ms (2 s by default), so that
 // several flushes fall in every measured run and show in its tail and event-loop delay.
-const FLUSH = { usage: { flushIntervalMs: 500 } };
+let FLUSH = { usage: { flushIntervalMs: 500 } };
+
+/** The flush interval of the gateways started from now on (`bench --flush-ms`). */
+export function setFlushIntervalMs(ms: number): void {
+  FLUSH = { usage: { flushIntervalMs: ms } };
+}
 
 /**
  * A PostgreSQL database of the bench's own (made when missing) for the rows on PostgreSQL:
