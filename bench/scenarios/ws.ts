@@ -202,7 +202,8 @@ interface MemoryLine {
   heapTotal: number;
   /** The C library allocator's main heap (src/ops/bench-gc.ts). */
   mallocHeap: number;
-  newSpace: number;
+  /** The JS heap's young generation, resident (src/ops/bench-gc.ts); absent from an older build. */
+  newSpace?: number;
   external: number;
   arrayBuffers: number;
   connections: number;
@@ -307,6 +308,9 @@ const SETTLE_LIMIT_MS = 60_000;
 /** The young generation's resident pages once V8 has given back what a burst of allocation grew (0.3-1.3 MiB seen). */
 const SETTLE_YOUNG_MIB = 4;
 
+/** Whether every process of the target holds at most SETTLE_YOUNG_MIB of young generation. */
+const youngGivenBack = (m: Memory) => m.lines.every((l) => (l.newSpace ?? 0) <= SETTLE_YOUNG_MIB * 1048576);
+
 /**
  * The target's memory once its RSS has settled: a full GC a second until the last
  * SETTLE_SAMPLES lie within SETTLE_MIB and the young generation holds at most SETTLE_YOUNG_MIB,
@@ -324,7 +328,7 @@ async function settledMemory(t: Target): Promise<{ memory: Memory; seconds: numb
     const rss = window.map((m) => m.rss);
     const spreadMiB = (Math.max(...rss) - Math.min(...rss)) / 1048576;
     const seconds = (performance.now() - started) / 1000;
-    const youngBack = (window.at(-1) as Memory).newSpace <= SETTLE_YOUNG_MIB * 1048576;
+    const youngBack = youngGivenBack(window.at(-1) as Memory);
     if ((window.length === SETTLE_SAMPLES && spreadMiB <= SETTLE_MIB && youngBack) || seconds * 1000 > SETTLE_LIMIT_MS) {
       return { memory: window.at(-1) as Memory, seconds, spreadMiB };
     }
@@ -348,8 +352,8 @@ interface Turn {
   /** How long the RSS took to settle before the connections, and its spread over the last samples then. */
   settleSeconds: number;
   settleMiB: number;
-  /** After each half of the connections: the young generation's resident bytes right after the set-up, and how long the RSS then took to settle. */
-  halves: Array<{ young: number; youngSettled: number; settleSeconds: number; settleMiB: number }>;
+  /** After each half of the connections: the young generation's resident bytes right after the set-up and once settled, whether the memory settled (RSS and young generation) and how long that took. */
+  halves: Array<{ young: number; youngSettled: number; settled: boolean; settleSeconds: number }>;
   rssBefore: number;
   rssMid: number;
   rssAfter: number;
@@ -429,7 +433,7 @@ async function turn(kind: Kind, node: FakeNode, clientProcs: ChildProcess[], fir
       // right after set-up beside it.
       const young = (await targetMemory(t)).newSpace;
       const settled = await settledMemory(t);
-      halves.push({ young, youngSettled: settled.memory.newSpace, settleSeconds: settled.seconds, settleMiB: settled.spreadMiB });
+      halves.push({ young, youngSettled: settled.memory.newSpace, settled: settled.spreadMiB <= SETTLE_MIB && youngGivenBack(settled.memory), settleSeconds: settled.seconds });
       return settled.memory;
     };
     const mid = await open((x) => ({ first: x.first, count: x.half }));
@@ -558,7 +562,7 @@ function printTurn(x: Turn, round: number): void {
   console.log(`  upstream eth_subscribe calls          ${x.upstreamSubscribes} (newHeads, logs${x.kind === 'gateway' && workers > 1 ? ', per worker' : ''}) for ${subs} client subscriptions`);
   console.log(`  frames serialised per notification    ${(x.frames / (2 * notifications)).toFixed(2)} (${x.frames} for ${2 * notifications} notifications to ${subs} subscriptions)`);
   const settled = x.settleMiB <= SETTLE_MIB ? `settled in ${x.settleSeconds.toFixed(0)} s` : `NOT settled in ${x.settleSeconds.toFixed(0)} s: still ${x.settleMiB.toFixed(1)} MiB apart`;
-  const settledHalf = (h: Turn['halves'][number] | undefined) => (!h ? '' : h.settleMiB <= SETTLE_MIB ? `settled in ${h.settleSeconds.toFixed(0)} s` : `NOT settled in ${h.settleSeconds.toFixed(0)} s`);
+  const settledHalf = (h: Turn['halves'][number] | undefined) => (!h ? '' : `${h.settled ? 'settled' : 'NOT settled'} in ${h.settleSeconds.toFixed(0)} s`);
   console.log(`  RSS after a full GC                   ${mib(x.rssBefore)} (${settled}) -> ${mib(x.rssMid)} (half the connections, ${settledHalf(x.halves[0])}) -> ${mib(x.rssAfter)} (all, ${settledHalf(x.halves[1])}; ${mib(x.rssFinal)} after the notifications)`);
   console.log(`  young generation's pages              ${x.halves.map((h) => `${mib(h.young)} right after set-up, ${mib(h.youngSettled)} settled`).join('; ')}`);
   console.log(`  RSS per connection, second half       ${x.rssPerConn.toFixed(2)} KiB (from none: ${x.rssPerConnFromZero.toFixed(2)} KiB); JS heap ${x.heapPerConn.toFixed(2)} KiB (its pages ${x.heapTotalPerConn.toFixed(2)} KiB); native allocator's heap ${x.mallocPerConn.toFixed(2)} KiB; external + array buffers ${x.externalPerConn.toFixed(2)} KiB`);
