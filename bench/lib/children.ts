@@ -15,6 +15,8 @@ export interface Child {
   pid: number;
   /** Everything it printed so far (last 64 KiB), for error messages. */
   output: () => string;
+  /** How many characters it has printed in all: what came after a moment is the last `printed() - then` of `output()`. */
+  printed: () => number;
   exited: Promise<number | null>;
 }
 
@@ -56,14 +58,17 @@ export function startChild(name: string, cmd: string, args: string[], opts: { en
   const argv = [...(pdeathsig ? ['/usr/bin/setpriv', '--pdeathsig', 'SIGKILL', '--'] : []), ...pin, cmd, ...args];
   const proc = spawn(argv[0] as string, argv.slice(1), { cwd: opts.cwd ?? ROOT, env: opts.env ?? process.env, stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
+  let printed = 0;
   const keep = (d: Buffer) => {
-    out = (out + d.toString()).slice(-65_536);
+    const text = d.toString();
+    printed += text.length;
+    out = (out + text).slice(-65_536);
   };
   proc.stdout?.on('data', keep);
   proc.stderr?.on('data', keep);
   const exited = new Promise<number | null>((resolve) => proc.on('exit', (code) => resolve(code)));
   proc.on('error', (err) => keep(Buffer.from(`spawn error: ${err.message}\n`)));
-  const child: Child = { name, proc, pid: proc.pid ?? -1, output: () => out, exited };
+  const child: Child = { name, proc, pid: proc.pid ?? -1, output: () => out, printed: () => printed, exited };
   children.add(child);
   void exited.then(() => children.delete(child));
   return child;

@@ -219,13 +219,17 @@ interface Memory extends Required<Omit<MemoryLine, 'worker'>> {
 
 /** Asks one process for a full GC and its memory; the line comes on `child`'s output (a worker's through its primary's). */
 async function memoryOf(child: Child, pid: number): Promise<MemoryLine> {
-  const lines = () => child.output().split('\n').filter((l) => l.startsWith('bench-memory '));
-  const count = lines().length;
+  // Only what it printed after the signal: its output keeps the last 64 KiB, which a few of a
+  // worker's long lines fill, so a count of lines would stop growing.
+  const from = child.printed();
   process.kill(pid, 'SIGUSR2');
   const deadline = Date.now() + 10_000;
   while (Date.now() < deadline) {
-    const now = lines();
-    if (now.length > count) return JSON.parse((now.at(-1) as string).slice('bench-memory '.length)) as MemoryLine;
+    const since = child.printed() - from;
+    const line = since > 0 ? child.output().slice(-since).split('\n').find((l) => l.startsWith('bench-memory ')) : undefined;
+    // A line is whole once its newline has come (the next line has begun, or the output ends with it).
+    const whole = line !== undefined && child.output().slice(-since).includes(`${line}\n`);
+    if (whole) return JSON.parse(line.slice('bench-memory '.length)) as MemoryLine;
     await sleep(50);
   }
   throw new Error(`${child.name} printed no memory figure (started with BENCH_GC=1 and --expose-gc?):\n${child.output().slice(-2000)}`);
