@@ -226,10 +226,10 @@ async function memoryOf(child: Child, pid: number): Promise<MemoryLine> {
   const deadline = Date.now() + 10_000;
   while (Date.now() < deadline) {
     const since = child.printed() - from;
-    const line = since > 0 ? child.output().slice(-since).split('\n').find((l) => l.startsWith('bench-memory ')) : undefined;
-    // A line is whole once its newline has come (the next line has begun, or the output ends with it).
-    const whole = line !== undefined && child.output().slice(-since).includes(`${line}\n`);
-    if (whole) return JSON.parse(line.slice('bench-memory '.length)) as MemoryLine;
+    const after = since > 0 ? child.output().slice(-since) : '';
+    // A line is whole once its newline has come.
+    const line = after.split('\n').find((l) => l.startsWith('bench-memory ') && after.includes(`${l}\n`));
+    if (line !== undefined) return JSON.parse(line.slice('bench-memory '.length)) as MemoryLine;
     await sleep(50);
   }
   throw new Error(`${child.name} printed no memory figure (started with BENCH_GC=1 and --expose-gc?):\n${child.output().slice(-2000)}`);
