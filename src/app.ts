@@ -226,6 +226,10 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   const usageQueries = new UsageQueries({ db, networkSlugs: config.networks.map((n) => n.slug) });
   const keys = new KeyService({ db, settings: config, networks, encryptionSecret: deps.secrets.keyEncryptionSecret, usage: usageQueries });
   const keyCache = new KeyCache(keys, config.plans, { ttlMs: config.rpc.keyCacheTtlMs, maxEntries: config.rpc.keyCacheMaxEntries });
+  // C20: a tier or limits change, made here or heard from another instance, drops the account's kept row (REST plan checks).
+  keys.changes.on((change) => {
+    if (change.type === 'account') accounts.forget(change.userId);
+  });
   const policy = new MethodPolicy({ methods: config.methods, wsHint: 'the WebSocket address /ws/{network}?apiKey=...' });
   // C48: whether Redis answers, as the limiter, the key-change bus and the readiness check find out.
   const link = deps.redis ? new RedisLink(deps.redis, { log: logger }) : undefined;

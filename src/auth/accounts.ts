@@ -30,16 +30,25 @@ function isUniqueViolation(err: unknown): boolean {
   return false;
 }
 
+/**
+ * C20, as for keys: the longest a signed-in account's row serves REST requests after it was read,
+ * when no change was heard of (a tier or limits change drops it at once: `forget`).
+ */
+export const SIGNED_IN_TTL_MS = 1_000;
+/** Signed-in accounts kept at most (the oldest read first out). */
+const SIGNED_IN_MAX = 10_000;
+
 /** Accounts: registration, credential checks, lookups (C4, C5). */
 export class AccountService {
   readonly #db: Db;
   readonly #hashCost: number;
-  /**
-   * The account by id, prepared once (docs/scaling.md): every plan-gated REST call reads it (its plan is
-   * never cached: a plan change applies to the next call), so it is not rebuilt and planned anew
-   * each time.
-   */
+  /** The account by id, prepared once (docs/scaling.md), not rebuilt and planned anew each time. */
   readonly #byId;
+  /**
+   * Signed-in accounts' reads by id (`signedIn`), each kept from its start: requests of one account
+   * at once share one read, and later ones use it for SIGNED_IN_TTL_MS.
+   */
+  readonly #signedIn = new Map<string, { read: Promise<UserRow | undefined>; until: number }>();
   /** `passwordHashCost`: `auth.passwordHashCost`, log2 of scrypt's N for new hashes. */
   constructor(db: Db, opts: { passwordHashCost?: number } = {}) {
     this.#db = db;
@@ -85,6 +94,33 @@ export class AccountService {
     return row;
   }
 
+  /**
+   * The signed-in account's row for the REST API's plan checks and limits (C13, C36, C37, C46),
+   * without a storage read per request (docs/scaling.md): a read is shared by the requests of that
+   * account that come while it is under way and serves those of the next SIGNED_IN_TTL_MS. A tier
+   * or limits change drops it at once, on this instance and, over the key-change bus or the
+   * workers' primary, on the others (C20: `forget`); a read under way when the change came serves
+   * only the requests already waiting on it. A failed read, or no such account, is not kept.
+   */
+  signedIn(id: string, now = Date.now()): Promise<UserRow | undefined> {
+    const kept = this.#signedIn.get(id);
+    if (kept && kept.until > now) return kept.read;
+    if (kept) this.#signedIn.delete(id);
+    const entry = { read: this.findById(id), until: now + SIGNED_IN_TTL_MS };
+    this.#signedIn.set(id, entry);
+    const drop = () => {
+      if (this.#signedIn.get(id) === entry) this.#signedIn.delete(id);
+    };
+    entry.read.then((row) => row === undefined && drop(), drop);
+    if (this.#signedIn.size > SIGNED_IN_MAX) this.#signedIn.delete(this.#signedIn.keys().next().value as string);
+    return entry.read;
+  }
+
+  /** The account changed (its tier or limits, C20): its next signed-in request reads it again. */
+  forget(id: string): void {
+    this.#signedIn.delete(id);
+  }
+
   /** Accounts oldest first, a page at a time (C52: the admin's list). */
   async list(page: { limit: number; offset: number }): Promise<UserRow[]> {
     return this.#db.select().from(users).orderBy(users.createdAt, users.id).limit(page.limit).offset(page.offset);
@@ -104,6 +140,7 @@ export class AccountService {
       .set({ ...patch, updatedAt: new Date() })
       .where(eq(users.id, id))
       .returning();
+    this.forget(id);
     return row;
   }
 }

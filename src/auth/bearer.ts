@@ -41,12 +41,14 @@ export function requireBearer(scope: FastifyInstance, tokens: TokenService, limi
 const accountReads = new WeakMap<FastifyRequest, Promise<UserRow | undefined>>();
 
 /**
- * The signed-in account's row (undefined when it no longer exists), read from storage once per
- * request however many steps ask: the REST limits' X-CU-Remaining (C13) and a route's plan check
- * (C36, C37, C46) share one round trip.
+ * The signed-in account's row (undefined when it no longer exists), one for the whole request
+ * however many steps ask: the REST limits' X-CU-Remaining (C13) and a route's plan check (C36,
+ * C37, C46) see the same row. It comes from `AccountService.signedIn`: shared with the account's
+ * other requests, read from storage at most once a second, and again at once after a tier or
+ * limits change (C20).
  */
 export function signedInAccount(accounts: AccountService, req: FastifyRequest): Promise<UserRow | undefined> {
   let read = accountReads.get(req);
-  if (!read) accountReads.set(req, (read = accounts.findById(req.userId)));
+  if (!read) accountReads.set(req, (read = accounts.signedIn(req.userId)));
   return read;
 }

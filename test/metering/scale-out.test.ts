@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { createKey, type TestApp } from '../support/app.ts';
+import { createKey, registerUser, setTier, type TestApp } from '../support/app.ts';
 import { type FakeNode, startFakeNode } from '../support/fake-node.ts';
 import { type ScaleOut, startScaleOut } from '../support/scale-out.ts';
 import { serviceSkip } from '../support/services.ts';
@@ -9,6 +9,7 @@ import { waitFor } from '../support/wait.ts';
 const pgSkip = await serviceSkip('PostgreSQL');
 const redisSkip = await serviceSkip('Redis');
 const skip = pgSkip || redisSkip;
+const ADMIN_TOKEN = 'scale-out-test-admin-token-0123456789';
 const call = (method = 'eth_chainId', id = 1) => ({ jsonrpc: '2.0', id, method, params: [] });
 
 describe('two instances on one PostgreSQL and one Redis behave as one (C12, C20, C27)', { skip }, () => {
@@ -19,7 +20,7 @@ describe('two instances on one PostgreSQL and one Redis behave as one (C12, C20,
 
   before(async () => {
     fake = await startFakeNode();
-    scale = await startScaleOut({ env: { UPSTREAM_NATIVE_MAINNET: fake.url } });
+    scale = await startScaleOut({ env: { UPSTREAM_NATIVE_MAINNET: fake.url, ADMIN_TOKEN } });
     ({ a, b } = scale);
   });
   after(async () => {
@@ -59,6 +60,25 @@ describe('two instances on one PostgreSQL and one Redis behave as one (C12, C20,
     const elapsedMs = Date.now() - started;
     assert.ok(elapsedMs <= 1000);
     assert.equal((await rpc(b, key)).json().error.code, -32002);
+  });
+
+  test('a tier change on one instance reaches the other\'s REST plan checks at once, over the bus (C20)', async () => {
+    const user = await registerUser(a.app);
+    await setTier(a.app, user.id, 'pro', ADMIN_TOKEN);
+    const analytics = () => b.app.inject({ method: 'GET', url: '/api/v1/usage/analytics', headers: user.auth });
+    assert.equal((await analytics()).statusCode, 200, 'b keeps the account as pro now');
+    const forgotten: string[] = [];
+    const forget = b.app.parts.accounts.forget.bind(b.app.parts.accounts);
+    b.app.parts.accounts.forget = (id: string) => {
+      forgotten.push(id);
+      forget(id);
+    };
+    await setTier(a.app, user.id, 'free', ADMIN_TOKEN);
+    // The change reaches b over Redis, not b's kept row running out of time.
+    await waitFor(async () => forgotten.includes(user.id), { timeoutMs: 1000, intervalMs: 10, what: 'b to drop the account it kept' });
+    const refused = await analytics();
+    assert.equal(refused.statusCode, 403, refused.body);
+    assert.equal(refused.json().error.code, 'PLAN_FEATURE');
   });
 
   test('usage from both instances shows in one view', async () => {
