@@ -108,7 +108,7 @@ const OPTIONS = {
   rounds: { type: 'string', default: '6', help: 'interleaved rounds after the table (0: none)' },
   'round-seconds': { type: 'string', default: '3', help: 'measured seconds of each target in a round' },
   pin: { type: 'string', default: 'off', help: 'on: the target alone on one CPU (taskset); off: wherever the scheduler puts it' },
-  baseline: { type: 'string', help: 'another checkout (its dist/ built): its pass-through gateway (and its cached rows, when selected) join the interleaved rounds' },
+  baseline: { type: 'string', help: 'another checkout (its dist/ built): its pass-through gateway (and its cached rows, when selected) join the interleaved rounds, and its gateway rows the open-loop tail\'s' },
   flags: { type: 'string', help: 'Node.js/V8 flags, written --flags="--max-semi-space-size=16": a pass-through gateway (and each cached row chosen) started with them joins the interleaved rounds, beside the same without' },
   table: { type: 'string', default: 'on', help: 'off: no table, only the interleaved rounds (a quicker before/after)' },
   'flush-ms': { type: 'string', default: '500', help: 'the gateways\' usage and analytics flush interval (500: several flushes in every 3 s round; 2000 is the default the gateway runs with)' },
@@ -440,6 +440,17 @@ async function tail(upstreamUrl: string, closedLoop: ReturnType<typeof pickLoadG
   const children: Child[] = [];
   try {
     const targets = await startTargets(upstreamUrl, gateways, children);
+    // Before and after a change: each gateway row also built from the other checkout, in the same rounds.
+    const beside: Array<{ label: string; base: string }> = [];
+    if (opt.baseline !== undefined) {
+      for (const v of gateways) {
+        const label = `${v.label}, ${BASELINE_CHECKOUT}`;
+        const base = await startGateway({ ...v, label }, upstreamUrl, { cwd: path.resolve(opt.baseline) });
+        children.push(base.child);
+        targets.push({ label, url: base.rpcUrl, headers: base.headers, body: v.body ?? BODY, pid: base.child.pid, metricsUrl: base.metricsUrl });
+        beside.push({ label: v.label, base: label });
+      }
+    }
     // Where the offered rate sits: each target's closed-loop throughput, measured now (1 s warm-up, 3 s).
     const capacity: Record<string, number> = {};
     for (const t of targets.slice(0, 2)) {
@@ -455,6 +466,10 @@ async function tail(upstreamUrl: string, closedLoop: ReturnType<typeof pickLoadG
         `offered rate ${rate} req/s = ${Object.entries(capacity).map(([l, r]) => `${(rate / r).toFixed(2)}x ${l === BARE ? 'the bare proxy' : 'the gateway'}'s`).join(', ')}`,
     );
     const comparisons: Comparison[] = gateways.map((g) => ({ name: `${g.label} vs ${BARE}`, a: g.label, b: BARE, p99Max: 1.2 }));
+    for (const b of beside) {
+      comparisons.push({ name: `${b.base} vs ${BARE}`, a: b.base, b: BARE, p99Max: 1.2 });
+      comparisons.push({ name: `${b.label} vs the same built from ${opt.baseline}`, a: b.label, b: b.base });
+    }
     const rounds = Number(opt['tail-rounds']);
     lines.push(...(await openLoopTail(targets, comparisons, { load: openLoopGenerator(), connections: CONNECTIONS, rounds, warmupSeconds: 1, seconds: Number(opt['tail-seconds']), rate })));
     lines.push(`load average at the end: ${loadavg()}`);

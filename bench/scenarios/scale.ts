@@ -22,6 +22,8 @@ const OPTIONS = {
   'hourly-rows': { type: 'string', default: '1200000' },
   days: { type: 'string', default: '400' },
   requests: { type: 'string', default: '400' },
+  // Rounds of the cold REST queries (the same queries each round, asked again once their kept answers are gone); figures are the rounds' medians.
+  'cold-rounds': { type: 'string', default: '5' },
   keep: { type: 'boolean', default: false },
   // A database seeded by an earlier run (--keep), maybe by an older version: its first start here
   // applies the migrations since (timed: what an upgrade at this scale costs), then the run goes on.
@@ -53,6 +55,10 @@ let DAYS = 0;
 let REQUESTS = 0;
 /** Accounts with a full history of their own: 8 x 28 distinct 7-day hourly periods cover 200 cold queries. */
 const BENCH_ACCOUNTS = 8;
+/** The longest an answer is kept (C46: one usage flush interval, which the config caps at 2 s). */
+const ANSWER_KEPT_MAX_MS = 2_000;
+let COLD_ROUNDS = 5;
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
 let DB = '';
 let DB_URL = '';
 function derive(): void {
@@ -62,6 +68,7 @@ function derive(): void {
   HOURLY_ROWS = Number(args['hourly-rows']);
   DAYS = Number(args.days);
   REQUESTS = Number(args.requests);
+  COLD_ROUNDS = Number(args['cold-rounds']);
   DB = args.reuse ?? `bench_scale_${process.pid}`;
   DB_URL = `${args.base}/${DB}`;
 }
@@ -489,23 +496,37 @@ async function main(): Promise<void> {
       // First a few cold queries the measured ones never ask (periods ending 25-27 days back), so the
       // figures are not those of the route's first calls (code not compiled yet, pools not filled).
       await run(WARM_UP, 8, (i) => get(auths[i % BENCH_ACCOUNTS]!, path(days, 25 + (Math.floor(i / BENCH_ACCOUNTS) % 3))));
-      let cpu = cpuMs(g2.child);
-      const cold = await run(n, 8, (i) => get(auths[i % BENCH_ACCOUNTS]!, path(days, Math.floor(i / BENCH_ACCOUNTS) % 25)));
-      const coldCpu = (cpuMs(g2.child) - cpu) / n;
+      // The cold queries in rounds: a p99 of 200 answers is their second slowest, which one stall
+      // of the shared host decides, so the figures are the medians of the rounds' (as every goal
+      // here is judged). Each round asks the same queries again once their kept answers are gone
+      // (kept one usage flush interval, at most 2 s: C46, src/analytics/answer-cache.ts).
+      const cold: Array<{ lat: number[]; perSecond: number; cpuMs: number }> = [];
+      for (let round = 0; round < COLD_ROUNDS; round++) {
+        if (round > 0) await new Promise((r) => setTimeout(r, ANSWER_KEPT_MAX_MS + 500));
+        const before = cpuMs(g2.child);
+        const r = await run(n, 8, (i) => get(auths[i % BENCH_ACCOUNTS]!, path(days, Math.floor(i / BENCH_ACCOUNTS) % 25)));
+        cold.push({ ...r, cpuMs: (cpuMs(g2.child) - before) / n });
+      }
+      const coldP50 = cold.map((c) => p(c.lat, 0.5));
+      const coldP99 = cold.map((c) => p(c.lat, 0.99));
+      const coldRps = cold.map((c) => c.perSecond);
+      const coldCpu = cold.map((c) => c.cpuMs);
       const warmN = Math.max(n, 2000);
-      cpu = cpuMs(g2.child);
+      const cpu = cpuMs(g2.child);
       const warm = await run(warmN, 8, () => get(auths[0]!, path(days, 0)));
       const warmCpu = (cpuMs(g2.child) - cpu) / warmN;
       record('usage REST, 8 in parallel', label, {
-        cold_p50_ms: p(cold.lat, 0.5),
-        cold_p99_ms: p(cold.lat, 0.99),
-        cold_rps: { unit: 'req/s', better: 'higher', value: cold.perSecond },
+        cold_p50_ms: coldP50,
+        cold_p99_ms: coldP99,
+        cold_p99_all_rounds_ms: p(cold.flatMap((c) => c.lat), 0.99),
+        cold_rps: { unit: 'req/s', better: 'higher', value: coldRps },
         cold_cpu_ms: coldCpu,
         warm_p50_ms: p(warm.lat, 0.5),
         warm_rps: { unit: 'req/s', better: 'higher', value: warm.perSecond },
       });
       out(
-        `${label.padEnd(40)} 8 in parallel: cold p50 ${ms(p(cold.lat, 0.5))} p99 ${ms(p(cold.lat, 0.99))} ${cold.perSecond.toFixed(0)} req/s ${coldCpu.toFixed(2)} ms gateway CPU each;` +
+        `${label.padEnd(40)} 8 in parallel, ${COLD_ROUNDS} rounds of ${n}: cold p50 ${ms(median(coldP50))} p99 ${ms(median(coldP99))} [rounds ${coldP99.map((x) => x.toFixed(0)).join(', ')}]` +
+          ` ${median(coldRps).toFixed(0)} req/s [${coldRps.map((x) => x.toFixed(0)).join(', ')}] ${median(coldCpu).toFixed(2)} ms gateway CPU each;` +
           `  warm p50 ${ms(p(warm.lat, 0.5))} p99 ${ms(p(warm.lat, 0.99))} ${warm.perSecond.toFixed(0)} req/s ${warmCpu.toFixed(2)} ms CPU each`,
       );
     }
