@@ -343,14 +343,7 @@ async function pairs(upstreamUrl: string, load: ReturnType<typeof pickLoadGenera
     // The cached rows and the pass-through on PostgreSQL + Redis too, each beside the same row
     // built from the other checkout.
     const alsoBeside = [...cached, ...wanted.filter((v) => v.label === ON_POSTGRES)];
-    if (opt.baseline !== undefined) {
-      for (const v of alsoBeside) {
-        const label = `${v.label}, ${BASELINE_CHECKOUT}`;
-        const base = await startGateway({ ...v, label }, upstreamUrl, { cwd: path.resolve(opt.baseline) });
-        children.push(base.child);
-        targets.push({ label, url: base.rpcUrl, headers: base.headers, body: v.body ?? BODY, pid: base.child.pid, metricsUrl: base.metricsUrl });
-      }
-    }
+    if (opt.baseline !== undefined) for (const v of alsoBeside) await startBaselineOf(v, opt.baseline, upstreamUrl, children, targets);
     // Runtime settings on trial: the same pass-through gateway started with --flags.
     const tuned = opt.flags === undefined ? undefined : `${ANALYTICS_ON}, ${opt.flags}`;
     if (tuned && on) {
@@ -399,6 +392,15 @@ async function pairs(upstreamUrl: string, load: ReturnType<typeof pickLoadGenera
   }
 }
 
+/** Starts `v` built from the checkout `dir` (`--baseline`) as one more target; resolves to its label. */
+async function startBaselineOf(v: GatewayVariant, dir: string, upstreamUrl: string, children: Child[], targets: PairTarget[]): Promise<string> {
+  const label = `${v.label}, ${BASELINE_CHECKOUT}`;
+  const base = await startGateway({ ...v, label }, upstreamUrl, { cwd: path.resolve(dir) });
+  children.push(base.child);
+  targets.push({ label, url: base.rpcUrl, headers: base.headers, body: v.body ?? BODY, pid: base.child.pid, metricsUrl: base.metricsUrl });
+  return label;
+}
+
 /** The gateway variants the rounds may run: those `wanted` keeps, `--only` lets through and this machine can run. */
 async function variants(wanted: (v: GatewayVariant) => boolean): Promise<GatewayVariant[]> {
   const out: GatewayVariant[] = [];
@@ -443,13 +445,7 @@ async function tail(upstreamUrl: string, closedLoop: ReturnType<typeof pickLoadG
     // Before and after a change: each gateway row also built from the other checkout, in the same rounds.
     const beside: Array<{ label: string; base: string }> = [];
     if (opt.baseline !== undefined) {
-      for (const v of gateways) {
-        const label = `${v.label}, ${BASELINE_CHECKOUT}`;
-        const base = await startGateway({ ...v, label }, upstreamUrl, { cwd: path.resolve(opt.baseline) });
-        children.push(base.child);
-        targets.push({ label, url: base.rpcUrl, headers: base.headers, body: v.body ?? BODY, pid: base.child.pid, metricsUrl: base.metricsUrl });
-        beside.push({ label: v.label, base: label });
-      }
+      for (const v of gateways) beside.push({ label: v.label, base: await startBaselineOf(v, opt.baseline, upstreamUrl, children, targets) });
     }
     // Where the offered rate sits: each target's closed-loop throughput, measured now (1 s warm-up, 3 s).
     const capacity: Record<string, number> = {};
