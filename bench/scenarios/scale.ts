@@ -58,7 +58,6 @@ const BENCH_ACCOUNTS = 8;
 /** The longest an answer is kept (C46: one usage flush interval, which the config caps at 2 s). */
 const ANSWER_KEPT_MAX_MS = 2_000;
 let COLD_ROUNDS = 5;
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] as number;
 let DB = '';
 let DB_URL = '';
 function derive(): void {
@@ -525,8 +524,8 @@ async function main(): Promise<void> {
         warm_rps: { unit: 'req/s', better: 'higher', value: warm.perSecond },
       });
       out(
-        `${label.padEnd(40)} 8 in parallel, ${COLD_ROUNDS} rounds of ${n}: cold p50 ${ms(median(coldP50))} p99 ${ms(median(coldP99))} [rounds ${coldP99.map((x) => x.toFixed(0)).join(', ')}]` +
-          ` ${median(coldRps).toFixed(0)} req/s [${coldRps.map((x) => x.toFixed(0)).join(', ')}] ${median(coldCpu).toFixed(2)} ms gateway CPU each;` +
+        `${label.padEnd(40)} 8 in parallel, ${COLD_ROUNDS} rounds of ${n}: cold p50 ${ms(p(coldP50, 0.5))} p99 ${ms(p(coldP99, 0.5))} [rounds ${coldP99.map((x) => x.toFixed(0)).join(', ')}]` +
+          ` ${p(coldRps, 0.5).toFixed(0)} req/s [${coldRps.map((x) => x.toFixed(0)).join(', ')}] ${p(coldCpu, 0.5).toFixed(2)} ms gateway CPU each;` +
           `  warm p50 ${ms(p(warm.lat, 0.5))} p99 ${ms(p(warm.lat, 0.99))} ${warm.perSecond.toFixed(0)} req/s ${warmCpu.toFixed(2)} ms CPU each`,
       );
     }

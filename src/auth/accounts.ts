@@ -102,7 +102,8 @@ export class AccountService {
    * workers' primary, on the others (C20: `forget`); a read under way when the change came serves
    * only the requests already waiting on it. A failed read, or no such account, is not kept.
    */
-  signedIn(id: string, now = Date.now()): Promise<UserRow | undefined> {
+  signedIn(id: string): Promise<UserRow | undefined> {
+    const now = Date.now();
     const kept = this.#signedIn.get(id);
     if (kept && kept.until > now) return kept.read;
     if (kept) this.#signedIn.delete(id);
