@@ -45,6 +45,8 @@ interface Sample {
   p99Ms: number;
   p999Ms: number;
   loop: LoopDelay | null;
+  /** A gateway's young-generation collections per 1,000 requests of the run (NaN for other targets). */
+  scavengesPer1k: number;
   /** Open loop (`rate`): the generator's own figures. */
   open?: OpenLoopFigures;
   /** CPU used outside the bench during the run, in % of one core. */
@@ -68,7 +70,7 @@ async function sample(t: PairTarget, o: PairOptions): Promise<Sample> {
   const spec = { url: t.url, headers: t.headers, body: t.body, connections: o.connections, ...(o.rate ? { rate: o.rate } : {}) };
   if (o.rate) await waitForQuiet(); // a tail is what other work disturbs most
   if (o.warmupSeconds > 0) await o.load.run({ ...spec, seconds: o.warmupSeconds });
-  if (t.metricsUrl) await scrapeLoopDelay(t.metricsUrl); // starts the delays again
+  const start = t.metricsUrl ? await scrapeLoopDelay(t.metricsUrl) : null; // starts the delays again
   const before = { target: cpuSeconds(t.pid), bench: cpuSeconds(process.pid, { reaped: true }), machine: machineBusySeconds(), wait: mainThreadWaitSeconds(t.pid) };
   const r = await o.load.run({ ...spec, seconds: o.seconds });
   const used = cpuSeconds(t.pid) - before.target;
@@ -77,7 +79,8 @@ async function sample(t: PairTarget, o: PairOptions): Promise<Sample> {
   const otherPct = (Math.max(0, machineBusySeconds() - before.machine - bench) / r.seconds) * 100;
   const loop = t.metricsUrl ? await scrapeLoopDelay(t.metricsUrl) : null;
   if (r.errors > 0 || r.non2xx > 0) throw new Error(`${t.label}: ${r.errors} errors and ${r.non2xx} non-2xx answers during an interleaved round`);
-  return { rps: r.rps, cpuUs: (used * 1e6) / Math.max(1, r.requests), p50Ms: r.p50Ms, p99Ms: r.p99Ms, p999Ms: r.p999Ms, loop, otherPct, waitMsPerS, ...(r.open ? { open: r.open } : {}) };
+  const scavengesPer1k = loop && start ? ((loop.scavenges - start.scavenges) * 1000) / Math.max(1, r.requests) : Number.NaN;
+  return { rps: r.rps, cpuUs: (used * 1e6) / Math.max(1, r.requests), p50Ms: r.p50Ms, p99Ms: r.p99Ms, p999Ms: r.p999Ms, loop, scavengesPer1k, otherPct, waitMsPerS, ...(r.open ? { open: r.open } : {}) };
 }
 
 /**
@@ -133,6 +136,7 @@ function recordRounds(section: string, samples: Map<string, Sample[]>, compariso
       p99_ms: s.map((x) => x.p99Ms),
       p999_ms: s.map((x) => x.p999Ms),
       loop_p99_ms: s.every((x) => x.loop) ? s.map((x) => x.loop?.p99Ms ?? 0) : null,
+      scavenges_per_1k_requests: s.every((x) => Number.isFinite(x.scavengesPer1k)) ? { unit: 'per 1k', better: 'lower', value: s.map((x) => x.scavengesPer1k) } : null,
       other_pct: s.map((x) => x.otherPct),
     });
   }
