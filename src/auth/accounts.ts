@@ -49,10 +49,18 @@ export class AccountService {
    * at once share one read, and later ones use it for SIGNED_IN_TTL_MS.
    */
   readonly #signedIn = new Map<string, { read: Promise<UserRow | undefined>; until: number }>();
-  /** `passwordHashCost`: `auth.passwordHashCost`, log2 of scrypt's N for new hashes. */
-  constructor(db: Db, opts: { passwordHashCost?: number } = {}) {
+  readonly #signedInMax: number;
+  readonly #signedInTtlMs: number;
+  /**
+   * `passwordHashCost`: `auth.passwordHashCost`, log2 of scrypt's N for new hashes.
+   * `signedIn`: how many signed-in accounts are kept at most and for how long (SIGNED_IN_MAX,
+   * SIGNED_IN_TTL_MS; a test sets its own).
+   */
+  constructor(db: Db, opts: { passwordHashCost?: number; signedIn?: { max: number; ttlMs: number } } = {}) {
     this.#db = db;
     this.#hashCost = opts.passwordHashCost ?? DEFAULT_HASH_COST;
+    this.#signedInMax = opts.signedIn?.max ?? SIGNED_IN_MAX;
+    this.#signedInTtlMs = opts.signedIn?.ttlMs ?? SIGNED_IN_TTL_MS;
     this.#byId = db.select().from(users).where(eq(users.id, sql.placeholder('id'))).prepare('account_by_id');
   }
 
@@ -107,13 +115,13 @@ export class AccountService {
     const kept = this.#signedIn.get(id);
     if (kept && kept.until > now) return kept.read;
     if (kept) this.#signedIn.delete(id);
-    const entry = { read: this.findById(id), until: now + SIGNED_IN_TTL_MS };
+    const entry = { read: this.findById(id), until: now + this.#signedInTtlMs };
     this.#signedIn.set(id, entry);
     const drop = () => {
       if (this.#signedIn.get(id) === entry) this.#signedIn.delete(id);
     };
     entry.read.then((row) => row === undefined && drop(), drop);
-    if (this.#signedIn.size > SIGNED_IN_MAX) this.#signedIn.delete(this.#signedIn.keys().next().value as string);
+    if (this.#signedIn.size > this.#signedInMax) this.#signedIn.delete(this.#signedIn.keys().next().value as string);
     return entry.read;
   }
 

@@ -4,7 +4,7 @@
 // change (C20), on the app's real storage.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { SIGNED_IN_TTL_MS } from '../../src/auth/accounts.ts';
+import { AccountService, SIGNED_IN_TTL_MS } from '../../src/auth/accounts.ts';
 import { registerUser, setTier, startTestApp, type TestApp } from '../support/app.ts';
 
 const ADMIN_TOKEN = 'signed-in-account-test-admin-token-012345';
@@ -97,5 +97,31 @@ describe('one read of the signed-in account per request', () => {
     await setTier(t.app, user.id, 'free', ADMIN_TOKEN);
     const second = await t.app.inject({ method: 'GET', url: '/api/v1/usage/analytics', headers: user.auth });
     assert.equal(second.statusCode, 403, second.body);
+  });
+
+  test('at most the bound of accounts are kept, the one read longest ago out first; a kept one read again is not moved', async () => {
+    // Kept a minute here, so that only the bound decides what is read again, however slow the machine.
+    const accounts = new AccountService(t.storage.db, { passwordHashCost: 10, signedIn: { max: 2, ttlMs: 60_000 } });
+    const made = [];
+    for (const n of ['a', 'b', 'c']) made.push(await accounts.register({ email: `kept-${n}-${Date.now()}@example.com`, password: 'long enough password', name: n }));
+    const [a, b, c] = made.map((u) => u.id) as [string, string, string];
+    const readOf: string[] = [];
+    const findById = accounts.findById.bind(accounts);
+    accounts.findById = (id: string) => {
+      readOf.push(id);
+      return findById(id);
+    };
+    const names = new Map([[a, 'a'], [b, 'b'], [c, 'c']]);
+    const signIn = async (...ids: string[]) => {
+      for (const id of ids) assert.equal((await accounts.signedIn(id))?.id, id);
+    };
+    await signIn(a, b); // both kept
+    await signIn(c); // a third: a, read first, goes
+    await signIn(b, c); // kept: no read
+    assert.deepEqual(readOf.map((id) => names.get(id)), ['a', 'b', 'c']);
+    await signIn(a); // read again; b, now the one read longest ago (a hit does not move it), goes
+    await signIn(c); // still kept
+    await signIn(b); // read again
+    assert.deepEqual(readOf.map((id) => names.get(id)), ['a', 'b', 'c', 'a', 'b']);
   });
 });
