@@ -109,7 +109,7 @@ const OPTIONS = {
   'round-seconds': { type: 'string', default: '3', help: 'measured seconds of each target in a round' },
   pin: { type: 'string', default: 'off', help: 'on: the target alone on one CPU (taskset); off: wherever the scheduler puts it' },
   baseline: { type: 'string', help: 'another checkout (its dist/ built): its pass-through gateway (and its cached rows, when selected) join the interleaved rounds, and its gateway rows the open-loop tail\'s' },
-  flags: { type: 'string', help: 'Node.js/V8 flags, written --flags="--max-semi-space-size=16": a pass-through gateway (and each cached row chosen) started with them joins the interleaved rounds, beside the same without' },
+  flags: { type: 'string', help: 'Node.js/V8 flags, written --flags="--max-semi-space-size=16": a pass-through gateway (and each cached row chosen) started with them joins the interleaved rounds, beside the same without; with --tail-rate, each gateway row of the open-loop tail too' },
   table: { type: 'string', default: 'on', help: 'off: no table, only the interleaved rounds (a quicker before/after)' },
   'flush-ms': { type: 'string', default: '500', help: 'the gateways\' usage and analytics flush interval (500: several flushes in every 3 s round; 2000 is the default the gateway runs with)' },
   // The tail at equal load, open loop (bench/lib/load/load-open.ts)
@@ -447,6 +447,18 @@ async function tail(upstreamUrl: string, closedLoop: ReturnType<typeof pickLoadG
     if (opt.baseline !== undefined) {
       for (const v of gateways) beside.push({ label: v.label, base: await startBaselineOf(v, opt.baseline, upstreamUrl, children, targets) });
     }
+    // Runtime settings on trial (--flags): each gateway row also started with them, in the same rounds.
+    const nodeArgs = opt.flags?.split(/\s+/).filter(Boolean);
+    const tuned: Array<{ label: string; base: string }> = [];
+    if (nodeArgs !== undefined) {
+      for (const v of gateways) {
+        const label = `${v.label}, ${opt.flags}`;
+        const gw = await startGateway({ ...v, label, nodeArgs }, upstreamUrl);
+        children.push(gw.child);
+        targets.push({ label, url: gw.rpcUrl, headers: gw.headers, body: v.body ?? BODY, pid: gw.child.pid, metricsUrl: gw.metricsUrl });
+        tuned.push({ label, base: v.label });
+      }
+    }
     // Where the offered rate sits: each target's closed-loop throughput, measured now (1 s warm-up, 3 s).
     const capacity: Record<string, number> = {};
     for (const t of targets.slice(0, 2)) {
@@ -465,6 +477,10 @@ async function tail(upstreamUrl: string, closedLoop: ReturnType<typeof pickLoadG
     for (const b of beside) {
       comparisons.push({ name: `${b.base} vs ${BARE}`, a: b.base, b: BARE, p99Max: 1.2 });
       comparisons.push({ name: `${b.label} vs the same built from ${opt.baseline}`, a: b.label, b: b.base });
+    }
+    for (const t of tuned) {
+      comparisons.push({ name: `${t.label} vs ${BARE}`, a: t.label, b: BARE, p99Max: 1.2 });
+      comparisons.push({ name: `${t.label} vs the same without them`, a: t.label, b: t.base });
     }
     const rounds = Number(opt['tail-rounds']);
     lines.push(...(await openLoopTail(targets, comparisons, { load: openLoopGenerator(), connections: CONNECTIONS, rounds, warmupSeconds: 1, seconds: Number(opt['tail-seconds']), rate })));

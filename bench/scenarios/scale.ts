@@ -11,7 +11,8 @@ import { createHash, randomBytes } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import pg from 'pg';
-import { type Child, cleanup, cleanupOnSignals, freePort, startChild, startScript, stopChild, tempDir } from '../lib/children.ts';
+import { type Child, cleanup, cleanupOnSignals, freePort, ROOT, startChild, startScript, stopChild, tempDir } from '../lib/children.ts';
+import { startFlags } from '../lib/targets/gateway.ts';
 import { defineScenario, type Values } from '../lib/scenario.ts';
 import { record } from '../lib/report/results.ts';
 
@@ -111,7 +112,7 @@ interface Gateway {
 async function startGateway(upstream: string, adminToken: string, timeoutMs = 120_000): Promise<Gateway> {
   const port = await freePort();
   const t0 = performance.now();
-  const child = startChild('gateway', process.execPath, [...(args.profile ? ['--cpu-prof', `--cpu-prof-dir=${args.profile}`] : []), 'dist/main.js'], {
+  const child = startChild('gateway', process.execPath, [...startFlags(ROOT), ...(args.profile ? ['--cpu-prof', `--cpu-prof-dir=${args.profile}`] : []), 'dist/main.js'], {
     role: 'target',
     env: {
       ...process.env,

@@ -22,7 +22,8 @@ import path from 'node:path';
 import WebSocket from 'ws';
 // @ts-expect-error: a plain .mjs build script without type declarations
 import { build } from '../../scripts/build.mjs';
-import { type Child, cleanupOnSignals, freePort, startChild, tempDir, waitUntil } from '../lib/children.ts';
+import { type Child, cleanupOnSignals, freePort, ROOT, startChild, tempDir, waitUntil } from '../lib/children.ts';
+import { startFlags } from '../lib/targets/gateway.ts';
 import { defineScenario, type Values } from '../lib/scenario.ts';
 import { record } from '../lib/report/results.ts';
 
@@ -129,7 +130,7 @@ async function startGateway(): Promise<{ child: Child; url: string; adminToken: 
   const configFile = path.join(tempDir('soak-config'), 'config.json');
   // A whale transfer every 5 s on each native chain (webhook events); limits out of the way.
   writeFileSync(configFile, JSON.stringify({ devnet: { whaleEverySeconds: 5 }, limits: { registrationsPerHour: 1_000_000 } }));
-  const child = startChild('gateway --devnet', process.execPath, ['--expose-gc', 'dist/main.js', '--devnet'], {
+  const child = startChild('gateway --devnet', process.execPath, [...startFlags(ROOT), '--expose-gc', 'dist/main.js', '--devnet'], {
     role: 'target',
     env: {
       ...process.env,

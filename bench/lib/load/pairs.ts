@@ -47,6 +47,8 @@ interface Sample {
   loop: LoopDelay | null;
   /** A gateway's young-generation collections per 1,000 requests of the run (NaN for other targets). */
   scavengesPer1k: number;
+  /** A gateway's mean scavenge pause during the run, in ms (NaN for other targets, or a run without one). */
+  scavengePauseMs: number;
   /** Open loop (`rate`): the generator's own figures. */
   open?: OpenLoopFigures;
   /** CPU used outside the bench during the run, in % of one core. */
@@ -80,7 +82,8 @@ async function sample(t: PairTarget, o: PairOptions): Promise<Sample> {
   const loop = t.metricsUrl ? await scrapeLoopDelay(t.metricsUrl) : null;
   if (r.errors > 0 || r.non2xx > 0) throw new Error(`${t.label}: ${r.errors} errors and ${r.non2xx} non-2xx answers during an interleaved round`);
   const scavengesPer1k = loop && start ? ((loop.scavenges - start.scavenges) * 1000) / Math.max(1, r.requests) : Number.NaN;
-  return { rps: r.rps, cpuUs: (used * 1e6) / Math.max(1, r.requests), p50Ms: r.p50Ms, p99Ms: r.p99Ms, p999Ms: r.p999Ms, loop, scavengesPer1k, otherPct, waitMsPerS, ...(r.open ? { open: r.open } : {}) };
+  const scavengePauseMs = loop && start && loop.scavenges > start.scavenges ? ((loop.scavengeSeconds - start.scavengeSeconds) * 1000) / (loop.scavenges - start.scavenges) : Number.NaN;
+  return { rps: r.rps, cpuUs: (used * 1e6) / Math.max(1, r.requests), p50Ms: r.p50Ms, p99Ms: r.p99Ms, p999Ms: r.p999Ms, loop, scavengesPer1k, scavengePauseMs, otherPct, waitMsPerS, ...(r.open ? { open: r.open } : {}) };
 }
 
 /**
@@ -137,6 +140,7 @@ function recordRounds(section: string, samples: Map<string, Sample[]>, compariso
       p999_ms: s.map((x) => x.p999Ms),
       loop_p99_ms: s.every((x) => x.loop) ? s.map((x) => x.loop?.p99Ms ?? 0) : null,
       scavenges_per_1k_requests: s.every((x) => Number.isFinite(x.scavengesPer1k)) ? { unit: 'per 1k', better: 'lower', value: s.map((x) => x.scavengesPer1k) } : null,
+      scavenge_pause_ms: s.every((x) => Number.isFinite(x.scavengePauseMs)) ? s.map((x) => x.scavengePauseMs) : null,
       other_pct: s.map((x) => x.otherPct),
     });
   }
@@ -155,10 +159,12 @@ function recordRounds(section: string, samples: Map<string, Sample[]>, compariso
 
 const range = (xs: number[], digits = 2) => `${Math.min(...xs).toFixed(digits)}-${Math.max(...xs).toFixed(digits)}`;
 
-/** The event-loop delay line of a gateway's samples: the median of the rounds' p99 and the largest delay of all. */
+/** The event-loop delay line of a gateway's samples: the median of the rounds' p99 and the largest delay of all; its scavenges' mean pause. */
 const loopText = (s: Sample[]) => {
   const loops = s.flatMap((x) => (x.loop ? [x.loop] : []));
-  return loops.length ? `, event loop delay p99 ${median(loops.map((l) => l.p99Ms)).toFixed(1)} ms (median), max ${Math.max(...loops.map((l) => l.maxMs)).toFixed(1)} ms (all rounds)` : '';
+  const pauses = s.map((x) => x.scavengePauseMs).filter(Number.isFinite);
+  const pause = pauses.length ? `, scavenge pause ${median(pauses).toFixed(2)} ms (mean in a round, median)` : '';
+  return loops.length ? `, event loop delay p99 ${median(loops.map((l) => l.p99Ms)).toFixed(1)} ms (median), max ${Math.max(...loops.map((l) => l.maxMs)).toFixed(1)} ms (all rounds)${pause}` : '';
 };
 
 /**

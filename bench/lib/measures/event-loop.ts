@@ -2,7 +2,7 @@
 // itself: prom-client's `perf_hooks.monitorEventLoopDelay` behind GET /metrics
 // (`junction_nodejs_eventloop_lag_{p99,max}_seconds`), whose histogram starts again at each
 // scrape. The bench scrapes once just before a run (which starts it again) and once after it;
-// the same scrapes give the scavenges V8 made in between.
+// the same scrapes give the scavenges V8 made in between, and the time they held the thread.
 
 /** prom-client's sampling interval (its default): every sample is this plus the delay, so it is taken off. */
 const RESOLUTION_MS = 10;
@@ -16,6 +16,8 @@ export interface LoopDelay {
    * GC histogram (`junction_nodejs_gc_duration_seconds_count{kind="minor"}`); NaN without it.
    */
   scavenges: number;
+  /** The seconds those scavenges held the main thread in all (`..._sum{kind="minor"}`); NaN without it. */
+  scavengeSeconds: number;
 }
 
 /** Reads the delays since the last scrape (and starts them again); null when /metrics does not answer. */
@@ -29,7 +31,8 @@ export async function scrapeLoopDelay(metricsUrl: string): Promise<LoopDelay | n
       return m ? Math.max(0, Number(m[1]) * 1000 - RESOLUTION_MS) : Number.NaN;
     };
     const minor = /^junction_nodejs_gc_duration_seconds_count\{kind="minor"\} (\S+)$/m.exec(text);
-    return { p99Ms: read('p99'), maxMs: read('max'), scavenges: minor ? Number(minor[1]) : Number.NaN };
+    const minorSum = /^junction_nodejs_gc_duration_seconds_sum\{kind="minor"\} (\S+)$/m.exec(text);
+    return { p99Ms: read('p99'), maxMs: read('max'), scavenges: minor ? Number(minor[1]) : Number.NaN, scavengeSeconds: minorSum ? Number(minorSum[1]) : Number.NaN };
   } catch {
     return null;
   }

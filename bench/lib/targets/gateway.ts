@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { type Child, freePort, startChild, tempDir, waitUntil } from '../children.ts';
+import { type Child, freePort, ROOT, startChild, tempDir, waitUntil } from '../children.ts';
 
 // Pass-through rows run with the response cache off: with it on, identical concurrent
 // eth_blockNumber calls share one upstream call (C44), which is not forwarding any more.
@@ -80,6 +80,24 @@ export interface RunningGateway {
   headers: Record<string, string>;
 }
 
+/**
+ * The Node.js options `npm start` gives in the checkout `dir` (its package.json's `start`, e.g.
+ * `--v8-pool-size=1`), so that a gateway here runs as it does in production, and a checkout
+ * without them (`--baseline`) as that one did.
+ */
+export function startFlags(dir: string): string[] {
+  const start = (JSON.parse(readFileSync(path.join(dir, 'package.json'), 'utf8')) as { scripts?: { start?: string } }).scripts?.start ?? '';
+  const words = start.split(/\s+/);
+  const from = words.indexOf('node');
+  if (from === -1) return [];
+  const out: string[] = [];
+  for (const w of words.slice(from + 1)) {
+    if (!w.startsWith('--')) break;
+    out.push(w);
+  }
+  return out;
+}
+
 async function call<T = unknown>(url: string, method: string, body: unknown, headers: Record<string, string> = {}): Promise<T> {
   const res = await fetch(url, {
     method,
@@ -109,8 +127,8 @@ export async function startGateway(
   const adminToken = randomBytes(16).toString('hex');
   const configFile = path.join(tempDir('gateway-config'), 'config.json');
   writeFileSync(configFile, JSON.stringify({ ...FLUSH, ...variant.config }));
-  // The compiled gateway, as `npm start` runs it (bench/scenarios/proxy.ts builds dist/ first).
-  const child = startChild(variant.label, process.execPath, [...(variant.nodeArgs ?? []), ...(opts.nodeArgs ?? []), 'dist/main.js'], {
+  // The compiled gateway, as `npm start` runs it: with its Node.js options (bench/scenarios/proxy.ts builds dist/ first).
+  const child = startChild(variant.label, process.execPath, [...startFlags(opts.cwd ?? ROOT), ...(variant.nodeArgs ?? []), ...(opts.nodeArgs ?? []), 'dist/main.js'], {
     role: 'target',
     ...(opts.cwd ? { cwd: opts.cwd } : {}),
     env: {
