@@ -61,4 +61,4 @@ EXPOSE 8080
 STOPSIGNAL SIGTERM
 HEALTHCHECK --interval=10s --timeout=3s --start-period=30s --retries=3 \
   CMD ["node", "-e", "fetch(`http://127.0.0.1:${process.env.PORT||8080}/health/ready`).then(r=>process.exit(r.ok?0:1),()=>process.exit(1))"]
-ENTRYPOINT ["node", "dist/main.js"]
+ENTRYPOINT ["node", "--v8-pool-size=1", "dist/main.js"]

@@ -17,6 +17,7 @@ import { MemoryLimiter } from '../metering/limiter.ts';
 import { serveSharedLimiter } from '../metering/shared-limiter.ts';
 import { bindEarly } from '../ops/early-listener.ts';
 import { rpcMethodLabels } from '../ops/rpc-metrics.ts';
+import { workerExecArgv } from '../ops/runtime.ts';
 import { openStorage, type Storage } from '../storage/db.ts';
 import { IpcChannel } from '../storage/ipc.ts';
 import { type OpenTransactions, serveSharedPglite } from '../storage/pglite-shared.ts';
@@ -136,7 +137,7 @@ export async function runPrimary(opts: { config: Config; log: Logger; count: num
   usage.start();
 
   const port = early.port;
-  cluster.setupPrimary({ exec: opts.mainFile, args: opts.args, serialization: 'advanced' });
+  cluster.setupPrimary({ exec: opts.mainFile, args: opts.args, execArgv: workerExecArgv(process.execArgv), serialization: 'advanced' });
 
   const fork = (slot: Slot) => {
     slot.respawn = undefined;

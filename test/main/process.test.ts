@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
 import { createPublicClient, http } from 'viem';
+import { V8_POOL_FLAG } from '../../src/ops/runtime.ts';
 import { startFakeNode } from '../support/fake-node.ts';
 import { alive, descendants, type GatewayProcess, ROOT, spawnGateway, usageTotal } from '../support/process.ts';
 
@@ -67,6 +68,8 @@ describe('the gateway process (npm start)', () => {
         const command = gatewayCommand(gw);
         assert.match(command, /scripts\/start\.mjs/);
         assert.doesNotMatch(command, /tsx/, 'no TypeScript loader');
+        // C56: the runtime settings the gateway runs with, as the image's entrypoint gives them too (test/ops/runtime.test.ts).
+        assert.ok(command.split(' ').includes(V8_POOL_FLAG), `npm start passes ${V8_POOL_FLAG}: ${command}`);
         const ready = await fetch(`${gw.url}/health/ready`);
         assert.equal(ready.status, 200);
         const reg = await post(`${gw.url}/api/v1/auth/register`, { email: `run${run}@example.com`, password: 'long enough pw', name: 'R' });

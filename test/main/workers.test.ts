@@ -2,12 +2,13 @@
 // primary and its workers started as `node dist/main.js` is, in front of a scripted node.
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, test } from 'node:test';
 import { Agent, request } from 'undici';
 import WebSocket from 'ws';
+import { V8_POOL_FLAG } from '../../src/ops/runtime.ts';
 import { createTestDatabase } from '../support/storage.ts';
 import { startFakeNode } from '../support/fake-node.ts';
 import { keepAliveLoad } from '../support/keep-alive-load.ts';
@@ -93,6 +94,10 @@ test('WORKERS=4 on the embedded store: a key limited to 10 a minute gets exactly
     let gw = await spawnGateway({ env: { ...env, WORKERS: '4', LOG_LEVEL: 'debug' }, detached: true, seeded: true, timeoutMs: 180_000 });
     running.push(gw);
     await waitFor(() => listening(gw.output()).length === 4, { timeoutMs: 120_000, what: 'four workers listening' });
+    // The primary, started as `node dist/main.js` alone, gives its workers V8's pool of one helper thread (src/ops/runtime.ts).
+    for (const { pid } of listening(gw.output())) {
+      assert.ok(readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').includes(V8_POOL_FLAG), `worker ${pid} runs with ${V8_POOL_FLAG}`);
+    }
     const reg = (await rest(`${gw.url}/api/v1/auth/register`, { email: 'workers@example.com', password: 'long enough pw', name: 'W' })) as { tokens: { accessToken: string } };
     const auth = { authorization: `Bearer ${reg.tokens.accessToken}` };
     const limited = ((await rest(`${gw.url}/api/v1/api-keys`, { name: 'ten', rateLimit: 10 }, auth)) as { key: string }).key;
