@@ -53,6 +53,8 @@ export interface LoadResult {
 export interface OpenLoopFigures {
   /** The rate asked for, req/s. */
   offered: number;
+  /** The generator's threads ran at a raised priority (nice -10; only where it may raise it, e.g. as root). */
+  niced: boolean;
   maxMs: number;
   /** Sent more than 1 ms after their time with a connection free: the generator's own lateness (overload). */
   lateSends: number;
