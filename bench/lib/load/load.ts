@@ -58,6 +58,8 @@ export interface OpenLoopFigures {
   maxMs: number;
   /** Sent more than 1 ms after their time with a connection free: the generator's own lateness (overload). */
   lateSends: number;
+  /** The p99 of how late the requests with a connection free went out (the generator's own delay), ms. */
+  sendDelayP99Ms: number;
   /** Found every connection busy at their time: the target was behind (their wait is in the latency). */
   waited: number;
   /** The generator's own CPU during the run, in % of one core. */

@@ -142,6 +142,8 @@ function recordRounds(section: string, samples: Map<string, Sample[]>, compariso
       scavenges_per_1k_requests: s.every((x) => Number.isFinite(x.scavengesPer1k)) ? { unit: 'per 1k', better: 'lower', value: s.map((x) => x.scavengesPer1k) } : null,
       scavenge_pause_ms: s.every((x) => Number.isFinite(x.scavengePauseMs)) ? s.map((x) => x.scavengePauseMs) : null,
       other_pct: s.map((x) => x.otherPct),
+      late_sends: s.every((x) => x.open) ? { unit: 'requests', better: 'lower', value: s.map((x) => x.open?.lateSends ?? 0) } : null,
+      send_delay_p99_ms: s.every((x) => x.open) ? s.map((x) => x.open?.sendDelayP99Ms ?? 0) : null,
     });
   }
   for (const c of comparisons) {
@@ -156,6 +158,9 @@ function recordRounds(section: string, samples: Map<string, Sample[]>, compariso
     });
   }
 }
+
+/** The generator's own send delay (p99) at most this share of the lowest target p99: a clean open-loop run. */
+const SEND_DELAY_SHARE = 0.1;
 
 const range = (xs: number[], digits = 2) => `${Math.min(...xs).toFixed(digits)}-${Math.max(...xs).toFixed(digits)}`;
 
@@ -231,16 +236,25 @@ export async function openLoopTail(targets: PairTarget[], comparisons: Compariso
     );
   }
   const sum = (f: (x: Sample) => number) => all.reduce((n, x) => n + f(x), 0);
-  // A verdict only from a clean run: the generator on time (late sends <= 0.1% of the requests) and
-  // other work on the machine under QUIET in at least two runs out of three.
+  // A verdict only from a clean run: the generator on time, and other work on the machine under
+  // QUIET in at least two runs out of three. On time: late sends (over 1 ms) <= 0.1% of the
+  // requests, or the generator's own delay too small to shape the tail under test: its p99 (the
+  // median of the runs) at most SEND_DELAY_SHARE of the lowest target's p99. A stall of the whole
+  // machine delays the generator's sends as it delays every target, and on a shared VM it makes
+  // more than 0.1% late whatever the generator does.
   const late = sum((x) => x.open?.lateSends ?? 0) / Math.max(1, sum((x) => x.rps * o.seconds));
+  const delayP99 = median(all.map((x) => x.open?.sendDelayP99Ms ?? 0));
+  const lowestP99 = Math.min(...targets.map((t) => median((samples.get(t.label) ?? []).map((x) => x.p99Ms))));
   const disturbed = all.filter((x) => x.otherPct > QUIET).length;
   const unclean = [
-    ...(late > 0.001 ? [`${(late * 100).toFixed(1)}% of the requests sent late`] : []),
+    ...(late > 0.001 && delayP99 > SEND_DELAY_SHARE * lowestP99
+      ? [`${(late * 100).toFixed(1)}% of the requests sent late, the generator's own delay p99 ${delayP99.toFixed(2)} ms against the lowest p99 ${lowestP99.toFixed(2)} ms`]
+      : []),
     ...(disturbed * 3 > all.length ? [`other work over ${QUIET}% of a core in ${disturbed} of ${all.length} runs`] : []),
   ];
   lines.push(
-    `  load generator: ${sum((x) => x.open?.lateSends ?? 0)} requests sent > 1 ms late with a connection free (its own overload; 0 is a clean run), ` +
+    `  load generator: ${sum((x) => x.open?.lateSends ?? 0)} requests sent > 1 ms late with a connection free, its own delay p99 ${delayP99.toFixed(2)} ms ` +
+      `(median of the runs; ${((delayP99 / lowestP99) * 100).toFixed(0)}% of the lowest target p99, clean at <= ${SEND_DELAY_SHARE * 100}%), ` +
       `${sum((x) => x.open?.waited ?? 0)} found every connection busy (the target behind; counted in the latency), ` +
       `${median(all.map((x) => x.open?.cpuPct ?? 0)).toFixed(0)}% of a core (median); other work on the machine: ${median(all.map((x) => x.otherPct)).toFixed(0)}% of a core (median) [${range(all.map((x) => x.otherPct), 0)}], ` +
       `over ${QUIET}% in ${all.filter((x) => x.otherPct > QUIET).length} of ${all.length} runs`,
