@@ -132,18 +132,12 @@ function answered(conn: Conn, ok: boolean): void {
   if (++done === total) finish();
 }
 
-// The timetable's clock. Node's timers wake at whole milliseconds (0-1 ms late, ~0.5 ms typically),
-// which would add as much to every latency and send the requests in bursts. A helper thread
-// sleeps on Atomics.wait (sub-ms timeouts) until the next request is due and wakes this thread
-// with a message, at most every 0.2 ms; answers, which wake it anyway, dispatch what is due on the
-// way. Against a fixed answer at 8,000 req/s: p50 ~0.2 ms (~0.8 with timers), for ~1.5x the
-// generator's CPU (~40% of a core against ~25).
 // The timetable's two threads ahead of the targets for a core: on a machine whose cores the
 // generator shares with the targets, a wake-up of its own could otherwise wait behind a target's
-// time slice, and the requests due meanwhile go out late (counted, and the run not judged). Its
-// CPU per request is the same whichever target it drives. Linux keeps a nice value per thread and a
-// new thread takes its creator's: set here, before the ticker starts. Without the right to raise
-// it (not root), the generator runs at the priority it was given.
+// time slice, and the requests due meanwhile go out late. Its CPU per request is the same
+// whichever target it drives. Linux keeps a nice value per thread and a new thread takes its
+// creator's: set here, before the ticker starts. Without the right to raise it (not root), the
+// generator runs at the priority it was given.
 const NICE = -10;
 let niced = false;
 try {
@@ -152,6 +146,13 @@ try {
 } catch {
   // not allowed: as it is
 }
+
+// The timetable's clock. Node's timers wake at whole milliseconds (0-1 ms late, ~0.5 ms typically),
+// which would add as much to every latency and send the requests in bursts. A helper thread
+// sleeps on Atomics.wait (sub-ms timeouts) until the next request is due and wakes this thread
+// with a message, at most every 0.2 ms; answers, which wake it anyway, dispatch what is due on the
+// way. Against a fixed answer at 8,000 req/s: p50 ~0.2 ms (~0.8 with timers), for ~1.5x the
+// generator's CPU (~40% of a core against ~25).
 const shared = new SharedArrayBuffer(16);
 const nextAt = new Float64Array(shared, 0, 1); // when the next request is due (clock() ms), +Infinity: none; NaN: stop
 const signal = new Int32Array(shared, 8, 1); // bumped when nextAt moves earlier

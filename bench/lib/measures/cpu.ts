@@ -100,12 +100,12 @@ export function mainThreadCpuSeconds(pid: number): number {
 /**
  * CPU seconds used so far by every process on the machine (that this one can see): each one's own,
  * all its threads, and its reaped children's, so a process that ends between two readings still
- * counts (its time moves to its parent's). Summed from /proc/<pid>/stat, which the kernel keeps to
- * the nanosecond, and not from /proc/stat: that one samples busy time at the clock tick, and under
- * a load of thousands of short wake-ups a second its busy seconds on this VM strayed by a third of
- * a core either way from the processes' own (5 s open-loop runs of the bare proxy), which "other
- * work" (the machine minus the bench) then reported as 0-40% of a core with nothing else running.
- * Not counted: interrupt work no process is charged with.
+ * counts (its time moves to its parent's). Summed from /proc/<pid>/stat, which the kernel derives
+ * from each thread's exact run time, and not from /proc/stat: that one samples busy time at the
+ * clock tick, and under thousands of short wake-ups a second its busy seconds on this VM strayed
+ * by a third of a core either way from the processes' own (5 s open-loop runs of the bare proxy),
+ * which "other work" (the machine minus the bench) then reported as 0-40% of a core with nothing
+ * else running. Not counted: interrupt work no process is charged with.
  */
 export function machineBusySeconds(): number {
   let ticks = 0;
