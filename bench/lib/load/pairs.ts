@@ -162,6 +162,25 @@ function recordRounds(section: string, samples: Map<string, Sample[]>, compariso
 /** The generator's own send delay (p99) at most this share of the lowest target p99: a clean open-loop run. */
 const SEND_DELAY_SHARE = 0.1;
 
+/**
+ * Why an open-loop run gives no verdict (none: it is clean). A verdict only from a clean run: the
+ * generator on time, and other work on the machine under QUIET in at least two runs out of three.
+ * On time: late sends (over 1 ms, a share of the requests) <= 0.1%, or the generator's own delay
+ * too small to shape the tail under test: its p99 (`delayP99`, the median of the runs) at most
+ * SEND_DELAY_SHARE of the lowest target's p99. A stall of the whole machine delays the generator's
+ * sends as it delays every target, and on a shared VM it makes more than 0.1% late whatever the
+ * generator does.
+ */
+export function uncleanBecause(run: { late: number; delayP99: number; lowestP99: number; otherPct: readonly number[] }): string[] {
+  const disturbed = run.otherPct.filter((p) => p > QUIET).length;
+  return [
+    ...(run.late > 0.001 && run.delayP99 > SEND_DELAY_SHARE * run.lowestP99
+      ? [`${(run.late * 100).toFixed(1)}% of the requests sent late, the generator's own delay p99 ${run.delayP99.toFixed(2)} ms against the lowest p99 ${run.lowestP99.toFixed(2)} ms`]
+      : []),
+    ...(disturbed * 3 > run.otherPct.length ? [`other work over ${QUIET}% of a core in ${disturbed} of ${run.otherPct.length} runs`] : []),
+  ];
+}
+
 const range = (xs: number[], digits = 2) => `${Math.min(...xs).toFixed(digits)}-${Math.max(...xs).toFixed(digits)}`;
 
 /** The event-loop delay line of a gateway's samples: the median of the rounds' p99 and the largest delay of all; its scavenges' mean pause. */
@@ -236,22 +255,10 @@ export async function openLoopTail(targets: PairTarget[], comparisons: Compariso
     );
   }
   const sum = (f: (x: Sample) => number) => all.reduce((n, x) => n + f(x), 0);
-  // A verdict only from a clean run: the generator on time, and other work on the machine under
-  // QUIET in at least two runs out of three. On time: late sends (over 1 ms) <= 0.1% of the
-  // requests, or the generator's own delay too small to shape the tail under test: its p99 (the
-  // median of the runs) at most SEND_DELAY_SHARE of the lowest target's p99. A stall of the whole
-  // machine delays the generator's sends as it delays every target, and on a shared VM it makes
-  // more than 0.1% late whatever the generator does.
   const late = sum((x) => x.open?.lateSends ?? 0) / Math.max(1, sum((x) => x.rps * o.seconds));
   const delayP99 = median(all.map((x) => x.open?.sendDelayP99Ms ?? 0));
   const lowestP99 = Math.min(...targets.map((t) => median((samples.get(t.label) ?? []).map((x) => x.p99Ms))));
-  const disturbed = all.filter((x) => x.otherPct > QUIET).length;
-  const unclean = [
-    ...(late > 0.001 && delayP99 > SEND_DELAY_SHARE * lowestP99
-      ? [`${(late * 100).toFixed(1)}% of the requests sent late, the generator's own delay p99 ${delayP99.toFixed(2)} ms against the lowest p99 ${lowestP99.toFixed(2)} ms`]
-      : []),
-    ...(disturbed * 3 > all.length ? [`other work over ${QUIET}% of a core in ${disturbed} of ${all.length} runs`] : []),
-  ];
+  const unclean = uncleanBecause({ late, delayP99, lowestP99, otherPct: all.map((x) => x.otherPct) });
   lines.push(
     `  load generator: ${sum((x) => x.open?.lateSends ?? 0)} requests sent > 1 ms late with a connection free, its own delay p99 ${delayP99.toFixed(2)} ms ` +
       `(median of the runs; ${((delayP99 / lowestP99) * 100).toFixed(0)}% of the lowest target p99, clean at <= ${SEND_DELAY_SHARE * 100}%), ` +
