@@ -8,6 +8,7 @@ import { RedisLink } from '../../src/storage/redis.ts';
 import { pino } from 'pino';
 import { REDIS_URL, serviceSkip } from '../support/services.ts';
 import { manualClock } from '../support/clock.ts';
+import { hasRedisServer, type OwnRedis, startOwnRedis } from '../support/redis-server.ts';
 import { setTimeout as sleep } from 'node:timers/promises';
 
 const redisSkip = await serviceSkip('Redis');
@@ -281,5 +282,90 @@ describe('the in-process limiter answers into states its caller keeps (the meter
     // The fourth and fifth calls passed the window's 3: refused whole, the day's counter untouched.
     assert.deepEqual(states[0], { allowed: false, remaining: 0, resetAt: 50_000 + 60_000, retryAfterMs: 50_000 + 60_000 - clock.now() + 10 });
     assert.deepEqual(states[1], { allowed: true, remaining: 1, resetAt, retryAfterMs: 0 });
+  });
+});
+
+describe('the limit script on Redis: its entries, its counters, the commands it runs (C12)', { skip: redisSkip || (hasRedisServer() ? false : 'no redis-server binary') }, () => {
+  let own: OwnRedis;
+  let redis: Redis;
+  const prefix = 'junction:rl:';
+  const checks = (k: string, windowLimit: number, counterLimit: number, resetAt: number): Check[] => [
+    win(`k:${k}`, windowLimit, 60_000),
+    win(`a:${k}`, 1_000, 60_000),
+    ctr(`d:${k}`, counterLimit, 1, resetAt),
+    ctr(`cu:${k}`, 1_000, 1, resetAt),
+  ];
+  /** Commands Redis ran since the last call, by name (the ones inside scripts included). */
+  const commands = async (): Promise<Record<string, number>> => {
+    const out: Record<string, number> = {};
+    for (const m of (await redis.info('commandstats')).matchAll(/cmdstat_(\w+):calls=(\d+)/g)) out[m[1] as string] = Number(m[2]);
+    await redis.config('RESETSTAT');
+    return out;
+  };
+  const inside = (c: Record<string, number>) => Object.entries(c).filter(([name]) => name !== 'evalsha' && name !== 'eval' && name !== 'info' && name !== 'config' && name !== 'script').reduce((s, [, n]) => s + n, 0);
+  before(async () => {
+    // A Redis of its own: the command counts are this test's alone.
+    own = await startOwnRedis();
+    redis = new Redis(own.url, { lazyConnect: true, maxRetriesPerRequest: 1 });
+    await redis.connect();
+  });
+  after(async () => {
+    redis?.disconnect();
+    await own?.close();
+  });
+
+  test('two instances at once on one window: every admitted call is one entry, exactly the limit', async () => {
+    const a = new RedisLimiter(redis, { prefix });
+    const b = new RedisLimiter(redis, { prefix });
+    const resetAt = Date.now() + 3_600_000;
+    // Many calls in the same millisecond from both: entries are named by each call, never by time.
+    const results = await Promise.all(Array.from({ length: 50 }, (_, i) => (i % 2 ? a : b).consume(checks('both', 30, 1_000, resetAt))));
+    assert.equal(results.filter((r) => r.allowed).length, 30);
+    assert.equal(await redis.zcard(`${prefix}k:both`), 30);
+    assert.equal(await redis.zcard(`${prefix}a:both`), 30, 'the looser window counts only what was admitted');
+    assert.equal(await redis.get(`${prefix}d:both`), '30', 'the counters count only what was admitted');
+    // A batch of 3 is 3 entries of one call.
+    const batch = await a.consume([win('k:batch', 10, 60_000, 3)]);
+    assert.equal(batch.allowed, true);
+    assert.equal(await redis.zcard(`${prefix}k:batch`), 3);
+    await a.close();
+    await b.close();
+  });
+
+  test('a counter counted up at once is given back when another check refuses, and keeps its expiry', async () => {
+    const l = new RedisLimiter(redis, { prefix });
+    const resetAt = Date.now() + 3_600_000;
+    assert.equal((await l.consume(checks('give-back', 1, 1_000, resetAt))).allowed, true);
+    const ttl = await redis.pttl(`${prefix}d:give-back`);
+    assert.ok(ttl > 3_600_000 && ttl <= 7_200_000, `an hour past the period's end, once (${ttl} ms)`);
+    const refused = await l.consume(checks('give-back', 1, 1_000, resetAt));
+    assert.equal(refused.allowed, false);
+    assert.equal(refused.states[0]?.allowed, false, 'the window of 1 refused');
+    assert.equal(refused.states[2]?.allowed, true, 'the counter alone would have admitted');
+    assert.equal(refused.states[2]?.remaining, 999);
+    assert.equal(await redis.get(`${prefix}d:give-back`), '1');
+    assert.equal(await redis.get(`${prefix}cu:give-back`), '1');
+    assert.ok((await redis.pttl(`${prefix}d:give-back`)) > 3_600_000, 'still expires');
+    await l.close();
+  });
+
+  test('a call of two windows and two counters runs 13 Redis commands inside its script (21 before they were cut)', async () => {
+    const l = new RedisLimiter(redis, { prefix });
+    const resetAt = Date.now() + 3_600_000;
+    await commands();
+    await l.consume(checks('count', 1_000, 1_000, resetAt));
+    // TIME; per window ZREMRANGEBYSCORE, ZCARD, ZADD, PEXPIRE (and ZRANGE for the oldest entry
+    // when the window held one before); per counter INCRBY (and PEXPIREAT when it is new).
+    const first = await commands();
+    assert.equal(first.evalsha ?? first.eval, 1);
+    assert.equal(inside(first), 13, JSON.stringify(first));
+    assert.equal(first.pexpireat, 2, 'new counters get their expiry');
+    await l.consume(checks('count', 1_000, 1_000, resetAt));
+    const next = await commands();
+    assert.equal(inside(next), 13, JSON.stringify(next));
+    assert.equal(next.zrange, 2, 'the oldest entry of each window, now that there is one');
+    assert.equal(next.pexpireat ?? 0, 0, 'a counter keeps the expiry it got');
+    assert.equal(next.get ?? 0, 0, 'a counter is counted up, not read first');
+    await l.close();
   });
 });
