@@ -23,6 +23,7 @@ const OPTIONS = {
   seconds: { type: 'string', default: '5' }, // sampled seconds per target
   connections: { type: 'string', default: '32' },
   top: { type: 'string', default: '12' }, // how many of the gateway's own files to list
+  functions: { type: 'string', default: '0' }, // how many of the gateway's own functions to list (innermost JavaScript frame)
   rate: { type: 'string' }, // open loop at this many req/s (bench/lib/load/load-open.ts) instead of wrk's closed loop
 } as const;
 let opt: Values<typeof OPTIONS>;
@@ -71,6 +72,8 @@ interface Sampled {
 interface Profile extends Sampled {
   /** Samples by file (see GROUPS). */
   files: Map<string, number>;
+  /** The gateway's own samples by function (innermost JavaScript frame, with its file and line). */
+  functions: Map<string, number>;
   samples: number;
 }
 
@@ -109,8 +112,9 @@ function latestMap(pid: number): void {
 }
 
 /** Samples by owning file, from `perf script` output. */
-function owners(script: string): { files: Map<string, number>; samples: number } {
+function owners(script: string): { files: Map<string, number>; functions: Map<string, number>; samples: number } {
   const files = new Map<string, number>();
+  const functions = new Map<string, number>();
   let samples = 0;
   for (const block of script.split('\n\n')) {
     const frames = block.split('\n').slice(1).map((l) => l.trim()).filter(Boolean);
@@ -133,13 +137,17 @@ function owners(script: string): { files: Map<string, number>; samples: number }
         const where = /(\S+):\d+:\d+$/.exec(symbol)?.[1];
         if (where) {
           owner = where.replace(/^file:\/\//, '');
+          if (owner.includes('/dist/') && !owner.includes('node_modules')) {
+            const fn = symbol.replace(/^JS:[*~^]?/, '').replace(/file:\/\/\S*\/dist\//, '');
+            functions.set(fn, (functions.get(fn) ?? 0) + 1);
+          }
           break;
         }
       }
     }
     files.set(owner, (files.get(owner) ?? 0) + 1);
   }
-  return { files, samples };
+  return { files, functions, samples };
 }
 
 async function sample(label: string, pid: number, url: string, headers: Record<string, string>): Promise<Sampled> {
@@ -191,6 +199,11 @@ function report(profiles: Profile[]): string[] {
   const own = [...gateway.files].filter(([f]) => f.includes('/dist/') && !f.includes('node_modules')).sort((a, b) => b[1] - a[1]);
   lines.push('', `the gateway's own code by file, µs per request:`);
   for (const [file, n] of own.slice(0, Number(opt.top))) lines.push(`  ${((n / gateway.samples) * gateway.cpuUs).toFixed(2).padStart(6)}  ${file.replace(/.*\/dist\//, '')}`);
+  const fns = [...gateway.functions].sort((a, b) => b[1] - a[1]);
+  if (Number(opt.functions) > 0) {
+    lines.push('', `the gateway's own code by function (innermost JavaScript frame), µs per request:`);
+    for (const [fn, n] of fns.slice(0, Number(opt.functions))) lines.push(`  ${((n / gateway.samples) * gateway.cpuUs).toFixed(2).padStart(6)}  ${fn}`);
+  }
   return lines;
 }
 

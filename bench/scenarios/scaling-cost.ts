@@ -3,7 +3,8 @@
 // the static upstream, and the compiled gateway (dist/, `npm run build` first) on both with a free
 // account whose limits are never reached: every call runs the Redis limiter. It prints, for N
 // calls sent 8 at a time: Redis commands per call (INFO commandstats, commands run inside the
-// limiter's script included) and redis-server CPU per call, then PostgreSQL's transactions and
+// limiter's script included), redis-server CPU per call and the part of it in the limit script
+// (INFO commandstats usec of EVALSHA), then PostgreSQL's transactions and
 // rows written per second while idle and while under load (pg_stat_database, pg_stat_user_tables).
 import { execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -35,6 +36,12 @@ const commands = () => {
   const out: Record<string, number> = {};
   for (const m of cli('info', 'commandstats').matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) out[m[1] as string] = Number(m[2]);
   return out;
+};
+/** Microseconds Redis spent in the limiter's script (EVALSHA, or EVAL the first time), its commands included. */
+const scriptUs = () => {
+  let us = 0;
+  for (const m of cli('info', 'commandstats').matchAll(/^cmdstat_(evalsha|eval):calls=\d+,usec=(\d+)/gm)) us += Number(m[2]);
+  return us;
 };
 const redisCpu = () => {
   const t = cli('info', 'cpu');
@@ -96,6 +103,7 @@ try {
     p0 = commits();
     w0 = written();
     const cpu0 = redisCpu();
+    const script0 = scriptUs();
     const t0 = Date.now();
     let sent = 0;
     await Promise.all(Array.from({ length: 8 }, async () => {
@@ -103,6 +111,7 @@ try {
     }));
     const secs = (Date.now() - t0) / 1000;
     const cpu = redisCpu() - cpu0;
+    const script = scriptUs() - script0;
     const cmds = diff(c0, commands());
     await sleep(2500); // the flush that takes the last calls
     const loadSecs = (Date.now() - t0) / 1000;
@@ -112,12 +121,13 @@ try {
       redis_commands_per_call: { unit: 'commands', better: 'lower', value: sum(cmds) / N },
       redis_round_trips_per_call: { unit: 'EVALSHA', better: 'lower', value: (cmds.evalsha ?? 0) / N },
       redis_cpu_per_call_us: (cpu * 1e6) / N,
+      redis_script_per_call_us: script / N,
       pg_transactions_per_s: { unit: '/s', better: 'lower', value: (commits() - p0) / loadSecs },
       pg_rows_written_per_s: { unit: '/s', better: 'lower', value: sum(rows) / loadSecs },
       pg_idle_transactions_per_s: { unit: '/s', better: 'lower', value: idle.commits },
     });
     console.log(`${v.label}: ${N} calls in ${secs.toFixed(1)} s (${Math.round(N / secs)}/s, 8 at a time)`);
-    console.log(`  Redis: ${(sum(cmds) / N).toFixed(2)} commands per call, ${((cmds.evalsha ?? 0) / N).toFixed(2)} round trips (EVALSHA) per call; redis-server CPU ${((cpu * 1e6) / N).toFixed(1)} µs per call; idle ${idle.redis.toFixed(1)} commands/s`);
+    console.log(`  Redis: ${(sum(cmds) / N).toFixed(2)} commands per call, ${((cmds.evalsha ?? 0) / N).toFixed(2)} round trips (EVALSHA) per call; redis-server CPU ${((cpu * 1e6) / N).toFixed(1)} µs per call, ${(script / N).toFixed(1)} of them in the limit script; idle ${idle.redis.toFixed(1)} commands/s`);
     console.log(`  Redis commands: ${JSON.stringify(cmds)}`);
     console.log(`  PostgreSQL under load (${loadSecs.toFixed(1)} s): ${((commits() - p0) / loadSecs).toFixed(1)} transactions/s, rows written ${JSON.stringify(rows)} = ${(sum(rows) / loadSecs).toFixed(1)}/s`);
     console.log(`  PostgreSQL idle: ${idle.commits.toFixed(1)} transactions/s, rows written ${JSON.stringify(idle.rows)}`);
