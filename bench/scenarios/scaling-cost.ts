@@ -43,6 +43,7 @@ const scriptUs = () => {
   for (const m of cli('info', 'commandstats').matchAll(/^cmdstat_(evalsha|eval):calls=\d+,usec=(\d+)/gm)) us += Number(m[2]);
   return us;
 };
+const usedMemory = () => Number(/used_memory:(\d+)/.exec(cli('info', 'memory'))?.[1]);
 const redisCpu = () => {
   const t = cli('info', 'cpu');
   return Number(/used_cpu_sys:([\d.]+)/.exec(t)?.[1]) + Number(/used_cpu_user:([\d.]+)/.exec(t)?.[1]);
@@ -104,6 +105,7 @@ try {
     w0 = written();
     const cpu0 = redisCpu();
     const script0 = scriptUs();
+    const memory0 = usedMemory();
     const t0 = Date.now();
     let sent = 0;
     await Promise.all(Array.from({ length: 8 }, async () => {
@@ -112,6 +114,8 @@ try {
     const secs = (Date.now() - t0) / 1000;
     const cpu = redisCpu() - cpu0;
     const script = scriptUs() - script0;
+    // Every entry of the run is still in its minute's window: what Redis holds per call of the last minute.
+    const memory = usedMemory() - memory0;
     const cmds = diff(c0, commands());
     await sleep(2500); // the flush that takes the last calls
     const loadSecs = (Date.now() - t0) / 1000;
@@ -122,6 +126,7 @@ try {
       redis_round_trips_per_call: { unit: 'EVALSHA', better: 'lower', value: (cmds.evalsha ?? 0) / N },
       redis_cpu_per_call_us: (cpu * 1e6) / N,
       redis_script_per_call_us: script / N,
+      redis_memory_per_call_bytes: { unit: 'B', better: 'lower', value: memory / N },
       pg_transactions_per_s: { unit: '/s', better: 'lower', value: (commits() - p0) / loadSecs },
       pg_rows_written_per_s: { unit: '/s', better: 'lower', value: sum(rows) / loadSecs },
       pg_idle_transactions_per_s: { unit: '/s', better: 'lower', value: idle.commits },
@@ -131,7 +136,7 @@ try {
     console.log(`  Redis commands: ${JSON.stringify(cmds)}`);
     console.log(`  PostgreSQL under load (${loadSecs.toFixed(1)} s): ${((commits() - p0) / loadSecs).toFixed(1)} transactions/s, rows written ${JSON.stringify(rows)} = ${(sum(rows) / loadSecs).toFixed(1)}/s`);
     console.log(`  PostgreSQL idle: ${idle.commits.toFixed(1)} transactions/s, rows written ${JSON.stringify(idle.rows)}`);
-    console.log(`  Redis used_memory ${/used_memory:(\d+)/.exec(cli('info', 'memory'))?.[1]} bytes, ${cli('dbsize').trim()} keys`);
+    console.log(`  Redis used_memory ${usedMemory()} bytes (${(memory / N).toFixed(0)} more per call of the run), ${cli('dbsize').trim()} keys`);
     await pool.close();
     await stopChild(gw.child, 10_000);
   }
