@@ -173,7 +173,7 @@ async function main(): Promise<void> {
     redis = await connectRedis(config);
     // Every module is loaded before anything starts: loading is work on this thread, and done
     // while the storage opens it would delay the chains' answers past their timeouts.
-    const [{ buildApp }, { openStorage }, { openWhenReachable }] = await Promise.all([
+    const [{ buildApp }, { openStorage }, { openWhenReachable, warnSlowOpen }] = await Promise.all([
       import('./app.ts'),
       import('./storage/db.ts'),
       import('./storage/wait.ts'),
@@ -204,7 +204,7 @@ async function main(): Promise<void> {
     const [opened, chains] = await Promise.allSettled([
       // C48: a PostgreSQL that is not there yet is waited for (logged at each attempt), not a failed start.
       openWhenReachable(
-        () => openStorage({ databaseUrl: config.storage.databaseUrl, dataDir: config.storage.dataDir, queryTimeoutMs: config.storage.queryTimeoutMs, sharedBuffersMb: config.storage.embeddedSharedBuffersMb }),
+        () => openStorage({ databaseUrl: config.storage.databaseUrl, dataDir: config.storage.dataDir, queryTimeoutMs: config.storage.queryTimeoutMs, sharedBuffersMb: config.storage.embeddedSharedBuffersMb, onSlowOpen: warnSlowOpen(log) }),
         { log, where: config.storage.databaseUrl ? maskUrl(config.storage.databaseUrl) : config.storage.dataDir, stopped: () => stop.stopping },
       ).catch((err: unknown) => {
         throw storageStartError(err, config);

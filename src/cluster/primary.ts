@@ -21,7 +21,7 @@ import { workerExecArgv } from '../ops/runtime.ts';
 import { openStorage, type Storage } from '../storage/db.ts';
 import { IpcChannel } from '../storage/ipc.ts';
 import { type OpenTransactions, serveSharedPglite } from '../storage/pglite-shared.ts';
-import { openWhenReachable } from '../storage/wait.ts';
+import { openWhenReachable, warnSlowOpen } from '../storage/wait.ts';
 import { serveUsageHandoff } from '../usage/handoff.ts';
 import { UsageService } from '../usage/service.ts';
 
@@ -96,7 +96,7 @@ export async function runPrimary(opts: { config: Config; log: Logger; count: num
   const sharedLimits = !config.redis.url && !config.redis.clusterNodes;
   try {
     storage = await openWhenReachable(
-      () => openStorage({ databaseUrl: config.storage.databaseUrl, dataDir: config.storage.dataDir, queryTimeoutMs: config.storage.queryTimeoutMs, sharedBuffersMb: config.storage.embeddedSharedBuffersMb }),
+      () => openStorage({ databaseUrl: config.storage.databaseUrl, dataDir: config.storage.dataDir, queryTimeoutMs: config.storage.queryTimeoutMs, sharedBuffersMb: config.storage.embeddedSharedBuffersMb, onSlowOpen: warnSlowOpen(log) }),
       { log, where: config.storage.databaseUrl ? maskUrl(config.storage.databaseUrl) : config.storage.dataDir, stopped: () => stop.stopping },
     ).catch((err: unknown) => {
       throw storageStartError(err, config);

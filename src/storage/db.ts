@@ -11,6 +11,7 @@ import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator';
 import type { Pool as PgPool } from 'pg';
 import { StorageError } from '../errors/storage.ts';
 import { pgliteAssets, RemotePglite } from './pglite-remote.ts';
+import type { PgliteWorkerData } from './pglite-wire.ts';
 
 /**
  * One type over both drivers: features write their queries once, each against its own
@@ -55,7 +56,16 @@ export interface StorageOptions {
    * `main`: on the calling thread, as before (a choice for short-lived tools).
    */
   embeddedThread?: 'worker' | 'main';
+  /**
+   * PGlite only: told every `slowOpenMs` (30 s by default) while the database has not opened yet,
+   * with the step it is on, so that a start that takes long says where it waits (main.ts logs it).
+   */
+  onSlowOpen?: (step: EmbeddedOpenStep, ms: number) => void;
+  slowOpenMs?: number;
 }
+
+/** The steps of opening embedded storage, as `onSlowOpen` names them. */
+export type EmbeddedOpenStep = 'creating the database (first start)' | 'starting the database' | 'applying migrations';
 
 const MIGRATIONS = path.resolve(path.dirname(fileURLToPath(import.meta.url)), 'migrations');
 // Any fixed number: serialises migrations when several instances start at once on PostgreSQL.
@@ -66,7 +76,19 @@ const DEFAULT_SHARED_BUFFERS_MB = 32;
 /** Opens storage and brings its schema up to date (idempotent: applied migrations are skipped). */
 export async function openStorage(opts: StorageOptions): Promise<Storage> {
   if (opts.databaseUrl) return openPostgres(opts.databaseUrl, opts.queryTimeoutMs ?? 10_000);
-  return openPglite(opts.dataDir ?? './data', opts.pgliteImage, opts.sharedBuffersMb ?? DEFAULT_SHARED_BUFFERS_MB, opts.embeddedThread ?? 'worker');
+  const progress: OpenProgress = { step: 'starting the database' };
+  const started = Date.now();
+  const timer = opts.onSlowOpen ? setInterval(() => opts.onSlowOpen?.(progress.step, Date.now() - started), opts.slowOpenMs ?? 30_000) : undefined;
+  timer?.unref();
+  try {
+    return await openPglite(opts.dataDir ?? './data', opts.pgliteImage, opts.sharedBuffersMb ?? DEFAULT_SHARED_BUFFERS_MB, opts.embeddedThread ?? 'worker', progress);
+  } finally {
+    clearInterval(timer);
+  }
+}
+
+interface OpenProgress {
+  step: EmbeddedOpenStep;
 }
 
 /**
@@ -97,7 +119,7 @@ async function mainThreadAssets(): Promise<{ pgliteWasmModule?: WebAssembly.Modu
   return { ...(wasmModule ? { pgliteWasmModule: wasmModule } : {}), ...(fsBundle ? { fsBundle } : {}) };
 }
 
-async function openPglite(dataDir: string, image: Blob | undefined, sharedBuffersMb: number, thread: 'worker' | 'main'): Promise<Storage> {
+async function openPglite(dataDir: string, image: Blob | undefined, sharedBuffersMb: number, thread: 'worker' | 'main', progress: OpenProgress): Promise<Storage> {
   const params = startParams(sharedBuffersMb);
   let dir: string | undefined;
   if (dataDir !== 'memory') {
@@ -105,7 +127,11 @@ async function openPglite(dataDir: string, image: Blob | undefined, sharedBuffer
     // DATA_DIR, when created here, and its pglite directory are the owner's only (0700).
     mkdirSync(dir, { recursive: true, mode: 0o700 });
     chmodSync(dir, 0o700);
-    if (!existsSync(path.join(dir, 'PG_VERSION'))) await initInWorker(dir, params);
+    if (!existsSync(path.join(dir, 'PG_VERSION'))) {
+      progress.step = 'creating the database (first start)';
+      await initInWorker(dir, params);
+      progress.step = 'starting the database';
+    }
   }
   let client: PGlite | RemotePglite;
   if (thread === 'worker') {
@@ -119,6 +145,7 @@ async function openPglite(dataDir: string, image: Blob | undefined, sharedBuffer
   if (dir) ownerOnly(dir);
   // The stand-in has the part of PGlite's interface that drizzle's pglite driver calls.
   const db = drizzlePglite({ client: client as PGlite });
+  progress.step = 'applying migrations';
   await migratePglite(db, { migrationsFolder: MIGRATIONS });
   return {
     db: db as unknown as Db,
@@ -136,11 +163,14 @@ async function openPglite(dataDir: string, image: Blob | undefined, sharedBuffer
  * takes (~500 MB of WebAssembly memory, more than the database needs to run) is returned when the
  * worker ends, instead of staying with the gateway until a garbage collection that an idle gateway
  * may not run for hours. Under tsx (tests, `npm run dev`) the worker runs the .ts file.
+ * It is given the process's one compiled PGlite module (`pgliteAssets`), as every other PGlite of
+ * the process is: a module compiled in the worker would be freed when it ends, the churn of
+ * PGlite's machine code under which Node 22-24's V8 can abort (nodejs/node#64500).
  */
 async function initInWorker(dir: string, params: string[]): Promise<void> {
   const here = fileURLToPath(import.meta.url);
   const script = path.join(path.dirname(here), `pglite-init${path.extname(here)}`);
-  const workerData = { dir, startParams: params };
+  const workerData: PgliteWorkerData = { dir, startParams: params, ...(await pgliteAssets()) };
   // A worker does not inherit tsx's loader: under tsx it registers it first, then loads the .ts file.
   const worker = script.endsWith('.ts')
     ? new Worker(`import('tsx/esm/api').then((tsx) => { tsx.register(); return import(${JSON.stringify(pathToFileURL(script).href)}); })`, { eval: true, workerData })

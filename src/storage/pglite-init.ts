@@ -1,9 +1,11 @@
 // The worker thread of db.ts's `initInWorker` (see there why): creates a new PGlite data folder
-// (PostgreSQL's initdb) and ends.
+// (PostgreSQL's initdb) and ends, on the WebAssembly module the gateway's thread compiled.
 import { workerData } from 'node:worker_threads';
 import { PGlite } from '@electric-sql/pglite';
+import type { PgliteWorkerData } from './pglite-wire.ts';
 
-const { dir, startParams } = workerData as { dir: string; startParams: string[] };
-const client = new PGlite(dir, { startParams });
+const data = workerData as PgliteWorkerData;
+const shared = { ...(data.wasmModule ? { pgliteWasmModule: data.wasmModule } : {}), ...(data.fsBundle ? { fsBundle: data.fsBundle } : {}) };
+const client = new PGlite(data.dir, { startParams: data.startParams, ...shared });
 await client.waitReady;
 await client.close();

@@ -2,7 +2,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { isStorageUnavailable } from '../errors/storage.ts';
-import type { Storage } from './db.ts';
+import type { EmbeddedOpenStep, Storage } from './db.ts';
 
 /** First pause between start-up attempts, and the longest (milliseconds). */
 const FIRST_DELAY_MS = 1000;
@@ -35,3 +35,9 @@ export async function openWhenReachable(open: () => Promise<Storage>, opts: { lo
     }
   }
 }
+
+/** `onSlowOpen` of openStorage: a start that waits long on embedded storage says, every 30 s, on which step. */
+export const warnSlowOpen =
+  (log: Logger) =>
+  (step: EmbeddedOpenStep, ms: number): void =>
+    log.warn({ step, ms }, `the embedded database is still opening after ${Math.round(ms / 1000)} s: ${step}`);

@@ -1,13 +1,14 @@
 // alone: it measures this process's resident memory while the database is created, which the
 // tests of other files in the same process (large answers held in memory) would grow.
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, describe, test } from 'node:test';
 import { sql } from 'drizzle-orm';
 import { loadConfig } from '../../src/config/load.ts';
-import { openStorage, type Storage } from '../../src/storage/db.ts';
+import { type EmbeddedOpenStep, openStorage, type Storage } from '../../src/storage/db.ts';
 import { pgliteTemplate } from '../support/pglite-template.ts';
 import { launchGateway, spawnGateway } from '../support/process.ts';
 import { waitFor } from '../support/wait.ts';
@@ -80,6 +81,55 @@ describe("embedded storage's page cache (storage.embeddedSharedBuffersMb)", () =
     }
     writeFileSync(file, JSON.stringify({ storage: { embeddedSharedBuffersMb: 256 } }));
     assert.equal(loadConfig({ env: {}, configFile: file }).storage.embeddedSharedBuffersMb, 256);
+  });
+});
+
+describe('opening a new data folder', () => {
+  const parent = mkdtempSync(path.join(tmpdir(), 'junction-pglite-new-'));
+  after(() => rmSync(parent, { recursive: true, force: true }));
+
+  test("PGlite's WebAssembly is compiled once for creating and running the database, by the gateway's thread", () => {
+    // A process of its own, with a module loaded before anything (also in its worker threads) that
+    // writes down every WebAssembly compile and instantiation, and whether it was given bytes to compile.
+    const counter = path.join(parent, 'count-wasm.mjs');
+    const log = path.join(parent, 'wasm.log');
+    writeFileSync(
+      counter,
+      `import { isMainThread } from 'node:worker_threads';
+import { appendFileSync } from 'node:fs';
+for (const name of ['compile', 'instantiate', 'compileStreaming', 'instantiateStreaming']) {
+  const original = WebAssembly[name];
+  WebAssembly[name] = function (source, ...rest) {
+    const bytes = source instanceof WebAssembly.Module ? 0 : (source?.byteLength ?? -1);
+    appendFileSync(${JSON.stringify(log)}, (isMainThread ? 'main' : 'worker') + ' ' + name + ' ' + bytes + '\\n');
+    return original.call(this, source, ...rest);
+  };
+}
+`,
+    );
+    const code = `import { openStorage } from ${JSON.stringify(path.resolve('src/storage/db.ts'))};
+const s = await openStorage({ dataDir: ${JSON.stringify(path.join(parent, 'data'))} });
+await s.close();`;
+    const run = spawnSync(process.execPath, ['--import', 'tsx', '--import', counter, '--input-type=module', '-e', code], { encoding: 'utf8', timeout: 120_000 });
+    assert.equal(run.status, 0, run.stderr.slice(-2000));
+    const lines = readFileSync(log, 'utf8').trim().split('\n');
+    // PGlite's module is the one of several MB (initdb brings a small one of its own).
+    const big = lines.filter((l) => Number(l.split(' ')[2]) > 4 * 2 ** 20);
+    assert.equal(big.length, 1, `compiled from bytes more than once:\n${lines.join('\n')}`);
+    assert.match(big[0]!, /^main compile /);
+    // Both workers (the one that creates the database, the one that runs it) start from that module.
+    assert.ok(lines.filter((l) => /^worker instantiate 0$/.test(l)).length >= 2, lines.join('\n'));
+  });
+
+  test('a start that waits long on embedded storage is told, with the step it is on', async () => {
+    const steps: EmbeddedOpenStep[] = [];
+    const storage = await openStorage({ dataDir: path.join(parent, 'slow'), onSlowOpen: (step) => steps.push(step), slowOpenMs: 50 });
+    await storage.close();
+    // Every step of a first start takes more than 50 ms on any machine, and each is named in turn.
+    assert.deepEqual([...new Set(steps)], ['creating the database (first start)', 'starting the database', 'applying migrations']);
+    const told = steps.length;
+    await new Promise((resolve) => setTimeout(resolve, 150));
+    assert.equal(steps.length, told, 'nothing is told once the database is open');
   });
 });
 
