@@ -136,10 +136,21 @@ ready() { # PORT NAME SECONDS: waits for /health/ready to answer 200; prints the
   while :; do
     if curl -fsS -o /dev/null "http://127.0.0.1:$port/health/ready" 2>/dev/null; then break; fi
     if [ "$("${P[@]}" inspect --format '{{.State.Running}}' "$name")" != true ]; then
-      "${P[@]}" logs "$name" | tail -30; fail "$name stopped before it was ready"
+      "${P[@]}" logs "$name" 2>&1 | tail -30 >&2; fail "$name stopped before it was ready"
     fi
     now=$(date +%s.%N)
-    if [ "$(echo "$now - $start > $limit" | bc)" = 1 ]; then "${P[@]}" logs "$name" | tail -30; fail "$name not ready in $limit s"; fi
+    if [ "$(echo "$now - $start > $limit" | bc)" = 1 ]; then
+      # To stderr: ready runs inside $(...), whose output is the seconds it took.
+      "${P[@]}" logs "$name" 2>&1 | tail -30 >&2
+      curl -sS "http://127.0.0.1:$port/health/ready" >&2 2>&1 || true
+      # Where it waits: Node's diagnostic report (containers started with REPORT_OPTS), its
+      # JavaScript stacks and its threads' CPU time.
+      "${P[@]}" kill --signal USR2 "$name" >/dev/null 2>&1 && sleep 3
+      "${P[@]}" exec "$name" sh -c 'cat /tmp/report.*.json' 2>/dev/null \
+        | jq -r '"main: " + (.javascriptStack.stack // [] | join(" | ")), (.workers // [] | .[] | "worker: " + (.javascriptStack.stack // [] | join(" | "))), "uv handles: " + ([.libuv[]?.type] | group_by(.) | map("\(.[0]) \(length)") | join(", "))' >&2 || true
+      ps -eLo pid,tid,stat,pcpu,etime,comm --sort=-pcpu | head -12 >&2
+      fail "$name not ready in $limit s"
+    fi
     sleep 0.2
   done
   now=$(date +%s.%N)
@@ -179,7 +190,9 @@ command -v jq >/dev/null || { apt-get install -y -qq jq >/dev/null; }
 # Ports below the ephemeral range (32768 and up), where no connection of another process lands.
 PORT1=28180
 "${P[@]}" volume rm -f junction-test-data >/dev/null 2>&1 || true
-run junction-ct-embedded "$PORT1" -v junction-test-data:/data -- --devnet
+# A diagnostic report on SIGUSR2 (Node's own, in /tmp of the container): ready() prints it if the start hangs.
+REPORT_OPTS=(-e 'NODE_OPTIONS=--report-on-signal --report-directory=/tmp')
+run junction-ct-embedded "$PORT1" -v junction-test-data:/data "${REPORT_OPTS[@]}" -- --devnet
 secs=$(ready "$PORT1" junction-ct-embedded 180)
 say "time to ready (embedded storage, 16 devnet chains, first start): $secs s"
 uid=$("${P[@]}" exec junction-ct-embedded sh -c 'awk "/^Uid:/{print \$2}" /proc/1/status')
