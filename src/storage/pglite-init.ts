@@ -2,10 +2,9 @@
 // (PostgreSQL's initdb) and ends, on the WebAssembly module the gateway's thread compiled.
 import { workerData } from 'node:worker_threads';
 import { PGlite } from '@electric-sql/pglite';
-import type { PgliteWorkerData } from './pglite-wire.ts';
+import { type PgliteWorkerData, sharedPgliteOptions } from './pglite-wire.ts';
 
 const data = workerData as PgliteWorkerData;
-const shared = { ...(data.wasmModule ? { pgliteWasmModule: data.wasmModule } : {}), ...(data.fsBundle ? { fsBundle: data.fsBundle } : {}) };
-const client = new PGlite(data.dir, { startParams: data.startParams, ...shared });
+const client = new PGlite(data.dir, { startParams: data.startParams, ...sharedPgliteOptions(data) });
 await client.waitReady;
 await client.close();

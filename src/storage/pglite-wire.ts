@@ -13,6 +13,11 @@ export interface PgliteWorkerData {
   fsBundle?: Blob;
 }
 
+/** PGlite's options for the module and bundle the gateway's thread handed over, when it did (both worker threads start PGlite from them). */
+export function sharedPgliteOptions(data: PgliteWorkerData): { pgliteWasmModule?: WebAssembly.Module; fsBundle?: Blob } {
+  return { ...(data.wasmModule ? { pgliteWasmModule: data.wasmModule } : {}), ...(data.fsBundle ? { fsBundle: data.fsBundle } : {}) };
+}
+
 export type PgliteRequest =
   | { op: 'query'; id: number; sql: string; params?: unknown[]; rowMode?: 'array' | 'object'; keepText?: number[] }
   | { op: 'exec'; id: number; sql: string }

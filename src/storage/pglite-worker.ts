@@ -5,7 +5,7 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { PGlite, type QueryOptions } from '@electric-sql/pglite';
 import { PreparedStatements } from './pglite-statements.ts';
-import type { PgliteRequest, PgliteResponse, PgliteWorkerData, WireError } from './pglite-wire.ts';
+import { type PgliteRequest, type PgliteResponse, type PgliteWorkerData, sharedPgliteOptions, type WireError } from './pglite-wire.ts';
 
 const data = workerData as PgliteWorkerData;
 const port = parentPort;
@@ -35,7 +35,7 @@ function wire(err: unknown): WireError {
 let client: PGlite;
 try {
   // PGlite's WebAssembly compiled once by the gateway's thread, and its file bundle, when given.
-  const shared = { ...(data.wasmModule ? { pgliteWasmModule: data.wasmModule } : {}), ...(data.fsBundle ? { fsBundle: data.fsBundle } : {}) };
+  const shared = sharedPgliteOptions(data);
   client = data.image
     ? new PGlite({ loadDataDir: new Blob([data.image]), startParams: data.startParams, ...shared })
     : new PGlite(data.dir, { startParams: data.startParams, ...shared });
