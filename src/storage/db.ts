@@ -1,8 +1,7 @@
 // Opens storage: PostgreSQL when DATABASE_URL is set, else embedded PGlite, one Db type over both.
 import { chmodSync, existsSync, mkdirSync, readdirSync } from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
-import { Worker } from 'node:worker_threads';
+import { fileURLToPath } from 'node:url';
 import { PGlite } from '@electric-sql/pglite';
 import { sql } from 'drizzle-orm';
 import type { PgDatabase, PgQueryResultHKT } from 'drizzle-orm/pg-core';
@@ -10,7 +9,7 @@ import { drizzle as drizzlePglite } from 'drizzle-orm/pglite';
 import { migrate as migratePglite } from 'drizzle-orm/pglite/migrator';
 import type { Pool as PgPool } from 'pg';
 import { StorageError } from '../errors/storage.ts';
-import { pgliteAssets, RemotePglite } from './pglite-remote.ts';
+import { pgliteAssets, RemotePglite, startStorageThread } from './pglite-remote.ts';
 import type { PgliteWorkerData } from './pglite-wire.ts';
 
 /**
@@ -168,13 +167,8 @@ async function openPglite(dataDir: string, image: Blob | undefined, sharedBuffer
  * PGlite's machine code under which Node 22-24's V8 can abort (nodejs/node#64500).
  */
 async function initInWorker(dir: string, params: string[]): Promise<void> {
-  const here = fileURLToPath(import.meta.url);
-  const script = path.join(path.dirname(here), `pglite-init${path.extname(here)}`);
   const workerData: PgliteWorkerData = { dir, startParams: params, ...(await pgliteAssets()) };
-  // A worker does not inherit tsx's loader: under tsx it registers it first, then loads the .ts file.
-  const worker = script.endsWith('.ts')
-    ? new Worker(`import('tsx/esm/api').then((tsx) => { tsx.register(); return import(${JSON.stringify(pathToFileURL(script).href)}); })`, { eval: true, workerData })
-    : new Worker(script, { workerData });
+  const worker = startStorageThread('pglite-init', 'storage-init', workerData);
   const code = await new Promise<number>((resolve, reject) => {
     worker.once('error', reject);
     worker.once('exit', resolve);

@@ -2,7 +2,7 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { Worker } from 'node:worker_threads';
+import { type TransferListItem, Worker } from 'node:worker_threads';
 import type { QueryOptions } from '@electric-sql/pglite';
 import { DatabaseError, StorageError } from '../errors/storage.ts';
 import type { PgliteRequest, PgliteResponse, PgliteWorkerData, WireError } from './pglite-wire.ts';
@@ -40,7 +40,8 @@ export class RemotePglite {
 
   /** Starts the worker, which opens the database and applies the migrations; resolves once it answers queries. */
   static async open(data: PgliteWorkerData): Promise<RemotePglite> {
-    const worker = startWorker({ ...(await pgliteAssets()), ...data });
+    const workerData: PgliteWorkerData = { ...(await pgliteAssets()), ...data };
+    const worker = startStorageThread('pglite-worker', 'storage', workerData, workerData.image ? [workerData.image] : []);
     const remote = new RemotePglite(worker);
     try {
       await new Promise<unknown>((resolve, reject) => remote.#pending.set(0, { resolve, reject }));
@@ -165,14 +166,18 @@ function fromWire(w: WireError): Error {
   return err;
 }
 
-/** Under tsx (tests, `npm run dev`) a worker does not inherit tsx's loader: it registers it, then loads the .ts file. */
-function startWorker(workerData: PgliteWorkerData): Worker {
+/**
+ * A thread of embedded storage running `script` (beside this file: .ts under tsx, .js once
+ * built), named `name`: Node 24 and later give the thread that name, so `top -H`, `ps -L` and perf
+ * tell it from the event loop's (bench owners' CPU by thread). Under tsx (tests, `npm run dev`)
+ * a worker does not inherit tsx's loader: it registers it, then loads the .ts file.
+ */
+export function startStorageThread(script: 'pglite-worker' | 'pglite-init', name: string, workerData: PgliteWorkerData, transferList: TransferListItem[] = []): Worker {
   const here = fileURLToPath(import.meta.url);
-  const script = path.join(path.dirname(here), `pglite-worker${path.extname(here)}`);
-  const transferList = workerData.image ? [workerData.image] : [];
-  return script.endsWith('.ts')
-    ? new Worker(`import('tsx/esm/api').then((tsx) => { tsx.register(); return import(${JSON.stringify(pathToFileURL(script).href)}); })`, { eval: true, workerData, transferList })
-    : new Worker(script, { workerData, transferList });
+  const file = path.join(path.dirname(here), `${script}${path.extname(here)}`);
+  return file.endsWith('.ts')
+    ? new Worker(`import('tsx/esm/api').then((tsx) => { tsx.register(); return import(${JSON.stringify(pathToFileURL(file).href)}); })`, { eval: true, name, workerData, transferList })
+    : new Worker(file, { name, workerData, transferList });
 }
 
 let assets: Promise<Pick<PgliteWorkerData, 'wasmModule' | 'fsBundle'>> | undefined;

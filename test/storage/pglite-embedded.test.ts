@@ -133,6 +133,35 @@ await s.close();`;
   });
 });
 
+describe("embedded storage's threads", () => {
+  const parent = mkdtempSync(path.join(tmpdir(), 'junction-pglite-threads-'));
+  after(() => rmSync(parent, { recursive: true, force: true }));
+  /** The names of this process's threads (/proc/self/task/<tid>/comm). */
+  const threads = () => readdirSync('/proc/self/task').map((tid) => readFileSync(`/proc/self/task/${tid}/comm`, 'utf8').trim());
+
+  // Node 24 names a worker's thread after the worker (Node 20 and 22 leave every one "node").
+  test('are named: storage-init while a first start creates the database, storage while it runs', { skip: Number(process.versions.node.split('.')[0]) < 24 && 'this Node names no worker threads' }, async () => {
+    const whileCreating: string[][] = [];
+    const storage = await openStorage({
+      dataDir: path.join(parent, 'data'),
+      onSlowOpen: (step) => {
+        if (step === 'creating the database (first start)') whileCreating.push(threads());
+      },
+      slowOpenMs: 50,
+    });
+    try {
+      assert.ok(whileCreating.length > 0, 'creating the database took over 50 ms');
+      assert.ok(whileCreating.every((names) => names.includes('storage-init')), JSON.stringify(whileCreating));
+      const running = threads();
+      assert.ok(running.includes('storage'), running.join(', '));
+      assert.ok(!running.includes('storage-init'), running.join(', '));
+    } finally {
+      await storage.close();
+    }
+    assert.ok(!threads().includes('storage'), 'the thread ends with the storage');
+  });
+});
+
 describe('a stop while the first start creates the database', () => {
   const parent = mkdtempSync(path.join(tmpdir(), 'junction-pglite-first-'));
   after(() => rmSync(parent, { recursive: true, force: true }));
