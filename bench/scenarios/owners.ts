@@ -11,7 +11,7 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { type Child, cleanup, cleanupOnSignals, removeStaleTempDirs, startScript, stopChild, tempDir } from '../lib/children.ts';
-import { mainThreadCpuSeconds } from '../lib/measures/cpu.ts';
+import { mainThreadCpuSeconds, threadCpuSeconds } from '../lib/measures/cpu.ts';
 import { LIMITS, NO_CACHE, startGateway } from '../lib/targets/gateway.ts';
 import { openLoopGenerator, pickLoadGenerator } from '../lib/load/load.ts';
 // @ts-expect-error: a plain .mjs build script without type declarations
@@ -24,6 +24,7 @@ const OPTIONS = {
   connections: { type: 'string', default: '32' },
   top: { type: 'string', default: '12' }, // how many of the gateway's own files to list
   functions: { type: 'string', default: '0' }, // how many of the gateway's own functions to list (innermost JavaScript frame)
+  'node-functions': { type: 'string', default: '0' }, // how many of Node's own functions to list, both targets, by how much more the gateway spent in each
   rate: { type: 'string' }, // open loop at this many req/s (bench/lib/load/load-open.ts) instead of wrk's closed loop
 } as const;
 let opt: Values<typeof OPTIONS>;
@@ -65,6 +66,8 @@ interface Sampled {
   label: string;
   /** Main-thread CPU per request, µs (user + system). */
   cpuUs: number;
+  /** CPU per request of each of the process's threads by name (the main thread as `main`), µs. */
+  threads: Map<string, number>;
   /** The `perf record` output file. */
   data: string;
 }
@@ -74,6 +77,8 @@ interface Profile extends Sampled {
   files: Map<string, number>;
   /** The gateway's own samples by function (innermost JavaScript frame, with its file and line). */
   functions: Map<string, number>;
+  /** Samples in Node's own JavaScript (`node:` files) by function, as `functions`. */
+  nodeFunctions: Map<string, number>;
   samples: number;
 }
 
@@ -112,9 +117,10 @@ function latestMap(pid: number): void {
 }
 
 /** Samples by owning file, from `perf script` output. */
-function owners(script: string): { files: Map<string, number>; functions: Map<string, number>; samples: number } {
+function owners(script: string): Pick<Profile, 'files' | 'functions' | 'nodeFunctions' | 'samples'> {
   const files = new Map<string, number>();
   const functions = new Map<string, number>();
+  const nodeFunctions = new Map<string, number>();
   let samples = 0;
   for (const block of script.split('\n\n')) {
     const frames = block.split('\n').slice(1).map((l) => l.trim()).filter(Boolean);
@@ -133,13 +139,17 @@ function owners(script: string): { files: Map<string, number>; functions: Map<st
       // WebAssembly (undici's HTTP parser, PGlite's Postgres) counts for the JavaScript that called it.
       if (symbol.startsWith('JS:') && symbol.includes('wasm')) continue;
       if (symbol.startsWith('JS:')) {
-        // "JS:*name file:///path/file.js:12:34" or "JS:~ node:internal/streams/writable:744:21"
+        // "JS:*name file:///path/file.js:12:34" or "JS:~ node:internal/streams/writable:744:21": after
+        // "JS:" the mark of the code's tier (V8's: * ~ ^ on Node 20, also ' and + on Node 24), not part of the name.
         const where = /(\S+):\d+:\d+$/.exec(symbol)?.[1];
         if (where) {
           owner = where.replace(/^file:\/\//, '');
           if (owner.includes('/dist/') && !owner.includes('node_modules')) {
-            const fn = symbol.replace(/^JS:[*~^]?/, '').replace(/file:\/\/\S*\/dist\//, '');
+            const fn = symbol.replace(/^JS:[*~^'+]?/, '').replace(/file:\/\/\S*\/dist\//, '');
             functions.set(fn, (functions.get(fn) ?? 0) + 1);
+          } else if (owner.startsWith('node:')) {
+            const fn = symbol.replace(/^JS:[*~^'+]?/, '');
+            nodeFunctions.set(fn, (nodeFunctions.get(fn) ?? 0) + 1);
           }
           break;
         }
@@ -147,7 +157,7 @@ function owners(script: string): { files: Map<string, number>; functions: Map<st
     }
     files.set(owner, (files.get(owner) ?? 0) + 1);
   }
-  return { files, functions, samples };
+  return { files, functions, nodeFunctions, samples };
 }
 
 async function sample(label: string, pid: number, url: string, headers: Record<string, string>): Promise<Sampled> {
@@ -156,14 +166,17 @@ async function sample(label: string, pid: number, url: string, headers: Record<s
   await load.run({ url, headers, body: BODY, connections: CONNECTIONS, seconds: 2, ...rate }); // warm-up
   const data = `${tempDir('owners')}/perf.data`;
   const before = mainThreadCpuSeconds(pid);
+  const threadsBefore = threadCpuSeconds(pid);
   const loaded = load.run({ url, headers, body: BODY, connections: CONNECTIONS, seconds: SECONDS, ...rate });
   // Sampled inside the load: it starts a little after and ends a little before.
   const rec = spawn('perf', ['record', '-q', '-g', '-F', '1999', '-t', String(pid), '-o', data, '--', 'sleep', String(Math.max(1, SECONDS - 1.5))], { stdio: 'ignore' });
   const recorded = new Promise<number | null>((resolve) => rec.on('close', resolve));
   const result = await loaded;
   const used = mainThreadCpuSeconds(pid) - before;
+  const perRequest = (seconds: number) => (seconds * 1e6) / Math.max(1, result.requests);
+  const threads = new Map([...threadCpuSeconds(pid)].map(([name, seconds]) => [name, perRequest(seconds - (threadsBefore.get(name) ?? 0))]));
   if ((await recorded) !== 0) throw new Error('perf record failed (are you allowed to profile? kernel.perf_event_paranoid)');
-  return { label, cpuUs: (used * 1e6) / Math.max(1, result.requests), data };
+  return { label, cpuUs: perRequest(used), threads, data };
 }
 
 function report(profiles: Profile[]): string[] {
@@ -195,6 +208,20 @@ function report(profiles: Profile[]): string[] {
     lines.push(row(name, values));
   }
   lines.push(row('all', profiles.map((p) => p.cpuUs)));
+  // The main thread is not the whole process: the proxy bench's CPU per request is every thread's.
+  const threadNames = [...new Set(profiles.flatMap((p) => [...p.threads.keys()]))].sort((a, b) => (a === 'main' ? -1 : b === 'main' ? 1 : a.localeCompare(b)));
+  lines.push('', `CPU per request by thread (the process's threads by name), µs`);
+  for (const name of threadNames) {
+    const values = profiles.map((p) => p.threads.get(name) ?? 0);
+    if (values.every((v) => v < 0.05)) continue;
+    lines.push(row(name, values));
+  }
+  lines.push(row('whole process', profiles.map((p) => [...p.threads.values()].reduce((a, b) => a + b, 0))));
+  for (const p of profiles) {
+    const figures: Record<string, number> = { whole_process_us: [...p.threads.values()].reduce((a, b) => a + b, 0) };
+    for (const [name, us] of p.threads) if (us >= 0.05) figures[`${name}_us`] = us;
+    record(`CPU per request by thread, ${CONNECTIONS} connections${RATE ? `, ${RATE} req/s` : ''}`, p.label, figures);
+  }
   const gateway = profiles.at(-1) as Profile;
   const own = [...gateway.files].filter(([f]) => f.includes('/dist/') && !f.includes('node_modules')).sort((a, b) => b[1] - a[1]);
   lines.push('', `the gateway's own code by file, µs per request:`);
@@ -203,6 +230,18 @@ function report(profiles: Profile[]): string[] {
   if (Number(opt.functions) > 0) {
     lines.push('', `the gateway's own code by function (innermost JavaScript frame), µs per request:`);
     for (const [fn, n] of fns.slice(0, Number(opt.functions))) lines.push(`  ${((n / gateway.samples) * gateway.cpuUs).toFixed(2).padStart(6)}  ${fn}`);
+  }
+  if (Number(opt['node-functions']) > 0 && profiles.length === 2) {
+    // Node's own functions in both targets, where the gateway spent the most more: what its use of
+    // node:http and the streams costs beyond the bare proxy's (headers, events, its writes).
+    const us = (p: Profile, fn: string) => ((p.nodeFunctions.get(fn) ?? 0) / p.samples) * p.cpuUs;
+    const [bare, gw] = profiles as [Profile, Profile];
+    const names = [...new Set([...bare.nodeFunctions.keys(), ...gw.nodeFunctions.keys()])];
+    const rows = names.map((fn) => ({ fn, bare: us(bare, fn), gw: us(gw, fn) })).sort((a, b) => b.gw - b.bare - (a.gw - a.bare));
+    lines.push('', `Node's own functions (innermost JavaScript frame), µs per request: ${bare.label}, ${gw.label}, difference`);
+    for (const r of rows.slice(0, Number(opt['node-functions']))) {
+      lines.push(`  ${r.bare.toFixed(2).padStart(6)}  ${r.gw.toFixed(2).padStart(6)}  ${`${r.gw >= r.bare ? '+' : ''}${(r.gw - r.bare).toFixed(2)}`.padStart(6)}  ${r.fn}`);
+    }
   }
   return lines;
 }

@@ -98,6 +98,26 @@ export function mainThreadCpuSeconds(pid: number): number {
 }
 
 /**
+ * CPU seconds (user + system) used so far by each thread of `pid`, summed by thread name
+ * (`/proc/<pid>/task/<tid>/comm`: the main thread carries the process's name, Node's worker
+ * threads, V8's helpers and libuv's pool their own), the main thread as `main`. A thread that ends
+ * between two readings takes its time with it.
+ */
+export function threadCpuSeconds(pid: number): Map<string, number> {
+  const byName = new Map<string, number>();
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const name = tid === String(pid) ? 'main' : readFileSync(`/proc/${pid}/task/${tid}/comm`, 'utf8').trim();
+      const f = statFields(`/proc/${pid}/task/${tid}/stat`);
+      byName.set(name, (byName.get(name) ?? 0) + ((f[11] ?? 0) + (f[12] ?? 0)) / CLK_TCK);
+    } catch {
+      // gone while we looked
+    }
+  }
+  return byName;
+}
+
+/**
  * CPU seconds used so far by every process on the machine (that this one can see): each one's own,
  * all its threads, and its reaped children's, so a process that ends between two readings still
  * counts (its time moves to its parent's). Summed from /proc/<pid>/stat, which the kernel derives
