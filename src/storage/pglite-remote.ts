@@ -2,7 +2,7 @@
 import { readFile } from 'node:fs/promises';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { type TransferListItem, Worker } from 'node:worker_threads';
+import { Worker } from 'node:worker_threads';
 import type { QueryOptions } from '@electric-sql/pglite';
 import { DatabaseError, StorageError } from '../errors/storage.ts';
 import type { PgliteRequest, PgliteResponse, PgliteWorkerData, WireError } from './pglite-wire.ts';
@@ -40,8 +40,7 @@ export class RemotePglite {
 
   /** Starts the worker, which opens the database and applies the migrations; resolves once it answers queries. */
   static async open(data: PgliteWorkerData): Promise<RemotePglite> {
-    const workerData: PgliteWorkerData = { ...(await pgliteAssets()), ...data };
-    const worker = startStorageThread('pglite-worker', 'storage', workerData, workerData.image ? [workerData.image] : []);
+    const worker = startStorageThread('pglite-worker', 'storage', { ...(await pgliteAssets()), ...data });
     const remote = new RemotePglite(worker);
     try {
       await new Promise<unknown>((resolve, reject) => remote.#pending.set(0, { resolve, reject }));
@@ -172,8 +171,10 @@ function fromWire(w: WireError): Error {
  * tell it from the event loop's (bench owners' CPU by thread). Under tsx (tests, `npm run dev`)
  * a worker does not inherit tsx's loader: it registers it, then loads the .ts file.
  */
-export function startStorageThread(script: 'pglite-worker' | 'pglite-init', name: string, workerData: PgliteWorkerData, transferList: TransferListItem[] = []): Worker {
+export function startStorageThread(script: 'pglite-worker' | 'pglite-init', name: string, workerData: PgliteWorkerData): Worker {
   const here = fileURLToPath(import.meta.url);
+  // An in-memory database's image to start from is handed over, not copied.
+  const transferList = workerData.image ? [workerData.image] : [];
   const file = path.join(path.dirname(here), `${script}${path.extname(here)}`);
   return file.endsWith('.ts')
     ? new Worker(`import('tsx/esm/api').then((tsx) => { tsx.register(); return import(${JSON.stringify(pathToFileURL(file).href)}); })`, { eval: true, name, workerData, transferList })
