@@ -5,7 +5,7 @@ import { createKey, startTestApp, type TestApp } from '../support/app.ts';
 import { type FakeNode, startFakeNode } from '../support/fake-node.ts';
 import { createPgCluster, type PgCluster, pgBinDir, storedRequests } from '../support/pg-cluster.ts';
 import { launchGateway } from '../support/process.ts';
-import { waitFor } from '../support/wait.ts';
+import { freePort, waitFor } from '../support/wait.ts';
 
 // C48, the database part: a PostgreSQL of the test's own is stopped under the gateway (every
 // connection cut at once) and started again. A fake node answers the calls: the node is not what
@@ -133,16 +133,30 @@ describe('a gateway started while the database is down (C48)', { skip }, () => {
   });
   after(() => cluster?.destroy());
 
-  test('it says it waits for the database, retries, and listens once the database is started', async () => {
+  test('it says it waits for the database, retries, answers live but not ready meanwhile, and listens once the database is started', async () => {
+    const port = await freePort();
     const gw = await launchGateway({
-      env: { DATABASE_URL: cluster.url, DATA_DIR: 'memory', LOG_FORMAT: 'json', JWT_SECRET: randomBytes(32).toString('hex'), KEY_ENCRYPTION_SECRET: randomBytes(32).toString('hex'), DEVNET: 'false' },
+      env: { DATABASE_URL: cluster.url, DATA_DIR: 'memory', LOG_FORMAT: 'json', JWT_SECRET: randomBytes(32).toString('hex'), KEY_ENCRYPTION_SECRET: randomBytes(32).toString('hex'), DEVNET: 'false', PORT: String(port) },
     });
     try {
       await waitFor(() => (gw.output().match(/waiting for the database/g) ?? []).length >= 2, { timeoutMs: 60_000, what: `two waiting lines:\n${gw.output()}` });
       assert.doesNotMatch(gw.output(), /Junction is listening|Cannot start/);
+      // C3, C57: the port is bound before storage opens; until the start is over it says the
+      // process lives, and every other request is told to come back, each in its own shape (C7, C22).
+      const base = `http://127.0.0.1:${port}`;
+      assert.equal((await fetch(`${base}/health/live`)).status, 200);
+      const notReady = await fetch(`${base}/health/ready`);
+      assert.equal(notReady.status, 503);
+      assert.equal(notReady.headers.get('retry-after'), '1');
+      assert.equal(((await notReady.json()) as { error: { code: string } }).error.code, 'SERVICE_UNAVAILABLE');
+      const call = await rpc(`${base}/rpc/main/evm/50`, 1);
+      assert.equal(call.status, 503);
+      assert.equal(call.retryAfter, '1');
+      assert.equal(call.body.error?.code, -32000);
       cluster.start();
       await waitFor(() => /"address":"(http:\/\/[^"]+)".*"msg":"Junction is listening"/.test(gw.output()), { timeoutMs: 90_000, what: `listening after the database started:\n${gw.output()}` });
       const url = /"address":"(http:\/\/[^"]+)".*"msg":"Junction is listening"/.exec(gw.output())?.[1] as string;
+      assert.equal(url, base, 'the app takes over the port the start bound');
       const ready = await fetch(`${url}/health/ready`);
       assert.equal(ready.status, 200);
       // At most one line per attempt, attempts at least a second apart: a handful, not a flood.
