@@ -149,7 +149,7 @@ export const ConfigSchema = T.Object(
         // C24: debug_*, trace_*, txpool_* methods a plan may call besides, each by its exact name.
         planExtras: Tiers(() => T.Array(ExtraMethod), 'debug_*, trace_*, txpool_* methods a plan may call besides (exact names)'),
         computeUnits: T.Record(T.String(), T.Integer({ minimum: 0 }), {
-          description: "compute units by method for the monthly quota; a method not listed costs the method catalogue's weight for it (docs/rpc.md), else `default`",
+          description: "compute units by method for the monthly quota; a method not listed costs the method catalogue's weight for it (docs/plans.md), else `default`",
         }),
       },
       { additionalProperties: false, description: 'the JSON-RPC methods served' },

@@ -22,7 +22,8 @@ for (const store of [
       t = await startTestApp({
         redis: store.redis,
         env: { ADMIN_TOKEN: ADMIN, UPSTREAM_NATIVE_MAINNET: fake.url },
-        overrides: { limits: { publicRpcPerMinute: 3 } },
+        // debug_traceTransaction opened to the free plan, for the weight of a tracer (C10, C24).
+        overrides: { limits: { publicRpcPerMinute: 3 }, methods: { planExtras: { free: ['debug_traceTransaction'] } } },
       });
     });
     after(async () => {
@@ -111,6 +112,21 @@ for (const store of [
       assert.equal(again.json().error.code, -32006);
       assert.equal(again.json().error.data.limit, 'monthly');
       assert.equal((await rpc(key, call('eth_call'))).headers['x-cu-remaining'], '0', 'eth_call costs 2');
+    });
+
+    test('a tracer weighs more than a read: debug_traceTransaction costs 20 (C10)', async () => {
+      const u = await registerUser(t.app);
+      await limits(u.id, { monthlyLimit: 25 });
+      const { key } = await createKey(t.app, {}, u);
+      const trace = { ...call('debug_traceTransaction'), params: [`0x${'11'.repeat(32)}`] };
+      const first = await rpc(key, trace);
+      assert.equal(first.statusCode, 200);
+      assert.equal(first.json().error, undefined);
+      assert.equal(first.headers['x-cu-remaining'], '5');
+      const again = await rpc(key, trace);
+      assert.equal(again.statusCode, 429);
+      assert.equal(again.json().error.data.limit, 'monthly');
+      assert.equal((await rpc(key, call('net_listening'))).headers['x-cu-remaining'], '4', 'a simple read still costs 1');
     });
 
     test('enterprise is unlimited: every dimension reports -1', async () => {

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { describe, test } from 'node:test';
 import ts from 'typescript';
 import { loadConfig } from '../../src/config/load.ts';
-import { catalogue, methodFacts, refusedWhy, STANDARD_METHODS } from '../../src/methods/catalogue.ts';
+import { catalogue, defaultComputeUnits, methodFacts, refusedWhy, STANDARD_METHODS } from '../../src/methods/catalogue.ts';
 import { MethodPolicy } from '../../src/rpc/policy.ts';
 
 /**
@@ -120,5 +120,20 @@ describe('one place per fact (C53)', () => {
   test('the check finds a method list where there is one', () => {
     const sample = path.resolve(import.meta.dirname, '../../src/methods/catalogue.ts');
     assert.ok(methodLists(sample).length > 0);
+  });
+});
+
+describe('compute units (C10)', () => {
+  test('a tracer weighs more than a simple read: every debug_* and trace_* method costs more than 1', () => {
+    const tracers = [...catalogue()].filter((f) => /^(debug|trace)_/.test(f.name));
+    assert.ok(tracers.length >= 10, `${tracers.length} tracers`);
+    for (const f of tracers) assert.ok((f.cu ?? 1) > 1, `${f.name} costs ${f.cu ?? 1}`);
+  });
+
+  test("docs/plans.md's table lists every weight the catalogue sets, and no other", () => {
+    const doc = readFileSync(path.resolve(import.meta.dirname, '../../docs/plans.md'), 'utf8');
+    const listed: Record<string, number> = {};
+    for (const [, cu, methods] of doc.matchAll(/^\| (\d+) \| (`.*`) \|$/gm)) for (const [, m] of (methods as string).matchAll(/`(\w+)`/g)) listed[m as string] = Number(cu);
+    assert.deepEqual(listed, defaultComputeUnits());
   });
 });
