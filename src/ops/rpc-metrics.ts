@@ -34,7 +34,7 @@ export function observeUpstreams(metrics: Metrics, upstreams: UpstreamsView, bou
   });
   metrics.define({
     name: 'junction_upstream_errors_total',
-    help: 'Failed attempts on upstream nodes by network, upstream and kind (timeout, connect, connection, http_5xx, http_429, invalid_answer, too_large)',
+    help: 'Failed attempts on upstream nodes by network, upstream and kind (timeout, connect, connection, http_5xx, http_429, invalid_answer, too_large, gateway_busy, node_busy, node_missing)',
     type: 'counter',
     labelNames: ['network', 'upstream', 'kind'],
     *read() {
