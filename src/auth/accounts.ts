@@ -3,6 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { eq, sql } from 'drizzle-orm';
 import type { Tier } from '../config/schema.ts';
 import { HttpError } from '../errors/http.ts';
+import { uniqueViolation } from '../errors/storage.ts';
 import type { Db } from '../storage/db.ts';
 import { DEFAULT_HASH_COST, dummyHash, hashPassword, verifyPassword } from './passwords.ts';
 import { users } from './schema.ts';
@@ -22,13 +23,6 @@ export function toPublicUser(u: UserRow): PublicUser {
 }
 
 export const normaliseEmail = (email: string) => email.trim().toLowerCase();
-
-function isUniqueViolation(err: unknown): boolean {
-  for (let e: unknown = err; e; e = (e as { cause?: unknown }).cause) {
-    if ((e as { code?: string }).code === '23505') return true;
-  }
-  return false;
-}
 
 /**
  * C20, as for keys: the longest a signed-in account's row serves REST requests after it was read,
@@ -74,7 +68,7 @@ export class AccountService {
         .returning();
       return row as UserRow;
     } catch (err) {
-      if (isUniqueViolation(err)) throw new HttpError('EMAIL_TAKEN', 'An account with this e-mail already exists');
+      if (uniqueViolation(err) !== undefined) throw new HttpError('EMAIL_TAKEN', 'An account with this e-mail already exists');
       throw err;
     }
   }

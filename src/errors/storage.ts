@@ -24,6 +24,21 @@ export class IpcClosedError extends BaseError {
   static override readonly code = 'IPC_CLOSED';
 }
 
+/**
+ * The unique index or constraint a write broke (SQLSTATE 23505), by name, or undefined when `err`
+ * (and each of its causes) is another error. PGlite, node-postgres and the storage channel all
+ * keep the driver's `code` and `constraint`; '' when the driver gave no name.
+ */
+export function uniqueViolation(err: unknown): string | undefined {
+  let e: unknown = err;
+  for (let depth = 0; depth < 6 && e && typeof e === 'object'; depth++) {
+    const o = e as { code?: unknown; constraint?: unknown; cause?: unknown };
+    if (o.code === '23505') return typeof o.constraint === 'string' ? o.constraint : '';
+    e = o.cause;
+  }
+  return undefined;
+}
+
 /** C48: how long a caller refused while the database is unreachable is told to wait (Retry-After, seconds). */
 export const STORAGE_RETRY_AFTER_SECONDS = 5;
 

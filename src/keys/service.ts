@@ -8,6 +8,7 @@ import { users } from '../auth/schema.ts';
 import type { Networks } from '../chains/networks.ts';
 import type { KeysConfig } from '../config/schema.ts';
 import { HttpError, notFound } from '../errors/http.ts';
+import { uniqueViolation } from '../errors/storage.ts';
 import { type AccountLimitsInput, effectiveLimits } from '../metering/plans.ts';
 import type { Db } from '../storage/db.ts';
 import { accessView, applyAccessInput, hasAccessInput, type KeyAccessInput, type KeyAccessSettings } from './allowlist-settings.ts';
@@ -90,9 +91,12 @@ export class KeyService {
   readonly plan: PlanRules;
   /** Counts for the key list (C21): the usage service, given when the app builds this service. */
   readonly usage: KeyUsageReader;
+  /** Makes a key value and its prefix (C19); a test may give one that repeats a prefix. */
+  readonly #newKey: typeof generateKey;
 
-  constructor(deps: { db: Db; settings: KeyServiceSettings; networks: Networks; encryptionSecret: string; usage?: KeyUsageReader }) {
+  constructor(deps: { db: Db; settings: KeyServiceSettings; networks: Networks; encryptionSecret: string; usage?: KeyUsageReader; newKey?: typeof generateKey }) {
     this.#db = deps.db;
+    this.#newKey = deps.newKey ?? generateKey;
     this.#settings = deps.settings;
     this.#cipher = new KeyCipher(deps.encryptionSecret);
     this.plan = new PlanRules(deps.settings, deps.networks);
@@ -169,7 +173,7 @@ export class KeyService {
   }
 
   async create(userId: string, input: CreateKeyInput): Promise<KeyRow> {
-    const row = await this.#db.transaction(async (tx) => {
+    const row = await this.#withNewKey(({ key, prefix }) => this.#db.transaction(async (tx) => {
       const user = await lockUser(tx, userId);
       const limits = effectiveLimits(this.#settings.plans, user);
       const others = await tx
@@ -186,7 +190,6 @@ export class KeyService {
       const rateLimit = this.plan.checkRateLimit(user, input.rateLimit);
       const access = hasAccessInput(input) ? applyAccessInput(null, input, this.plan.planMethods(user)) : null;
       const id = randomUUID();
-      const { key, prefix } = generateKey(this.#settings.keys.prefix);
       const [created] = await tx
         .insert(apiKeys)
         .values({
@@ -205,7 +208,7 @@ export class KeyService {
         })
         .returning();
       return created as KeyRow;
-    });
+    }));
     this.changes.emit({ type: 'created', userId, keyId: row.id, keyHashes: [row.keyHash] });
     return row;
   }
@@ -257,8 +260,7 @@ export class KeyService {
 
   /** A new key value under the same id; the old value stops working at once (C20). */
   async rotate(userId: string, id: string): Promise<KeyRow> {
-    const { key, prefix } = generateKey(this.#settings.keys.prefix);
-    const { row, oldHash } = await this.#db.transaction(async (tx) => {
+    const { row, oldHash } = await this.#withNewKey(({ key, prefix }) => this.#db.transaction(async (tx) => {
       const current = await getIn(tx, userId, id, true);
       if (current.status === 'revoked') throw new HttpError('CONFLICT', 'A revoked key cannot be rotated');
       const [updated] = await tx
@@ -267,9 +269,24 @@ export class KeyService {
         .where(eq(apiKeys.id, id))
         .returning();
       return { row: updated as KeyRow, oldHash: current.keyHash };
-    });
+    }));
     this.changes.emit({ type: 'rotated', userId, keyId: id, keyHashes: [oldHash] });
     return row;
+  }
+
+  /**
+   * C19: writes a new key value, made anew when its prefix is taken. The prefix carries 32 random
+   * bits and is unique, so among N stored keys one write in 2^32/N draws a taken one (one in ~4,300
+   * at a million keys): that write is tried again with a new value instead of failing with a 500.
+   */
+  async #withNewKey<T>(write: (made: { key: string; prefix: string }) => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await write(this.#newKey(this.#settings.keys.prefix));
+      } catch (err) {
+        if (attempt >= 5 || uniqueViolation(err) !== 'api_keys_prefix_key') throw err;
+      }
+    }
   }
 
   async delete(userId: string, id: string): Promise<void> {
