@@ -3,7 +3,7 @@
 import type { Logger } from 'pino';
 import type { Network } from '../chains/networks.ts';
 import type { MethodsConfig, RpcConfig } from '../config/schema.ts';
-import { ApiKeyRevokedError, InvalidParamsError, InvalidRequestError, ParseError, ResponseTooLargeError, RpcError } from '../errors/rpc.ts';
+import { InvalidParamsError, InvalidRequestError, ParseError, ResponseTooLargeError, RpcError } from '../errors/rpc.ts';
 import type { KeyCache, ResolvedKey } from '../keys/cache.ts';
 import { admit, Refusal } from '../keys/admission.ts';
 import type { Meter, MeterOutcome } from '../metering/meter.ts';
@@ -67,16 +67,6 @@ function slugOf(input: RpcInput): string {
 function hasLogs(items: ParsedCall[]): boolean {
   for (const item of items) if (item.call.method === GET_LOGS) return true;
   return false;
-}
-
-/**
- * C46a: the key an admission refusal counts for: a revoked or expired key's account, a key refused
- * for the network or its allowlists; not a key that does not exist or is inactive (no account to
- * count for), nor a refused key lookup (C17: the address's, not a key's).
- */
-function countsFor(refusal: Refusal): ResolvedKey | null {
-  if (refusal.reason === 'rate' || (refusal.reason === 'key' && !(refusal.error instanceof ApiKeyRevokedError))) return null;
-  return refusal.key;
 }
 
 /** Gives back the subscription slots a message reserved and will not use. */
@@ -327,8 +317,11 @@ export class RpcPipeline {
   /** Stage admit, refused: answered (and counted, C46a); a key that cannot be used here closes a WebSocket. */
   async #refuseAdmission(refusal: Refusal, network: Network, input: RpcInput, msg: Message, outcomes: Outcomes): Promise<RpcOutput> {
     const { error: err, key: known } = refusal;
-    // C46a: a batch refused whole counts each of its calls, for the key's account when it has one to count for.
-    outcomes.key = countsFor(refusal);
+    // C46a: a batch refused whole counts each of its calls, for the key's account when it has one
+    // to count for: an inactive, revoked or expired key, or one refused for the network or its
+    // allowlists (an inactive key's caller hears -32001 as for an unknown one; its owner sees the
+    // calls under `key`); a key that does not exist, or a refused key lookup (C17), holds none.
+    outcomes.key = refusal.key;
     outcomes.refused('admit', msg.method, err, msg.batch?.length ?? 1);
     if (refusal.reason === 'rate') return { ...errorOutput(err, msg.id()), headers: refusal.headers };
     // C48: a key the database could not be asked about carries its Retry-After.
@@ -341,7 +334,7 @@ export class RpcPipeline {
 
   /** C46a: a refused WebSocket upgrade, counted once for the key's account (the upgrade is no call: no metrics, its own log line). */
   countRefusal(refusal: Refusal, slug: string, method: string): void {
-    this.#settlement.refusedFor(countsFor(refusal), slug, method, refusal.error);
+    this.#settlement.refusedFor(refusal.key, slug, method, refusal.error);
   }
 
   /** Stage split: the message's calls with their texts; a batch's malformed items refused one by one (C23). */

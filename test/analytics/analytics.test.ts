@@ -157,7 +157,7 @@ for (const backend of backends) {
       assert.equal((await stats(user.auth)).totalRequests, 14, 'the usage statistics count the same calls');
     });
 
-    test('refused calls are counted by reason (rate, quota, key, network, method) for the key’s account and never show in /usage/stats', async () => {
+    test('refused calls are counted by reason (rate, quota, key: revoked, inactive, expired; network, method) for the key’s account and never show in /usage/stats', async () => {
       const user = await proUser();
       const limited = await createKey(t.app, { name: 'one a minute', rateLimit: 1 }, user);
       const ethOnly = await createKey(t.app, { name: 'ethereum only', networks: ['ethereum'] }, user);
@@ -173,6 +173,17 @@ for (const backend of backends) {
       assert.equal(rev.statusCode, 200, rev.body);
       const gone = (await (await post('ethereum', revoked.key, call('eth_blockNumber'))).json()) as { error: { code: number } };
       assert.equal(gone.error.code, -32002); // key
+      // C46a: an inactive key (its caller hears -32001, as for an unknown key) and an expired one count under key too.
+      const off = await createKey(t.app, { name: 'switched off' }, user);
+      const patch = await t.app.inject({ method: 'PATCH', url: `/api/v1/api-keys/${off.id}`, headers: user.auth, payload: { status: 'inactive' } });
+      assert.equal(patch.statusCode, 200, patch.body);
+      const inactive = (await (await post('ethereum', off.key, call('eth_blockNumber'))).json()) as { error: { code: number } };
+      assert.equal(inactive.error.code, -32001); // key
+      const expired = await createKey(t.app, { name: 'expired', expiresAt: '2020-01-01T00:00:00.000Z' }, user);
+      const late = (await (await post('ethereum', expired.key, call('eth_blockNumber'))).json()) as { error: { code: number } };
+      assert.equal(late.error.code, -32002); // key
+      // A key that does not exist has no account to count for.
+      assert.equal((await post('ethereum', `${off.key.slice(0, -4)}AAAA`, call('eth_blockNumber'))).status, 401);
 
       // Quota: another account whose daily limit is one request.
       const small = await proUser();
@@ -185,7 +196,7 @@ for (const backend of backends) {
       await flushNow();
       const a = await analyticsOk(user.auth);
       const day = a.series.at(-1)!;
-      assert.deepEqual(day.refused, { rate: 1, quota: 0, key: 1, network: 1, method: 1, access: 0 });
+      assert.deepEqual(day.refused, { rate: 1, quota: 0, key: 3, network: 1, method: 1, access: 0 });
       assert.equal(day.requests, 2, 'only the admitted calls are requests');
       assert.equal((await stats(user.auth)).totalRequests, 2, 'refused calls are not usage (C27)');
       const perKey = await analyticsOk(user.auth, `?apiKeyId=${ethOnly.id}`);
