@@ -175,7 +175,7 @@ export async function registerUser(
 /** Registers an account and creates one API key; returns the key value and the account. */
 export async function createKey(
   app: FastifyInstance,
-  payload: { name?: string; networks?: string[]; rateLimit?: number } = {},
+  payload: { name?: string; networks?: string[]; rateLimit?: number; expiresAt?: string } = {},
   user?: Awaited<ReturnType<typeof registerUser>>,
 ): Promise<{ key: string; id: string; user: Awaited<ReturnType<typeof registerUser>> }> {
   const u = user ?? (await registerUser(app));
