@@ -333,6 +333,19 @@ export function validateConfig(raw: unknown, sources?: ConfigSources): Config {
       const env = sources?.env.get(`networks.${n.slug}.upstreams`);
       throw new ConfigError(`${env ? `${env}: ` : ''}networks.${n.slug}.upstreams: at least one upstream is needed`);
     }
+    // C49: a consensus read is answered only when `consensus.nodes` (default 2) nodes agree; with
+    // fewer upstreams every one would be refused (too_few_nodes), so the start refuses instead.
+    // The devnet points each network at its one local chain (main.ts `onDevnet`).
+    if (n.consensus !== undefined) {
+      const nodes = n.consensus.nodes ?? 2;
+      const have = cfg.devnet.enabled ? 1 : n.upstreams.length;
+      if (have < nodes) {
+        const env = sources?.env.get(`networks.${n.slug}.upstreams`);
+        const setting = n.consensus.nodes === undefined ? `networks.${n.slug}.consensus` : `networks.${n.slug}.consensus.nodes = ${nodes}`;
+        const where = cfg.devnet.enabled ? 'the devnet gives each network one node' : `the network has ${have}${env ? ` (${env})` : ''}`;
+        throw new ConfigError(`${setting}: consensus reads need ${nodes} upstreams that agree, ${where}; add upstreams, lower consensus.nodes (at least 2) or leave consensus out`);
+      }
+    }
     // C55: only a read at a block can be checked at the same block on another node.
     for (const m of Object.keys(n.sampling?.methods ?? {})) {
       if (!checkableAtBlock(m)) {
@@ -340,7 +353,35 @@ export function validateConfig(raw: unknown, sources?: ConfigSources): Config {
       }
     }
   }
+  checkNetworkReferences(cfg, sources);
   return deepFreeze(cfg);
+}
+
+/**
+ * C32: a setting that names a network by slug names one of `networks`, or the start stops naming
+ * it: a typo would otherwise leave a feature quietly idle (no whale alerts, a price always null).
+ */
+function checkNetworkReferences(cfg: Config, sources: ConfigSources | undefined): void {
+  const slugs = new Set(cfg.networks.map((n) => n.slug));
+  const refs: Array<[path: string, slug: string]> = [
+    ...cfg.whaleAlerts.networks.map((slug, i): [string, string] => [`whaleAlerts.networks.${i}`, slug]),
+    ...Object.keys(cfg.faucet.networks).map((slug): [string, string] => [`faucet.networks.${slug}`, slug]),
+    ...Object.keys(cfg.intents.solverPrivateKeys).map((slug): [string, string] => [`intents.solverPrivateKeys.${slug}`, slug]),
+    ...Object.keys(cfg.intents.settlers).map((slug): [string, string] => [`intents.settlers.${slug}`, slug]),
+    ...(cfg.intents.routes ?? []).flatMap((r, i): Array<[string, string]> => [
+      [`intents.routes.${i}.from`, r.from],
+      [`intents.routes.${i}.to`, r.to],
+    ]),
+  ];
+  for (const n of cfg.networks) {
+    if (n.price?.type === 'chainlink') refs.push([`networks.${n.slug}.price.network`, n.price.network]);
+    for (const [i, t] of (n.tokens ?? []).entries()) if (t.price?.type === 'chainlink') refs.push([`networks.${n.slug}.tokens.${i}.price.network`, t.price.network]);
+  }
+  for (const [at, slug] of refs) {
+    if (slugs.has(slug)) continue;
+    const env = sources?.env.get(at);
+    throw new ConfigError(`${env ? `${env}: ` : ''}${at} = "${slug}": no such network; known: ${[...slugs].join(', ')}`);
+  }
 }
 
 /** The first schema error of `raw` in words. */

@@ -128,3 +128,28 @@ describe('config: method names are exact', () => {
     assert.throws(() => loadConfig({ env: {}, overrides: { methods: { planExtras: { max: ['admin_addPeer'] } } } }), /methods\.planExtras\.max/);
   });
 });
+
+// C32: a setting naming a network names one that is configured, else the start stops naming it.
+describe('config: settings that name a network', () => {
+  test('an unknown slug stops the start naming the setting and the slug', () => {
+    const feed = { type: 'chainlink', network: 'etherium', address: `0x${'11'.repeat(20)}` };
+    const cases: Array<[overrides: Record<string, unknown>, setting: RegExp]> = [
+      [{ whaleAlerts: { networks: ['native-mainnet', 'native-mainet'] } }, /whaleAlerts\.networks\.1 = "native-mainet": no such network/],
+      [{ faucet: { networks: { 'native-testnt': { enabled: true } } } }, /faucet\.networks\.native-testnt = "native-testnt"/],
+      [{ intents: { routes: [{ from: 'ethereum', to: 'polygon-amoi' }] } }, /intents\.routes\.0\.to = "polygon-amoi"/],
+      [{ intents: { solverPrivateKeys: { bnb: `0x${'22'.repeat(32)}` } } }, /intents\.solverPrivateKeys\.bnb = "bnb"/],
+      [{ intents: { settlers: { eth: { origin: `0x${'33'.repeat(20)}`, destination: `0x${'44'.repeat(20)}` } } } }, /intents\.settlers\.eth = "eth"/],
+    ];
+    for (const [overrides, setting] of cases) assert.throws(() => loadConfig({ env: {}, overrides }), setting);
+    const base = loadConfig({ env: {} });
+    const networks = base.networks.map((n) => (n.slug === 'ethereum' ? { ...n, price: feed, tokens: [{ symbol: 'USDX', address: `0x${'55'.repeat(20)}`, decimals: 6, price: feed }] } : n));
+    assert.throws(() => loadConfig({ env: {}, overrides: { networks } }), /networks\.ethereum\.price\.network = "etherium"/);
+    const tokenOnly = base.networks.map((n) => (n.slug === 'ethereum' ? { ...n, tokens: [{ symbol: 'USDX', address: `0x${'55'.repeat(20)}`, decimals: 6, price: feed }] } : n));
+    assert.throws(() => loadConfig({ env: {}, overrides: { networks: tokenOnly } }), /networks\.ethereum\.tokens\.0\.price\.network = "etherium"/);
+  });
+
+  test('the shipped config and the devnet name only their own networks', () => {
+    assert.doesNotThrow(() => loadConfig({ env: {} }));
+    assert.doesNotThrow(() => loadConfig({ env: { DEVNET: 'true' } }));
+  });
+});

@@ -39,13 +39,14 @@ describe('faucet settings', () => {
       [{ env: {}, overrides: { faucet: { cooldownSeconds: -5 } } }, /faucet\.cooldownSeconds/],
       [{ env: {}, overrides: { faucet: { recheckIntervalSeconds: 0 } } }, /faucet\.recheckIntervalSeconds/],
       [{ env: {}, overrides: { faucet: { recheckAfterSeconds: -1 } } }, /faucet\.recheckAfterSeconds/],
+      // C32: a network that is not configured, named with its setting.
+      [{ env: {}, overrides: { faucet: { networks: { atlantis: { privateKey: key } } } } }, /faucet\.networks\.atlantis = "atlantis": no such network/],
     ];
     for (const [opts, pattern] of cases) {
       assert.throws(() => loadConfig(opts), (err: Error) => err instanceof ConfigError && pattern.test(err.message) && !err.message.includes('not-a-key'));
     }
     const semantic: Array<[Record<string, unknown>, RegExp]> = [
       [{ networks: { ethereum: { privateKey: key } } }, /faucet\.networks\.ethereum: a faucet works on testnets only/],
-      [{ networks: { atlantis: { privateKey: key } } }, /faucet\.networks\.atlantis/],
       [{ privateKey: `0x${'0'.repeat(64)}` }, /faucet\.privateKey: not a valid secp256k1 private key/],
       [{ privateKey: key, defaultAmount: '11' }, /more than its maximum/],
       [{ privateKey: key, maxAmount: '0' }, /faucet\.maxAmount: must be more than 0/],
