@@ -8,16 +8,27 @@ import { createKey, startTestApp, type TestApp } from '../support/app.ts';
 let t: TestApp;
 let key: string;
 
-async function rpc(method: string, params: unknown[] = []): Promise<{ result?: unknown; error?: { code: number; message: string } }> {
+interface Reply {
+  id?: unknown;
+  result?: unknown;
+  error?: { code: number; message: string; data?: unknown };
+}
+
+/** POSTs a call or a batch to the native devnet chain; the parsed answer. */
+async function post(body: unknown): Promise<unknown> {
   const res = await fetch(`${t.url}/rpc/main/evm/50`, {
     method: 'POST',
     headers: { 'content-type': 'application/json', 'x-api-key': key },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+    body: JSON.stringify(body),
   });
-  const body = (await res.json()) as { result?: unknown; error?: { code: number; message: string } };
-  // C22: a node's failure is -32000 with HTTP 502; an answer is 200.
-  assert.equal(res.status, body.error?.code === -32000 ? 502 : 200);
-  return body;
+  // C22, C25: the native node is reachable, so every answer is 200, its errors and the gateway's
+  // "nothing there" included; only a call no node could answer would be 502.
+  assert.equal(res.status, 200);
+  return res.json();
+}
+
+async function rpc(method: string, params: unknown[] = []): Promise<Reply> {
+  return (await post({ jsonrpc: '2.0', id: 1, method, params })) as Reply;
 }
 
 async function anvil(method: string, params: unknown[]): Promise<unknown> {
@@ -60,8 +71,10 @@ describe('nat_* on the native devnet chain', () => {
     assert.equal(r.timestamp, Number(block.timestamp));
     assert.equal(r.committed, true);
     assert.equal(r.miner, t.devnet!.accounts[16 % 3]!.address.toLowerCase());
+    // The node's own Error text for a block it does not have: -32000 with HTTP 200.
     const missing = await rpc('nat_getBlockByNumber', ['0xffffff']);
     assert.equal(missing.error?.code, -32000);
+    assert.equal(missing.error?.message, 'can not find block from this number');
   });
 
   test('nat_getCandidates gives each candidate its balance on the chain as capacity', async () => {
@@ -87,7 +100,25 @@ describe('nat_* on the native devnet chain', () => {
     const voter = (await rpc('nat_getVoterReward', [2, accounts[0], accounts[0]])).result;
     assert.equal(voter, (BigInt(rewards[0]!.reward) - BigInt(rewards[0]!.reward) / 10n).toString());
     assert.equal((await rpc('nat_getValidatorReward', [2, accounts[5]])).result, null);
-    assert.equal((await rpc('nat_getValidatorReward', [999, accounts[0]])).error?.code, -32000);
+  });
+
+  test('an epoch the node has not reached is its own error, 200, single and in a batch', async () => {
+    const a = t.devnet!.accounts[0]!.address;
+    const notStarted = { code: -32000, message: 'epoch 999 has not started' };
+    assert.deepEqual((await rpc('nat_getValidatorReward', [999, a])).error, notStarted);
+    const batch = (await post([
+      { jsonrpc: '2.0', id: 'v', method: 'nat_getValidatorReward', params: [999, a] },
+      { jsonrpc: '2.0', id: 'w', method: 'nat_getVoterReward', params: [999, a, a] },
+      { jsonrpc: '2.0', id: 'n', method: 'eth_chainId', params: [] },
+    ])) as Reply[];
+    assert.deepEqual(batch.map((r) => r.error ?? r.result), [notStarted, notStarted, '0x32']);
+  });
+
+  test('an epoch whose block keeps no reward record is -32000 saying so, 200', async () => {
+    // Epoch 0 is block 0 alone, which pays no epoch before it.
+    const { error } = await rpc('nat_getValidatorReward', [0, t.devnet!.accounts[0]!.address]);
+    assert.equal(error?.code, -32000);
+    assert.match(error?.message ?? '', /^no reward record for epoch 0: /);
   });
 
   test('everything else reaches anvil unchanged', async () => {

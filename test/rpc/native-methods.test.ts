@@ -1,15 +1,17 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { after, before, beforeEach, describe, test } from 'node:test';
-import { InvalidParamsError, MethodNotSupportedError, UpstreamError } from '../../src/errors/rpc.ts';
+import { InvalidParamsError, MethodNotSupportedError, NodeAnsweredError, toRpcError, UpstreamError } from '../../src/errors/rpc.ts';
 import {
   callNativeMethod,
+  EPOCH_INFO_METHOD,
   NATIVE_METHOD_DOCS,
   type NodeCall,
   nodeCallFromPool,
   parseJsonKeepingBigIntegers,
 } from '../../src/rpc/dispatch/native.ts';
-import { NoUpstreamError, UpstreamPool } from '../../src/upstreams/http/pool.ts';
+import { NoUpstreamError, UpstreamPool, UpstreamRpcError } from '../../src/upstreams/http/pool.ts';
+import { createKey, startTestApp, type TestApp } from '../support/app.ts';
 import { EPOCH_WITHOUT_REWARDS, type FakeNode, REWARD_EPOCH, startFakeNode } from '../support/fake-node.ts';
 
 // The shipped table: what runs in production is what is tested.
@@ -59,13 +61,29 @@ beforeEach(() => {
 const nat = (method: string, params: unknown, via: NodeCall = call): Promise<unknown> =>
   callNativeMethod(method, params, TABLE, via);
 
-/** Asserts a -32000 carrying the node's message, as the client will see it. */
-function upstreamErrorWith(message: RegExp): (err: unknown) => boolean {
+/**
+ * Asserts the error object the client gets and its HTTP status, as the dispatcher makes them
+ * (`toRpcError`, C22).
+ */
+function clientSees(status: number, json: { code: number; message: string | RegExp; data?: unknown }): (err: unknown) => boolean {
   return (err) => {
-    assert.ok(err instanceof UpstreamError, `expected UpstreamError, got ${String(err)}`);
-    assert.equal(err.code, -32000);
-    assert.match(err.message, message);
+    const e = toRpcError(err);
+    assert.equal(e.httpStatus, status, `HTTP status of ${String(err)}`);
+    const { message, ...rest } = json;
+    const { message: got, ...gotRest } = e.toJSON();
+    if (typeof message === 'string') assert.equal(got, message);
+    else assert.match(got, message);
+    if ('data' in json) assert.deepEqual(gotRest, rest);
+    else assert.equal(gotRest.code, json.code);
     return true;
+  };
+}
+
+/** A node that answers each method with a set result (null is a result), or a -32601 error. */
+function scriptedNode(results: Record<string, unknown>): NodeCall {
+  return async <T = unknown>(method: string) => {
+    if (!Object.hasOwn(results, method)) throw new UpstreamRpcError(-32601, `the method ${method} does not exist/is not available`, undefined, 0);
+    return results[method] as T;
   };
 }
 
@@ -97,15 +115,15 @@ describe('nat_getBlockByNumber', () => {
     );
   });
 
-  test('a block answered with a non-empty Error becomes -32000 with the node message in data', async () => {
+  test('a block answered with a non-empty Error is -32000 with the node message, HTTP 200 (the node answered)', async () => {
     node.setBlockError(true);
     await assert.rejects(nat('nat_getBlockByNumber', [999999999]), (err) => {
-      upstreamErrorWith(/can not find block from this number/)(err);
-      assert.deepEqual((err as UpstreamError).toJSON().data, {
-        method: 'XDPoS_getV2BlockByNumber',
+      assert.ok(err instanceof NodeAnsweredError, String(err));
+      return clientSees(200, {
+        code: -32000,
         message: 'can not find block from this number',
-      });
-      return true;
+        data: { method: 'XDPoS_getV2BlockByNumber' },
+      })(err);
     });
   });
 });
@@ -159,9 +177,9 @@ describe('nat_getMasternodes', () => {
     assert.deepEqual(node.logWithoutProbes(), [{ method: 'XDPoS_getMasternodesByNumber', params: ['0x4ca5e22'] }]);
   });
 
-  test('an Error set by the node ({} once Go has marshalled it) becomes -32000', async () => {
+  test('an Error set by the node ({} once Go has marshalled it) is -32000 with HTTP 200', async () => {
     node.setMasternodesError(true);
-    await assert.rejects(nat('nat_getMasternodes', ['latest']), upstreamErrorWith(/XDPoS_getMasternodesByNumber/));
+    await assert.rejects(nat('nat_getMasternodes', ['latest']), clientSees(200, { code: -32000, message: /XDPoS_getMasternodesByNumber.*without a message/ }));
   });
 });
 
@@ -199,22 +217,68 @@ describe('nat_getValidatorReward', () => {
     assert.equal(await nat('nat_getValidatorReward', [REWARD_EPOCH, VOTER]), null);
   });
 
-  test('an epoch the node does not know is -32000 with the node message, and no reward is read', async () => {
-    await assert.rejects(
-      nat('nat_getValidatorReward', [999_999, MN1]),
-      upstreamErrorWith(/XDPoS_getBlockInfoByEpochNum.*epoch 999999 is not reached yet/),
-    );
+  test('an epoch the node refuses is the node error unchanged, HTTP 200, and no reward is read', async () => {
+    for (const via of [call, lossless]) {
+      await assert.rejects(nat('nat_getValidatorReward', [999_999, MN1], via), (err) => {
+        assert.ok(err instanceof UpstreamRpcError, String(err));
+        return clientSees(200, { code: -32000, message: 'epoch 999999 is not reached yet' })(err);
+      });
+    }
     assert.deepEqual(
       node.logWithoutProbes().map((c) => c.method),
-      ['XDPoS_getBlockInfoByEpochNum'],
+      ['XDPoS_getBlockInfoByEpochNum', 'XDPoS_getBlockInfoByEpochNum'],
     );
   });
 
-  test('an epoch whose block has no reward record on the node is -32000, not a null reward', async () => {
-    await assert.rejects(
-      nat('nat_getValidatorReward', [EPOCH_WITHOUT_REWARDS, MN1]),
-      upstreamErrorWith(new RegExp(`no reward record for epoch ${EPOCH_WITHOUT_REWARDS}`)),
-    );
+  test('an epoch whose block has no reward record on the node is -32000 with HTTP 200, not a null reward', async () => {
+    await assert.rejects(nat('nat_getValidatorReward', [EPOCH_WITHOUT_REWARDS, MN1], lossless), (err) => {
+      assert.ok(err instanceof NodeAnsweredError, String(err));
+      assert.equal(err.httpStatus, 200);
+      assert.equal(err.code, -32000);
+      assert.match(err.message, new RegExp(`^no reward record for epoch ${EPOCH_WITHOUT_REWARDS}: .*--store-reward`));
+      const data = err.toJSON().data as { method: string; epoch: number; blockHash: string };
+      assert.equal(data.method, 'eth_getRewardByHash');
+      assert.equal(data.epoch, EPOCH_WITHOUT_REWARDS);
+      assert.match(data.blockHash, /^0x[0-9a-f]{64}$/);
+      return true;
+    });
+  });
+
+  test('an epoch the node answers without a block (no hash, a zero hash, null) is -32000 "no block found", HTTP 200', async () => {
+    const zero = `0x${'0'.repeat(64)}`;
+    for (const info of [null, {}, { hash: zero, round: 0, firstBlock: 0, lastBlock: 0 }]) {
+      const via = scriptedNode({ [EPOCH_INFO_METHOD]: info, eth_getRewardByHash: {} });
+      for (const [method, params] of [
+        ['nat_getValidatorReward', [7, MN1]],
+        ['nat_getVoterReward', [7, MN1, VOTER]],
+      ] as const) {
+        await assert.rejects(
+          nat(method, params, via),
+          clientSees(200, { code: -32000, message: 'no block found for epoch 7', data: { method: EPOCH_INFO_METHOD, epoch: 7 } }),
+          `${method} with ${JSON.stringify(info)}`,
+        );
+      }
+    }
+  });
+
+  test('a reward record answered as null reads as no record: -32000, HTTP 200', async () => {
+    const via = scriptedNode({ [EPOCH_INFO_METHOD]: { hash: EPOCH_HASH }, eth_getRewardByHash: null });
+    await assert.rejects(nat('nat_getVoterReward', [7, MN1, VOTER], via), clientSees(200, { code: -32000, message: /^no reward record for epoch 7: / }));
+  });
+
+  test('an answer that is not an object where one is needed is -32000 with HTTP 502: the call could not be answered', async () => {
+    const cases: Array<[string, unknown[], NodeCall]> = [
+      ['nat_getValidatorReward', [7, MN1], scriptedNode({ [EPOCH_INFO_METHOD]: 'epoch 7' })],
+      ['nat_getVoterReward', [7, MN1, VOTER], scriptedNode({ [EPOCH_INFO_METHOD]: { hash: EPOCH_HASH }, eth_getRewardByHash: [1, 2] })],
+      ['nat_getBlockByNumber', ['latest'], scriptedNode({ XDPoS_getV2BlockByNumber: null })],
+      ['nat_getMasternodes', ['latest'], scriptedNode({ XDPoS_getMasternodesByNumber: 42 })],
+    ];
+    for (const [method, params, via] of cases) {
+      await assert.rejects(nat(method, params, via), (err) => {
+        assert.ok(err instanceof UpstreamError, `${method}: ${String(err)}`);
+        return clientSees(502, { code: -32000, message: /unexpected answer/ })(err);
+      });
+    }
   });
 });
 
@@ -298,13 +362,12 @@ describe('params and table', () => {
     assert.deepEqual(node.logWithoutProbes(), []);
   });
 
-  test('the node method comes from the table, and a node error on it is -32000 with the node code', async () => {
+  test('the node method comes from the table, and a node error on it reaches the client unchanged with HTTP 200', async () => {
     const table = { ...TABLE, nat_getMasternodes: 'XDPoS_getMasternodesByNumberV9' };
-    await assert.rejects(callNativeMethod('nat_getMasternodes', ['latest'], table, call), (err) => {
-      upstreamErrorWith(/XDPoS_getMasternodesByNumberV9/)(err);
-      assert.equal(((err as UpstreamError).details as { code: number }).code, -32601);
-      return true;
-    });
+    await assert.rejects(
+      callNativeMethod('nat_getMasternodes', ['latest'], table, lossless),
+      clientSees(200, { code: -32601, message: 'the method XDPoS_getMasternodesByNumberV9 does not exist/is not available' }),
+    );
     assert.deepEqual(
       node.logWithoutProbes().map((c) => c.method),
       ['XDPoS_getMasternodesByNumberV9'],
@@ -320,7 +383,26 @@ describe('params and table', () => {
     assert.deepEqual(node.logWithoutProbes(), [{ method: 'eth_getCandidates', params: ['latest'] }]);
   });
 
-  test('no node answering rejects with the pool NoUpstreamError, unchanged', async () => {
+  test('a node error keeps its code, message and data as the node wrote them', async () => {
+    const error = { code: 3, message: 'execution reverted: epoch locked', data: { reason: ['locked', 12], at: '0x1' } };
+    node.setRaw('XDPoS_getMasternodesByNumber', JSON.stringify({ jsonrpc: '2.0', id: 1, error }));
+    try {
+      await assert.rejects(nat('nat_getMasternodes', ['latest'], lossless), clientSees(200, error));
+    } finally {
+      node.setRaw('XDPoS_getMasternodesByNumber', null);
+    }
+  });
+
+  test('an answer with neither result nor error is -32000 with HTTP 502', async () => {
+    node.setRaw('XDPoS_getMasternodesByNumber', '{"jsonrpc":"2.0","id":1}');
+    try {
+      await assert.rejects(nat('nat_getMasternodes', ['latest'], lossless), clientSees(502, { code: -32000, message: 'native node sent an invalid answer' }));
+    } finally {
+      node.setRaw('XDPoS_getMasternodesByNumber', null);
+    }
+  });
+
+  test('no node answering rejects with the pool NoUpstreamError, unchanged: -32000 with HTTP 502', async () => {
     const dead = new UpstreamPool({
       network: 'native-testnet',
       upstreams: [{ http: 'http://127.0.0.1:1' }],
@@ -328,10 +410,13 @@ describe('params and table', () => {
       totalTimeoutMs: 1_000,
     });
     try {
-      await assert.rejects(
-        callNativeMethod('nat_getMasternodes', [], TABLE, (m, p) => dead.request(m, p)),
-        NoUpstreamError,
-      );
+      const vias: NodeCall[] = [(m, p) => dead.request(m, p), nodeCallFromPool(dead)];
+      for (const via of vias) {
+        await assert.rejects(callNativeMethod('nat_getMasternodes', [], TABLE, via), (err) => {
+          assert.ok(err instanceof NoUpstreamError, String(err));
+          return clientSees(502, { code: -32000, message: 'Upstream RPC error: no node could answer' })(err);
+        });
+      }
     } finally {
       await dead.close();
     }
@@ -343,5 +428,89 @@ describe('params and table', () => {
       assert.ok(doc, `${method} has no entry in NATIVE_METHOD_DOCS`);
       assert.ok(doc.params && doc.result && doc.description);
     }
+  });
+});
+
+describe('through the gateway: HTTP status of each answer (C22, C25)', () => {
+  interface Reply {
+    id: unknown;
+    result?: unknown;
+    error?: { code: number; message: string; data?: unknown };
+  }
+  let app: TestApp;
+  let gwNode: FakeNode;
+  let gwKey: string;
+
+  before(async () => {
+    gwNode = await startFakeNode({ native: true });
+    app = await startTestApp({
+      // native-testnet: a reachable native node; native-mainnet: nothing listening.
+      env: { UPSTREAM_NATIVE_TESTNET: gwNode.url, UPSTREAM_NATIVE_MAINNET: 'http://127.0.0.1:1' },
+    });
+    gwKey = (await createKey(app.app, { networks: ['native-testnet', 'native-mainnet'] })).key;
+  });
+
+  after(async () => {
+    await app?.close();
+    await gwNode?.close();
+  });
+
+  const rpc = (id: unknown, method: string, params: unknown[]) => ({ jsonrpc: '2.0', id, method, params });
+  async function post<J>(network: string, body: unknown): Promise<{ status: number; json: J }> {
+    const res = await app.app.inject({ method: 'POST', url: `/v1/${network}/${gwKey}`, headers: { 'content-type': 'application/json' }, payload: JSON.stringify(body) });
+    return { status: res.statusCode, json: res.json<J>() };
+  }
+
+  test("a node error on a nat_* call is answered 200 with the node's own code and message", async () => {
+    const res = await post<Reply>('native-testnet', rpc(1, 'nat_getValidatorReward', [999_999, MN1]));
+    assert.equal(res.status, 200);
+    assert.deepEqual(res.json.error, { code: -32000, message: 'epoch 999999 is not reached yet' });
+    const error = { code: -32602, message: 'invalid argument 0: hex number with leading zero digits', data: 'node data' };
+    gwNode.setRaw('XDPoS_getMasternodesByNumber', JSON.stringify({ jsonrpc: '2.0', id: 1, error }));
+    try {
+      const own = await post<Reply>('native-testnet', rpc('m', 'nat_getMasternodes', ['latest']));
+      assert.equal(own.status, 200);
+      assert.deepEqual(own.json, { jsonrpc: '2.0', id: 'm', error });
+    } finally {
+      gwNode.setRaw('XDPoS_getMasternodesByNumber', null);
+    }
+  });
+
+  test('the same node error in a batch is the same error object, the batch 200', async () => {
+    const res = await post<Reply[]>('native-testnet', [
+      rpc('a', 'nat_getValidatorReward', [999_999, MN1]),
+      rpc('b', 'nat_getVoterReward', [REWARD_EPOCH, MN1, VOTER]),
+      rpc('c', 'nat_getValidatorReward', [EPOCH_WITHOUT_REWARDS, MN1]),
+    ]);
+    assert.equal(res.status, 200);
+    const [a, b, c] = res.json;
+    assert.deepEqual(a, { jsonrpc: '2.0', id: 'a', error: { code: -32000, message: 'epoch 999999 is not reached yet' } });
+    assert.equal(b?.result, '1968750000000000000123');
+    assert.equal(c?.error?.code, -32000);
+    assert.match(c?.error?.message ?? '', new RegExp(`^no reward record for epoch ${EPOCH_WITHOUT_REWARDS}`));
+  });
+
+  test('an epoch without a reward record, and a block the node cannot find, are -32000 with HTTP 200', async () => {
+    const rewards = await post<Reply>('native-testnet', rpc(1, 'nat_getValidatorReward', [EPOCH_WITHOUT_REWARDS, MN1]));
+    assert.equal(rewards.status, 200);
+    assert.equal(rewards.json.error?.code, -32000);
+    assert.match(rewards.json.error?.message ?? '', /^no reward record for epoch \d+: .*--store-reward/);
+    gwNode.setBlockError(true);
+    try {
+      const block = await post<Reply>('native-testnet', rpc(1, 'nat_getBlockByNumber', [999999999]));
+      assert.equal(block.status, 200);
+      assert.deepEqual(block.json.error, { code: -32000, message: 'can not find block from this number', data: { method: 'XDPoS_getV2BlockByNumber' } });
+    } finally {
+      gwNode.setBlockError(false);
+    }
+  });
+
+  test('a node that cannot be reached is still -32000 with HTTP 502', async () => {
+    const res = await post<Reply>('native-mainnet', rpc(1, 'nat_getMasternodes', ['latest']));
+    assert.equal(res.status, 502);
+    assert.equal(res.json.error?.code, -32000);
+    assert.match(res.json.error?.message ?? '', /no node could answer/);
+    const batch = await post<Reply[]>('native-mainnet', [rpc('x', 'nat_getMasternodes', ['latest'])]);
+    assert.equal(batch.json[0]?.error?.code, -32000);
   });
 });

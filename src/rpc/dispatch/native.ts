@@ -1,5 +1,5 @@
 // The `nat_*` methods of the native networks (C24, C25), translated to the node's own calls.
-import { InvalidParamsError, MethodNotSupportedError, type RpcError, UpstreamError } from '../../errors/rpc.ts';
+import { InvalidParamsError, MethodNotSupportedError, NodeAnsweredError, UpstreamError } from '../../errors/rpc.ts';
 import { UpstreamRpcError } from '../../errors/upstream.ts';
 import type { UpstreamPool } from '../../upstreams/http/pool.ts';
 
@@ -9,6 +9,20 @@ import type { UpstreamPool } from '../../upstreams/http/pool.ts';
  *
  * Results use camelCase keys, `0x` lower-case addresses (the node sends `xdc…`, checksummed or
  * not) and decimal strings for wei amounts, which do not fit a JSON number without losing digits.
+ *
+ * Errors follow C22 as for `eth_*` calls: what a reachable node said is an answer (HTTP 200), and
+ * only a call no node could answer is -32000 with 502.
+ * - A JSON-RPC error the node answers is passed on unchanged: its code, message and data.
+ * - A node that answers a result saying there is nothing (an epoch without a block, a block
+ *   without a reward record) or carrying its own `Error` text is answered as a node answers a
+ *   read it cannot serve: -32000 with HTTP 200 and a message that says what is missing, as geth's
+ *   "header not found" for a state read at an unknown block. Not `result: null`: null already
+ *   means "no reward for this address in an epoch the node knows", and must not also mean
+ *   "unknown epoch" or "this node keeps no rewards".
+ * - An answer the gateway cannot read (not JSON-RPC, or not an object where one is needed) is
+ *   -32000 with 502: the node said nothing the caller could use, and another node, or the same
+ *   one later, may answer (as an `eth_*` call whose node answers something not JSON-RPC).
+ * - No node reached: the pool's NoUpstreamError, -32000 with 502.
  */
 
 /** One call to the native node; resolves to the JSON-RPC `result`. */
@@ -35,7 +49,7 @@ export const NATIVE_METHOD_DOCS: Record<string, MethodDoc> = {
     result:
       '{ hash, round, number, parentHash, committed, miner, timestamp, encodedRLP }. `miner` is the 20-byte 0x address (the node sends it left-padded to 32 bytes); `round`, `number` and `timestamp` (seconds) are numbers; `committed` is true once the block is final; `encodedRLP` is the header RLP in base64.',
     description:
-      'XDPoS v2 view of one block (node method XDPoS_getV2BlockByNumber). When the node cannot answer for that block (unknown number, v1 block) the error is -32000 with the node message in `data.message`.',
+      'XDPoS v2 view of one block (node method XDPoS_getV2BlockByNumber). When the node cannot answer for that block (unknown number, v1 block) the error is -32000 with the node message, HTTP 200.',
   },
   nat_getCandidates: {
     params:
@@ -49,7 +63,7 @@ export const NATIVE_METHOD_DOCS: Record<string, MethodDoc> = {
     result:
       '{ epoch, number, round, masternodesLen, masternodes, penaltyLen, penalty, standbynodesLen, standbynodes }: the node keys in camelCase, addresses as 0x lower-case. `epoch` is present only when the node reports it.',
     description:
-      'Active masternodes, penalised nodes and standby nodes at a block (node method XDPoS_getMasternodesByNumber). A node-reported error is -32000.',
+      'Active masternodes, penalised nodes and standby nodes at a block (node method XDPoS_getMasternodesByNumber). An error the node reports in its answer is -32000, HTTP 200.',
   },
   nat_getValidatorReward: {
     params:
@@ -57,7 +71,7 @@ export const NATIVE_METHOD_DOCS: Record<string, MethodDoc> = {
     result:
       '{ sign, reward } or null: `sign` is how many blocks the validator signed in the epoch, `reward` its signing reward in wei as a decimal string; null when the address has no signing reward in that epoch.',
     description:
-      'Signing reward of one validator for one epoch: the node resolves the epoch to its block (XDPoS_getBlockInfoByEpochNum), then reads the reward record of that block (eth_getRewardByHash). -32000 when the node keeps no reward record for the epoch (XDC nodes keep them only when run with --store-reward).',
+      'Signing reward of one validator for one epoch: the node resolves the epoch to its block (XDPoS_getBlockInfoByEpochNum), then reads the reward record of that block (eth_getRewardByHash). An epoch the node has no block for, or whose block has no reward record (XDC nodes keep them only when run with --store-reward), is -32000 with HTTP 200 and a message saying which; an error the node answers is passed on unchanged.',
   },
   nat_getVoterReward: {
     params: '[epoch, masternodeAddress, voterAddress]: as for nat_getValidatorReward; addresses 0x… or xdc…, any case.',
@@ -76,7 +90,11 @@ export const NATIVE_METHOD_DOCS: Record<string, MethodDoc> = {
  * @param call  sends one request to the node; {@link nodeCallFromPool} keeps wei amounts exact.
  * @throws InvalidParamsError (-32602) for bad params, before any node call.
  * @throws MethodNotSupportedError (-32601) when the method is not in the table.
- * @throws UpstreamError (-32000) when the node answers an error or cannot serve the request.
+ * @throws UpstreamRpcError (from `call`, unchanged) when the node answers a JSON-RPC error: the
+ *   client gets it as the node wrote it, with HTTP 200 (`toRpcError`, C22).
+ * @throws NodeAnsweredError (-32000, HTTP 200) when the node's answer says there is nothing to
+ *   answer with (no block for the epoch, no reward record) or carries the node's own `Error`.
+ * @throws UpstreamError (-32000, HTTP 502) when the node's answer cannot be read.
  * @throws NoUpstreamError (from the pool, unchanged) when no node answers.
  */
 export async function callNativeMethod(
@@ -87,7 +105,9 @@ export async function callNativeMethod(
 ): Promise<unknown> {
   const nodeMethod = Object.hasOwn(table, method) ? table[method] : undefined;
   if (nodeMethod === undefined) throw new MethodNotSupportedError(`method ${method} is not available on this network`);
-  const node = askNode(call);
+  // C22, C25: a node's JSON-RPC error propagates as the UpstreamRpcError `call` throws, which
+  // the dispatcher answers unchanged with HTTP 200 (toRpcError), as for every eth_* call.
+  const node: Ask = call;
   switch (method) {
     case 'nat_getBlockByNumber': {
       const [block = 'latest'] = paramList(method, params, ['block'], 0);
@@ -194,27 +214,16 @@ const isNumberChar = (c: number): boolean =>
 
 type Ask = (nodeMethod: string, params: readonly unknown[]) => Promise<unknown>;
 
-/** Wraps the call so a node's JSON-RPC error becomes -32000 naming the node method. */
-function askNode(call: NodeCall): Ask {
-  return async (nodeMethod, params) => {
-    try {
-      return await call(nodeMethod, params);
-    } catch (err) {
-      if (err instanceof UpstreamRpcError) {
-        throw nodeError(nodeMethod, err.message, { code: err.code, ...(err.details === undefined ? {} : { data: err.details }) }, err);
-      }
-      throw err;
-    }
-  };
+/**
+ * What a node that did answer said there is not, or the `Error` text it put in its answer: -32000
+ * with HTTP 200 (C22: the node answered; C25), as a node answers a read it cannot serve.
+ * `data.method` names the node method whose answer it was.
+ */
+function nodeSaid(nodeMethod: string, message: string, details: Record<string, unknown> = {}): NodeAnsweredError {
+  return new NodeAnsweredError(-32000, message, { details: { method: nodeMethod, ...details } });
 }
 
-function nodeError(nodeMethod: string, message: string, extra: Record<string, unknown> = {}, cause?: unknown): RpcError {
-  return new UpstreamError(`native node error (${nodeMethod}): ${message}`, {
-    details: { method: nodeMethod, message, ...extra },
-    ...(cause === undefined ? {} : { cause }),
-  });
-}
-
+/** An answer that is not an object where the translation needs one: the call could not be answered (-32000, HTTP 502). */
 function expectObject(nodeMethod: string, value: unknown): Record<string, unknown> {
   if (!isObject(value)) throw new UpstreamError(`native node error (${nodeMethod}): unexpected answer`, { details: { method: nodeMethod } });
   return value;
@@ -225,20 +234,27 @@ interface RewardRecord {
   rewards: unknown;
 }
 
-/** The epoch's first block, then that block's reward record: the node keys rewards by block hash. */
+/**
+ * The epoch's first block, then that block's reward record: the node keys rewards by block hash.
+ * A null answer is the node's "nothing" (a Go nil) and reads as the empty answer would.
+ */
 async function rewardRecord(node: Ask, rewardMethod: string, epoch: number): Promise<RewardRecord> {
-  const info = camelKeys(expectObject(EPOCH_INFO_METHOD, await node(EPOCH_INFO_METHOD, [epoch])));
+  const rawInfo = await node(EPOCH_INFO_METHOD, [epoch]);
+  const info = rawInfo === null ? {} : camelKeys(expectObject(EPOCH_INFO_METHOD, rawInfo));
   // `hash` on current nodes; `epochBlockHash` from nodes whose struct has no JSON tags.
   const hash = info.hash ?? info.epochBlockHash;
   if (typeof hash !== 'string' || !/^0x[0-9a-fA-F]{64}$/.test(hash) || /^0x0{64}$/.test(hash)) {
-    throw nodeError(EPOCH_INFO_METHOD, `no block found for epoch ${epoch}`);
+    throw nodeSaid(EPOCH_INFO_METHOD, `no block found for epoch ${epoch}`, { epoch });
   }
-  const record = expectObject(rewardMethod, await node(rewardMethod, [hash]));
+  const rawRecord = await node(rewardMethod, [hash]);
+  const record = rawRecord === null ? {} : expectObject(rewardMethod, rawRecord);
   // The node answers {} when it has no record for the block (not stored, or unknown hash).
   if (record.signers === undefined && record.rewards === undefined) {
-    throw new UpstreamError(`native node has no reward record for epoch ${epoch}`, {
-      details: { method: rewardMethod, epoch, blockHash: hash },
-    });
+    throw nodeSaid(
+      rewardMethod,
+      `no reward record for epoch ${epoch}: the node keeps none for its block ${hash} (XDC nodes keep them only when run with --store-reward)`,
+      { epoch, blockHash: hash },
+    );
   }
   return { signers: record.signers, rewards: record.rewards };
 }
@@ -247,7 +263,7 @@ async function rewardRecord(node: Ask, rewardMethod: string, epoch: number): Pro
 
 function toBlock(nodeMethod: string, raw: unknown): Record<string, unknown> {
   const { error, ...block } = camelKeys(expectObject(nodeMethod, raw));
-  if (typeof error === 'string' && error !== '') throw nodeError(nodeMethod, error);
+  if (typeof error === 'string' && error !== '') throw nodeSaid(nodeMethod, error);
   if ('miner' in block) block.miner = unpadAddress(block.miner);
   return block;
 }
@@ -272,7 +288,7 @@ function toMasternodes(nodeMethod: string, raw: unknown): Record<string, unknown
   const { error, ...rest } = camelKeys(expectObject(nodeMethod, raw));
   // Go marshals this `error` field as null, or as {} (the message is lost) when set.
   if (typeof error === 'string' ? error !== '' : error !== null && error !== undefined) {
-    throw nodeError(nodeMethod, typeof error === 'string' ? error : 'the node reported an error without a message');
+    throw nodeSaid(nodeMethod, typeof error === 'string' ? error : `${nodeMethod}: the node reported an error without a message`);
   }
   for (const key of ['masternodes', 'penalty', 'standbynodes']) {
     const list = rest[key];
