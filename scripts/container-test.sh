@@ -282,7 +282,8 @@ cat > "$WORK/podman" <<FAKE
 echo "\$@" >> "$WORK/compose-commands"
 FAKE
 chmod +x "$WORK/podman"
-POSTGRES_PASSWORD=pg-secret JWT_SECRET="$JWT" KEY_ENCRYPTION_SECRET="$KEK" \
+PGPW=$(node -e 'process.stdout.write(require("node:crypto").randomBytes(16).toString("hex"))')
+POSTGRES_PASSWORD="$PGPW" JWT_SECRET="$JWT" KEY_ENCRYPTION_SECRET="$KEK" \
   podman-compose --podman-path "$WORK/podman" -f compose.yaml up -d --no-build > "$WORK/compose-out" 2>&1 \
   || { cat "$WORK/compose-out"; fail "podman-compose could not read compose.yaml"; }
 runs=$(grep '^run ' "$WORK/compose-commands")
@@ -291,7 +292,7 @@ for svc in gateway-1 gateway-2 postgres redis nginx; do
 done
 for gw in gateway-1 gateway-2; do
   line=$(grep -- "--network-alias $gw " <<<"$runs")
-  for want in "DATABASE_URL=postgres://junction:pg-secret@postgres:5432/junction" "REDIS_URL=redis://redis:6379" \
+  for want in "DATABASE_URL=postgres://junction:$PGPW@postgres:5432/junction" "REDIS_URL=redis://redis:6379" \
     "JWT_SECRET=$JWT" "KEY_ENCRYPTION_SECRET=$KEK" "--init" "--stop-signal SIGTERM"; do
     grep -q -- "$want" <<<"$line" || fail "compose.yaml: $gw lacks $want"
   done

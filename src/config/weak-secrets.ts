@@ -53,8 +53,8 @@ const MAX_SEQUENCE = 12;
  * A private key (0x and 64 hex digits) is judged on its digits.
  */
 export function weakSecretReason(value: string): string | null {
-  if (SHIPPED.has(value.toLowerCase())) return 'it is an example shown in the repository (public, anyone can use it)';
-  if (PLACEHOLDER_WORDS.test(value)) return 'it is a placeholder';
+  const shown = shownSecretReason(value);
+  if (shown) return shown;
   const text = /^0x[0-9a-fA-F]{64}$/.test(value) ? value.slice(2).toLowerCase() : value;
   const distinct = new Set(text).size;
   if (distinct < Math.min(MIN_DISTINCT, Math.ceil(text.length / 5))) return `it has only ${distinct} distinct characters`;
@@ -75,12 +75,35 @@ export function weakSecretReason(value: string): string | null {
   return null;
 }
 
+/** Why `value` is a secret the repository shows (an example, a placeholder), or null. */
+function shownSecretReason(value: string): string | null {
+  if (SHIPPED.has(value.toLowerCase())) return 'it is an example shown in the repository (public, anyone can use it)';
+  if (PLACEHOLDER_WORDS.test(value)) return 'it is a placeholder';
+  return null;
+}
+
 /** A secret setting as the reader set it: its environment variable (when it has one) and its path. */
 interface SecretSetting {
   label: string;
   value: string | null | undefined;
   /** A private key: made differently from a token. */
   key?: boolean;
+  /**
+   * The password in a database or Redis URL: refused when the repository shows it, not judged on
+   * its entropy (the operator's database sets it, and the gateway cannot make it anew).
+   */
+  password?: boolean;
+}
+
+/** The password of a URL, decoded; null when it has none or is not a URL. */
+function urlPassword(url: string | null): string | null {
+  if (!url) return null;
+  try {
+    const { password } = new URL(url);
+    return password ? decodeURIComponent(password) : null;
+  } catch {
+    return null;
+  }
 }
 
 function secretSettings(cfg: Config): SecretSetting[] {
@@ -98,6 +121,11 @@ function secretSettings(cfg: Config): SecretSetting[] {
   for (const [slug, k] of Object.entries(cfg.intents.solverPrivateKeys)) {
     out.push({ label: `SOLVER_PRIVATE_KEY_${slug.toUpperCase().replaceAll('-', '_')} (intents.solverPrivateKeys.${slug})`, value: k, key: true });
   }
+  out.push({ label: "DATABASE_URL (storage.databaseUrl)'s password", value: urlPassword(cfg.storage.databaseUrl), password: true });
+  out.push({ label: "REDIS_URL (redis.url)'s password", value: urlPassword(cfg.redis.url), password: true });
+  for (const [i, node] of (cfg.redis.clusterNodes ?? []).entries()) {
+    out.push({ label: `REDIS_CLUSTER_NODES (redis.clusterNodes.${i})'s password`, value: urlPassword(node), password: true });
+  }
   return out;
 }
 
@@ -111,8 +139,9 @@ export function refuseWeakSecrets(cfg: Config): void {
   if (cfg.devnet.enabled) return;
   for (const s of secretSettings(cfg)) {
     if (!s.value) continue;
-    const reason = weakSecretReason(s.value);
+    const reason = s.password ? shownSecretReason(s.value) : weakSecretReason(s.value);
     if (!reason) continue;
+    if (s.password) throw new ConfigError(`${s.label}: refused, ${reason}; give your server's own password (e.g. one made with \`openssl rand -hex 24\`)`);
     const make = s.key ? 'a new wallet\'s key, e.g. `echo 0x$(openssl rand -hex 32)`' : 'one with `openssl rand -hex 32`';
     throw new ConfigError(`${s.label}: refused, ${reason}; outside --devnet a secret must be your own random value: make ${make}`);
   }

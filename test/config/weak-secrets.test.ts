@@ -50,5 +50,23 @@ describe('secrets of low entropy (C59)', () => {
 
   test('under --devnet the given secrets are not judged (the devnet is local, its keys public on purpose)', () => {
     assert.equal(startWith({ JWT_SECRET: 'CHANGE-ME-32-characters-or-more-000000', FAUCET_PRIVATE_KEY: '0xac0974bec39a17e36ba4a6b4d238ff944bacb478cbed5efcae784d7bf4f2ff80' }, true), null);
+    assert.equal(startWith({ DATABASE_URL: 'postgres://junction:CHANGE-ME@db:5432/junction' }, true), null);
+  });
+
+  test("a database or Redis URL whose password is a placeholder is refused, naming the setting, never the password", () => {
+    const cases: Array<[Record<string, string>, RegExp]> = [
+      [{ DATABASE_URL: 'postgres://junction:Change_Me@db:5432/junction' }, /^DATABASE_URL \(storage\.databaseUrl\)'s password: refused, it is a placeholder/],
+      [{ DATABASE_URL: 'postgres://junction:replace%2Dme@db:5432/junction' }, /^DATABASE_URL .*placeholder/],
+      [{ REDIS_URL: 'rediss://:CHANGE-ME@redis:6379' }, /^REDIS_URL \(redis\.url\)'s password: refused/],
+      [{ REDIS_CLUSTER_NODES: 'rediss://:a8f3e61c09d2b7@r0:6379,rediss://:changeme@r1:6379' }, /^REDIS_CLUSTER_NODES \(redis\.clusterNodes\.1\)'s password: refused/],
+    ];
+    for (const [env, pattern] of cases) {
+      const message = startWith(env);
+      assert.match(message ?? 'started', pattern);
+      assert.doesNotMatch(message ?? '', /Change_Me|CHANGE-ME|changeme|replace/);
+    }
+    // The operator's own password is not judged on its entropy: the database set it.
+    assert.equal(startWith({ DATABASE_URL: 'postgres://junction:junction@db:5432/junction' }), null);
+    assert.equal(startWith({ DATABASE_URL: 'postgres://root@127.0.0.1:5432/junction', REDIS_URL: 'redis://127.0.0.1:6379' }), null);
   });
 });
