@@ -164,3 +164,26 @@ describe('GracefulStop (C57)', () => {
     assert.equal(held.runs(), 1);
   });
 });
+
+describe('a CORS preflight during a stop (C57)', () => {
+  test('is answered 204 with Connection: close, on a connection kept alive from before the stop', async () => {
+    const { Client } = await import('undici');
+    const { startTestApp } = await import('../support/app.ts');
+    const t = await startTestApp({ listen: true });
+    const client = new Client(t.url, { pipelining: 1 });
+    const preflight = () =>
+      client.request({ method: 'OPTIONS', path: '/v1/native-mainnet/x', headers: { origin: 'https://app.example', 'access-control-request-method': 'POST' } }).then(async (r) => {
+        await r.body.dump();
+        return { status: r.statusCode, connection: r.headers.connection };
+      });
+    try {
+      assert.deepEqual(await preflight(), { status: 204, connection: 'keep-alive' });
+      const draining = t.app.parts.drain.drain(3_000);
+      assert.deepEqual(await preflight(), { status: 204, connection: 'close' });
+      await draining;
+    } finally {
+      await client.close().catch(() => {});
+      await t.close();
+    }
+  });
+});

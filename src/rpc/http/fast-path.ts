@@ -276,6 +276,8 @@ export function rpcFastPath(deps: FastPathDeps): (req: IncomingMessage, res: Ser
       headers['access-control-allow-methods'] = 'POST, OPTIONS';
       headers['access-control-allow-headers'] = 'Content-Type, X-API-Key, Authorization';
       headers['access-control-max-age'] = '86400';
+      // C57: answered during a stop too (the call that follows is told to come back), closing the connection.
+      if (stopping()) headers.connection = 'close';
       res.writeHead(204, headers).end();
       return true;
     }
