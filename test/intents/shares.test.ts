@@ -160,7 +160,7 @@ for (const backend of backends) {
       assert.equal(refusal(await create(users[1] as User, { amount: '1' })).details.setting, 'intents.maxReserveAwaitingOpen');
     });
 
-    test('an intent asked for without an open deadline may be opened for 10 minutes', async () => {
+    test('an intent asked for without deadlines may be opened for 10 minutes and filled for 10 minutes after (C41)', async () => {
       // The shares follow the wallet: with 1,000 ETH there is room again.
       await setSolverBalance(parseEther('1000'));
       const user = await registerUser(t.app);
@@ -170,6 +170,8 @@ for (const backend of backends) {
       assert.equal(res.statusCode, 200, res.body);
       const intent = res.json().data as Intent;
       assert.ok(intent.order.openDeadline >= from + 600 && intent.order.openDeadline <= to + 600, `open deadline ${intent.order.openDeadline - from} s after the request`);
+      // C41: and, without a fill deadline, the solver has 10 minutes from the open (the latest possible open until it is opened).
+      assert.equal(intent.order.fillDeadline - intent.order.openDeadline, 600);
     });
   });
 }
