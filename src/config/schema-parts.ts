@@ -151,7 +151,7 @@ export const Network = T.Object(
       T.Object(
         {
           methods: T.Array(T.Union([StandardMethod, ExtraMethod]), { minItems: 1, description: 'the methods answered only when nodes agree (single calls; batch items are forwarded as usual)' }),
-          nodes: T.Optional(T.Integer({ minimum: 2, maximum: 16, description: 'upstreams asked at once per consensus read (default 2); one more on disagreement' })),
+          nodes: T.Optional(T.Integer({ minimum: 2, maximum: 16, description: 'upstreams asked at once per consensus read (default 2), all of which must agree; on disagreement one more is asked and the majority answered; fewer agreeing (nodes failed or late): -32000 too_few_nodes; the network needs at least this many upstreams' })),
           penaltySeconds: T.Optional(T.Integer({ minimum: 1, description: 'seconds a node that disagreed with the majority is left out (default 300)' })),
         },
         { additionalProperties: false, description: 'consensus reads (C49): these methods go to several upstreams and only an answer they agree on is passed on; absent: off' },

@@ -80,6 +80,22 @@ export class NoConsensusError extends UpstreamError {
   }
 }
 /**
+ * C49: a consensus read that fewer nodes than `consensus.nodes` agreed on, without contradiction:
+ * the others failed, gave a provider error (throttled, missing state), were late, or none was left
+ * to ask. -32000 with HTTP 502 like other upstream failures, `data.reason` "too_few_nodes",
+ * `data.needed` (`consensus.nodes`) and `data.answered` (the nodes that gave an answer, all
+ * agreeing). Not "no_consensus": no node contradicted another; asked again shortly, it may pass.
+ */
+export class TooFewNodesError extends UpstreamError {
+  static override code = -32000;
+  static override httpStatus = 502;
+  constructor(network: string, method: string, needed: number, answered: number) {
+    super(`Upstream RPC error: too few nodes answered to confirm the answer (${answered} of the ${needed} needed)`, {
+      details: { reason: 'too_few_nodes', network, method, needed, answered },
+    });
+  }
+}
+/**
  * C60: an answer larger than `rpc.maxResponseBytes`, whether one node's answer or a whole batch's
  * answer to the client: -32000 with HTTP 502 like other calls no node could answer (C22), with
  * `data.reason` "response_too_large" and `data.maxBytes`. Asking again the same way gets the same;

@@ -20,6 +20,8 @@ interface UpstreamsView {
     health: readonly UpstreamHealthView[];
     calls: ReadonlyArray<{ name: string; buckets: ArrayLike<number>; sum: number; count: number; errors: ReadonlyMap<string, number>; misbehaving: ReadonlyMap<string, number> }>;
     samples: { agreed: number; disagreed: number; inconclusive: number; skipped: number };
+    /** C49: consensus reads by method, then by outcome. */
+    consensus: ReadonlyMap<string, ReadonlyMap<string, number>>;
   }>;
 }
 
@@ -49,6 +51,16 @@ export function observeUpstreams(metrics: Metrics, upstreams: UpstreamsView, bou
     labelNames: ['network', 'upstream', 'method'],
     *read() {
       for (const n of upstreams.stats()) for (const c of n.calls) for (const [method, v] of c.misbehaving) yield [{ network: n.network, upstream: c.name, method }, v] as const;
+    },
+  });
+  // C49: what consensus reads came to; too_few_nodes and no_consensus are refused (-32000, HTTP 502).
+  metrics.define({
+    name: 'junction_consensus_reads_total',
+    help: 'Consensus reads by network, method and outcome: agreed (consensus.nodes agreed), majority (a disagreement settled by the majority), no_consensus (the nodes disagreed without a majority; refused), too_few_nodes (fewer than consensus.nodes agreed because nodes failed, were late or none was left to ask; refused), no_answer (no node answered)',
+    type: 'counter',
+    labelNames: ['network', 'method', 'outcome'],
+    *read() {
+      for (const n of upstreams.stats()) for (const [method, outcomes] of n.consensus) for (const [outcome, v] of outcomes) yield [{ network: n.network, method, outcome }, v] as const;
     },
   });
   // C55: sampled checks of answers against another node at the same block.

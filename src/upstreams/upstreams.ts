@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import type { NetworkConfig, RpcConfig, WsConfig } from '../config/schema.ts';
 import type { Notification, SubscriptionHub } from './ws/subscription-hub.ts';
 import { SubscriptionHubs } from './ws/network-hubs.ts';
-import { type SamplingStats, type UpstreamCallStats, type UpstreamHealth, UpstreamPool } from './http/pool.ts';
+import { type ConsensusStats, type SamplingStats, type UpstreamCallStats, type UpstreamHealth, UpstreamPool } from './http/pool.ts';
 import type { AnswerRoom, AttemptTracer } from './http/types.ts';
 
 /** A new block seen on a network: its number, and its hash when a node pushed the header. */
@@ -268,11 +268,11 @@ export class Upstreams {
     return out;
   }
 
-  /** Per network whose probes run: its upstreams' health, the calls sent to each and the sampled checks of answers (for /metrics). */
-  stats(): Array<{ network: string; health: UpstreamHealth[]; calls: UpstreamCallStats[]; samples: SamplingStats }> {
-    const out: Array<{ network: string; health: UpstreamHealth[]; calls: UpstreamCallStats[]; samples: SamplingStats }> = [];
+  /** Per network whose probes run: its upstreams' health, the calls sent to each, the sampled checks of answers and the consensus reads (for /metrics). */
+  stats(): Array<{ network: string; health: UpstreamHealth[]; calls: UpstreamCallStats[]; samples: SamplingStats; consensus: ConsensusStats }> {
+    const out: Array<{ network: string; health: UpstreamHealth[]; calls: UpstreamCallStats[]; samples: SamplingStats; consensus: ConsensusStats }> = [];
     for (const [slug, pool] of this.#pools) {
-      if (this.#started.has(slug)) out.push({ network: slug, health: pool.health(), calls: pool.callStats(), samples: pool.samplingStats() });
+      if (this.#started.has(slug)) out.push({ network: slug, health: pool.health(), calls: pool.callStats(), samples: pool.samplingStats(), consensus: pool.consensusStats() });
     }
     return out;
   }

@@ -166,4 +166,27 @@ describe('consensus reads (C49)', () => {
     assert.equal(again.body.result, '0x1');
     assert.equal(counts('eth_getBalance')[0], (a0 ?? 0) + 2);
   });
+
+  test('two nodes failing and one answering, no candidate left: never the lone answer; -32000 too_few_nodes, HTTP 502, one warn line, counted in junction_consensus_reads_total', async () => {
+    // a and b answer a body that is not JSON-RPC (a failure, no vote); c alone answers.
+    setAll('<html>502</html>', '<html>502</html>', answer('"0x1"'));
+    for (let i = 0; i < 2; i++) {
+      const res = await post(NET, 'eth_getBalance', ['0x0000000000000000000000000000000000000001', 'latest']);
+      assert.equal(res.status, 502);
+      assert.equal(res.body.error?.code, -32000);
+      assert.deepEqual(res.body.error?.data, { reason: 'too_few_nodes', network: NET, method: 'eth_getBalance', needed: 2, answered: 1 });
+      assert.equal(res.body.result, undefined);
+    }
+    const refused = t.logs.filter((l) => l.includes('consensus reads refused'));
+    assert.equal(refused.length, 1, 'one warn line a minute per network');
+    const logged = JSON.parse(refused[0] as string) as { level: number; network: string; method: string; needed: number; answered: number };
+    assert.deepEqual([logged.level, logged.network, logged.method, logged.needed, logged.answered], [40, NET, 'eth_getBalance', 2, 1]);
+    assert.ok(![a, b, c].some((f) => (refused[0] as string).includes(String(f.port))), 'never the URL');
+    const metrics = (await t.app.inject({ method: 'GET', url: '/metrics' })).body;
+    assert.match(metrics, new RegExp(`junction_consensus_reads_total\\{network="${NET}",method="eth_getBalance",outcome="too_few_nodes"\\} 2\\b`));
+    assert.match(metrics, new RegExp(`junction_consensus_reads_total\\{network="${NET}",method="eth_getBalance",outcome="no_consensus"\\} 1\\b`));
+    assert.match(metrics, new RegExp(`junction_consensus_reads_total\\{network="${NET}",method="eth_getBalance",outcome="majority"\\} 1\\b`));
+    assert.match(metrics, new RegExp(`junction_consensus_reads_total\\{network="${NET}",method="eth_getBalance",outcome="agreed"\\} \\d+`));
+    setAll(answer('"0x1"'), answer('"0x1"'), answer('"0x1"'));
+  });
 });

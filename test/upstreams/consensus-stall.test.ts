@@ -1,12 +1,16 @@
 // C49: a consensus read never waits on a node it does not need. A node that has not answered
-// within the hedge delay is replaced by the next one; a hung node costs one hedge delay, not the
-// attempt timeout; with no agreement possible the answer is no_consensus within a bounded time.
+// within the hedge delay is replaced by the next one; a hung node costs one hedge delay (two when
+// the votes in hand do not decide), not the attempt timeout; with no agreement possible the answer
+// is no_consensus within a bounded time. And one node never answers alone: when fewer nodes than
+// consensus.nodes agree because the others failed, were late or none was left, the answer is
+// -32000 (HTTP 502) too_few_nodes.
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { NoConsensusError } from '../../src/errors/rpc.ts';
+import { NoConsensusError, TooFewNodesError } from '../../src/errors/rpc.ts';
 import type { HedgeOptions } from '../../src/upstreams/http/hedge.ts';
+import type { PoolLogger } from '../../src/upstreams/http/types.ts';
 import { waitFor } from '../support/wait.ts';
-import { call, fakes, pool } from './helpers.ts';
+import { call, fakes, pool, rpcError } from './helpers.ts';
 
 const HEDGE_MS = 200;
 /** Hedging of ordinary reads off: the replacement of a late node in a consensus read uses the delay all the same. */
@@ -16,12 +20,31 @@ const ATTEMPT_MS = 10_000;
 const BOUND_MS = 2_000;
 const BALANCE = ['0x0000000000000000000000000000000000000001', 'latest'];
 
-const opts = (nodes = 2) => ({
+const opts = (nodes = 2, logger?: PoolLogger) => ({
   hedge: HEDGE,
   requestTimeoutMs: ATTEMPT_MS,
   totalTimeoutMs: 15_000,
   consensus: { methods: ['eth_getBalance'], nodes, penaltySeconds: 60 },
+  ...(logger === undefined ? {} : { logger }),
 });
+
+/** A pool logger keeping its lines. */
+function lines(): PoolLogger & { seen: Array<{ level: string; obj: Record<string, unknown>; msg: string }> } {
+  const seen: Array<{ level: string; obj: Record<string, unknown>; msg: string }> = [];
+  const at = (level: string) => (obj: object, msg: string) => void seen.push({ level, obj: obj as Record<string, unknown>, msg });
+  return { seen, debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') };
+}
+
+/** The refusal a client gets: -32000, HTTP 502, data.reason too_few_nodes with what was needed and what answered. */
+function assertTooFew(error: unknown, needed: number, answered: number): void {
+  assert.ok(error instanceof TooFewNodesError, `too_few_nodes, not ${String(error)}`);
+  assert.equal(error.code, -32000);
+  assert.equal(error.httpStatus, 502);
+  assert.deepEqual(error.toJSON().data, { reason: 'too_few_nodes', network: 'testnet', method: 'eth_getBalance', needed, answered });
+}
+
+/** A body that is not JSON-RPC: the node fails the attempt (no vote). */
+const GARBAGE = '<html><body>502 Bad Gateway</body></html>';
 
 /**
  * Probes until every node is up in the same latency class (choice.ts: under 40 ms), so the order is
@@ -92,15 +115,87 @@ describe('consensus reads with a hung node (C49)', () => {
     assert.deepEqual([a, b, c].map((f) => f!.callCount('eth_getBalance')), [1, 1, 1]);
   });
 
-  test('two upstreams, one hung: the other one answers after one hedge delay (fewer nodes than configured), not after the attempt timeout', async () => {
+  test('two upstreams, one hung, no third candidate: never the lone answer; -32000/502 too_few_nodes after two hedge delays, not after the attempt timeout', async () => {
     const [hung] = await fakes(1, {}, 'stallCalls');
     const [a] = await fakes(1);
-    const p = pool([hung!, a!], opts());
+    const log = lines();
+    const p = pool([hung!, a!], opts(2, log));
     await inConfigOrder(p);
     const r = await timed(p.forward(call('eth_getBalance', BALANCE), ['eth_getBalance']));
-    assert.equal(r.error, undefined);
-    assert.ok(r.ms >= HEDGE_MS - 20, `waited for the hedge delay first (${Math.round(r.ms)} ms)`);
+    assertTooFew(r.error, 2, 1);
+    // The late node had a second hedge delay to complete the votes.
+    assert.ok(r.ms >= 2 * HEDGE_MS - 20, `waited two hedge delays first (${Math.round(r.ms)} ms)`);
     assert.ok(r.ms < BOUND_MS, `answered in ${Math.round(r.ms)} ms`);
+    assert.equal(a!.callCount('eth_getBalance'), 1);
+    // Late is not down: the hung node was aborted, not counted as failing.
+    assert.equal(p.health()[0]?.state, 'up');
+    assert.equal(p.consensusStats().get('eth_getBalance')?.get('too_few_nodes'), 1);
+    const warn = log.seen.filter((l) => l.level === 'warn');
+    assert.equal(warn.length, 1);
+    assert.match(warn[0]?.msg ?? '', /consensus reads refused/);
+    assert.deepEqual([warn[0]?.obj.network, warn[0]?.obj.method, warn[0]?.obj.needed, warn[0]?.obj.answered], ['testnet', 'eth_getBalance', 2, 1]);
+  });
+
+  test('two upstreams, one slow past one hedge delay but within two: its vote completes the read, answered', async () => {
+    const [slow, a] = await fakes(2);
+    const p = pool([slow!, a!], opts());
+    await inConfigOrder(p);
+    // Only the balance is slow: the probes keep the config's order.
+    slow!.setDelay(HEDGE_MS + 60);
+    const r = await timed(p.forward(call('eth_getBalance', BALANCE), ['eth_getBalance']));
+    assert.equal(r.error, undefined, String(r.error));
+    assert.match(r.value?.body.toString() ?? '', /"result"/);
+    // Answered once the slow node's vote came, not with the other's vote alone at the first hedge delay.
+    assert.ok(r.ms >= HEDGE_MS + 40, `waited for the slow node's vote (${Math.round(r.ms)} ms)`);
+    assert.equal(p.consensusStats().get('eth_getBalance')?.get('agreed'), 1);
+  });
+
+  test('two upstreams, one failing (a body that is not JSON-RPC), no third candidate: a failed node is no vote, -32000/502 too_few_nodes at once; said at warn once however often', async () => {
+    const [bad, a] = await fakes(2);
+    const log = lines();
+    const p = pool([bad!, a!], opts(2, log));
+    await inConfigOrder(p);
+    bad!.setRaw('eth_getBalance', GARBAGE);
+    for (let i = 0; i < 3; i++) {
+      const r = await timed(p.forward(call('eth_getBalance', BALANCE, i), ['eth_getBalance']));
+      assertTooFew(r.error, 2, 1);
+      assert.ok(r.ms < BOUND_MS, `refused in ${Math.round(r.ms)} ms`);
+    }
+    assert.equal(p.consensusStats().get('eth_getBalance')?.get('too_few_nodes'), 3);
+    assert.equal(log.seen.filter((l) => l.level === 'warn' && /consensus reads refused/.test(l.msg)).length, 1, 'one warn line a minute per network');
+    assert.equal(log.seen.filter((l) => l.level === 'debug' && /consensus read refused/.test(l.msg)).length, 2, 'the others at debug');
+  });
+
+  test('two upstreams, one throttled (a provider error of the table): no vote, -32000/502 too_few_nodes, not the lone answer nor the throttle error', async () => {
+    const [busy, a] = await fakes(2);
+    const p = pool([busy!, a!], opts());
+    await inConfigOrder(p);
+    busy!.setRaw('eth_getBalance', rpcError(-32005, 'rate limit exceeded'));
+    const r = await timed(p.forward(call('eth_getBalance', BALANCE), ['eth_getBalance']));
+    assertTooFew(r.error, 2, 1);
+  });
+
+  test('three upstreams, the first failing: the third candidate is asked in its place and the two that agree are answered', async () => {
+    const [bad, a, b] = await fakes(3);
+    const p = pool([bad!, a!, b!], opts());
+    await inConfigOrder(p);
+    bad!.setRaw('eth_getBalance', GARBAGE);
+    const r = await timed(p.forward(call('eth_getBalance', BALANCE), ['eth_getBalance']));
+    assert.equal(r.error, undefined, String(r.error));
+    assert.match(r.value?.body.toString() ?? '', /"result"/);
+    assert.ok(r.ms < BOUND_MS, `answered in ${Math.round(r.ms)} ms`);
+    assert.deepEqual([bad, a, b].map((f) => f!.callCount('eth_getBalance')), [1, 1, 1]);
+    assert.equal(p.consensusStats().get('eth_getBalance')?.get('agreed'), 1);
+  });
+
+  test('three nodes needed, three upstreams, one disagreeing and no fourth: 2 of 3 is not the majority of 4, -32000 no_consensus, nobody marked', async () => {
+    const nodes = await fakes(3);
+    nodes[2]!.setRaw('eth_getBalance', '{"jsonrpc":"2.0","id":1,"result":"0xbad"}');
+    const p = pool(nodes, opts(3));
+    const r = await timed(p.forward(call('eth_getBalance', BALANCE), ['eth_getBalance']));
+    assert.ok(r.error instanceof NoConsensusError, `no_consensus, not ${String(r.error)}`);
+    assert.ok(p.health().every((h) => h.misbehaving === undefined));
+    assert.equal(p.consensusStats().get('eth_getBalance')?.get('no_consensus'), 1);
   });
 
   test('no agreement possible, one node hung and the two others answering differently: -32000 no_consensus within 2 s', async () => {

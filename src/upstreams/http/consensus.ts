@@ -1,5 +1,5 @@
 // Consensus reads (C49): a method answered once enough upstreams agree.
-import { NoConsensusError } from '../../errors/rpc.ts';
+import { NoConsensusError, TooFewNodesError } from '../../errors/rpc.ts';
 import { type FailedAttempt, NetworkDownError, NoUpstreamError } from '../../errors/upstream.ts';
 import { answerMembersPlain, memberSpan, skipValue } from '../../json/lossless.ts';
 import { looksLikeJsonRpc } from './answers.ts';
@@ -8,7 +8,7 @@ import { candidatesFor } from './choice.ts';
 import { isDown, markFailed, markOk } from './health.ts';
 import { Cancel, hedgeDelay } from './hedge.ts';
 import { type ConsensusSettings, countDisagreement, observe, type PoolState, type Upstream } from './state.ts';
-import type { CallOptions, FailureKind, ForwardResult } from './types.ts';
+import type { CallOptions, ConsensusOutcome, ConsensusStats, FailureKind, ForwardResult } from './types.ts';
 
 /**
  * Consensus reads (C49), per network and off by default: a configured method, in a single call,
@@ -19,21 +19,36 @@ import type { CallOptions, FailureKind, ForwardResult } from './types.ts';
  * is left out of choice (choice.ts) for `consensus.penaltySeconds`, named once at warn and counted
  * (`junction_upstream_misbehaving_total`). No majority: -32000, `data.reason` "no_consensus".
  *
+ * What is answered (C49: "answers only what they agree on", they being the `consensus.nodes`
+ * asked): never fewer agreeing votes than the contract's rule needs, whatever failed. While no two
+ * votes differ, `nodes` votes must agree. Once two differ, the contract asks `nodes + 1` votes and
+ * answers their majority: more than half of `nodes + 1` votes alike, so the votes that did not come
+ * could not have changed it (2 of 3 with the default, 3 of 4 with `nodes: 3`, 3 of 5 with
+ * `nodes: 4`: always at least 2). So one node never answers alone. Fewer agreeing votes without a
+ * contradiction (the other nodes failed, gave a provider error, were late, or none was left to
+ * ask): -32000, HTTP 502, `data.reason` "too_few_nodes" with `needed` and `answered`; votes that
+ * contradict each other without such a majority stay "no_consensus" (nobody is marked). Every read
+ * is counted by outcome (`junction_consensus_reads_total{network,method,outcome}`), and reads
+ * refused for too few nodes are said in a warn line at most once a minute per network (with how
+ * many were refused since the last line; each at debug).
+ *
  * A read never waits on a node it does not need: a node that has not answered within the hedge
  * delay (hedge.ts: the network's `hedgeDelayMs`, or the p90 of that node's recent calls; used here
  * even when hedging of ordinary reads is off) is replaced by the next candidate, and its vote still
  * counts if it comes before the decision. Once the votes needed are in, the attempts still running
  * are aborted. When no candidate is left to replace a late node, the votes in hand decide, as for
- * nodes that failed: at once when they agree, else once the late node had a second hedge delay
- * to settle the disagreement. A hung node costs one hedge delay (two when the others disagree),
- * not an attempt's timeout.
+ * nodes that failed: at once when they are enough, else once the late node had a second hedge
+ * delay to complete them or settle their disagreement. A hung node costs one hedge delay (two when
+ * the votes in hand are too few or disagree), not an attempt's timeout.
  *
  * A batch reaches this module call by call: the dispatcher takes a batch's consensus reads out of
  * the batch sent to a node and sends each as a single call (pool.isConsensusRead).
  *
- * Limits, on purpose: a node that fails (no answer, or a provider error of the table: throttled, missing state) is replaced by the
- * next candidate and is not a vote; when fewer upstreams answer than `nodes`, what they agree on is
- * answered (logged at debug), so a network with one working node still answers.
+ * A node that fails (no answer, an invalid body, or a provider error of the table: throttled,
+ * missing state) is not a vote and is replaced by the next candidate. Limits, on purpose: with no
+ * vote at all the read fails as any read whose nodes all fail (NoUpstreamError), or passes on a
+ * node's provider error; a network with fewer usable upstreams than `nodes` refuses its consensus
+ * reads (the config refuses fewer configured upstreams than `nodes` at start, config/load.ts).
  */
 
 /** Whether this call is a consensus read: consensus on, one configured method, a single call (not a batch). */
@@ -82,6 +97,7 @@ const readAnswer = (status: number, buf: Buffer): { status: number; body: Buffer
  * @throws NetworkDownError at once while every upstream is known down.
  * @throws NoUpstreamError when no upstream answered.
  * @throws NoConsensusError when the answers have no majority.
+ * @throws TooFewNodesError when fewer nodes than the rule needs agreed, none contradicting them.
  */
 export async function consensusForward(p: PoolState, c: ConsensusSettings, body: string | Buffer, method: string, opts: CallOptions): Promise<ForwardResult> {
   if (isDown(p)) throw new NetworkDownError(p.network, p.upstreams.map((u) => ({ upstream: u.index, reason: u.lastError ?? 'down' })));
@@ -232,7 +248,8 @@ class ConsensusRead {
   /**
    * Decides once the votes needed are in, or when nothing more can come in time: no attempt on
    * time is under way and no candidate is left. Then late attempts are waited for while no vote is
-   * in (nothing else could answer), or, while the votes disagree, until they are given up.
+   * in (nothing else could answer), or, while the votes in hand do not decide (too few, or
+   * disagreeing without a sure majority), until they are given up (a second hedge delay).
    */
   #decide(): void {
     if (this.#done) return;
@@ -244,7 +261,7 @@ class ConsensusRead {
       if (!r.givenUp) settling = true;
     }
     if (this.#running.size > 0 && votes.length === 0) return;
-    if (settling && votes.some((v) => v.key !== votes[0]?.key)) return;
+    if (settling && tally(votes, this.#c.nodes).kind !== 'answer') return;
     this.#conclude();
   }
 
@@ -273,25 +290,25 @@ class ConsensusRead {
     const c = this.#c;
     const method = this.#method;
     const votes = this.#votes;
-    const first = votes[0];
-    if (first === undefined) {
+    const t = tally(votes, c.nodes);
+    if (t.kind === 'none') {
+      count(p.consensusReads.reads, method, 'no_answer');
       if (this.#fallback) return answer(this.#fallback);
       throw new NoUpstreamError(p.network, this.#failed);
     }
-    if (votes.every((v) => v.key === first.key)) {
-      if (votes.length < c.nodes) {
-        p.log?.debug({ reqId: this.#reqId, network: p.network, method, asked: c.nodes, answered: votes.length }, 'consensus read answered by fewer nodes than configured');
-      }
-      return answer(first);
+    if (t.kind === 'too_few') {
+      // C49: fewer agreeing votes than `nodes`, none contradicting them: never answered unchecked.
+      count(p.consensusReads.reads, method, 'too_few_nodes');
+      this.#sayTooFew(votes.length);
+      throw new TooFewNodesError(p.network, method, c.nodes, votes.length);
     }
-    const counts = new Map<string, number>();
-    for (const v of votes) counts.set(v.key, (counts.get(v.key) ?? 0) + 1);
-    let best = first.key;
-    for (const [key, n] of counts) if (n > (counts.get(best) ?? 0)) best = key;
-    if ((counts.get(best) ?? 0) * 2 <= votes.length) {
+    if (t.kind === 'split') {
+      count(p.consensusReads.reads, method, 'no_consensus');
       p.log?.warn({ reqId: this.#reqId, network: p.network, method, upstreams: votes.map((v) => v.u.name) }, 'consensus read: the upstreams do not agree');
       throw new NoConsensusError(p.network, method);
     }
+    const best = t.key;
+    count(p.consensusReads.reads, method, votes.every((v) => v.key === best) ? 'agreed' : 'majority');
     const now = Date.now();
     for (const v of votes) {
       if (v.key === best) continue;
@@ -306,6 +323,60 @@ class ConsensusRead {
     }
     return answer(votes.find((v) => v.key === best) as Vote);
   }
+
+  /**
+   * C49: a read refused for too few nodes, said at warn at most once a minute per network (the
+   * reads refused meanwhile are counted, and said in the next line); every one at debug.
+   */
+  #sayTooFew(answered: number): void {
+    const p = this.#p;
+    const st = p.consensusReads;
+    const fields = { reqId: this.#reqId, network: p.network, method: this.#method, needed: this.#c.nodes, answered, failed: this.#failed.length };
+    const now = Date.now();
+    if (now - st.warnedAt < TOO_FEW_WARN_MS) {
+      st.unsaid++;
+      p.log?.debug(fields, 'consensus read refused: too few nodes answered');
+      return;
+    }
+    const since = st.unsaid;
+    st.warnedAt = now;
+    st.unsaid = 0;
+    p.log?.warn({ ...fields, refusedSinceLastLine: since }, 'consensus reads refused: fewer nodes than consensus.nodes answered (failed, late, or none left to ask)');
+  }
+}
+
+/** C49: at most one warn line per network in this time about consensus reads refused for too few nodes. */
+const TOO_FEW_WARN_MS = 60_000;
+
+type Tally = { kind: 'answer'; key: string } | { kind: 'too_few' } | { kind: 'split' } | { kind: 'none' };
+
+/**
+ * C49: what the votes in hand decide. `answer`: `key` has `nodes` votes and none differs, or more
+ * than half of the `nodes + 1` votes a disagreement asks for (the votes not in could not change
+ * it). `too_few`: they agree but are fewer than `nodes`. `split`: they differ without such a
+ * majority. `none`: no vote.
+ */
+function tally(votes: readonly Vote[], nodes: number): Tally {
+  const first = votes[0];
+  if (first === undefined) return { kind: 'none' };
+  if (votes.every((v) => v.key === first.key)) return votes.length >= nodes ? { kind: 'answer', key: first.key } : { kind: 'too_few' };
+  const counts = new Map<string, number>();
+  for (const v of votes) counts.set(v.key, (counts.get(v.key) ?? 0) + 1);
+  let best = first.key;
+  for (const [key, n] of counts) if (n > (counts.get(best) ?? 0)) best = key;
+  return (counts.get(best) ?? 0) * 2 > nodes + 1 ? { kind: 'answer', key: best } : { kind: 'split' };
+}
+
+/** Counts one consensus read of `method` by outcome. */
+function count(reads: Map<string, Map<ConsensusOutcome, number>>, method: string, outcome: ConsensusOutcome): void {
+  let m = reads.get(method);
+  if (m === undefined) reads.set(method, (m = new Map<ConsensusOutcome, number>()));
+  m.set(outcome, (m.get(outcome) ?? 0) + 1);
+}
+
+/** C49: the consensus reads of a pool by method and outcome (all empty while consensus is off). */
+export function consensusStats(p: PoolState): ConsensusStats {
+  return p.consensusReads.reads;
 }
 
 function answer(v: Vote): ForwardResult {

@@ -2,17 +2,18 @@
 import { type FailedAttempt, inWords, NetworkDownError, NoUpstreamError, UpstreamRpcError } from '../../errors/upstream.ts';
 import { looksLikeJsonRpc } from './answers.ts';
 import { attempt } from './attempt.ts';
-import { consensusForward, isConsensusCall } from './consensus.ts';
+import { consensusForward, consensusStats, isConsensusCall } from './consensus.ts';
 import { finalError, request, send } from './failover.ts';
 import { agreedHead, bestHead, checkHealth, healthReport, isDown, jumpCeiling, markFailed, markOk, startProbes } from './health.ts';
 import { maybeSample, samplingStats } from './sampling.ts';
 import { observe, PoolState } from './state.ts';
-import type { CallOptions, ForwardResult, PoolOptions, SamplingStats, UpstreamCallStats, UpstreamHealth } from './types.ts';
+import type { CallOptions, ConsensusStats, ForwardResult, PoolOptions, SamplingStats, UpstreamCallStats, UpstreamHealth } from './types.ts';
 
 export { type FailedAttempt, NetworkDownError, NoUpstreamError, UpstreamRpcError };
 export { agreedHead, inWords, looksLikeJsonRpc };
 export {
   type CallOptions,
+  type ConsensusStats,
   type FailureKind,
   type ForwardResult,
   type PoolLogger,
@@ -116,6 +117,7 @@ export class UpstreamPool {
    *
    * @throws NoUpstreamError when no upstream answered within `totalTimeoutMs`.
    * @throws NoConsensusError when the nodes asked for a consensus read have no majority (C49).
+   * @throws TooFewNodesError when fewer nodes than `consensus.nodes` agreed on a consensus read, none contradicting them (C49).
    */
   async forward(body: string | Buffer, methods: readonly string[], opts: CallOptions & { expectAnswer?: boolean } = {}): Promise<ForwardResult> {
     const c = this.#p.consensus;
@@ -191,6 +193,11 @@ export class UpstreamPool {
   /** C55: what the sampled checks of answers came to (all zero while sampling is off). */
   samplingStats(): SamplingStats {
     return samplingStats(this.#p);
+  }
+
+  /** C49: what the consensus reads came to, by method and outcome (empty while consensus is off). */
+  consensusStats(): ConsensusStats {
+    return consensusStats(this.#p);
   }
 
   /** C55: resolves once the sampled checks under way now are over (tests, and a stop that wants them done). */

@@ -4,7 +4,7 @@ import { Pool } from 'undici';
 import { type Clock, systemClock } from '../../time/clock.ts';
 import { DEFAULT_HEDGE, LatencyWindow, type HedgeOptions } from './hedge.ts';
 import { DEFAULT_PROVIDER_ERRORS, ProviderErrors } from './provider-errors.ts';
-import { type AnswerRoom, type AttemptTracer, type FailureKind, type PoolLogger, type PoolOptions, type SamplingOptions, UPSTREAM_BUCKETS, type UpstreamState } from './types.ts';
+import { type AnswerRoom, type AttemptTracer, type ConsensusOutcome, type FailureKind, type PoolLogger, type PoolOptions, type SamplingOptions, UPSTREAM_BUCKETS, type UpstreamState } from './types.ts';
 
 /**
  * What an upstream pool knows, shared by its parts: the settings, one record per upstream, and
@@ -18,6 +18,16 @@ export interface ConsensusSettings {
   readonly methods: ReadonlySet<string>;
   readonly nodes: number;
   readonly penaltyMs: number;
+}
+
+/** C49: what the consensus reads of a pool came to, and the warn line about reads refused for too few nodes. */
+export interface ConsensusState {
+  /** By method, then by outcome (`junction_consensus_reads_total`). */
+  readonly reads: Map<string, Map<ConsensusOutcome, number>>;
+  /** When the latest warn line about reads refused for too few nodes went out (epoch ms; 0: never). */
+  warnedAt: number;
+  /** Reads refused for too few nodes since that line (said in the next one). */
+  unsaid: number;
 }
 
 /** C55: the sampling settings of a pool, read once. */
@@ -132,6 +142,8 @@ export class PoolState {
    * not answered: the hedge settings, used even when hedging of ordinary reads is off.
    */
   readonly replaceDelay: HedgeOptions;
+  /** C49: what the consensus reads came to (all empty while consensus is off). */
+  readonly consensusReads: ConsensusState = { reads: new Map(), warnedAt: 0, unsaid: 0 };
   /** C55: answer sampling, undefined when off (no rate, or one upstream). */
   readonly sampling: SamplingSettings | undefined;
   /** C55: the checks under way and what they came to. */

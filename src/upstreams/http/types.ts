@@ -212,6 +212,18 @@ export interface SamplingStats {
   skipped: number;
 }
 
+/**
+ * C49: what a consensus read came to (`junction_consensus_reads_total{outcome}`): `agreed`
+ * (`consensus.nodes` agreed), `majority` (a disagreement settled by the majority), `no_consensus`
+ * (the nodes contradicted each other with no majority; refused), `too_few_nodes` (fewer than
+ * `consensus.nodes` agreed because nodes failed, were late or none was left; refused), `no_answer`
+ * (no node gave a vote: the call failed as any read whose nodes all fail).
+ */
+export type ConsensusOutcome = 'agreed' | 'majority' | 'no_consensus' | 'too_few_nodes' | 'no_answer';
+
+/** C49: consensus reads of a pool by method, then by outcome, for /metrics. */
+export type ConsensusStats = ReadonlyMap<string, ReadonlyMap<ConsensusOutcome, number>>;
+
 /** What went wrong with one attempt, as a bounded label. */
 export type FailureKind =
   | 'timeout'
