@@ -149,9 +149,11 @@ async function main(): Promise<void> {
       // The same signal may have reached the chains (a stop sent to the process group): their exit is expected now.
       devnet?.beginStop();
       // C57: the HTTP connections drain by themselves (every answer closes its connection, a new
-      // request on one is answered 503) while the WebSocket clients get their 1001; half the
-      // grace for that, the rest for the onClose hooks (the last usage flush).
-      if (app) await Promise.all([app.parts.drain.drain(Math.floor(config.server.shutdownGraceMs / 2)), app.parts.ws.close()]);
+      // request on one is answered 503) while each WebSocket turns new messages away, answers its
+      // calls in flight and then gets its 1001; half the grace for that (then busy connections
+      // are cut), the rest for the onClose hooks (the last usage flush).
+      const drainMs = Math.floor(config.server.shutdownGraceMs / 2);
+      if (app) await Promise.all([app.parts.drain.drain(drainMs), app.parts.ws.close(drainMs)]);
       await app?.close(); // runs the onClose hooks once the server has no connection left
       await storage?.close();
       redis?.disconnect();

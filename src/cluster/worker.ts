@@ -62,10 +62,12 @@ export async function runWorker(opts: {
     log,
     limitMs: grace,
     steps: async () => {
-      // C57 as one process: connections drain, WebSocket clients get their 1001, then the parts close
-      // (usage's close hands the last counts to the primary).
+      // C57 as one process: connections drain, WebSocket clients have their calls in flight
+      // answered and get their 1001 (both within half the grace), then the parts close (usage's
+      // close hands the last counts to the primary).
       const { app } = held;
-      if (app) await Promise.all([app.parts.drain.drain(Math.floor(grace / 2)), app.parts.ws.close()]);
+      const drainMs = Math.floor(grace / 2);
+      if (app) await Promise.all([app.parts.drain.drain(drainMs), app.parts.ws.close(drainMs)]);
       await app?.close();
       // The channel keeps its order: this answer comes once the primary has taken the last batch.
       if (!channel.closed) {

@@ -63,6 +63,11 @@ export interface SubscriptionDispatcher {
   /** Subscribes on a reserved slot (the slot is released if it fails). */
   subscribe(params: unknown, idText: string, key: ResolvedKey): Promise<DispatchAnswer>;
   unsubscribe(params: unknown): boolean | RpcError;
+  /**
+   * C57: whether an answer can still be sent on the connection. The pipeline records a call's
+   * usage once its answer is known, and not when this is false: nothing unanswered is counted.
+   */
+  answerable(): boolean;
 }
 
 export const SUBSCRIBE = 'eth_subscribe';

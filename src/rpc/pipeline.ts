@@ -88,7 +88,8 @@ export interface PipelineSettings extends DispatcherSettings {
  *   read (parse, nesting) -> admit (network, key, the key's origin/IP/JWT: keys/admission.ts)
  *   -> split (a batch into its calls) -> judge (method policy, C50/C54 parameters, the key's
  *   method and contract lists, subscription slots) -> cost (eth_getLogs plans) -> meter (the
- *   whole call or batch at once) -> record usage -> dispatch (dispatch/dispatcher.ts).
+ *   whole call or batch at once) -> dispatch (dispatch/dispatcher.ts) -> record usage (once the
+ *   answer is known, C57: not for a WebSocket that can no longer carry it).
  *
  * When the message is answered its outcomes are recorded once (metrics, C46 analytics, log
  * lines: outcome.ts). A single call is forwarded as the client's own bytes and the node's answer
@@ -250,7 +251,7 @@ export class RpcPipeline {
     return this.#dispatch(caller, msg, judged, refused, subs, await metered, calls, limits);
   }
 
-  /** Metered: refused whole, or usage recorded and the calls dispatched (stage dispatch). */
+  /** Metered: refused whole, or the calls dispatched (stage dispatch), their usage recorded once answered. */
   #dispatch(caller: Caller, msg: Message, judged: Judged, refused: Refused[], subs: SubscriptionDispatcher | undefined, metered: MeterOutcome, calls: number, limits: TraceSpan | undefined): RpcOutput | Promise<RpcOutput> {
     limits?.end(metered.error ? `refused: ${metered.error.message}` : undefined);
     const { admitted } = judged;
@@ -261,19 +262,30 @@ export class RpcPipeline {
       for (const item of admitted) outcomes.refused('meter', item.call.method, metered.error);
       return { status: metered.error.httpStatus, body: errorText(msg.single ? msg.id() : 'null', metered.error), headers, keyRefused: false, key };
     }
-    if (key && calls > 0) this.#recordUsage(key, caller.network, admitted, subs !== undefined);
-
     if (msg.single) {
       const item = admitted[0];
       if (!item) return noAnswer(headers, key);
       const out = this.#dispatcher.single(caller, item, headers, subs);
-      return out instanceof Promise ? this.#boundedWhenAnswered(out, msg, outcomes) : this.#bounded(out, msg, outcomes);
+      return out instanceof Promise ? this.#answeredWhenDone(out, msg, caller, admitted, subs, calls) : this.#answered(out, msg, caller, admitted, subs, calls);
     }
-    return this.#boundedWhenAnswered(this.#dispatcher.batch(caller, msg.batch?.length ?? 1, admitted, refused, headers, subs), msg, outcomes);
+    return this.#answeredWhenDone(this.#dispatcher.batch(caller, msg.batch?.length ?? 1, admitted, refused, headers, subs), msg, caller, admitted, subs, calls);
   }
 
-  async #boundedWhenAnswered(out: Promise<RpcOutput>, msg: Message, outcomes: Outcomes): Promise<RpcOutput> {
-    return this.#bounded(await out, msg, outcomes);
+  async #answeredWhenDone(out: Promise<RpcOutput>, msg: Message, caller: Caller, admitted: ParsedCall[], subs: SubscriptionDispatcher | undefined, calls: number): Promise<RpcOutput> {
+    return this.#answered(await out, msg, caller, admitted, subs, calls);
+  }
+
+  /**
+   * The calls answered: their usage is recorded now, with the answer known and about to be written
+   * (C10), unless the WebSocket they came on can no longer carry it (closed meanwhile, or cut by a
+   * stop's drain limit: C57, nothing unanswered is counted). Then the answer's size is bounded.
+   * Over HTTP it is recorded whatever became of the connection meanwhile, as before (an HTTP call
+   * cut at the drain limit whose node still answers: the gap docs/decisions.md C57 names).
+   */
+  #answered(out: RpcOutput, msg: Message, caller: Caller, admitted: ParsedCall[], subs: SubscriptionDispatcher | undefined, calls: number): RpcOutput {
+    const key = caller.key;
+    if (key !== null && calls > 0 && (subs === undefined || subs.answerable())) this.#recordUsage(key, caller.network, admitted, subs !== undefined);
+    return this.#bounded(out, msg, caller.outcomes);
   }
 
   /**

@@ -70,8 +70,10 @@ export interface UsageBatch {
 /**
  * A worker of several (WORKERS, docs/scaling.md "Workers"): usage is not written to storage by
  * the worker but handed to the primary, which owns the store and writes every worker's usage in
- * its flushes. Handed over as it is recorded (at the end of the event loop's turn, so before a
- * forwarded call's answer is written), a worker that dies (kill -9) loses no answered call's usage.
+ * its flushes. Handed over as it is recorded (when the call's answer is known: rpc/pipeline.ts),
+ * at the end of that turn of the event loop: an HTTP answer is written at that same point, a
+ * WebSocket answer within the same turn, so a worker that dies (kill -9) loses at most the usage
+ * of the calls answered in its last turn.
  */
 export interface UsageHandoff {
   /** Sends a batch on its way at once; throws when the primary cannot be reached (the batch is kept). */

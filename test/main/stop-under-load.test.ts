@@ -25,7 +25,7 @@ async function rest(url: string, body: unknown, headers: Record<string, string> 
   return ((await res.json()) as { data: unknown }).data;
 }
 
-test('a stop under steady keep-alive traffic drains by itself: answers carry Connection: close, a new call on an open connection gets 503, no answered call is reset, usage counts exactly the answered calls, WebSockets get 1001 (C57)', async () => {
+test('a stop under steady keep-alive traffic drains by itself: answers carry Connection: close, a new call on an open connection gets 503, no answered call is reset, usage counts exactly the answered calls, a WebSocket call in flight is answered before its 1001 (C57)', async () => {
   const dir = mkdtempSync(path.join(tmpdir(), 'junction-stop-'));
   const upstream = await startFakeNode({ head: 0x1234 });
   // No rate limit in the way of the traffic.
@@ -41,7 +41,11 @@ test('a stop under steady keep-alive traffic drains by itself: answers carry Con
 
     const ws = new WebSocket(`${gw.url.replace('http', 'ws')}/ws/native-mainnet?apiKey=${key}`);
     await new Promise((resolve, reject) => ws.once('open', resolve).once('error', reject));
-    const wsClosed = new Promise<{ code: number; at: number }>((resolve) => ws.once('close', (code) => resolve({ code, at: performance.now() })));
+    const wsMessages: Array<{ id?: number; result?: unknown; error?: unknown }> = [];
+    ws.on('message', (data: Buffer) => wsMessages.push(JSON.parse(data.toString()) as { id?: number }));
+    const wsClosed = new Promise<{ code: number; at: number; answered: boolean }>((resolve) =>
+      ws.once('close', (code) => resolve({ code, at: performance.now(), answered: wsMessages.some((m) => m.id === 7) })),
+    );
 
     // Steady traffic: each client one kept-alive connection, one call after another until refused.
     const load = keepAliveLoad(gw.url, key, CLIENTS);
@@ -54,7 +58,9 @@ test('a stop under steady keep-alive traffic drains by itself: answers carry Con
     // Every client's next call waits at the node when the stop comes: calls in flight.
     const atNode = upstream.callCount('eth_getBalance');
     upstream.setDelay(400);
-    await waitFor(() => upstream.callCount('eth_getBalance') >= atNode + CLIENTS, { what: 'a call of every client in flight' });
+    // And a WebSocket call too: it is answered before its connection gets its 1001.
+    ws.send(JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'eth_getBalance', params: [`0x${'e'.repeat(40)}`, 'latest'] }));
+    await waitFor(() => upstream.callCount('eth_getBalance') >= atNode + CLIENTS + 1, { what: 'a call of every client in flight' });
     const inFlight = outcomes.map((o) => o.length);
 
     // A stop sent to the whole process group, then a second signal (a terminal's Ctrl-C): it must not cut the drain short.
@@ -88,10 +94,12 @@ test('a stop under steady keep-alive traffic drains by itself: answers carry Con
     const errors = all.filter((o) => o.error !== undefined).map((o) => o.error);
     assert.deepEqual(errors.filter((e) => e !== 'ECONNREFUSED'), [], 'no reset or dropped call');
     for (const o of all) if (o.status !== undefined) assert.ok(o.status === 200 || o.status === 503, `status ${o.status}`);
-    const answered = all.filter((o) => o.status === 200).length + 1; // and the idle client's first call
-    // WebSocket clients are told with a 1001 before the process exits.
+    // WebSocket clients are told with a 1001 before the process exits, once their calls in flight are answered.
     const closed = await wsClosed;
     assert.equal(closed.code, 1001);
+    assert.ok(closed.answered, `the WebSocket call in flight was answered before the 1001: ${JSON.stringify(wsMessages)}`);
+    assert.ok(wsMessages.find((m) => m.id === 7)?.result !== undefined, JSON.stringify(wsMessages));
+    const answered = all.filter((o) => o.status === 200).length + 1 + 1; // and the idle client's first call, and the WebSocket call
 
     gw = await spawnGateway({ env, seeded: true });
     running.push(gw);

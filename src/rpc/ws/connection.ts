@@ -4,18 +4,20 @@ import type { Logger } from 'pino';
 import WebSocket from 'ws';
 import type { Network } from '../../chains/networks.ts';
 import type { WsConfig } from '../../config/schema.ts';
-import { InternalRpcError, InvalidParamsError, ParseError, RateLimitedError, RpcError, toRpcError } from '../../errors/rpc.ts';
+import { InternalRpcError, InvalidParamsError, ParseError, RateLimitedError, RpcError, ShuttingDownRpcError, toRpcError } from '../../errors/rpc.ts';
 import { admit, Refusal } from '../../keys/admission.ts';
 import type { KeyCache, ResolvedKey } from '../../keys/cache.ts';
 import type { Notification, Subscriber } from '../../upstreams/ws/subscription-hub.ts';
 import { newSubscriptionId, notificationText } from '../../upstreams/ws/subscription-messages.ts';
 import { parseTopic } from '../../upstreams/ws/topic.ts';
 import type { Upstreams } from '../../upstreams/upstreams.ts';
-import { errorText, resultText } from '../jsonrpc.ts';
+import { errorText, parseItem, resultText } from '../jsonrpc.ts';
+import { idText } from '../../json/lossless.ts';
 import type { DispatchAnswer, RpcInput, RpcOutput, SubscriptionDispatcher } from '../message.ts';
 import type { RpcPipeline } from '../pipeline.ts';
 import type { Cuttable, CutReason, Outbound } from '../../http/outbound.ts';
 import type { Tracing } from '../../ops/tracing.ts';
+import { STOPPING_RETRY_AFTER_S } from '../../http/drain.ts';
 import { type NotificationFrame, SUBSCRIPTION_ID_BYTES } from './frame.ts';
 
 /** The key a connection was opened with: its id and its text as sent. */
@@ -35,6 +37,13 @@ export interface ConnectionContext {
   frameOf(note: Notification): NotificationFrame;
   /** The connection closed (its subscriptions have left their hubs). */
   closed(conn: WsConnection): void;
+  /**
+   * C57: true from the start of a stop (the gateway's, for every connection: no field per
+   * connection). A message that arrives then is refused; calls already in flight are answered.
+   */
+  stopping: boolean;
+  /** C57: during a stop, the connection's last call in flight was answered and its 1001 sent. */
+  drained(conn: WsConnection): void;
   /** C60: the instance's unsent bytes and the write timeout. */
   outbound?: Outbound | undefined;
   /** C58: a span per message; undefined while tracing is off. */
@@ -68,6 +77,10 @@ const FEW_SUBSCRIPTIONS = 8;
 
 /** Characters past which a text is sent as its bytes (see WsConnection.send). */
 const LARGE_TEXT = 64 * 1024;
+
+/** The close a stop sends (C57): 1001, going away. */
+export const GOING_AWAY = 1001;
+export const GOING_AWAY_REASON = 'server shutting down';
 
 /** The process's monotonic clock in whole milliseconds (see WsConnection.lastPongAt). */
 export const wholeMs = (): number => Math.floor(performance.now());
@@ -285,14 +298,48 @@ export class WsConnection implements SubscriptionDispatcher, Cuttable {
   cleanup(): void {
     if (this.closed) return;
     this.closed = true;
-    const hub = this.#ctx.upstreams.hub(this.network.slug);
+    this.#leaveHubs();
+  }
+
+  /** The subscriptions leave their hubs: no notification reaches this connection any more. */
+  #leaveHubs(): void {
     const subs = this.#subs;
+    if (subs === undefined) return;
     this.#subs = undefined;
+    const hub = this.#ctx.upstreams.hub(this.network.slug);
     if (subs instanceof ClientSubscription) hub.unsubscribe(subs.topicKey, subs);
-    else if (subs) for (const s of subs.values()) hub.unsubscribe(s.topicKey, s);
+    else for (const s of subs.values()) hub.unsubscribe(s.topicKey, s);
+  }
+
+  /**
+   * C57: the gateway is stopping ({@link ConnectionContext.stopping} is already true). The
+   * subscriptions leave their hubs (no more notifications); a connection with no call in flight
+   * gets its 1001 now, one with calls in flight once they are answered (see `#onMessage`).
+   * @returns whether the connection is done (its 1001 sent, or it was closing already).
+   */
+  stop(): boolean {
+    this.#leaveHubs();
+    if (this.#inFlight > 0 && this.ws.readyState === WebSocket.OPEN) return false;
+    this.ws.close(GOING_AWAY, GOING_AWAY_REASON);
+    return true;
+  }
+
+  /**
+   * C57: whether an answer can still be sent on this connection. The pipeline records a call's
+   * usage once its answer is known, and not when this is false (the connection closed meanwhile,
+   * or cut by a stop's drain limit): nothing unanswered is counted.
+   */
+  answerable(): boolean {
+    return this.ws.readyState === WebSocket.OPEN;
   }
 
   async #onMessage(data: Buffer, isBinary: boolean): Promise<void> {
+    // C57: a message that arrives during a stop is turned away before anything else runs (nothing
+    // metered or counted), as a new HTTP request on an open connection is.
+    if (this.#ctx.stopping) {
+      if (this.ws.readyState === WebSocket.OPEN) this.send(errorText(isBinary ? 'null' : messageId(data), new ShuttingDownRpcError(STOPPING_RETRY_AFTER_S)));
+      return;
+    }
     // Messages are handled concurrently, like HTTP requests; past maxInFlight the socket is not
     // read until some finish, so a flood of messages cannot pile up in memory.
     if (++this.#inFlight >= this.#ctx.settings.maxInFlight) this.ws.pause();
@@ -305,6 +352,11 @@ export class WsConnection implements SubscriptionDispatcher, Cuttable {
       this.send(errorText('null', new InternalRpcError('Internal error')));
     } finally {
       if (--this.#inFlight < this.#ctx.settings.maxInFlight && this.ws.isPaused) this.ws.resume();
+      // C57: during a stop, the last call in flight is answered: the 1001 follows its answer.
+      if (this.#inFlight === 0 && this.#ctx.stopping) {
+        this.ws.close(GOING_AWAY, GOING_AWAY_REASON);
+        this.#ctx.drained(this);
+      }
     }
   }
 
@@ -415,6 +467,12 @@ export class WsConnection implements SubscriptionDispatcher, Cuttable {
       hub.unsubscribe(topic.key, sub);
       return { text: null };
     }
+    // C57: a subscription that was in flight when a stop began is answered, but delivers nothing:
+    // the connection's 1001 follows.
+    if (this.#ctx.stopping) {
+      hub.unsubscribe(topic.key, sub);
+      return { text: resultText(id, subscriptionId) };
+    }
     this.#keep(sub);
     return {
       text: resultText(id, subscriptionId),
@@ -423,4 +481,21 @@ export class WsConnection implements SubscriptionDispatcher, Cuttable {
       },
     };
   }
+}
+
+/**
+ * The id to answer a refusal of a whole message under, as the pipeline answers one (C23): a single
+ * call's id as written, `null` for a batch or for text that is not a call (read only during a stop).
+ */
+function messageId(data: Buffer): string {
+  const text = data.toString('utf8');
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    return 'null';
+  }
+  if (Array.isArray(parsed)) return 'null';
+  const item = parseItem(parsed, text);
+  return item.call ? (item.idText ?? idText(text)) : item.id !== null ? idText(text) : 'null';
 }

@@ -19,7 +19,7 @@ import { lacksHost, MISSING_HOST } from '../../http/host-header.ts';
 import { errorText } from '../jsonrpc.ts';
 import type { RpcPipeline } from '../pipeline.ts';
 import { clientIpResolver } from '../client-ip.ts';
-import { ClientWebSocket, type ConnectionContext, type SlotKey, wholeMs, WsConnection } from './connection.ts';
+import { ClientWebSocket, type ConnectionContext, GOING_AWAY, GOING_AWAY_REASON, type SlotKey, wholeMs, WsConnection } from './connection.ts';
 import { flat, notificationFrame } from './frame.ts';
 import { refuse, serveAsHttp } from './http-fallback.ts';
 import { OTHER_METHOD } from '../../ops/metrics.ts';
@@ -122,6 +122,8 @@ export class WsGateway {
   readonly #offKeyChanges: () => void;
   readonly #origins: ReadonlySet<string>;
   #closing: Promise<void> | undefined;
+  /** C57: during a stop, the connections whose calls in flight are still being answered, and who waits for none to be left. */
+  #draining: { busy: Set<WsConnection>; done: () => void } | undefined;
   /** Notification frames made (one per notification and topic, whatever the number of clients). */
   #framesBuilt = 0;
 
@@ -149,7 +151,10 @@ export class WsGateway {
       closed: (conn) => {
         this.connections.delete(conn);
         this.#slots.release(conn.slotKey.keyId);
+        this.#drained(conn);
       },
+      stopping: false,
+      drained: (conn) => this.#drained(conn),
     };
     this.#clientIp = clientIpResolver(deps.settings.server.trustedProxies);
     this.#origins = new Set(deps.settings.rpc.corsOrigins);
@@ -286,7 +291,7 @@ export class WsGateway {
       const traceLink = this.#d.tracing ? upgradeTrace(req) : undefined;
       const conn = new WsConnection(ws, socket, { network, slotKey, key, ip, origin, authorization, reqId, traceLink }, this.#ctx);
       this.connections.add(conn);
-      if (this.#closing) ws.close(1001, 'server shutting down');
+      if (this.#closing) ws.close(GOING_AWAY, GOING_AWAY_REASON);
     });
     if (upgraded) return;
     if (socket.destroyed) return notUpgraded();
@@ -335,16 +340,38 @@ export class WsGateway {
   }
 
   /**
-   * Graceful stop (SIGTERM): every client gets a 1001 close frame and `ws.closeGraceMs` to
-   * answer it, then the rest are cut; the hubs close their upstream connections.
+   * Graceful stop (SIGTERM, C57). From now on every connection turns new messages away (-32603,
+   * `data.retryAfter`, as HTTP's 503) and its subscriptions get no more notifications; a
+   * connection with no call in flight gets its 1001 close at once, one with calls in flight once
+   * they are answered. After `drainMs` (main.ts: the same half of `server.shutdownGraceMs` the
+   * HTTP drain has) the connections still busy get their 1001 anyway: their answers are dropped
+   * and, never answered, not counted as usage (the pipeline records a call's usage only while its
+   * connection can still carry the answer). Clients then have `ws.closeGraceMs` to answer the
+   * close, the rest are cut; the hubs close their upstream connections. `drainMs` 0 (the app's
+   * own close, without a stop before it) closes every connection at once.
    */
-  close(): Promise<void> {
+  close(drainMs = 0): Promise<void> {
     this.#closing ??= (async () => {
       clearInterval(this.#sweep);
       this.#offKeyChanges();
+      this.#ctx.stopping = true;
       const open = [...this.connections];
       const closed = open.map((c) => new Promise<void>((resolve) => (c.closed ? resolve() : c.ws.once('close', () => resolve()))));
-      for (const c of open) c.ws.close(1001, 'server shutting down');
+      const busy = new Set<WsConnection>();
+      for (const c of open) if (!c.stop()) busy.add(c);
+      if (busy.size > 0) {
+        let cut: NodeJS.Timeout | undefined;
+        await new Promise<void>((resolve) => {
+          this.#draining = { busy, done: resolve };
+          cut = setTimeout(resolve, drainMs);
+        });
+        clearTimeout(cut);
+        this.#draining = undefined;
+        if (busy.size > 0) {
+          this.#d.logger.warn({ drainMs, connections: busy.size }, 'websocket calls still running after the drain; closing their connections (1001), their calls unanswered and not counted');
+          for (const c of busy) c.ws.close(GOING_AWAY, GOING_AWAY_REASON);
+        }
+      }
       let timer: NodeJS.Timeout | undefined;
       await Promise.race([Promise.all(closed), new Promise((r) => (timer = setTimeout(r, this.#d.settings.ws.closeGraceMs)))]);
       clearTimeout(timer);
@@ -352,6 +379,13 @@ export class WsGateway {
       this.#wss.close();
     })();
     return this.#closing;
+  }
+
+  /** C57: a connection busy when the stop began is done (its calls answered, or it closed). */
+  #drained(conn: WsConnection): void {
+    const draining = this.#draining;
+    if (draining === undefined || !draining.busy.delete(conn)) return;
+    if (draining.busy.size === 0) draining.done();
   }
 }
 
