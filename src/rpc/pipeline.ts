@@ -301,7 +301,8 @@ export class RpcPipeline {
     const err = new ResponseTooLargeError(max);
     // What was dispatched was answered with this error, not with what the nodes said.
     for (const o of outcomes.list) if (o.stage === 'dispatch') o.err = err;
-    return { ...out, status: err.httpStatus, body: errorText(msg.single ? msg.id() : 'null', err) };
+    // C44: an error is no answer from memory, whatever its calls were.
+    return { ...out, status: err.httpStatus, body: errorText(msg.single ? msg.id() : 'null', err), cache: 'MISS' };
   }
 
   /** Stage read: the body as JSON (C23: not too deeply nested), or the error answered for it. */

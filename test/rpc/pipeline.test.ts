@@ -122,6 +122,21 @@ describe('the response cache in the dispatch step (C44)', () => {
     assert.deepEqual([remaining[0]! - remaining[1]!, remaining[1]! - remaining[2]!], [1, 1]);
   });
 
+  test('every answer says whether memory gave it: a batch all from memory HIT, one a node helped with MISS, uncacheable calls and refusals MISS', async () => {
+    const { key } = await createKey(t.app);
+    const url = `/v1/native-testnet/${key}`;
+    await post(url, call('eth_chainId', 1));
+    await post(url, call('net_version', 2));
+    const both = await post(url, [call('eth_chainId', 3), call('net_version', 4)]);
+    assert.equal(both.status, 200);
+    assert.equal(both.headers.get('x-cache'), 'HIT');
+    const mixed = await post(url, [call('eth_chainId', 5), call('eth_blockNumber', 6)]);
+    assert.equal(mixed.headers.get('x-cache'), 'MISS');
+    assert.equal((await post(url, call('eth_sendRawTransaction', 7, ['0x02']))).headers.get('x-cache'), 'MISS');
+    assert.equal((await post(url, call('eth_accounts', 8))).headers.get('x-cache'), 'MISS');
+    assert.equal((await post(`/v1/native-testnet/${key.slice(0, -4)}AAAA`, call('eth_chainId', 9))).headers.get('x-cache'), 'MISS');
+  });
+
   test('an answer from memory is returned at once, not as a promise: a key in memory and limits in process await nothing', async () => {
     const { key } = await createKey(t.app);
     const network = t.app.parts.networks.bySlug('native-testnet');

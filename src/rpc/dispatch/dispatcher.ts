@@ -330,6 +330,8 @@ export class Dispatcher {
       headers,
       keyRefused: false,
       key: caller.key,
+      // C44: a batch every call of which memory answered is a hit as a whole.
+      ...(forward.length === 0 && others.length === 0 && refused.length === 0 ? HIT : {}),
       ...(after ? { after } : {}),
     };
   }

@@ -137,7 +137,8 @@ export function rpcFastPath(deps: FastPathDeps): (req: IncomingMessage, res: Ser
     x.answered = true;
     const headers = x.headers;
     if (out.headers) Object.assign(headers, out.headers);
-    if (out.cache) headers['x-cache'] = out.cache;
+    // C44: HIT for an answer wholly from memory, MISS for every other (a node's, a refusal).
+    headers['x-cache'] = out.cache ?? 'MISS';
     // C60: a call refused for want of room in memory (503) is told when to retry; other 503s bring their own.
     if (out.status === 503 && headers['retry-after'] === undefined) headers['retry-after'] = String(GATEWAY_BUSY_RETRY_AFTER_S);
     if (out.body !== null) {
