@@ -42,7 +42,7 @@ export interface RpcOutput {
   keyRefused: boolean;
   /** The key as checked for this request (a WebSocket keeps the latest). */
   key: ResolvedKey | null;
-  /** C44: a single call answered from the response cache ('HIT') or not ('MISS'); absent when not cacheable. */
+  /** C44: 'HIT' when the response cache gave the whole answer (a call, or a batch every call of which); otherwise sent as MISS. */
   cache?: 'HIT' | 'MISS';
   /** Runs once the answer is on its way (a new subscription starts delivering after its id was sent). */
   after?: () => void;
