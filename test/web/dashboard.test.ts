@@ -1,7 +1,8 @@
 // A newcomer in a real browser (C43): signs up, creates a key (shown once, copied with its
 // button) that works at once on the RPC address of the devnet chain; copies an endpoint and
 // calls it; sees the calls on the usage page; manages the key (edit, disable, rotate, delete
-// after confirming); stays signed in across a reload without any script seeing the refresh token.
+// after confirming); revokes another after confirming (it stays listed as revoked, refused with
+// -32002); stays signed in across a reload without any script seeing the refresh token.
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import type { Page } from 'playwright-core';
@@ -11,6 +12,8 @@ import { browserSkip, type Dashboard, type Member, startDashboard } from './supp
 
 const NET = 'native-mainnet';
 const rpc = (url: string, key: string) => fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', 'x-api-key': key }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_blockNumber', params: [] }) });
+/** The JSON-RPC error code a call with the key gets (undefined when it is answered). */
+const rpcErrorCode = async (url: string, key: string) => ((await (await rpc(url, key)).json()) as { error?: { code: number } }).error?.code;
 const clipboard = (page: Page) => page.evaluate(() => navigator.clipboard.readText());
 
 describe('dashboard: a newcomer in chromium (C43)', { skip: await browserSkip() }, () => {
@@ -139,6 +142,67 @@ describe('dashboard: a newcomer in chromium (C43)', { skip: await browserSkip() 
     await page.getByRole('button', { name: 'Delete my first app' }).click();
     await dialog.getByRole('button', { name: 'Delete key' }).click();
     await page.getByText('No API keys yet').waitFor();
+  });
+
+  test('revokes a key after confirming: Cancel leaves it active, then it stays listed as revoked and is refused with -32002', async () => {
+    const { page } = m;
+    const NAME = 'revoked app';
+    const url = `${d.url}/rpc/main/evm/50`;
+    await page.getByLabel('Name', { exact: true }).fill(NAME);
+    await page.getByRole('button', { name: 'Create key' }).click();
+    const value = (await page.locator('.new-key code').textContent()) ?? '';
+    assert.ok(value.length > 20, `a key: ${value}`);
+    await page.getByRole('button', { name: 'I have copied it' }).click();
+    const card = page.getByRole('article', { name: NAME });
+    await card.locator('.status-active').waitFor();
+    assert.equal((await rpc(url, value)).status, 200);
+    const token = await d.tokenOf(m);
+    const stored = async () => {
+      const res = await d.api('/api/v1/api-keys', { token });
+      assert.equal(res.status, 200, JSON.stringify(res.body));
+      return (res.body.data as Array<{ name: string; status: string }>).filter((k) => k.name === NAME);
+    };
+
+    // The confirmation says it is for good; Cancel changes nothing.
+    const dialog = page.getByRole('dialog');
+    await card.getByRole('button', { name: `Revoke ${NAME}` }).click();
+    await dialog.waitFor();
+    assert.equal(await dialog.getByRole('heading', { name: `Revoke "${NAME}"?` }).count(), 1);
+    assert.match((await dialog.innerText()) ?? '', /cannot be undone/);
+    await d.check(page, 'keys-revoke-confirm');
+    await dialog.getByRole('button', { name: 'Cancel' }).click();
+    await dialog.waitFor({ state: 'hidden' });
+    await card.locator('.status-active').waitFor();
+    assert.equal(await card.getByRole('button', { name: `Revoke ${NAME}` }).count(), 1);
+    assert.deepEqual((await stored()).map((k) => k.status), ['active'], 'Cancel leaves the key active');
+    assert.equal((await rpc(url, value)).status, 200, 'and working');
+
+    // Confirmed: the key stays listed, shown as revoked, with only Delete left to do.
+    await card.getByRole('button', { name: `Revoke ${NAME}` }).click();
+    await dialog.getByRole('button', { name: 'Revoke key' }).click();
+    await dialog.waitFor({ state: 'hidden' });
+    await page.getByRole('status').getByText(`"${NAME}" is revoked.`).waitFor();
+    await card.locator('.status-revoked').waitFor();
+    assert.equal((await card.locator('.key-head .tag').textContent())?.trim(), 'revoked');
+    assert.equal(await card.locator('.status-active, .status-inactive').count(), 0);
+    for (const gone of ['Edit', 'Disable', 'Enable', 'Rotate', 'Revoke']) {
+      assert.equal(await card.getByRole('button', { name: `${gone} ${NAME}` }).count(), 0, `a revoked key offers no ${gone}`);
+    }
+    assert.equal(await card.getByRole('link', { name: 'Endpoints' }).count(), 0, 'nor its endpoints');
+    assert.equal(await card.getByRole('button', { name: `Delete ${NAME}` }).count(), 1, 'it can still be deleted');
+    await d.check(page, 'keys-revoked');
+
+    // The server holds it: listed as revoked, and the RPC path refuses it with -32002 (C20).
+    assert.deepEqual((await stored()).map((k) => k.status), ['revoked']);
+    await waitFor(async () => ((await rpcErrorCode(url, value)) === -32002 ? true : undefined), { timeoutMs: 15_000, what: 'the revoked key refused with -32002' });
+    const refused = await rpc(url, value);
+    assert.equal(refused.status, 401);
+    assert.equal(((await refused.json()) as { error: { code: number } }).error.code, -32002);
+
+    // A reload reads it back from the server the same way.
+    await page.reload();
+    await card.locator('.status-revoked').waitFor();
+    assert.equal(await card.getByRole('button', { name: `Revoke ${NAME}` }).count(), 0);
   });
 
   test('a reload keeps the member signed in; no script can read the refresh cookie; sign out ends it', async () => {
