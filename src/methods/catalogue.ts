@@ -74,15 +74,21 @@ export interface MethodFacts {
   readonly logFilter: boolean;
   readonly archive: ArchiveRule;
   readonly contract: ContractRule;
-  /** Position of a transaction object (`gas`, `nonce` are 64-bit: C50), or null. */
+  /** Position of a transaction object (`gas`, `nonce`, `authorizationList[].nonce` are 64-bit: C50), or null. */
   readonly tx: number | null;
+  /** Position of a state override, address to account (`nonce` is 64-bit: C50), or null. */
+  readonly stateOverrides: number | null;
+  /** Position of block overrides (`number`, `time`, `gasLimit` and the withdrawals' `index`, `validatorIndex`, `amount` are 64-bit: C50), or null. */
+  readonly blockOverrides: number | null;
+  /** Position of debug_traceCall's options, whose `stateOverrides` and `blockOverrides` are the objects above, or null. */
+  readonly callOptions: number | null;
   /** Positions of 64-bit quantities (an index into a block: C50). */
   readonly uint64: readonly number[];
   /** Position of a block count bounded by `maxBlockCount` (eth_feeHistory, C50), or null. */
   readonly blockCount: number | null;
   /** Default compute units (C10), null for the config's `default`; `methods.computeUnits` may set others. */
   readonly cu: number | null;
-  /** Whether any value of its params is judged (a block, a bound, a transaction, filter or simulation object). */
+  /** Whether any value of its params is judged (a block, a bound, a transaction, override, filter or simulation object). */
   readonly judged: boolean;
 }
 
@@ -125,9 +131,10 @@ const TABLE: Readonly<Record<string, Entry>> = {
   eth_getUncleCountByBlockHash: { cache: 'hash' },
   eth_getUncleCountByBlockNumber: { blocks: [[0, 'tag']], cache: 'block' },
   // Execution. The spec names BlockNumberOrTag for estimateGas and createAccessList; nodes take a hash there too.
-  eth_call: state(1, { spec: S, contract: 'call', tx: 0, cu: 2 }),
-  eth_estimateGas: state(1, { spec: S, cache: 'flight', contract: 'call', tx: 0, cu: 2 }),
-  eth_createAccessList: state(1, { spec: S, cache: 'flight', contract: 'call', tx: 0, cu: 2 }),
+  // The overrides after the block are where geth reads them (internal/ethapi: Call, EstimateGas, CreateAccessList).
+  eth_call: state(1, { spec: S, contract: 'call', tx: 0, stateOverrides: 2, blockOverrides: 3, cu: 2 }),
+  eth_estimateGas: state(1, { spec: S, cache: 'flight', contract: 'call', tx: 0, stateOverrides: 2, blockOverrides: 3, cu: 2 }),
+  eth_createAccessList: state(1, { spec: S, cache: 'flight', contract: 'call', tx: 0, stateOverrides: 2, cu: 2 }),
   eth_simulateV1: state(1, { spec: S, cache: 'flight', contract: 'simulate', cu: 10 }),
   eth_fillTransaction: { spec: S, cache: 'flight', contract: 'call', tx: 0, cu: 2 },
   // Fees.
@@ -180,7 +187,8 @@ const TABLE: Readonly<Record<string, Entry>> = {
   // Node namespaces a plan may open (tracers run code the gateway cannot bound for a contract list).
   // C10: tracing costs more than reading: one call or transaction re-executed 10-20, a block's
   // or a range's worth 20-50 (the structured debug tracers weigh more than trace_*'s flat ones).
-  debug_traceCall: { access: 'plan', blocks: [[1, 'hash']], archive: 'block', contract: 'refused', tx: 0, cu: 20 },
+  // trace_call's param 3 is a state override to reth and a trace config to Erigon: not judged as either.
+  debug_traceCall: { access: 'plan', blocks: [[1, 'hash']], archive: 'block', contract: 'refused', tx: 0, callOptions: 2, cu: 20 },
   debug_traceTransaction: { access: 'plan', contract: 'refused', cu: 20 },
   debug_traceBlockByNumber: { access: 'plan', blocks: [[0, 'tag']], archive: 'block', contract: 'refused', cu: 50 },
   debug_traceBlockByHash: { access: 'plan', contract: 'refused', cu: 50 },
@@ -208,7 +216,16 @@ const REFUSED_NAMESPACES: ReadonlyArray<readonly [RegExp, string]> = [
 const PLAN_NAMESPACE = /^(debug|trace|txpool)_/;
 
 function facts(name: string, e: Entry): MethodFacts {
-  const judged = (e.blocks ?? []).length > 0 || e.blockCount !== undefined || (e.uint64 ?? []).length > 0 || e.tx !== undefined || e.logFilter === true || e.contract === 'simulate';
+  const judged =
+    (e.blocks ?? []).length > 0 ||
+    e.blockCount !== undefined ||
+    (e.uint64 ?? []).length > 0 ||
+    e.tx !== undefined ||
+    e.stateOverrides !== undefined ||
+    e.blockOverrides !== undefined ||
+    e.callOptions !== undefined ||
+    e.logFilter === true ||
+    e.contract === 'simulate';
   return Object.freeze({
     judged,
     name,
@@ -224,6 +241,9 @@ function facts(name: string, e: Entry): MethodFacts {
     archive: e.archive ?? null,
     contract: e.contract ?? (e.access === 'refused' ? 'refused' : 'none'),
     tx: e.tx ?? null,
+    stateOverrides: e.stateOverrides ?? null,
+    blockOverrides: e.blockOverrides ?? null,
+    callOptions: e.callOptions ?? null,
     uint64: Object.freeze([...(e.uint64 ?? [])]),
     blockCount: e.blockCount ?? null,
     cu: e.cu ?? null,

@@ -33,13 +33,39 @@ const FILTER = members('fromBlock', 'toBlock', 'blockHash', 'address', 'topics')
 const SIMULATE = members('blockStateCalls', 'traceTransfers', 'validation', 'returnFullTransactions');
 const BLOCK_STATE = members('blockOverrides', 'stateOverrides', 'calls');
 const BLOCK_OVERRIDES = members('number', 'difficulty', 'time', 'gasLimit', 'feeRecipient', 'prevRandao', 'baseFeePerGas', 'blobBaseFee', 'beaconRoot', 'withdrawals');
+const ACCOUNT_OVERRIDE = members('nonce', 'balance', 'code', 'state', 'stateDiff', 'movePrecompileToAddress');
+const AUTHORIZATION = members('chainId', 'address', 'nonce', 'yParity', 'r', 's');
+const WITHDRAWAL = members('index', 'validatorIndex', 'address', 'amount');
+const CALL_OPTIONS = members('stateOverrides', 'blockOverrides');
+/** A state override's member names are addresses: none is renamed. */
+const ADDRESS_KEYS: MemberSet = members();
 /** The members of a transaction object, of eth_simulateV1's payload and of one of its blocks, by their canonical names. */
 export const TRANSACTION_MEMBERS: ReadonlySet<string> = new Set(TX.values());
 export const SIMULATE_MEMBERS: ReadonlySet<string> = new Set(SIMULATE.values());
 export const BLOCK_STATE_MEMBERS: ReadonlySet<string> = new Set(BLOCK_STATE.values());
-/** Members read as 64-bit integers by nodes (C50): a transaction's gas and nonce, a simulated block's number, time and gas limit. */
-const TX_UINT64 = ['gas', 'nonce'] as const;
-const OVERRIDE_UINT64 = ['number', 'time', 'gasLimit'] as const;
+
+/** An object the gateway judges: its members as nodes spell them, and those nodes read as 64-bit integers (C50). */
+interface Shape {
+  readonly members: MemberSet;
+  readonly uint64: ReadonlySet<string>;
+}
+const shape = (set: MemberSet, uint64: readonly string[]): Shape => ({ members: set, uint64: new Set(uint64) });
+/*
+ * C50: the members nodes read as 64-bit integers, bounded at 2^64-1 in every method that takes the
+ * object (eth_call, eth_estimateGas, eth_createAccessList, eth_simulateV1, debug_traceCall). As
+ * the execution-apis spec types them (src/schemas/execute.yaml: GenericCallTransaction, BlockOverrides,
+ * AccountOverride, Withdrawal: uint64) and geth reads them (hexutil.Uint64: TransactionArgs.Gas
+ * and Nonce, override.BlockOverrides.Time and GasLimit, override.OverrideAccount.Nonce,
+ * types.SetCodeAuthorization.Nonce, types.Withdrawal.Index, Validator and Amount). A block
+ * override's `number` is a block number: uint64 in the spec (geth alone holds it in a big.Int).
+ * 256-bit members (value, fees, chainId, balance, storage, difficulty, baseFeePerGas, blobBaseFee,
+ * an authorization's r and s) are not bounded here.
+ */
+const TX_SHAPE = shape(TX, ['gas', 'nonce']);
+const AUTHORIZATION_SHAPE = shape(AUTHORIZATION, ['nonce']);
+const BLOCK_OVERRIDES_SHAPE = shape(BLOCK_OVERRIDES, ['number', 'time', 'gasLimit']);
+const WITHDRAWAL_SHAPE = shape(WITHDRAWAL, ['index', 'validatorIndex', 'amount']);
+const ACCOUNT_OVERRIDE_SHAPE = shape(ACCOUNT_OVERRIDE, ['nonce']);
 const ADDRESS = /^0[xX][0-9a-fA-F]{40}$/;
 
 /** The -32602 for a judged value, thrown from deep inside the params and answered by {@link judgeParams}. */
@@ -96,18 +122,20 @@ function judgeList(facts: MethodFacts, list: unknown[]): JudgedParams {
     const text = uint64Text(v, `param ${at}`, `params[${at}]`);
     if (text !== v) set(at, text);
   }
-  if (facts.tx !== null && isObject(list[facts.tx])) {
-    const tx = transaction(list[facts.tx] as Record<string, unknown>, `params[${facts.tx}]`);
-    if (tx !== list[facts.tx]) set(facts.tx, tx);
-  }
-  if (facts.logFilter && isObject(list[0])) {
-    const f = logFilter(list[0]);
-    if (f !== list[0]) set(0, f);
-  }
-  if (facts.contract === 'simulate' && isObject(list[0])) {
-    const s = simulation(list[0]);
-    if (s !== list[0]) set(0, s);
-  }
+  /** The object at `at`, when there is one, judged by `judge`. */
+  const object = (at: number | null, judge: (o: Record<string, unknown>, field: string) => Record<string, unknown>): void => {
+    if (at === null) return;
+    const v = list[at];
+    if (!isObject(v)) return;
+    const judgedObject = judge(v, `params[${at}]`);
+    if (judgedObject !== v) set(at, judgedObject);
+  };
+  object(facts.tx, transaction);
+  object(facts.stateOverrides, stateOverrides);
+  object(facts.blockOverrides, blockOverrides);
+  object(facts.callOptions, callOptions);
+  object(facts.logFilter ? 0 : null, logFilter);
+  object(facts.contract === 'simulate' ? 0 : null, simulation);
   return { params: out ?? list, block, rewritten: out !== null };
 }
 
@@ -140,21 +168,62 @@ function canonicalObject(o: Record<string, unknown>, set: MemberSet, each: (name
   return out ?? o;
 }
 
-/** A transaction object (eth_call and its kin, each call of eth_simulateV1): 64-bit members bounded, addresses canonical. */
+/**
+ * An object of one shape: its known member names canonical, its 64-bit members bounded (C50),
+ * `inner` over the other members; the same object when nothing changed.
+ */
+function shaped(o: Record<string, unknown>, s: Shape, field: string, inner?: (name: string, value: unknown) => unknown): Record<string, unknown> {
+  return canonicalObject(o, s.members, (name, value) => {
+    if (s.uint64.has(name)) return value === undefined || value === null ? value : uint64Text(value, `${field}.${name}`, `${field}.${name}`);
+    return inner === undefined ? value : inner(name, value);
+  });
+}
+
+/** Each object of a list judged by `judge` (anything else as it is); the same list when nothing changed. */
+function objects(list: unknown, field: string, judge: (o: Record<string, unknown>, field: string) => Record<string, unknown>): unknown {
+  return Array.isArray(list) ? mapSame(list, (v, i) => (isObject(v) ? judge(v, `${field}[${i}]`) : v)) : list;
+}
+
+/** A transaction object (eth_call and its kin, each call of eth_simulateV1): 64-bit members bounded (its authorizations' too), addresses canonical. */
 function transaction(tx: Record<string, unknown>, field: string): Record<string, unknown> {
-  return canonicalObject(tx, TX, (name, value) => {
-    if ((TX_UINT64 as readonly string[]).includes(name)) return value === undefined || value === null ? value : uint64Text(value, name, `${field}.${name}`);
+  return shaped(tx, TX_SHAPE, field, (name, value) => {
     if (name === 'to' || name === 'from') return address(value);
+    if (name === 'authorizationList') return objects(value, `${field}.authorizationList`, (a, f) => shaped(a, AUTHORIZATION_SHAPE, f));
     return value;
   });
 }
 
+/** Block overrides (eth_call, eth_estimateGas, debug_traceCall, each block of eth_simulateV1): 64-bit members bounded, the withdrawals' too. */
+function blockOverrides(o: Record<string, unknown>, field: string): Record<string, unknown> {
+  return shaped(o, BLOCK_OVERRIDES_SHAPE, field, (name, value) =>
+    name === 'withdrawals' ? objects(value, `${field}.withdrawals`, (w, f) => shaped(w, WITHDRAWAL_SHAPE, f)) : value,
+  );
+}
+
+/** A state override, address to account (eth_call and its kin, debug_traceCall, each block of eth_simulateV1): each account's nonce bounded. */
+function stateOverrides(o: Record<string, unknown>, field: string): Record<string, unknown> {
+  return canonicalObject(o, ADDRESS_KEYS, (account, value) => (isObject(value) ? shaped(value, ACCOUNT_OVERRIDE_SHAPE, `${field}[${JSON.stringify(account.slice(0, 64))}]`) : value));
+}
+
+/** A `stateOverrides` or `blockOverrides` member (debug_traceCall's options, a block of eth_simulateV1) judged as such. */
+function overrides(name: string, value: unknown, field: string): unknown {
+  if (!isObject(value)) return value;
+  if (name === 'stateOverrides') return stateOverrides(value, field);
+  if (name === 'blockOverrides') return blockOverrides(value, field);
+  return value;
+}
+
+/** debug_traceCall's options: its state and block overrides judged; the tracer's own members are the node's. */
+function callOptions(o: Record<string, unknown>, field: string): Record<string, unknown> {
+  return canonicalObject(o, CALL_OPTIONS, (name, value) => overrides(name, value, `${field}.${name}`));
+}
+
 /** A log filter: block bounds read as blocks (no hash there), the block hash and addresses canonical. */
-function logFilter(f: Record<string, unknown>): Record<string, unknown> {
+function logFilter(f: Record<string, unknown>, field: string): Record<string, unknown> {
   return canonicalObject(f, FILTER, (name, value) => {
     if (name === 'fromBlock' || name === 'toBlock') {
       const ref = readBlock(value, false);
-      if (ref.kind === 'invalid') throw invalid(`${name}: ${ref.why}`, `params[0].${name}`);
+      if (ref.kind === 'invalid') throw invalid(`${name}: ${ref.why}`, `${field}.${name}`);
       return ref.kind === 'absent' ? value : blockValue(ref, value);
     }
     if (name === 'blockHash') return isHash(value) ? value.toLowerCase() : value;
@@ -163,22 +232,13 @@ function logFilter(f: Record<string, unknown>): Record<string, unknown> {
   });
 }
 
-/** eth_simulateV1's payload: every call as a transaction, each block's overrides bounded. */
-function simulation(s: Record<string, unknown>): Record<string, unknown> {
+/** eth_simulateV1's payload: every call as a transaction, each block's block and state overrides as eth_call's. */
+function simulation(s: Record<string, unknown>, field: string): Record<string, unknown> {
   return canonicalObject(s, SIMULATE, (name, value) => {
-    if (name !== 'blockStateCalls' || !Array.isArray(value)) return value;
-    return mapSame(value, (block, i) => {
-      if (!isObject(block)) return block;
-      return canonicalObject(block, BLOCK_STATE, (member, v) => {
-        if (member === 'calls' && Array.isArray(v)) return mapSame(v, (c, j) => (isObject(c) ? transaction(c, `params[0].blockStateCalls[${i}].calls[${j}]`) : c));
-        if (member === 'blockOverrides' && isObject(v)) {
-          return canonicalObject(v, BLOCK_OVERRIDES, (o, x) =>
-            (OVERRIDE_UINT64 as readonly string[]).includes(o) && x !== undefined && x !== null ? uint64Text(x, `blockOverrides.${o}`, `params[0].blockStateCalls[${i}].blockOverrides.${o}`) : x,
-          );
-        }
-        return v;
-      });
-    });
+    if (name !== 'blockStateCalls') return value;
+    return objects(value, `${field}.blockStateCalls`, (block, at) =>
+      canonicalObject(block, BLOCK_STATE, (member, v) => (member === 'calls' ? objects(v, `${at}.calls`, transaction) : overrides(member, v, `${at}.${member}`))),
+    );
   });
 }
 

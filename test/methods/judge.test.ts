@@ -89,6 +89,86 @@ describe('numbers a node cannot bound (C50)', () => {
   });
 });
 
+describe('64-bit quantities inside overrides and authorizations, in every method that takes them (C50)', () => {
+  const MAX = '0xffffffffffffffff';
+  const OVER = '0x10000000000000000';
+  const ABOVE_64 = '0x' + 'f'.repeat(64);
+  /** The refusal's `data.field`, or null when the call passes. */
+  const refusedAt = (method: string, params: unknown): string | null => {
+    const err = call(method, params);
+    if (err === null) return null;
+    assert.equal(err.code, -32602);
+    return (err.details as { field: string }).field;
+  };
+  const tx = { to: ALLOWED };
+  const sim = (block: Record<string, unknown>) => [{ blockStateCalls: [block] }, 'latest'];
+
+  // [what, method, params with the value at the bounded member, where the refusal names it]
+  const bounded: Array<[string, string, (v: string) => unknown[], string]> = [
+    ["eth_call's block override number", 'eth_call', (v) => [tx, 'latest', {}, { number: v }], 'params[3].number'],
+    ["eth_call's block override time", 'eth_call', (v) => [tx, 'latest', null, { time: v }], 'params[3].time'],
+    ["eth_call's block override gasLimit", 'eth_call', (v) => [tx, 'latest', {}, { gasLimit: v }], 'params[3].gasLimit'],
+    ["eth_call's block override withdrawal index", 'eth_call', (v) => [tx, 'latest', {}, { withdrawals: [{ index: v }] }], 'params[3].withdrawals[0].index'],
+    ["eth_call's block override withdrawal validatorIndex", 'eth_call', (v) => [tx, 'latest', {}, { withdrawals: [{ validatorIndex: v }] }], 'params[3].withdrawals[0].validatorIndex'],
+    ["eth_call's block override withdrawal amount", 'eth_call', (v) => [tx, 'latest', {}, { withdrawals: [{ amount: v }] }], 'params[3].withdrawals[0].amount'],
+    ["eth_estimateGas' block override number", 'eth_estimateGas', (v) => [tx, 'latest', {}, { number: v }], 'params[3].number'],
+    ["eth_estimateGas' block override time", 'eth_estimateGas', (v) => [tx, 'latest', {}, { time: v }], 'params[3].time'],
+    ["eth_estimateGas' block override gasLimit", 'eth_estimateGas', (v) => [tx, 'latest', {}, { gasLimit: v }], 'params[3].gasLimit'],
+    ["eth_call's state override nonce", 'eth_call', (v) => [tx, 'latest', { [OTHER]: { nonce: v } }], `params[2]["${OTHER}"].nonce`],
+    ["eth_estimateGas' state override nonce", 'eth_estimateGas', (v) => [tx, 'latest', { [OTHER]: { nonce: v } }], `params[2]["${OTHER}"].nonce`],
+    ["eth_createAccessList's state override nonce", 'eth_createAccessList', (v) => [tx, 'latest', { [OTHER]: { nonce: v } }], `params[2]["${OTHER}"].nonce`],
+    ["eth_simulateV1's state override nonce", 'eth_simulateV1', (v) => sim({ stateOverrides: { [OTHER]: { nonce: v } } }), `params[0].blockStateCalls[0].stateOverrides["${OTHER}"].nonce`],
+    ["eth_simulateV1's block override withdrawal amount", 'eth_simulateV1', (v) => sim({ blockOverrides: { withdrawals: [{ amount: v }] } }), 'params[0].blockStateCalls[0].blockOverrides.withdrawals[0].amount'],
+    ["debug_traceCall's state override nonce", 'debug_traceCall', (v) => [tx, 'latest', { tracer: 'callTracer', stateOverrides: { [OTHER]: { nonce: v } } }], `params[2].stateOverrides["${OTHER}"].nonce`],
+    ["debug_traceCall's block override number", 'debug_traceCall', (v) => [tx, 'latest', { blockOverrides: { number: v } }], 'params[2].blockOverrides.number'],
+    ["eth_call's authorization nonce", 'eth_call', (v) => [{ to: ALLOWED, authorizationList: [{ chainId: '0x1', address: OTHER, nonce: v }] }, 'latest'], 'params[0].authorizationList[0].nonce'],
+    ["eth_estimateGas' authorization nonce", 'eth_estimateGas', (v) => [{ to: ALLOWED, authorizationList: [{ nonce: '0x0' }, { nonce: v }] }], 'params[0].authorizationList[1].nonce'],
+    ["eth_simulateV1's call authorization nonce", 'eth_simulateV1', (v) => sim({ calls: [{ to: ALLOWED, authorizationList: [{ nonce: v }] }] }), 'params[0].blockStateCalls[0].calls[0].authorizationList[0].nonce'],
+  ];
+  for (const [what, method, params, field] of bounded) {
+    test(`${what}: 2^64-1 passes unchanged, 2^64 is -32602 naming ${field}`, () => {
+      const max = params(MAX);
+      const j = judged(method, max);
+      assert.ok(!(j instanceof InvalidParamsError), `2^64-1 passes: ${j instanceof InvalidParamsError ? j.message : ''}`);
+      assert.equal(j.rewritten, false);
+      assert.deepEqual(j.params, max);
+      assert.equal(refusedAt(method, params(OVER)), field);
+      // As nodes read it: 0X, upper case, leading zeros and long decimals cannot slip past.
+      assert.equal(refusedAt(method, params('0X1' + '0'.repeat(16))), field);
+      assert.equal(refusedAt(method, params('0x000' + 'F'.repeat(17))), field);
+      assert.equal(refusedAt(method, params('0'.repeat(40) + '18446744073709551616')), field);
+    });
+  }
+
+  test('other spellings of a valid value are forwarded as the same number, canonical', () => {
+    assert.deepEqual(forwarded('eth_call', [tx, 'latest', { [OTHER]: { Nonce: '0X01' } }, { TIME: '0x00ff', gasLimit: '21000' }]), [
+      tx,
+      'latest',
+      { [OTHER]: { nonce: '0x1' } },
+      { time: '0xff', gasLimit: '0x5208' },
+    ]);
+    assert.deepEqual(forwarded('eth_estimateGas', [{ to: ALLOWED, authorizationList: [{ Nonce: '0XFFFFFFFFFFFFFFFF' }] }]), [
+      { to: ALLOWED, authorizationList: [{ nonce: MAX }] },
+    ]);
+  });
+
+  test('members nodes read as 256 bits are not bounded to 64', () => {
+    const account = { balance: ABOVE_64, state: { ['0x' + '00'.repeat(32)]: '0x' + 'ff'.repeat(32) } };
+    for (const [method, params] of [
+      ['eth_call', [tx, 'latest', { [OTHER]: account }, { baseFeePerGas: ABOVE_64, blobBaseFee: ABOVE_64, difficulty: ABOVE_64, prevRandao: '0x' + 'ff'.repeat(32) }]],
+      ['eth_estimateGas', [tx, 'latest', { [OTHER]: { balance: OVER } }, { baseFeePerGas: OVER }]],
+      ['eth_createAccessList', [tx, 'latest', { [OTHER]: { balance: ABOVE_64 } }]],
+      ['eth_simulateV1', sim({ stateOverrides: { [OTHER]: { balance: ABOVE_64 } }, blockOverrides: { baseFeePerGas: ABOVE_64 }, calls: [{ to: ALLOWED, value: ABOVE_64, maxFeePerGas: OVER }] })],
+      ['debug_traceCall', [tx, 'latest', { stateOverrides: { [OTHER]: { balance: ABOVE_64 } }, blockOverrides: { blobBaseFee: ABOVE_64 } }]],
+      ['eth_call', [{ to: ALLOWED, value: OVER, authorizationList: [{ chainId: ABOVE_64, nonce: '0x1', r: ABOVE_64, s: ABOVE_64 }] }, 'latest']],
+    ] as const) {
+      const j = judged(method, params);
+      assert.ok(!(j instanceof InvalidParamsError), `${method} ${JSON.stringify(params)} passes: ${j instanceof InvalidParamsError ? j.message : ''}`);
+      assert.equal(j.rewritten, false, `${method} forwarded unchanged`);
+    }
+  });
+});
+
 describe('values read the way nodes read them (C54)', () => {
   test('0X and long zero-padded decimals cannot slip past a bound', () => {
     const f40 = '0X' + 'F'.repeat(40);
