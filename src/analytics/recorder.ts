@@ -156,26 +156,49 @@ export class AnalyticsRecorder {
   /**
    * Puts a batch that could not be stored back, added to what was recorded meanwhile; past
    * `maxRows` the oldest rows are dropped (C48: memory stays bounded while storage is away).
-   * Answers how many rows were dropped.
+   * Answers how many rows were dropped. The batch's rows are older than the rows recorded meanwhile,
+   * so they go first, each keeping its place when it was counted into meanwhile too (the meanwhile
+   * row, the one the index points to, takes the batch's counts). Always, not only past `maxRows`:
+   * the map's order is what the next failure's cap goes by, and a meanwhile row left ahead of older
+   * ones would be dropped before them, and an old one kept (and counted into) instead.
    */
   mergeBack(batch: AnalyticsBatch, maxRows = Number.POSITIVE_INFINITY): number {
+    const ordered: AnalyticsBatch = new Map();
+    for (const [id, r] of batch) {
+      const now = this.#rows.get(id);
+      if (now) addCounts(now, r);
+      ordered.set(id, now ?? r);
+    }
+    for (const [id, r] of this.#rows) if (!ordered.has(id)) ordered.set(id, r);
+    this.#rows = ordered;
+    return this.#dropOldest(maxRows);
+  }
+
+  /**
+   * Adds the rows a worker handed over (UsageService.absorb), recorded after what is held: new
+   * rows go last. Past `maxRows` the handed-over rows are the ones dropped (as usage's new rows
+   * there). Answers how many rows were dropped.
+   */
+  absorb(batch: AnalyticsBatch, maxRows = Number.POSITIVE_INFINITY): number {
     this.#merge(batch);
+    if (this.#rows.size <= maxRows) return 0;
+    const ordered: AnalyticsBatch = new Map();
+    for (const id of batch.keys()) ordered.set(id, this.#rows.get(id) as Row);
+    for (const [id, r] of this.#rows) ordered.set(id, r);
+    this.#rows = ordered;
+    return this.#dropOldest(maxRows);
+  }
+
+  /** Drops rows from the front of the map (the oldest) until at most `maxRows` are left; answers how many. */
+  #dropOldest(maxRows: number): number {
     let dropped = 0;
-    // Oldest first: the failed batch's rows went in before what is recorded meanwhile only when new, so
-    // the map is rebuilt with them ahead.
-    if (this.#rows.size > maxRows) {
-      const ordered = new Map<string, Row>();
-      for (const id of batch.keys()) ordered.set(id, this.#rows.get(id) as Row);
-      for (const [id, r] of this.#rows) ordered.set(id, r);
-      this.#rows = ordered;
-      for (const [id, r] of this.#rows) {
-        if (this.#rows.size <= maxRows) break;
-        this.#rows.delete(id);
-        // A row still counted into through the index would be lost unseen: it leaves the index too.
-        const byMethod = this.#index.get(r.keyId)?.get(r.network);
-        if (byMethod) for (const [m, row] of byMethod) if (row === r) byMethod.delete(m);
-        dropped++;
-      }
+    for (const [id, r] of this.#rows) {
+      if (this.#rows.size <= maxRows) break;
+      this.#rows.delete(id);
+      // A row still counted into through the index would be lost unseen: it leaves the index too.
+      const byMethod = this.#index.get(r.keyId)?.get(r.network);
+      if (byMethod) for (const [m, row] of byMethod) if (row === r) byMethod.delete(m);
+      dropped++;
     }
     return dropped;
   }

@@ -204,7 +204,7 @@ export class UsageService implements UsageSink {
       const now = this.#pending.lastUsed.get(keyId);
       if (now === undefined || at > now) this.#pending.lastUsed.set(keyId, at);
     }
-    if (batch.analytics && this.analytics) this.dropped.analyticsRows += this.analytics.mergeBack(batch.analytics, this.#maxPendingRows);
+    if (batch.analytics && this.analytics) this.dropped.analyticsRows += this.analytics.absorb(batch.analytics, this.#maxPendingRows);
     this.pendingRowsPeak = Math.max(this.pendingRowsPeak, counts.size);
   }
 
