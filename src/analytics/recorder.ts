@@ -175,18 +175,19 @@ export class AnalyticsRecorder {
   }
 
   /**
-   * Adds the rows a worker handed over (UsageService.absorb), recorded after what is held: new
-   * rows go last. Past `maxRows` the handed-over rows are the ones dropped (as usage's new rows
-   * there). Answers how many rows were dropped.
+   * Adds the rows a worker handed over (UsageService.absorb), as usage does its own: counts of a
+   * row held go into it; a new row goes last while fewer than `maxRows` are held, else it is
+   * dropped (C48). Answers how many rows were dropped.
    */
   absorb(batch: AnalyticsBatch, maxRows = Number.POSITIVE_INFINITY): number {
-    this.#merge(batch);
-    if (this.#rows.size <= maxRows) return 0;
-    const ordered: AnalyticsBatch = new Map();
-    for (const id of batch.keys()) ordered.set(id, this.#rows.get(id) as Row);
-    for (const [id, r] of this.#rows) ordered.set(id, r);
-    this.#rows = ordered;
-    return this.#dropOldest(maxRows);
+    let dropped = 0;
+    for (const [id, r] of batch) {
+      const now = this.#rows.get(id);
+      if (now) addCounts(now, r);
+      else if (this.#rows.size < maxRows) this.#rows.set(id, r);
+      else dropped++;
+    }
+    return dropped;
   }
 
   /** Drops rows from the front of the map (the oldest) until at most `maxRows` are left; answers how many. */
@@ -201,17 +202,6 @@ export class AnalyticsRecorder {
       dropped++;
     }
     return dropped;
-  }
-
-  #merge(batch: AnalyticsBatch): void {
-    for (const [id, r] of batch) {
-      const now = this.#rows.get(id);
-      if (!now) {
-        this.#rows.set(id, r);
-        continue;
-      }
-      addCounts(now, r);
-    }
   }
 
   /**

@@ -239,3 +239,22 @@ describe('usage and analytics held in memory during a database outage are capped
     assert.equal(metric(back, 'junction_usage_dropped_requests_total'), 9);
   });
 });
+
+// C48 with workers: the rows a worker hands over (UsageService.absorb) past the cap are the new ones
+// dropped, for analytics as for usage; a row already held takes the worker's counts.
+describe('a worker\'s handover past the cap drops its new rows, not the rows held (C48)', () => {
+  test('held A-E, cap 5, handed A and F: A takes the counts, F is dropped and counted', async () => {
+    const { AnalyticsRecorder } = await import('../../src/analytics/recorder.ts');
+    const primary = new AnalyticsRecorder(['m0', 'm1', 'm2', 'm3', 'm4', 'm5']);
+    for (let i = 0; i < CAP; i++) primary.call('u', 'k', NETWORK, `m${i}`, 1, OK, 1);
+    const worker = new AnalyticsRecorder(['m0', 'm5']);
+    worker.call('u', 'k', NETWORK, 'm0', 1, OK, 1);
+    worker.call('u', 'k', NETWORK, 'm0', 1, OK, 1);
+    worker.call('u', 'k', NETWORK, 'm5', 1, OK, 1);
+    const handed = worker.take();
+    assert.ok(handed);
+    assert.equal(primary.absorb(handed, CAP), 1, 'one new row dropped');
+    const held = [...(primary.take() ?? new Map()).values()].map((r) => [r.method, r.requests]);
+    assert.deepEqual(held, [['m0', 3], ['m1', 1], ['m2', 1], ['m3', 1], ['m4', 1]]);
+  });
+});
