@@ -343,12 +343,15 @@ export class WsGateway {
    * Graceful stop (SIGTERM, C57). From now on every connection turns new messages away (-32603,
    * `data.retryAfter`, as HTTP's 503) and its subscriptions get no more notifications; a
    * connection with no call in flight gets its 1001 close at once, one with calls in flight once
-   * they are answered. After `drainMs` (main.ts: the same half of `server.shutdownGraceMs` the
-   * HTTP drain has) the connections still busy get their 1001 anyway: their answers are dropped
-   * and, never answered, not counted as usage (the pipeline records a call's usage only while its
-   * connection can still carry the answer). Clients then have `ws.closeGraceMs` to answer the
-   * close, the rest are cut; the hubs close their upstream connections. `drainMs` 0 (the app's
-   * own close, without a stop before it) closes every connection at once.
+   * they are answered. The whole of it takes at most `drainMs` (main.ts: the same half of
+   * `server.shutdownGraceMs` the HTTP drain has), so the last usage write keeps the rest of the
+   * grace: calls in flight have `drainMs` less the close handshake's time (`ws.closeGraceMs`, at
+   * most half of `drainMs`); the connections still busy then get their 1001 anyway: their answers
+   * are dropped and, never answered, not counted as usage (the pipeline records a call's usage
+   * only while its connection can still carry the answer). Clients then have what is left of
+   * `drainMs` to answer the close, the rest are cut; the hubs close their upstream connections.
+   * `drainMs` 0 (the app's own close, without a stop before it) closes every connection at once,
+   * with `ws.closeGraceMs` for the handshake.
    */
   close(drainMs = 0): Promise<void> {
     this.#closing ??= (async () => {
@@ -359,11 +362,13 @@ export class WsGateway {
       const closed = open.map((c) => new Promise<void>((resolve) => (c.closed ? resolve() : c.ws.once('close', () => resolve()))));
       const busy = new Set<WsConnection>();
       for (const c of open) if (!c.stop()) busy.add(c);
+      const closeGraceMs = this.#d.settings.ws.closeGraceMs;
+      const deadline = performance.now() + drainMs;
       if (busy.size > 0) {
         let cut: NodeJS.Timeout | undefined;
         await new Promise<void>((resolve) => {
           this.#draining = { busy, done: resolve };
-          cut = setTimeout(resolve, drainMs);
+          cut = setTimeout(resolve, drainMs - Math.min(closeGraceMs, Math.floor(drainMs / 2)));
         });
         clearTimeout(cut);
         this.#draining = undefined;
@@ -373,7 +378,8 @@ export class WsGateway {
         }
       }
       let timer: NodeJS.Timeout | undefined;
-      await Promise.race([Promise.all(closed), new Promise((r) => (timer = setTimeout(r, this.#d.settings.ws.closeGraceMs)))]);
+      const handshakeMs = drainMs > 0 ? Math.max(0, Math.min(closeGraceMs, deadline - performance.now())) : closeGraceMs;
+      await Promise.race([Promise.all(closed), new Promise((r) => (timer = setTimeout(r, handshakeMs)))]);
       clearTimeout(timer);
       for (const c of this.connections) c.ws.terminate();
       this.#wss.close();
