@@ -64,8 +64,9 @@ export interface SubscriptionDispatcher {
   subscribe(params: unknown, idText: string, key: ResolvedKey): Promise<DispatchAnswer>;
   unsubscribe(params: unknown): boolean | RpcError;
   /**
-   * C57: whether an answer can still be sent on the connection. The pipeline records a call's
-   * usage once its answer is known, and not when this is false: nothing unanswered is counted.
+   * C57: whether a call answered now counts: false during a stop on a connection that can no
+   * longer carry the answer. The pipeline records a call's usage once its answer is known, and
+   * not when this is false: nothing the stop left unanswered is counted.
    */
   answerable(): boolean;
 }

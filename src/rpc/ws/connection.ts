@@ -325,12 +325,14 @@ export class WsConnection implements SubscriptionDispatcher, Cuttable {
   }
 
   /**
-   * C57: whether an answer can still be sent on this connection. The pipeline records a call's
-   * usage once its answer is known, and not when this is false (the connection closed meanwhile,
-   * or cut by a stop's drain limit): nothing unanswered is counted.
+   * C57: whether a call answered now counts. The pipeline records a call's usage once its answer
+   * is known, and not when this is false: during a stop, on a connection that can no longer carry
+   * the answer (cut at the drain limit, or closed meanwhile): nothing the stop left unanswered is
+   * counted. Outside a stop a call counts whatever became of its client, as over HTTP: the node did
+   * the work (a transaction sent, a trace run).
    */
   answerable(): boolean {
-    return this.ws.readyState === WebSocket.OPEN;
+    return !this.#ctx.stopping || this.ws.readyState === WebSocket.OPEN;
   }
 
   async #onMessage(data: Buffer, isBinary: boolean): Promise<void> {

@@ -165,3 +165,19 @@ test('a client that never answers the close does not hold the stop past the drai
   assert.ok(took < DRAIN_MS + 300, `the WebSocket stop took ${Math.round(took)} ms, drain limit ${DRAIN_MS} ms`);
   await t.close();
 });
+
+test('outside a stop, a WebSocket call whose client left before its answer is counted, as over HTTP: the node did the work (C27, C57)', async () => {
+  const { t, node } = await gateway();
+  const k = await createKey(t.app);
+  const c = await connect(wsAddress(t, `/ws/native-mainnet?apiKey=${k.key}`));
+  node.setDelay(300);
+  c.ws.send(JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'eth_getBalance', params: [address(5), 'latest'] }));
+  await waitFor(() => node.callCount('eth_getBalance') >= 1, { what: 'the call to reach the node' });
+  c.ws.close();
+  await c.closed;
+  const sent = node.answersSent();
+  await waitFor(() => node.answersSent() > sent, { what: 'the node to answer' });
+  await sleep(100);
+  await t.close(); // writes the last usage
+  assert.equal(await storedRequests(t, k.user.id, k.id), 1);
+});
