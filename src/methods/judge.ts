@@ -119,32 +119,36 @@ function judgeList(facts: MethodFacts, list: unknown[]): JudgedParams {
   for (const at of facts.uint64) {
     const v = list[at];
     if (v === undefined || v === null) continue;
-    const text = uint64Text(v, `param ${at}`, `params[${at}]`);
+    const text = uint64Text(v, 'params', at);
     if (text !== v) set(at, text);
   }
-  /** The object at `at`, when there is one, judged by `judge`. */
-  const object = (at: number | null, judge: (o: Record<string, unknown>, field: string) => Record<string, unknown>): void => {
-    if (at === null) return;
-    const v = list[at];
-    if (!isObject(v)) return;
-    const judgedObject = judge(v, `params[${at}]`);
-    if (judgedObject !== v) set(at, judgedObject);
-  };
-  object(facts.tx, transaction);
-  object(facts.stateOverrides, stateOverrides);
-  object(facts.blockOverrides, blockOverrides);
-  object(facts.callOptions, callOptions);
-  object(facts.logFilter ? 0 : null, logFilter);
-  object(facts.contract === 'simulate' ? 0 : null, simulation);
+  judgeObject(list, facts.tx, transaction, set);
+  judgeObject(list, facts.stateOverrides, stateOverrides, set);
+  judgeObject(list, facts.blockOverrides, blockOverrides, set);
+  judgeObject(list, facts.callOptions, callOptions, set);
+  judgeObject(list, facts.logFilter ? 0 : null, logFilter, set);
+  judgeObject(list, facts.contract === 'simulate' ? 0 : null, simulation, set);
   return { params: out ?? list, block, rewritten: out !== null };
 }
 
-/** A 64-bit quantity as its canonical text (C50), refused when unreadable or larger. */
-function uint64Text(v: unknown, what: string, field: string): string {
+/** The object at `at` of the params, when there is one, judged by `judge`; `set` takes it when it changed. */
+function judgeObject(list: unknown[], at: number | null, judge: (o: Record<string, unknown>, field: string) => Record<string, unknown>, set: (i: number, v: unknown) => void): void {
+  if (at === null) return;
+  const v = list[at];
+  if (!isObject(v)) return;
+  const judged = judge(v, `params[${at}]`);
+  if (judged !== v) set(at, judged);
+}
+
+/**
+ * A 64-bit quantity as its canonical text (C50), refused when unreadable or larger, naming it
+ * `field[member]` or `field.member` (the name is made only for a refusal: nothing per call).
+ */
+function uint64Text(v: unknown, field: string, member: string | number): string {
   const n = readQuantity(v);
-  if (n === null) throw invalid(`${what} must be a quantity (0x hex)`, field);
-  if (n > MAX_UINT64) throw invalid(`${what} above 2^64-1`, field);
-  return quantityText(n);
+  if (n !== null && n <= MAX_UINT64) return quantityText(n);
+  const at = typeof member === 'number' ? `${field}[${member}]` : `${field}.${member}`;
+  throw invalid(n === null ? `${at} must be a quantity (0x hex)` : `${at} above 2^64-1`, at);
 }
 
 /**
@@ -174,7 +178,7 @@ function canonicalObject(o: Record<string, unknown>, set: MemberSet, each: (name
  */
 function shaped(o: Record<string, unknown>, s: Shape, field: string, inner?: (name: string, value: unknown) => unknown): Record<string, unknown> {
   return canonicalObject(o, s.members, (name, value) => {
-    if (s.uint64.has(name)) return value === undefined || value === null ? value : uint64Text(value, `${field}.${name}`, `${field}.${name}`);
+    if (s.uint64.has(name)) return value === undefined || value === null ? value : uint64Text(value, field, name);
     return inner === undefined ? value : inner(name, value);
   });
 }
