@@ -305,6 +305,14 @@ export function loadConfig(opts: LoadOptions = {}): Config {
   if (Array.isArray(cfg.networks)) cfg.networks = cfg.networks.filter((n) => !(isObject(n) && n.enabled === false));
 
   const final = deepMerge(cfg, (opts.overrides ?? {}) as Json);
+  // C35: the shipped whale-alert networks are the native ones this config keeps, so a config that
+  // leaves one out need not restate the list; a list written in a file, env or overrides is checked
+  // as written (C32: an unknown slug stops the start).
+  const written = [user, opts.overrides as Json | undefined].some((o) => isObject(o) && isObject(o.whaleAlerts) && o.whaleAlerts.networks !== undefined) || sources.env.has('whaleAlerts.networks');
+  if (!written && isObject(final) && isObject(final.whaleAlerts) && Array.isArray(final.whaleAlerts.networks) && Array.isArray(final.networks)) {
+    const slugs = new Set(final.networks.filter(isObject).map((n) => n.slug));
+    final.whaleAlerts.networks = final.whaleAlerts.networks.filter((slug) => slugs.has(slug));
+  }
   return validateConfig(final, sources);
 }
 

@@ -148,6 +148,12 @@ describe('config: settings that name a network', () => {
     assert.throws(() => loadConfig({ env: {}, overrides: { networks: tokenOnly } }), /networks\.ethereum\.tokens\.0\.price\.network = "etherium"/);
   });
 
+  test('a config that leaves a native network out keeps the shipped whale-alert list to the networks it has; a list written names only known ones (C35)', () => {
+    const networks = loadConfig({ env: {} }).networks.filter((n) => n.slug !== 'native-testnet');
+    assert.deepEqual(loadConfig({ env: {}, overrides: { networks } }).whaleAlerts.networks, ['native-mainnet']);
+    assert.throws(() => loadConfig({ env: {}, overrides: { networks, whaleAlerts: { networks: ['native-mainnet', 'native-testnet'] } } }), /whaleAlerts\.networks\.1 = "native-testnet": no such network/);
+  });
+
   test('the shipped config and the devnet name only their own networks', () => {
     assert.doesNotThrow(() => loadConfig({ env: {} }));
     assert.doesNotThrow(() => loadConfig({ env: { DEVNET: 'true' } }));
