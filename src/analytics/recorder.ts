@@ -4,6 +4,7 @@ import { type SQL, sql } from 'drizzle-orm';
 import { ApiKeyRevokedError, InvalidApiKeyError, KeyAccessDeniedError, MethodNotSupportedError, NetworkNotAllowedError, QuotaExceededError, RateLimitedError, type RpcError } from '../errors/rpc.ts';
 import type { Db } from '../storage/db.ts';
 import { type Column, unnest } from '../storage/unnest.ts';
+import { absorb, mergeBack } from '../storage/write-behind.ts';
 import { BUCKETS, bucketOf, encodeLatency, mergeInto, mergeLatencySql } from './histogram.ts';
 
 /** How an admitted call ended (C46): an answer with a result, a node's error, or no usable answer from any node. */
@@ -156,51 +157,23 @@ export class AnalyticsRecorder {
   /**
    * Puts a batch that could not be stored back, added to what was recorded meanwhile; past
    * `maxRows` the oldest rows are dropped (C48: memory stays bounded while storage is away).
-   * Answers how many rows were dropped. The batch's rows are older than the rows recorded meanwhile,
-   * so they go first, each keeping its place when it was counted into meanwhile too (the meanwhile
-   * row, the one the index points to, takes the batch's counts). Always, not only past `maxRows`:
-   * the map's order is what the next failure's cap goes by, and a meanwhile row left ahead of older
-   * ones would be dropped before them, and an old one kept (and counted into) instead.
+   * Answers how many rows were dropped. The order and the cap are usage's too
+   * (storage/write-behind.ts `mergeBack`).
    */
   mergeBack(batch: AnalyticsBatch, maxRows = Number.POSITIVE_INFINITY): number {
-    const ordered: AnalyticsBatch = new Map();
-    for (const [id, r] of batch) {
-      const now = this.#rows.get(id);
-      if (now) addCounts(now, r);
-      ordered.set(id, now ?? r);
-    }
-    for (const [id, r] of this.#rows) if (!ordered.has(id)) ordered.set(id, r);
-    this.#rows = ordered;
-    return this.#dropOldest(maxRows);
+    let dropped = 0;
+    this.#rows = mergeBack(this.#rows, batch, this.#index, maxRows, addCounts, () => dropped++);
+    return dropped;
   }
 
   /**
    * Adds the rows a worker handed over (UsageService.absorb), as usage does its own: counts of a
    * row held go into it; a new row goes last while fewer than `maxRows` are held, else it is
-   * dropped (C48). Answers how many rows were dropped.
+   * dropped (C48; storage/write-behind.ts `absorb`). Answers how many rows were dropped.
    */
   absorb(batch: AnalyticsBatch, maxRows = Number.POSITIVE_INFINITY): number {
     let dropped = 0;
-    for (const [id, r] of batch) {
-      const now = this.#rows.get(id);
-      if (now) addCounts(now, r);
-      else if (this.#rows.size < maxRows) this.#rows.set(id, r);
-      else dropped++;
-    }
-    return dropped;
-  }
-
-  /** Drops rows from the front of the map (the oldest) until at most `maxRows` are left; answers how many. */
-  #dropOldest(maxRows: number): number {
-    let dropped = 0;
-    for (const [id, r] of this.#rows) {
-      if (this.#rows.size <= maxRows) break;
-      this.#rows.delete(id);
-      // A row still counted into through the index would be lost unseen: it leaves the index too.
-      const byMethod = this.#index.get(r.keyId)?.get(r.network);
-      if (byMethod) for (const [m, row] of byMethod) if (row === r) byMethod.delete(m);
-      dropped++;
-    }
+    absorb(this.#rows, batch, maxRows, addCounts, () => dropped++);
     return dropped;
   }
 

@@ -1,6 +1,6 @@
 // JSON-RPC 2.0 items (C22, C23): reading single calls and notifications, and writing answers as text.
 import { InvalidRequestError, type RpcError } from '../errors/rpc.ts';
-import { firstMemberAt, nextMemberAt, skipValue, skipWs } from '../json/lossless.ts';
+import { firstMemberAt, idText, nextMemberAt, skipValue, skipWs } from '../json/lossless.ts';
 
 export type RpcId = string | number | null;
 
@@ -50,6 +50,16 @@ export function parseItem(x: unknown, raw?: string | Uint8Array): RpcItem {
   }
   const call = { id: hasId ? (o.id as RpcId) : undefined, method: o.method, params: o.params };
   return written === undefined ? { call } : { call, idText: written };
+}
+
+/**
+ * The id to answer a refusal of a whole message under (C23), as the client wrote it: a call's, read
+ * with its member names; a refused item's valid id, read from `text` (the message's text); `null`
+ * for a batch (`item` undefined) or an id of the wrong type. Used by the pipeline (pipeline.ts
+ * `Message.id`) and by a WebSocket turning a message away during a stop (ws/connection.ts).
+ */
+export function messageIdText(item: RpcItem | undefined, text: string): string {
+  return item?.call ? (item.idText ?? idText(text)) : item && item.id !== null ? idText(text) : 'null';
 }
 
 // Bits of the members a call may have, by name as written.

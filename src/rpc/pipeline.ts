@@ -11,7 +11,7 @@ import { ComputeUnits } from '../metering/weights.ts';
 import type { UsageSink } from '../usage/sink.ts';
 import type { AnalyticsRecorder } from '../analytics/recorder.ts';
 import type { Upstreams } from '../upstreams/upstreams.ts';
-import { errorText, parseItem, type RpcItem } from './jsonrpc.ts';
+import { errorText, messageIdText, parseItem, type RpcItem } from './jsonrpc.ts';
 import { arrayElements, idText, nestsDeeperThan } from '../json/lossless.ts';
 import type { ResponseCache } from './dispatch/cache.ts';
 import { Dispatcher, type DispatcherSettings } from './dispatch/dispatcher.ts';
@@ -46,8 +46,7 @@ class Message {
    * member names; a refused one's is read from the text on first use.
    */
   id(): string {
-    const single = this.single;
-    return (this.#id ??= single?.call ? (single.idText ?? idText(this.text)) : single && single.id !== null ? idText(this.text) : 'null');
+    return (this.#id ??= messageIdText(this.single, this.text));
   }
 }
 

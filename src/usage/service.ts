@@ -7,6 +7,7 @@ import type { UsageConfig } from '../config/schema.ts';
 import { currentPeriods } from '../metering/periods.ts';
 import type { Db } from '../storage/db.ts';
 import { type Column, unnest } from '../storage/unnest.ts';
+import { absorb, mergeBack } from '../storage/write-behind.ts';
 import type { UsageEvent, UsageSink } from './sink.ts';
 
 /*
@@ -56,6 +57,12 @@ interface Pending {
   /** The same entries by key, network and method for today's day: no string built per call. */
   index: Map<string, Map<string, Map<string, Entry>>>;
   indexDay: string;
+}
+
+/** Adds `from`'s counts into `into` (a row merged back or handed over into the one held). */
+function addEntry(into: Entry, from: Entry): void {
+  into.requests += from.requests;
+  into.computeUnits += from.computeUnits;
 }
 
 const emptyPending = (): Pending => ({ counts: new Map(), lastUsed: new Map(), index: new Map(), indexDay: '' });
@@ -187,23 +194,9 @@ export class UsageService implements UsageSink {
    */
   absorb(batch: UsageBatch): void {
     const counts = this.#pending.counts;
-    for (const e of batch.rows) {
-      const id = `${e.userId}|${e.keyId}|${e.network}|${e.day}|${e.method}`;
-      const now = counts.get(id);
-      if (now) {
-        now.requests += e.requests;
-        now.computeUnits += e.computeUnits;
-      } else if (counts.size < this.#maxPendingRows) {
-        counts.set(id, e);
-      } else {
-        this.dropped.usageRows++;
-        this.dropped.usageRequests += e.requests;
-      }
-    }
-    for (const [keyId, at] of batch.lastUsed) {
-      const now = this.#pending.lastUsed.get(keyId);
-      if (now === undefined || at > now) this.#pending.lastUsed.set(keyId, at);
-    }
+    const rows = batch.rows.map((e) => [`${e.userId}|${e.keyId}|${e.network}|${e.day}|${e.method}`, e] as const);
+    absorb(counts, rows, this.#maxPendingRows, addEntry, this.#drop);
+    this.#mergeLastUsed(batch.lastUsed);
     if (batch.analytics && this.analytics) this.dropped.analyticsRows += this.analytics.absorb(batch.analytics, this.#maxPendingRows);
     this.pendingRowsPeak = Math.max(this.pendingRowsPeak, counts.size);
   }
@@ -351,38 +344,26 @@ export class UsageService implements UsageSink {
   /**
    * Adds a batch that could not be stored to what was recorded meanwhile. Rows merge, so memory
    * grows with distinct (account, key, network, day, method) rows, not calls; past
-   * `usage.maxPendingRows` the oldest rows are dropped and counted (C48).
+   * `usage.maxPendingRows` the oldest rows are dropped and counted (C48). The order and the cap
+   * are analytics' too (storage/write-behind.ts `mergeBack`).
    */
   #mergeBack(batch: Pending): void {
     const pending = this.#pending;
-    // Rebuilt with the failed batch's rows first: the map's order is then oldest first.
-    const counts = new Map<string, Entry>();
-    for (const [id, e] of batch.counts) {
-      const now = pending.counts.get(id);
-      if (now) {
-        // The entry recorded meanwhile is the one the index points to: it takes the older counts.
-        now.requests += e.requests;
-        now.computeUnits += e.computeUnits;
-        counts.set(id, now);
-      } else {
-        counts.set(id, e);
-      }
-    }
-    for (const [id, e] of pending.counts) if (!counts.has(id)) counts.set(id, e);
-    pending.counts = counts;
-    for (const [id, e] of counts) {
-      if (counts.size <= this.#maxPendingRows) break;
-      counts.delete(id);
-      // A row still counted into through the index would be lost unseen: it leaves the index too.
-      const byMethod = pending.index.get(e.keyId)?.get(e.network);
-      if (byMethod) for (const [m, row] of byMethod) if (row === e) byMethod.delete(m);
-      this.dropped.usageRows++;
-      this.dropped.usageRequests += e.requests;
-    }
-    for (const [keyId, at] of batch.lastUsed) {
+    pending.counts = mergeBack(pending.counts, batch.counts, pending.index, this.#maxPendingRows, addEntry, this.#drop);
+    this.#mergeLastUsed(batch.lastUsed);
+  }
+
+  /** C48: a usage row dropped past `usage.maxPendingRows` is counted with its requests (metrics). */
+  readonly #drop = (e: Entry): void => {
+    this.dropped.usageRows++;
+    this.dropped.usageRequests += e.requests;
+  };
+
+  /** Keeps each key's latest use: the later of what is held and what `lastUsed` says. */
+  #mergeLastUsed(lastUsed: Iterable<[string, number]>): void {
+    for (const [keyId, at] of lastUsed) {
       const now = this.#pending.lastUsed.get(keyId);
       if (now === undefined || at > now) this.#pending.lastUsed.set(keyId, at);
     }
   }
-
 }

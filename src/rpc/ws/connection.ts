@@ -11,8 +11,7 @@ import type { Notification, Subscriber } from '../../upstreams/ws/subscription-h
 import { newSubscriptionId, notificationText } from '../../upstreams/ws/subscription-messages.ts';
 import { parseTopic } from '../../upstreams/ws/topic.ts';
 import type { Upstreams } from '../../upstreams/upstreams.ts';
-import { errorText, parseItem, resultText } from '../jsonrpc.ts';
-import { idText } from '../../json/lossless.ts';
+import { errorText, messageIdText, parseItem, resultText } from '../jsonrpc.ts';
 import type { DispatchAnswer, RpcInput, RpcOutput, SubscriptionDispatcher } from '../message.ts';
 import type { RpcPipeline } from '../pipeline.ts';
 import type { Cuttable, CutReason, Outbound } from '../../http/outbound.ts';
@@ -486,7 +485,7 @@ export class WsConnection implements SubscriptionDispatcher, Cuttable {
 }
 
 /**
- * The id to answer a refusal of a whole message under, as the pipeline answers one (C23): a single
+ * The id to answer a refusal of a whole message under, as the pipeline answers one (C23, jsonrpc.ts `messageIdText`): a single
  * call's id as written, `null` for a batch or for text that is not a call (read only during a stop).
  */
 function messageId(data: Buffer): string {
@@ -497,7 +496,5 @@ function messageId(data: Buffer): string {
   } catch {
     return 'null';
   }
-  if (Array.isArray(parsed)) return 'null';
-  const item = parseItem(parsed, text);
-  return item.call ? (item.idText ?? idText(text)) : item.id !== null ? idText(text) : 'null';
+  return messageIdText(Array.isArray(parsed) ? undefined : parseItem(parsed, text), text);
 }
