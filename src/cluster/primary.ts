@@ -2,7 +2,7 @@
 // it serves no request itself. It owns what only one process may own -- the embedded store, the
 // in-process limits, the usage write-behind -- forks the workers that serve the port, replaces a
 // worker that dies, and on a stop (C57) passes the stop on, waits for every worker to drain, and
-// writes the last usage after the last worker is gone.
+// writes the last usage after the last worker is gone: all of it within server.shutdownGraceMs.
 import cluster, { type Worker } from 'node:cluster';
 import { availableParallelism } from 'node:os';
 import path from 'node:path';
@@ -47,6 +47,32 @@ const SLOT_ENV = 'JUNCTION_WORKER';
 const STABLE_MS = 10_000;
 const FIRST_BACKOFF_MS = 250;
 const MAX_BACKOFF_MS = 30_000;
+/** The share of the grace the primary keeps for itself after the workers' deadline ({@link stopBudget}). */
+const PRIMARY_TAIL_SHARE = 0.25;
+
+/** How the grace of a stop with workers is shared out ({@link stopBudget}). */
+export interface StopBudget {
+  /**
+   * The workers' deadline, from the stop on: each stops within it as one process stops within the
+   * grace (half of it to drain, the rest to close and hand its last usage over); one still running
+   * then is killed by the primary.
+   */
+  workersMs: number;
+  /** What is left of the grace after that, the primary's own: the last usage write and the store's close. */
+  tailMs: number;
+}
+
+/**
+ * C57 with workers (C56): the whole stop, the workers' drain and then the primary's last usage
+ * write, fits in `server.shutdownGraceMs`, the primary's own limit, as one process's stop does. The
+ * workers get the grace less a tail (a quarter of it) that the primary keeps for the write done
+ * after the last worker is gone. The primary and its workers derive it from the same setting (a
+ * worker runs with the primary's arguments and environment).
+ */
+export function stopBudget(graceMs: number): StopBudget {
+  const tailMs = Math.floor(graceMs * PRIMARY_TAIL_SHARE);
+  return { workersMs: graceMs - tailMs, tailMs };
+}
 
 interface Slot {
   n: number;
@@ -78,11 +104,12 @@ export async function runPrimary(opts: { config: Config; log: Logger; count: num
     throw new StartError(`WORKERS=${config.server.workers}: --devnet runs as one process; unset WORKERS (or set it to 1) with --devnet`);
   }
   const grace = config.server.shutdownGraceMs;
-  // As one process, a repeated signal is ignored. The primary's stop outlasts its workers' (each
-  // bounded by the grace, cut a second past it), then writes the last usage: twice the grace and 5 s.
-  // Until the workers are forked it has no steps: a signal ends the start once storage is open
-  // (never half made).
-  const stop = new GracefulStop({ log, limitMs: grace * 2 + 5_000 }).listen();
+  const budget = stopBudget(grace);
+  // C57: as one process, a repeated signal is ignored, and the whole stop is bounded by the grace:
+  // the workers' (each within `budget.workersMs`, killed past it) and then the last usage write
+  // (in `budget.tailMs`). Until the workers are forked it has no steps: a signal ends the start
+  // once storage is open (never half made).
+  const stop = new GracefulStop({ log, limitMs: grace }).listen();
   let storage: Storage | undefined;
   const slots: Slot[] = Array.from({ length: count }, (_, i) => ({ n: i + 1, startedAt: 0, failures: 0, ready: false }));
   let anyReady = false;
@@ -188,18 +215,20 @@ export async function runPrimary(opts: { config: Config; log: Logger; count: num
 
   // C57: a stop reaches every worker (by the primary too, when it was sent to the primary alone);
   // each drains as one process does and hands its last usage over; the primary writes it once the
-  // last worker has gone, then closes the store: the owner exits last.
+  // last worker has gone, then closes the store: the owner exits last, within the grace.
   stop.setSteps(async () => {
     for (const s of slots) clearTimeout(s.respawn);
     const gone = slots.filter((s) => s.worker).map((s) => new Promise<void>((resolve) => s.worker?.once('exit', () => resolve())));
     for (const s of slots) s.worker?.process.kill('SIGTERM');
-    // Each worker bounds its own stop by the grace; one that does not end past it (and a second) is cut.
+    // Each worker bounds its own stop by the workers' deadline; one still there then is killed
+    // (stuck, or its exit held: Node's exit waits for the thread pool, a DNS lookup in it too), so
+    // that the tail of the grace is left for the last usage write.
     const late = setTimeout(() => {
       for (const s of slots) if (s.worker) {
-        log.error({ worker: s.n }, 'a worker did not stop in time; killing it');
+        log.error({ worker: s.n, workersMs: budget.workersMs }, 'a worker did not stop in time; killing it');
         s.worker.process.kill('SIGKILL');
       }
-    }, grace + 1_000);
+    }, budget.workersMs);
     await Promise.all(gone);
     clearTimeout(late);
     await usage.close();

@@ -22,7 +22,7 @@ import type { RedisClient } from '../storage/redis.ts';
 import { openWhenReachable } from '../storage/wait.ts';
 import { IpcUsageHandoff } from '../usage/handoff.ts';
 import type { UsageHandoff } from '../usage/service.ts';
-import { type WorkerHello, workerNumber } from './primary.ts';
+import { stopBudget, type WorkerHello, workerNumber } from './primary.ts';
 
 /** What a worker's app is built with (app.ts `AppDeps`, the parts a worker chooses). */
 export interface WorkerAppDeps {
@@ -57,16 +57,18 @@ export async function runWorker(opts: {
   const channel = new IpcChannel(process as unknown as IpcEndpoint);
   // What the stop closes: filled in as the start goes (a stop may come at any point of it).
   const held: { app?: FastifyInstance; storage?: Storage; redis?: RedisClient } = {};
-  const grace = config.server.shutdownGraceMs;
+  // C57: a worker's stop is bounded by the workers' deadline, not the whole grace: the primary
+  // keeps the tail of the grace for the last usage write, after the last worker is gone.
+  const { workersMs } = stopBudget(config.server.shutdownGraceMs);
   const stop = new GracefulStop({
     log,
-    limitMs: grace,
+    limitMs: workersMs,
     steps: async () => {
-      // C57 as one process: connections drain, WebSocket clients have their calls in flight
-      // answered and get their 1001 (both within half the grace), then the parts close (usage's
-      // close hands the last counts to the primary).
+      // C57 as one process, in the workers' deadline: connections drain, WebSocket clients have
+      // their calls in flight answered and get their 1001 (both within half of it), then the parts
+      // close (usage's close hands the last counts to the primary).
       const { app } = held;
-      const drainMs = Math.floor(grace / 2);
+      const drainMs = Math.floor(workersMs / 2);
       if (app) await Promise.all([app.parts.drain.drain(drainMs), app.parts.ws.close(drainMs)]);
       await app?.close();
       // The channel keeps its order: this answer comes once the primary has taken the last batch.

@@ -1,0 +1,155 @@
+// C57 with C56: the stop of a gateway run as several processes (WORKERS) ends within
+// server.shutdownGraceMs as a whole, the workers' drain and the primary's last usage write
+// included (src/cluster/primary.ts `stopBudget`: the workers get the grace less the primary's tail).
+// slow: a real primary and its workers, started as `node dist/main.js` is
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { after, test } from 'node:test';
+import { Agent, request } from 'undici';
+import { startFakeNode } from '../support/fake-node.ts';
+import { type GatewayProcess, spawnGateway, usageTotal } from '../support/process.ts';
+import { waitFor } from '../support/wait.ts';
+
+const GRACE_MS = 3_000;
+/** What the primary takes to exit once its stop is done (and the test to see it), on a busy machine. */
+const EXIT_SLACK_MS = 1_500;
+
+const running: GatewayProcess[] = [];
+after(() => {
+  for (const gw of running) {
+    if (gw.child.exitCode !== null || gw.child.signalCode !== null) continue;
+    try {
+      process.kill(-(gw.child.pid as number), 'SIGKILL');
+    } catch {
+      gw.child.kill('SIGKILL');
+    }
+  }
+});
+
+async function rest(url: string, body: unknown, headers: Record<string, string> = {}): Promise<unknown> {
+  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+  const json = (await res.json()) as { data: unknown };
+  if (res.status >= 300) throw new Error(`${url} answered ${res.status}: ${JSON.stringify(json)}`);
+  return json.data;
+}
+
+/** One call on a connection of its own (closed after): its status, or the error code of its connection. */
+async function call(url: string, key: string, id: number): Promise<number | string> {
+  const own = new Agent({ pipelining: 0 });
+  try {
+    const res = await request(`${url}/rpc/main/evm/50`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': key },
+      body: JSON.stringify({ jsonrpc: '2.0', id, method: 'eth_getBalance', params: [`0x${id.toString(16).padStart(40, '0')}`, 'latest'] }),
+      dispatcher: own,
+    });
+    await res.body.text();
+    return res.statusCode;
+  } catch (err) {
+    const e = err as { code?: string; cause?: { code?: string } };
+    return e.cause?.code ?? e.code ?? String(err);
+  } finally {
+    await own.close().catch(() => {});
+  }
+}
+
+/** The log lines (JSON) of `output`, parsed. */
+function logLines(output: string): Array<Record<string, unknown> & { time: number; msg: string; process?: string }> {
+  return output
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l) as Record<string, unknown> & { time: number; msg: string; process?: string });
+}
+
+test('WORKERS=2: a stop sent to the process group, with a worker that does not stop by itself and calls in flight at a hung node on the other, ends within server.shutdownGraceMs, the primary\'s last usage write included, and keeps the usage of every answered call (C57, C56)', async (t) => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'junction-workers-stop-'));
+  const upstream = await startFakeNode({ head: 0x1234 });
+  const configFile = path.join(dir, 'config.json');
+  writeFileSync(configFile, JSON.stringify({ plans: { free: { requestsPerMinute: null, dailyLimit: null, monthlyComputeUnits: null } }, server: { shutdownGraceMs: GRACE_MS } }));
+  const env = { DATA_DIR: path.join(dir, 'data'), UPSTREAM_NATIVE_MAINNET: upstream.url, GATEWAY_CONFIG: configFile };
+  try {
+    let gw = await spawnGateway({ env: { ...env, WORKERS: '2' }, detached: true, seeded: true, timeoutMs: 180_000 });
+    running.push(gw);
+    const workers = await waitFor(
+      () => {
+        const l = logLines(gw.output()).filter((x) => x.msg === 'Junction is listening' && x.worker !== undefined);
+        return l.length === 2 && new Map(l.map((x) => [x.worker as number, x.pid as number]));
+      },
+      { timeoutMs: 120_000, what: 'two workers listening' },
+    );
+    const reg = (await rest(`${gw.url}/api/v1/auth/register`, { email: 'workers-stop@example.com', password: 'long enough pw', name: 'W' })) as { tokens: { accessToken: string } };
+    const auth = { authorization: `Bearer ${reg.tokens.accessToken}` };
+    const key = ((await rest(`${gw.url}/api/v1/api-keys`, { name: 'stop' }, auth)) as { key: string }).key;
+
+    // Calls answered by both workers, stored before the stop.
+    const first = await Promise.all(Array.from({ length: 12 }, (_, i) => call(gw.url, key, i + 1)));
+    assert.deepEqual(first, Array(12).fill(200));
+    await waitFor(async () => (await usageTotal(gw.url, auth)) === 12, { what: 'the first calls stored' });
+
+    // Worker 1 stops answering anything, a stop signal included (stuck: a busy loop, or an exit held
+    // by a lookup in the thread pool): the primary must not wait for it past the workers' deadline.
+    process.kill(workers.get(1) as number, 'SIGSTOP');
+    // Calls answered by worker 2 from then on: their usage reaches the store with the primary's last
+    // write (the one connection handed to worker 1 is never answered).
+    const late = Array.from({ length: 5 }, (_, i) => call(gw.url, key, 100 + i));
+    let answeredLate = 0;
+    for (const c of late) void c.then((s) => (answeredLate += s === 200 ? 1 : 0));
+    await waitFor(() => answeredLate >= 4, { what: 'calls answered by worker 2' });
+    // Then the node hangs: two calls stay in flight at it through the stop (worker 2's drain runs to its limit).
+    await upstream.setMode('stallCalls');
+    const atNode = upstream.callCount('eth_getBalance');
+    const hanging = [call(gw.url, key, 200), call(gw.url, key, 201)];
+    await waitFor(() => upstream.callCount('eth_getBalance') >= atNode + 2, { what: 'two calls in flight at the node' });
+
+    // As operators do: SIGTERM to the whole process group.
+    const stopAt = performance.now();
+    process.kill(-(gw.child.pid as number), 'SIGTERM');
+    const code = await new Promise<number | null>((resolve) => gw.child.once('exit', (c) => resolve(c)));
+    const stopMs = performance.now() - stopAt;
+    await gw.exited;
+    await Promise.all([...late, ...hanging]);
+    const lines = logLines(gw.output());
+    const story = lines
+      .filter((l) => /stop|drain|did not|took too long/.test(l.msg))
+      .map((l) => JSON.stringify(l))
+      .join('\n');
+    const primary = lines.filter((l) => l.process === 'primary');
+    const stopping = primary.find((l) => l.msg === 'stopping');
+    const stopped = primary.find((l) => l.msg === 'stopped');
+    assert.ok(stopping && stopped, `the primary logged its stop:\n${story}`);
+    // The contract, on the primary's own clock: from its signal to the end of its last usage write.
+    const primaryMs = stopped.time - stopping.time;
+    t.diagnostic(`the primary's stop: ${primaryMs} ms by its log, exit ${Math.round(stopMs)} ms after SIGTERM (grace ${GRACE_MS} ms)`);
+    assert.ok(primaryMs <= GRACE_MS, `the primary's stop took ${primaryMs} ms, more than server.shutdownGraceMs (${GRACE_MS} ms):\n${story}`);
+    assert.ok(stopMs <= GRACE_MS + EXIT_SLACK_MS, `the primary exited ${Math.round(stopMs)} ms after SIGTERM:\n${story}`);
+    assert.equal(code, 0, `a stop within the grace:\n${story}`);
+    // Worker 1 was killed at the workers' deadline; worker 2 drained for half of it (less than half
+    // the grace: the workers' deadline is the grace less the primary's tail), then stopped
+    // (handing its last usage over; its exit may still be held past that, as by a DNS lookup of a
+    // default node's name on a machine without DNS, and then it is killed too); the store's owner
+    // wrote last.
+    assert.ok(primary.some((l) => l.msg === 'a worker did not stop in time; killing it' && l.worker === 1), story);
+    assert.ok(lines.some((l) => l.process === 'worker-2' && l.msg === 'requests still running after the drain; closing their connections' && (l.drainMs as number) < GRACE_MS / 2), story);
+    const ends = lines.filter((l) => l.msg === 'stopped');
+    assert.deepEqual(ends.map((l) => l.process), ['worker-2', 'primary'], story);
+
+    await upstream.setMode('ok');
+    gw = await spawnGateway({ env, seeded: true, timeoutMs: 120_000 });
+    running.push(gw);
+    try {
+      // Every answered call is counted, those of worker 2 written by the primary at its stop. The two
+      // calls cut at the drain limit may be counted too (docs/decisions.md C57, the known gap of HTTP).
+      const total = await usageTotal(gw.url, auth);
+      const answered = 12 + answeredLate;
+      assert.ok(total >= answered && total <= answered + hanging.length, `usage ${total}: the ${answered} answered calls, and at most the ${hanging.length} cut ones`);
+    } finally {
+      gw.child.kill('SIGTERM');
+      await gw.exited;
+    }
+  } finally {
+    await upstream.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
