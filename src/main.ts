@@ -15,7 +15,7 @@ import { ConfigError, loadConfig, publicUrl, validateConfig } from './config/loa
 import type { Config } from './config/schema.ts';
 import { resolveSecrets } from './config/secrets.ts';
 import { refuseWeakSecrets } from './config/weak-secrets.ts';
-import { listenStartError, redisStartError, StartError, storageStartError } from './config/start-errors.ts';
+import { listenStartError, redisStartError, redisUnreachable, StartError, storageStartError } from './config/start-errors.ts';
 import type { Devnet } from './devnet/devnet.ts';
 import { bindEarly, type EarlyListener } from './ops/early-listener.ts';
 import { createLogger, prettyLogs } from './ops/logging.ts';
@@ -169,10 +169,11 @@ async function main(): Promise<void> {
     });
     const secrets = resolveSecrets(config);
     // Redis first, as the port: one connection, answered or refused within a second, so a REDIS_URL
-    // nothing listens on stops the start at once, before the storage (seconds of loading; a new
-    // embedded database must not be left half made) and the chains begin.
+    // that names no host or has a wrong password stops the start at once, before the storage
+    // (seconds of loading; a new embedded database must not be left half made) and the chains
+    // begin; a Redis that is only away is waited for in the background (C48).
     // (Not beside the loading below: that holds this thread, and the refusal would wait for it.)
-    redis = await connectRedis(config);
+    redis = await connectRedis(config, log);
     // Every module is loaded before anything starts: loading is work on this thread, and done
     // while the storage opens it would delay the chains' answers past their timeouts.
     const [{ buildApp }, { openStorage }, { openWhenReachable, warnSlowOpen }] = await Promise.all([
@@ -258,19 +259,23 @@ async function main(): Promise<void> {
   }
 }
 
-/** The Redis of `redis.url` or `redis.clusterNodes`, connected, or undefined when there is none (one instance). */
-async function connectRedis(config: Config): Promise<RedisClient | undefined> {
+/**
+ * The Redis of `redis.url` or `redis.clusterNodes`, or undefined when there is none (one instance).
+ * A Redis that refuses or does not answer yet is no reason to stay down (C48): the client goes on
+ * trying, one warn line says so, and limits are kept in memory until it answers. A name that does
+ * not resolve or a refused password stops the start (one line naming the setting).
+ */
+async function connectRedis(config: Config, log: Logger): Promise<RedisClient | undefined> {
   const { url, clusterNodes, commandTimeoutMs } = config.redis;
   if (!url && !clusterNodes) return undefined;
-  const { openRedis, openRedisCluster } = await import('./storage/redis.ts');
-  if (clusterNodes) {
-    return openRedisCluster(clusterNodes, { commandTimeoutMs }).catch((err: unknown) => {
-      throw redisStartError(err, clusterNodes[0] ?? '', 'REDIS_CLUSTER_NODES');
-    });
-  }
-  return openRedis(url as string, { commandTimeoutMs }).catch((err: unknown) => {
-    throw redisStartError(err, url as string);
+  const { openRedis, openRedisCluster, firstConnectError } = await import('./storage/redis.ts');
+  const [where, setting] = clusterNodes ? [clusterNodes[0] ?? '', 'REDIS_CLUSTER_NODES'] : [url as string, 'REDIS_URL'];
+  const redis = await (clusterNodes ? openRedisCluster(clusterNodes, { commandTimeoutMs }) : openRedis(url as string, { commandTimeoutMs })).catch((err: unknown) => {
+    throw redisStartError(err, where, setting);
   });
+  const unreachable = firstConnectError(redis);
+  if (unreachable !== undefined) log.warn(`${redisUnreachable(unreachable, where, setting)}; the start goes on with every limit enforced by this instance in memory until Redis answers (C48)`);
+  return redis;
 }
 
 /** Where the secrets come from, for the start line (never their values). */

@@ -47,7 +47,7 @@ export async function runWorker(opts: {
   config: Config;
   log: Logger;
   build: (deps: WorkerAppDeps) => Promise<FastifyInstance>;
-  connectRedis: (config: Config) => Promise<RedisClient | undefined>;
+  connectRedis: (config: Config, log: Logger) => Promise<RedisClient | undefined>;
 }): Promise<void> {
   const { config } = opts;
   const n = workerNumber() ?? 0;
@@ -87,7 +87,7 @@ export async function runWorker(opts: {
   });
 
   const hello = await channel.call<WorkerHello>('cluster.hello', null);
-  const redis = await opts.connectRedis(config);
+  const redis = await opts.connectRedis(config, log);
   if (redis) held.redis = redis;
   const storage =
     hello.storage === 'shared'

@@ -69,7 +69,12 @@ export function storageStartError(err: unknown, cfg: Config): unknown {
 /** Redis (REDIS_URL, or the Redis Cluster of REDIS_CLUSTER_NODES) did not answer. */
 export function redisStartError(err: unknown, url: string, setting = 'REDIS_URL'): unknown {
   if (!outsideProblem(err)) return err;
-  return new StartError(`${setting}: cannot reach Redis at ${maskUrl(url)}: ${reason(err)}`);
+  return new StartError(redisUnreachable(err, url, setting));
+}
+
+/** The words of a Redis that did not answer: a refused start, or (C48) a start that goes on without it. */
+export function redisUnreachable(err: unknown, url: string, setting = 'REDIS_URL'): string {
+  return `${setting}: cannot reach Redis at ${maskUrl(url)}: ${reason(err)}`;
 }
 
 /** The listener could not open (a port in use, an address not of this machine, a privileged port). */

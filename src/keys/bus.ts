@@ -33,6 +33,8 @@ export class KeyChangeBus {
   #pending: KeyChange[] = [];
   #pendingAll = false;
   #off: (() => void) | undefined;
+  /** The channel is not subscribed yet: the first connection has not been made (C48). */
+  #subscribeWhenReady = false;
 
   /** Opens nothing: the subscription is made by `start` (C20 holds from the app's start on). */
   constructor(redis: RedisClient, keys: KeyService, cache: KeyCache, log: Logger, link?: RedisLink) {
@@ -66,14 +68,38 @@ export class KeyChangeBus {
     sub.on('ready', () => {
       if (connectedOnce) cache.clear();
       connectedOnce = true;
+      // A start without Redis (C48): the first connection that succeeds subscribes (ioredis
+      // itself subscribes again after later reconnects, to channels it once subscribed to).
+      if (this.#subscribeWhenReady) void this.#subscribe();
     });
   }
 
-  /** Subscribes, then publishes this instance's key changes. */
+  async #subscribe(): Promise<void> {
+    this.#subscribeWhenReady = false;
+    try {
+      await this.#sub.subscribe(CHANNEL);
+    } catch (err) {
+      // Lost again before the subscription was made: the next connection tries again.
+      this.#subscribeWhenReady = true;
+      this.#log.warn({ error: (err as Error).message }, 'could not subscribe to key changes; trying again when Redis answers');
+    }
+  }
+
+  /**
+   * Subscribes, then publishes this instance's key changes. C48: with Redis unreachable (a start
+   * during an outage) the start goes on; the subscription is made when Redis answers, and the link's
+   * recovery drops this instance's cache then, so nothing missed meanwhile is kept.
+   */
   async start(): Promise<void> {
     if (this.#off) return;
-    await this.#sub.connect();
-    await this.#sub.subscribe(CHANNEL);
+    try {
+      await this.#sub.connect();
+      await this.#sub.subscribe(CHANNEL);
+    } catch (err) {
+      if (!this.#link) throw err;
+      this.#link.failed(err);
+      this.#subscribeWhenReady = true;
+    }
     this.#link?.onChange((up) => {
       if (!up) return;
       this.#cache.clear();

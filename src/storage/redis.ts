@@ -26,7 +26,7 @@ export async function openRedis(url: string, opts: RedisOptions = {}): Promise<R
   const { Redis, Command } = await import('ioredis');
   readIoBeforeTimingOut(Command.prototype as unknown as TimedCommand);
   const redis = new Redis(url, { lazyConnect: true, ...clientOptions(opts) });
-  await connectOrThrow(redis);
+  await connectFirst(redis);
   return redis;
 }
 
@@ -60,7 +60,7 @@ export async function openRedisCluster(nodes: readonly string[], opts: RedisOpti
       },
     },
   );
-  await connectOrThrow(cluster);
+  await connectFirst(cluster);
   return cluster;
 }
 
@@ -106,9 +106,33 @@ function clientOptions(opts: RedisOptions) {
   };
 }
 
-async function connectOrThrow(redis: RedisClient): Promise<void> {
-  // Reconnects are automatic; the error is reported by the commands that fail meanwhile.
+/** Why the first connection of a client failed, when the start went on without Redis (C48). */
+const unreachableAtStart = new WeakMap<RedisClient, unknown>();
+
+/**
+ * Connection failures that Redis coming up or back cures (refused, reset, timed out, unreachable,
+ * a name lookup that failed for now, a Redis still loading its data, a Cluster none of whose nodes
+ * answered yet). A name that does not resolve (ENOTFOUND) or a refused password is a mistake in
+ * REDIS_URL: the start stops, as for DATABASE_URL (storage/wait.ts).
+ */
+const PASSING_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'EPIPE']);
+function passes(err: unknown): boolean {
+  const code = (err as { code?: unknown } | undefined)?.code;
+  if (typeof code === 'string') return PASSING_CODES.has(code);
+  const message = err instanceof Error ? err.message : '';
+  return /^(Connection is closed|None of startup nodes is available|LOADING)|timed out/i.test(message);
+}
+
+/**
+ * The first connection. C48: a Redis that cannot be reached yet does not stop the start: the
+ * client goes on trying (ioredis reconnects after a failed first `connect`), and the gateway's
+ * RedisLink starts degraded (every limit in memory, said in /health/ready and the metrics) until
+ * a probe finds Redis; `unreachableAtStart` says why. A pod restarted during a Redis outage thus
+ * serves instead of crash-looping. Any other failure (ENOTFOUND, WRONGPASS) throws.
+ */
+async function connectFirst(redis: RedisClient): Promise<void> {
   let firstError: unknown;
+  // Also keeps an 'error' event from being unhandled while the client reconnects by itself.
   redis.on('error', (err) => {
     firstError ??= err;
   });
@@ -116,9 +140,19 @@ async function connectOrThrow(redis: RedisClient): Promise<void> {
     await redis.connect();
   } catch (err) {
     // The first connection failed: its cause (ECONNREFUSED, ENOTFOUND) rather than "Connection is closed".
+    const cause = firstError ?? err;
+    if (passes(cause)) {
+      unreachableAtStart.set(redis, cause);
+      return;
+    }
     redis.disconnect();
-    throw firstError ?? err;
+    throw cause;
   }
+}
+
+/** Why a client's first connection failed when `openRedis`/`openRedisCluster` went on without Redis; undefined when it connected. */
+export function firstConnectError(redis: RedisClient): unknown {
+  return unreachableAtStart.get(redis);
 }
 
 /** What `/health/ready` and the metrics say of Redis. */
@@ -156,6 +190,9 @@ export class RedisLink {
     this.redis = redis;
     this.#log = opts.log;
     this.#probeMs = opts.probeMs ?? 1_000;
+    // C48: a start while Redis could not be reached (connectFirst) is degraded from the first call on.
+    const atStart = unreachableAtStart.get(redis);
+    if (atStart !== undefined && redis.status !== 'ready') this.failed(atStart);
   }
 
   /** True while Redis answers; a plain field read, for the hot path. */

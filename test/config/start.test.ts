@@ -9,7 +9,10 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { createServer, type Server } from 'node:net';
 import { after, before, describe, test } from 'node:test';
-import { ended, ensureBuilt, ROOT } from '../support/process.ts';
+import { ended, ensureBuilt, ROOT, spawnGateway } from '../support/process.ts';
+import { hasRedisServer, redisProcess } from '../support/redis-server.ts';
+
+const redisSkip = hasRedisServer() ? false : 'no redis-server binary (apt-get install -y redis-server)';
 
 interface Run {
   code: number | null;
@@ -145,18 +148,32 @@ describe('starting the gateway process the wrong way', { concurrency: true }, ()
     assert.ok(!`${r.stdout}${r.stderr}`.includes('hunter2secret'));
   });
 
-  test('a dead Redis: one line naming REDIS_URL and the address, before the storage opens (as early as a port in use)', async () => {
-    const port = await closedPort();
-    const dir = mkdtempSync(path.join(tmpdir(), 'junction-dead-redis-'));
+  test('a REDIS_URL whose host does not exist: one line naming REDIS_URL and the address, before the storage opens (as early as a port in use)', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'junction-no-redis-host-'));
     try {
-      const r = await run([], { REDIS_URL: `redis://127.0.0.1:${port}`, DATA_DIR: dir, LOG_LEVEL: 'info' });
+      const r = await run([], { REDIS_URL: 'redis://:hunter2secret@nohost.invalid:6379', DATA_DIR: dir, LOG_LEVEL: 'info' });
       const line = logLine(r);
-      assert.equal(line, `Cannot start: REDIS_URL: cannot reach Redis at redis://127.0.0.1:${port}: connection refused (nothing listens there) (ECONNREFUSED)`);
+      assert.equal(line, 'Cannot start: REDIS_URL: cannot reach Redis at redis://:***@nohost.invalid:6379: host not found (ENOTFOUND)');
+      assert.ok(!`${r.stdout}${r.stderr}`.includes('hunter2secret'));
       // The refusal does not wait for the embedded database to be made (seconds), nor leaves one half made.
       assert.doesNotMatch(r.stdout, /"msg":"data folder/);
       assert.equal(existsSync(path.join(dir, 'pglite')), false, 'the storage was never opened');
     } finally {
       rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test('a REDIS_URL with a password Redis refuses: one line naming REDIS_URL, password masked', { skip: redisSkip }, async () => {
+    const port = await closedPort();
+    const server = redisProcess(port, ['--requirepass', 'the-right-one-0123456789']);
+    await server.launch();
+    try {
+      const r = await run([], { REDIS_URL: `redis://:hunter2secret@127.0.0.1:${port}` });
+      const line = logLine(r);
+      assert.match(line, new RegExp(`^Cannot start: REDIS_URL: cannot reach Redis at redis://:\\*\\*\\*@127\\.0\\.0\\.1:${port}: WRONGPASS`));
+      assert.ok(!`${r.stdout}${r.stderr}`.includes('hunter2secret'));
+    } finally {
+      await server.kill();
     }
   });
 
@@ -166,5 +183,27 @@ describe('starting the gateway process the wrong way', { concurrency: true }, ()
       oneLine(r, /^Configuration error: /),
       'Configuration error: DATABASE_URL: storage.databaseUrl = "postgres://db:99999/x": must be a postgres:// or postgresql:// URL',
     );
+  });
+});
+
+describe('a start while Redis is away (C48)', () => {
+  test('a REDIS_URL nothing listens on yet: the gateway starts and serves, says so in one warn line naming REDIS_URL, and /health/ready reports Redis degraded', async () => {
+    const port = await closedPort();
+    const g = await spawnGateway({ env: { REDIS_URL: `redis://127.0.0.1:${port}`, DATA_DIR: 'memory', LOG_FORMAT: 'json', READY_WHEN: 'storage' } });
+    try {
+      const lines = g.output().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { level: number; msg: string });
+      const warned = lines.filter((l) => l.msg.startsWith('REDIS_URL: '));
+      assert.deepEqual(
+        warned.map((l) => [l.level, l.msg]),
+        [[40, `REDIS_URL: cannot reach Redis at redis://127.0.0.1:${port}: connection refused (nothing listens there) (ECONNREFUSED); the start goes on with every limit enforced by this instance in memory until Redis answers (C48)`]],
+      );
+      const ready = await fetch(`${g.url}/health/ready`);
+      const body = (await ready.json()) as { checks: { redis: { ok: boolean; state: string } } };
+      assert.equal(ready.status, 200, 'it serves, so it is ready');
+      assert.deepEqual([body.checks.redis.ok, body.checks.redis.state], [true, 'degraded']);
+    } finally {
+      g.child.kill('SIGTERM');
+      await g.exited;
+    }
   });
 });

@@ -216,3 +216,67 @@ describe('Redis away: every limit enforced per instance in memory, shared again 
     }, { timeoutMs: 1_000, intervalMs: 25, what: 'b to refuse a key revoked on a after Redis came back (C20)' });
   });
 });
+
+describe('a start while Redis is away: served with limits in memory, shared once it answers (C48)', { skip }, () => {
+  let redis: OwnRedis;
+  let fake: FakeNode;
+  let scale: ScaleOut | undefined;
+
+  before(async () => {
+    redis = await startOwnRedis();
+    await redis.kill();
+    fake = await startFakeNode();
+  });
+  after(async () => {
+    await scale?.close();
+    await fake?.close();
+    await redis?.close();
+  });
+
+  test('two instances start with Redis down, each admits a key its limit of 5 of 8 fired at once; when Redis starts both share limits within seconds, carrying what they admitted, and key changes cross', async () => {
+    // Before C48 covered the start, opening the Redis connection threw here and the instance never started.
+    scale = await startScaleOut({ redisUrl: redis.url, env: { UPSTREAM_NATIVE_MAINNET: fake.url, ADMIN_TOKEN: ADMIN } });
+    const { a, b } = scale;
+    const rpc = (t: TestApp, key: string) => t.app.inject({ method: 'POST', url: `/v1/native-mainnet/${key}`, payload: call() });
+    const state = async (t: TestApp) => (await t.app.inject({ method: 'GET', url: '/health/ready' })).json().checks.redis as { ok: boolean; state: string };
+    const fire = async (t: TestApp, key: string, n: number) => {
+      const codes = (await Promise.all(Array.from({ length: n }, () => rpc(t, key)))).map((r) => r.statusCode);
+      return [codes.filter((c) => c === 200).length, codes.filter((c) => c === 429).length];
+    };
+    for (const t of [a, b]) {
+      const ready = await state(t);
+      assert.deepEqual([ready.ok, ready.state], [true, 'degraded'], 'ready, and says Redis is away');
+      assert.equal(t.logs.filter((l) => l.includes('Redis does not answer')).length, 1, 'one line on the way in');
+    }
+    const { key, user } = await createKey(a.app, { rateLimit: 5 });
+    // C48: at most the limit per instance, never unlimited (N instances, at most N x the limit).
+    assert.deepEqual(await fire(a, key, 8), [5, 3]);
+    assert.deepEqual(await fire(b, key, 8), [5, 3]);
+
+    await redis.restart();
+    await waitFor(async () => (await state(a)).state === 'up' && (await state(b)).state === 'up', { timeoutMs: 5_000, intervalMs: 50, what: 'both instances to use Redis once it answers' });
+    // What each admitted in memory went to Redis: the key's window is spent on both.
+    assert.deepEqual(await fire(a, key, 4), [0, 4]);
+    assert.deepEqual(await fire(b, key, 4), [0, 4]);
+    const fresh = await createKey(a.app, { rateLimit: 4 });
+    const codes = (await Promise.all(Array.from({ length: 12 }, (_, i) => rpc(i % 2 ? a : b, fresh.key)))).map((r) => r.statusCode);
+    assert.deepEqual([codes.filter((c) => c === 200).length, codes.filter((c) => c === 429).length], [4, 8], `one shared window of 4: ${codes.join(' ')}`);
+
+    // The key-change channel, never subscribed at the start, is subscribed by the first connection.
+    const probe = new Redis(redis.url);
+    try {
+      await waitFor(async () => ((await probe.pubsub('NUMSUB', 'junction:key-changes')) as [string, number])[1] === 2, {
+        timeoutMs: 5_000,
+        intervalMs: 50,
+        what: 'both instances to subscribe to key changes',
+      });
+    } finally {
+      probe.disconnect();
+    }
+    const other = await createKey(a.app, {}, user);
+    assert.equal((await rpc(b, other.key)).statusCode, 200, 'b has the key cached');
+    const revoked = await a.app.inject({ method: 'POST', url: `/api/v1/api-keys/${other.id}/revoke`, headers: user.auth });
+    assert.equal(revoked.statusCode, 200, revoked.body);
+    await waitFor(async () => (await rpc(b, other.key)).statusCode === 401, { timeoutMs: 1_000, intervalMs: 25, what: 'b to refuse a key revoked on a (C20)' });
+  });
+});

@@ -42,7 +42,8 @@ function answersPing(port: number): Promise<boolean> {
     socket.on('connect', () => socket.write('PING\r\n'));
     socket.on('data', (d) => {
       socket.destroy();
-      resolve(String(d).startsWith('+PONG'));
+      // A Redis with a password (`--requirepass`) answers, too: that it wants one.
+      resolve(/^(\+PONG|-NOAUTH)/.test(String(d)));
     });
   });
 }
