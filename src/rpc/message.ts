@@ -27,6 +27,8 @@ export interface RpcInput {
   requestId?: string;
   /** WebSocket only: serves eth_subscribe / eth_unsubscribe. Absent on HTTP, where they are -32601. */
   subscriptions?: SubscriptionDispatcher;
+  /** The connection the answer goes back on (C57: whether it can still carry it); absent: always. */
+  connection?: Connection;
   /** C46: `performance.now()` when the request arrived (default: when `handle` is called). */
   arrivedAt?: number;
 }
@@ -54,6 +56,18 @@ export interface DispatchAnswer {
   after?: () => void;
 }
 
+/** The connection a message came on, as the pipeline asks about it (an HTTP exchange, a WebSocket). */
+export interface Connection {
+  /**
+   * C57: whether a call answered now counts: false during a stop on a connection that can no
+   * longer carry the answer (cut at the drain limit, or closed meanwhile). The pipeline records a
+   * call's usage once its answer is known, and not when this is false: nothing the stop left
+   * unanswered is counted. Outside a stop a call counts whatever became of its client: the node
+   * did the work (a transaction sent, a trace run).
+   */
+  answerable(): boolean;
+}
+
 /** The WebSocket's `eth_subscribe` / `eth_unsubscribe` dispatcher. */
 export interface SubscriptionDispatcher {
   /** Takes a subscription slot now, before any await, or answers why not (limit per connection). */
@@ -63,12 +77,6 @@ export interface SubscriptionDispatcher {
   /** Subscribes on a reserved slot (the slot is released if it fails). */
   subscribe(params: unknown, idText: string, key: ResolvedKey): Promise<DispatchAnswer>;
   unsubscribe(params: unknown): boolean | RpcError;
-  /**
-   * C57: whether a call answered now counts: false during a stop on a connection that can no
-   * longer carry the answer. The pipeline records a call's usage once its answer is known, and
-   * not when this is false: nothing the stop left unanswered is counted.
-   */
-  answerable(): boolean;
 }
 
 export const SUBSCRIBE = 'eth_subscribe';
@@ -99,6 +107,8 @@ export interface Caller {
   network: Network;
   ip: string;
   requestId: string | undefined;
+  /** The connection the answer goes back on (RpcInput.connection). */
+  connection: Connection | undefined;
   /** What became of the message's calls, written down by each stage and recorded once at the end (outcome.ts). */
   outcomes: Outcomes;
 }

@@ -203,7 +203,7 @@ export class RpcPipeline {
   /** The stages after admission: split, judge, cost, then metering and dispatch. */
   #admitted(input: RpcInput, msg: Message, network: Network, key: ResolvedKey | null, outcomes: Outcomes): RpcOutput | Promise<RpcOutput> {
     outcomes.key = key;
-    const caller: Caller = { key, network, ip: input.ip, requestId: input.requestId, outcomes };
+    const caller: Caller = { key, network, ip: input.ip, requestId: input.requestId, connection: input.connection, outcomes };
 
     // Stage split.
     const refused: Refused[] = [];
@@ -276,14 +276,13 @@ export class RpcPipeline {
 
   /**
    * The calls answered: their usage is recorded now, with the answer known and about to be written
-   * (C10), unless the WebSocket they came on can no longer carry it (closed meanwhile, or cut by a
-   * stop's drain limit: C57, nothing unanswered is counted). Then the answer's size is bounded.
-   * Over HTTP it is recorded whatever became of the connection meanwhile, as before (an HTTP call
-   * cut at the drain limit whose node still answers: the gap docs/decisions.md C57 names).
+   * (C10), unless during a stop the connection they came on can no longer carry it (closed
+   * meanwhile, or cut at the drain limit: C57, nothing unanswered is counted; `Connection`). Then
+   * the answer's size is bounded.
    */
   #answered(out: RpcOutput, msg: Message, caller: Caller, admitted: ParsedCall[], subs: SubscriptionDispatcher | undefined, calls: number): RpcOutput {
     const key = caller.key;
-    if (key !== null && calls > 0 && (subs === undefined || subs.answerable())) this.#recordUsage(key, caller.network, admitted, subs !== undefined);
+    if (key !== null && calls > 0 && caller.connection?.answerable() !== false) this.#recordUsage(key, caller.network, admitted, subs !== undefined);
     return this.#bounded(out, msg, caller.outcomes);
   }
 
@@ -338,7 +337,7 @@ export class RpcPipeline {
     if (refusal.reason === 'rate') return { ...errorOutput(err, msg.id()), headers: refusal.headers };
     // C48: a key the database could not be asked about carries its Retry-After.
     if (refusal.reason === 'key') return { ...errorOutput(err, msg.id()), keyRefused: true, ...(refusal.headers ? { headers: refusal.headers } : {}) };
-    const caller: Caller = { key: known, network, ip: input.ip, requestId: input.requestId, outcomes };
+    const caller: Caller = { key: known, network, ip: input.ip, requestId: input.requestId, connection: input.connection, outcomes };
     if (refusal.reason === 'network') return { ...(await this.#refusal(caller, msg.id(), err)), keyRefused: true };
     // The key's origin, IP and JWT rules refuse the whole message.
     return this.#refusal(caller, msg.id(), err);

@@ -9,7 +9,7 @@ import { genReqId, redactSecrets } from '../../ops/logging.ts';
 import type { RpcHttpMetrics } from '../../ops/metrics.ts';
 import type { RequestSpan, Tracing } from '../../ops/tracing.ts';
 import { errorText } from '../jsonrpc.ts';
-import type { RpcOutput } from '../message.ts';
+import type { Connection, RpcOutput } from '../message.ts';
 import type { RpcPipeline } from '../pipeline.ts';
 import { clientIpResolver } from '../client-ip.ts';
 import { lacksHost, MISSING_HOST } from '../../http/host-header.ts';
@@ -242,7 +242,7 @@ export function rpcFastPath(deps: FastPathDeps): (req: IncomingMessage, res: Ser
     const apiKey = t.apiKey === '' ? undefined : t.apiKey;
     let out: Answer | Promise<Answer>;
     try {
-      out = pipeline.handle({ network: t.network, apiKey, body, ip: clientIp(req), origin: req.headers.origin, authorization: req.headers.authorization, requestId: x.requestId, arrivedAt: x.started });
+      out = pipeline.handle({ network: t.network, apiKey, body, ip: clientIp(req), origin: req.headers.origin, authorization: req.headers.authorization, requestId: x.requestId, arrivedAt: x.started, connection: x });
     } catch (err) {
       return failed(x, err);
     }
@@ -283,7 +283,7 @@ export function rpcFastPath(deps: FastPathDeps): (req: IncomingMessage, res: Ser
       return true;
     }
 
-    const x = new Exchange(req, res, t, headers, requestId, started);
+    const x = new Exchange(req, res, t, headers, requestId, started, stopping);
     // C57: a request that arrives during a stop is turned away before anything else runs.
     if (stopping()) {
       headers.connection = 'close';
@@ -333,7 +333,7 @@ class AnswerHeaders {
 }
 
 /** One request at the fast path's addresses, from its head to its answer: one object, no closures. */
-class Exchange {
+class Exchange implements Connection {
   readonly req: IncomingMessage;
   readonly res: ServerResponse;
   readonly t: Target;
@@ -351,13 +351,21 @@ class Exchange {
   /** C58: the request's span while tracing is on. */
   span: RequestSpan | undefined = undefined;
 
-  constructor(req: IncomingMessage, res: ServerResponse, t: Target, headers: Record<string, string>, requestId: string, started: number) {
+  readonly #stopping: () => boolean;
+
+  constructor(req: IncomingMessage, res: ServerResponse, t: Target, headers: Record<string, string>, requestId: string, started: number, stopping: () => boolean) {
     this.req = req;
     this.res = res;
     this.t = t;
     this.headers = headers;
     this.requestId = requestId;
     this.started = started;
+    this.#stopping = stopping;
+  }
+
+  /** C57: the calls' answer counts unless a stop cut this connection (the drain limit) before it (message.ts `Connection`). */
+  answerable(): boolean {
+    return !this.#stopping() || !this.req.socket.destroyed;
   }
 }
 

@@ -12,7 +12,7 @@ import { newSubscriptionId, notificationText } from '../../upstreams/ws/subscrip
 import { parseTopic } from '../../upstreams/ws/topic.ts';
 import type { Upstreams } from '../../upstreams/upstreams.ts';
 import { errorText, messageIdText, parseItem, resultText } from '../jsonrpc.ts';
-import type { DispatchAnswer, RpcInput, RpcOutput, SubscriptionDispatcher } from '../message.ts';
+import type { Connection, DispatchAnswer, RpcInput, RpcOutput, SubscriptionDispatcher } from '../message.ts';
 import type { RpcPipeline } from '../pipeline.ts';
 import type { Cuttable, CutReason, Outbound } from '../../http/outbound.ts';
 import type { Tracing } from '../../ops/tracing.ts';
@@ -110,7 +110,7 @@ export class ClientWebSocket extends WebSocket {
  * does not fit, C23); this connection is the pipeline's dispatcher for `eth_subscribe` and
  * `eth_unsubscribe`, served from the network's shared subscription hub.
  */
-export class WsConnection implements SubscriptionDispatcher, Cuttable {
+export class WsConnection implements SubscriptionDispatcher, Connection, Cuttable {
   readonly ws: ClientWebSocket;
   readonly network: Network;
   readonly ip: string;
@@ -323,13 +323,7 @@ export class WsConnection implements SubscriptionDispatcher, Cuttable {
     return true;
   }
 
-  /**
-   * C57: whether a call answered now counts. The pipeline records a call's usage once its answer
-   * is known, and not when this is false: during a stop, on a connection that can no longer carry
-   * the answer (cut at the drain limit, or closed meanwhile): nothing the stop left unanswered is
-   * counted. Outside a stop a call counts whatever became of its client, as over HTTP: the node did
-   * the work (a transaction sent, a trace run).
-   */
+  /** C57: the message's answer counts unless a stop left this WebSocket unable to carry it (message.ts `Connection`). */
   answerable(): boolean {
     return !this.#ctx.stopping || this.ws.readyState === WebSocket.OPEN;
   }
@@ -363,7 +357,7 @@ export class WsConnection implements SubscriptionDispatcher, Cuttable {
 
   async #answer(data: Buffer, isBinary: boolean): Promise<{ text: string | Buffer | null; after?: () => void }> {
     if (isBinary) return { text: errorText('null', new ParseError('Parse error: send JSON-RPC as text frames, not binary')) };
-    const input = { network: this.network, apiKey: this.slotKey.text, body: data, ip: this.ip, origin: this.#origin, authorization: this.#authorization, requestId: this.reqId, subscriptions: this, arrivedAt: performance.now() };
+    const input = { network: this.network, apiKey: this.slotKey.text, body: data, ip: this.ip, origin: this.#origin, authorization: this.#authorization, requestId: this.reqId, subscriptions: this, connection: this, arrivedAt: performance.now() };
     const tracing = this.#ctx.tracing;
     const out = await (tracing ? this.#traced(tracing, input) : this.#ctx.pipeline.handle(input));
     if (out.key) this.key = out.key;
