@@ -226,6 +226,15 @@ export class Upstreams {
    * first round's per-network lines go at debug: {@link firstRound} sums them up for the start.
    */
   startAll(): void {
+    // C32: every shipped network has a WebSocket upstream; UPSTREAM_<SLUG> replaces a network's
+    // upstreams, its WebSocket one too, and eth_subscribe there would fail with no word at start.
+    const without = this.#networks.filter((n) => !n.upstreams.some((u) => u.ws)).map((n) => n.slug);
+    if (without.length > 0) {
+      this.#log.warn(
+        { networks: without },
+        `no WebSocket upstream for ${without.join(', ')}: eth_subscribe there answers -32000 and new heads come from probes alone; UPSTREAM_<SLUG> replaces a network's upstreams, WebSocket ones included: give them with UPSTREAM_WS_<SLUG> (or ws in the config file)`,
+      );
+    }
     for (const [slug, pool] of this.#pools) {
       if (this.#started.has(slug)) continue;
       this.#started.add(slug);

@@ -5,8 +5,12 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { describe, test } from 'node:test';
-import { DEFAULT_CONFIG_FILE, loadConfig } from '../../src/config/load.ts';
+import { Writable } from 'node:stream';
+import pino from 'pino';
+import { DEFAULT_CONFIG_FILE, loadConfig, validateConfig } from '../../src/config/load.ts';
+import type { Config } from '../../src/config/schema.ts';
 import { ConfigError } from '../../src/errors/config.ts';
+import { Upstreams } from '../../src/upstreams/upstreams.ts';
 
 const shipped = JSON.parse(readFileSync(DEFAULT_CONFIG_FILE, 'utf8')) as { networks: Array<{ slug: string; upstreams: unknown[]; name: string }> };
 const dir = mkdtempSync(path.join(tmpdir(), 'junction-cfg-net-'));
@@ -96,5 +100,25 @@ describe('UPSTREAM_WS_<SLUG>', () => {
       /^ConfigError: UPSTREAM_WS_BASE: 2 WebSocket addresses for the 1 upstream\(s\) of base; they pair by position with UPSTREAM_BASE/,
     );
     assert.throws(() => loadConfig({ env: { UPSTREAM_WS_ATLANTIS: 'ws://a' } }), /UPSTREAM_WS_ATLANTIS: no network with slug "atlantis"/);
+  });
+
+  test('UPSTREAM_<SLUG> alone leaves its network without a WebSocket upstream: the server\'s start says so in one warn line naming it (C32)', async () => {
+    const loaded = loadConfig({ env: { UPSTREAM_NATIVE_MAINNET: 'http://127.0.0.1:9' } });
+    assert.deepEqual(loaded.networks.find((n) => n.slug === 'native-mainnet')?.upstreams, [{ http: 'http://127.0.0.1:9' }], 'the shipped WebSocket upstream went with the list');
+    // The other networks keep a WebSocket upstream, as shipped (here on this machine: no probe leaves it).
+    const draft = structuredClone<Config>(loaded);
+    for (const n of draft.networks) if (n.slug !== 'native-mainnet') n.upstreams = [{ http: 'http://127.0.0.1:9', ws: 'ws://127.0.0.1:9' }];
+    const logs: Array<{ level: number; msg: string; networks?: string[] }> = [];
+    const logger = pino({ level: 'warn' }, new Writable({ write: (chunk, _e, cb) => (logs.push(JSON.parse(String(chunk))), cb()) }));
+    const upstreams = new Upstreams(validateConfig(draft), logger);
+    try {
+      upstreams.startAll();
+      const said = logs.filter((l) => l.msg.startsWith('no WebSocket upstream'));
+      assert.equal(said.length, 1, JSON.stringify(logs));
+      assert.deepEqual([said[0]?.level, said[0]?.networks], [40, ['native-mainnet']]);
+      assert.match(said[0]?.msg ?? '', /^no WebSocket upstream for native-mainnet: eth_subscribe there answers -32000 .*UPSTREAM_WS_<SLUG>/);
+    } finally {
+      await upstreams.close();
+    }
   });
 });
