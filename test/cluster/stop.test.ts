@@ -9,7 +9,7 @@ import path from 'node:path';
 import { after, test } from 'node:test';
 import { Agent, request } from 'undici';
 import { startFakeNode } from '../support/fake-node.ts';
-import { type GatewayProcess, spawnGateway, usageTotal } from '../support/process.ts';
+import { type GatewayProcess, killLeft, postJson, spawnGateway, usageTotal } from '../support/process.ts';
 import { waitFor } from '../support/wait.ts';
 
 const GRACE_MS = 3_000;
@@ -17,23 +17,7 @@ const GRACE_MS = 3_000;
 const EXIT_SLACK_MS = 1_500;
 
 const running: GatewayProcess[] = [];
-after(() => {
-  for (const gw of running) {
-    if (gw.child.exitCode !== null || gw.child.signalCode !== null) continue;
-    try {
-      process.kill(-(gw.child.pid as number), 'SIGKILL');
-    } catch {
-      gw.child.kill('SIGKILL');
-    }
-  }
-});
-
-async function rest(url: string, body: unknown, headers: Record<string, string> = {}): Promise<unknown> {
-  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
-  const json = (await res.json()) as { data: unknown };
-  if (res.status >= 300) throw new Error(`${url} answered ${res.status}: ${JSON.stringify(json)}`);
-  return json.data;
-}
+after(() => killLeft(running));
 
 /** One call on a connection of its own (closed after): its status, or the error code of its connection. */
 async function call(url: string, key: string, id: number): Promise<number | string> {
@@ -79,9 +63,9 @@ test('WORKERS=2: a stop sent to the process group, with a worker that does not s
       },
       { timeoutMs: 120_000, what: 'two workers listening' },
     );
-    const reg = (await rest(`${gw.url}/api/v1/auth/register`, { email: 'workers-stop@example.com', password: 'long enough pw', name: 'W' })) as { tokens: { accessToken: string } };
+    const reg = (await postJson(`${gw.url}/api/v1/auth/register`, { email: 'workers-stop@example.com', password: 'long enough pw', name: 'W' })) as { tokens: { accessToken: string } };
     const auth = { authorization: `Bearer ${reg.tokens.accessToken}` };
-    const key = ((await rest(`${gw.url}/api/v1/api-keys`, { name: 'stop' }, auth)) as { key: string }).key;
+    const key = ((await postJson(`${gw.url}/api/v1/api-keys`, { name: 'stop' }, auth)) as { key: string }).key;
 
     // Calls answered by both workers, stored before the stop.
     const first = await Promise.all(Array.from({ length: 12 }, (_, i) => call(gw.url, key, i + 1)));

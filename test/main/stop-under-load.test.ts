@@ -9,21 +9,14 @@ import { Client } from 'undici';
 import WebSocket from 'ws';
 import { startFakeNode } from '../support/fake-node.ts';
 import { keepAliveCall, keepAliveLoad } from '../support/keep-alive-load.ts';
-import { type GatewayProcess, spawnGateway, usageTotal } from '../support/process.ts';
+import { type GatewayProcess, killLeft, postJson, spawnGateway, usageTotal } from '../support/process.ts';
 import { waitFor } from '../support/wait.ts';
 
 const GRACE_MS = 10_000;
 const CLIENTS = 6;
 
 const running: GatewayProcess[] = [];
-after(() => {
-  for (const gw of running) if (gw.child.exitCode === null && gw.child.signalCode === null) gw.child.kill('SIGKILL');
-});
-
-async function rest(url: string, body: unknown, headers: Record<string, string> = {}): Promise<unknown> {
-  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
-  return ((await res.json()) as { data: unknown }).data;
-}
+after(() => killLeft(running));
 
 test('a stop under steady keep-alive traffic drains by itself: answers carry Connection: close, a new call on an open connection gets 503, no answered call is reset, usage counts exactly the answered calls, a WebSocket call in flight is answered before its 1001 (C57)', async () => {
   const dir = mkdtempSync(path.join(tmpdir(), 'junction-stop-'));
@@ -35,9 +28,9 @@ test('a stop under steady keep-alive traffic drains by itself: answers carry Con
   try {
     let gw = await spawnGateway({ env, detached: true, seeded: true });
     running.push(gw);
-    const reg = (await rest(`${gw.url}/api/v1/auth/register`, { email: 'stop@example.com', password: 'long enough pw', name: 'S' })) as { tokens: { accessToken: string } };
+    const reg = (await postJson(`${gw.url}/api/v1/auth/register`, { email: 'stop@example.com', password: 'long enough pw', name: 'S' })) as { tokens: { accessToken: string } };
     const auth = { authorization: `Bearer ${reg.tokens.accessToken}` };
-    const { key } = (await rest(`${gw.url}/api/v1/api-keys`, { name: 'stop' }, auth)) as { key: string };
+    const { key } = (await postJson(`${gw.url}/api/v1/api-keys`, { name: 'stop' }, auth)) as { key: string };
 
     const ws = new WebSocket(`${gw.url.replace('http', 'ws')}/ws/native-mainnet?apiKey=${key}`);
     await new Promise((resolve, reject) => ws.once('open', resolve).once('error', reject));

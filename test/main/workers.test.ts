@@ -12,28 +12,12 @@ import { V8_POOL_FLAG } from '../../src/ops/runtime.ts';
 import { createTestDatabase } from '../support/storage.ts';
 import { startFakeNode } from '../support/fake-node.ts';
 import { keepAliveLoad } from '../support/keep-alive-load.ts';
-import { alive, type GatewayProcess, spawnGateway, usageTotal } from '../support/process.ts';
+import { alive, type GatewayProcess, killLeft, postJson, spawnGateway, usageTotal } from '../support/process.ts';
 import { REDIS_URL, serviceSkip } from '../support/services.ts';
 import { waitFor } from '../support/wait.ts';
 
 const running: GatewayProcess[] = [];
-after(() => {
-  for (const gw of running) {
-    if (gw.child.exitCode !== null || gw.child.signalCode !== null) continue;
-    try {
-      process.kill(-(gw.child.pid as number), 'SIGKILL');
-    } catch {
-      gw.child.kill('SIGKILL');
-    }
-  }
-});
-
-async function rest(url: string, body: unknown, headers: Record<string, string> = {}): Promise<unknown> {
-  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
-  const json = (await res.json()) as { data: unknown };
-  if (res.status >= 300) throw new Error(`${url} answered ${res.status}: ${JSON.stringify(json)}`);
-  return json.data;
-}
+after(() => killLeft(running));
 
 interface Answer {
   status?: number;
@@ -98,10 +82,10 @@ test('WORKERS=4 on the embedded store: a key limited to 10 a minute gets exactly
     for (const { pid } of listening(gw.output())) {
       assert.ok(readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').includes(V8_POOL_FLAG), `worker ${pid} runs with ${V8_POOL_FLAG}`);
     }
-    const reg = (await rest(`${gw.url}/api/v1/auth/register`, { email: 'workers@example.com', password: 'long enough pw', name: 'W' })) as { tokens: { accessToken: string } };
+    const reg = (await postJson(`${gw.url}/api/v1/auth/register`, { email: 'workers@example.com', password: 'long enough pw', name: 'W' })) as { tokens: { accessToken: string } };
     const auth = { authorization: `Bearer ${reg.tokens.accessToken}` };
-    const limited = ((await rest(`${gw.url}/api/v1/api-keys`, { name: 'ten', rateLimit: 10 }, auth)) as { key: string }).key;
-    const open = ((await rest(`${gw.url}/api/v1/api-keys`, { name: 'open' }, auth)) as { key: string }).key;
+    const limited = ((await postJson(`${gw.url}/api/v1/api-keys`, { name: 'ten', rateLimit: 10 }, auth)) as { key: string }).key;
+    const open = ((await postJson(`${gw.url}/api/v1/api-keys`, { name: 'open' }, auth)) as { key: string }).key;
 
     // C12 across workers: 30 at once, each on a connection of its own (spread over the workers).
     const burst = await Promise.all(Array.from({ length: 30 }, (_, i) => call(gw.url, limited, i)));
@@ -197,9 +181,9 @@ test('WORKERS=2 on PostgreSQL and Redis: the workers answer, a key limited to 10
     let gw = await spawnGateway({ env: { ...env, WORKERS: '2', LOG_LEVEL: 'debug' }, detached: true, timeoutMs: 180_000 });
     running.push(gw);
     await waitFor(() => listening(gw.output()).length === 2, { timeoutMs: 120_000, what: 'two workers listening' });
-    const reg = (await rest(`${gw.url}/api/v1/auth/register`, { email: 'workers-pg@example.com', password: 'long enough pw', name: 'W' })) as { tokens: { accessToken: string } };
+    const reg = (await postJson(`${gw.url}/api/v1/auth/register`, { email: 'workers-pg@example.com', password: 'long enough pw', name: 'W' })) as { tokens: { accessToken: string } };
     const auth = { authorization: `Bearer ${reg.tokens.accessToken}` };
-    const limited = ((await rest(`${gw.url}/api/v1/api-keys`, { name: 'ten', rateLimit: 10 }, auth)) as { key: string }).key;
+    const limited = ((await postJson(`${gw.url}/api/v1/api-keys`, { name: 'ten', rateLimit: 10 }, auth)) as { key: string }).key;
     const burst = await Promise.all(Array.from({ length: 30 }, (_, i) => call(gw.url, limited, i)));
     assert.equal(burst.filter((a) => a.status === 200 && a.code === undefined).length, 10, JSON.stringify(burst));
     assert.equal(burst.filter((a) => a.status === 429 && a.code === -32005).length, 20, JSON.stringify(burst));
@@ -231,8 +215,8 @@ test('WORKERS=2 with BENCH_GC=1: SIGUSR2 sent to a worker prints that worker\'s 
     const gw = await spawnGateway({ env, detached: true, seeded: true, timeoutMs: 180_000 });
     running.push(gw);
     await waitFor(() => listening(gw.output()).length === 2, { timeoutMs: 120_000, what: 'two workers listening' });
-    const reg = (await rest(`${gw.url}/api/v1/auth/register`, { email: 'workers-gc@example.com', password: 'long enough pw', name: 'W' })) as { tokens: { accessToken: string } };
-    const key = ((await rest(`${gw.url}/api/v1/api-keys`, { name: 'ws' }, { authorization: `Bearer ${reg.tokens.accessToken}` })) as { key: string }).key;
+    const reg = (await postJson(`${gw.url}/api/v1/auth/register`, { email: 'workers-gc@example.com', password: 'long enough pw', name: 'W' })) as { tokens: { accessToken: string } };
+    const key = ((await postJson(`${gw.url}/api/v1/api-keys`, { name: 'ws' }, { authorization: `Bearer ${reg.tokens.accessToken}` })) as { key: string }).key;
     for (let i = 0; i < 3; i++) {
       const ws = new WebSocket(`${gw.url.replace('http', 'ws')}/ws/native-mainnet?apiKey=${key}`);
       clients.push(ws);

@@ -201,3 +201,23 @@ export async function usageTotal(url: string, auth: Record<string, string>): Pro
   if (stats.status !== 200) throw new Error(`usage stats answered ${stats.status}`);
   return ((await stats.json()) as { data: { totalRequests: number } }).data.totalRequests;
 }
+
+/** A POST of JSON to a running gateway's REST API: the answer's `data`; an answer of 300 or more throws, naming it. */
+export async function postJson(url: string, body: unknown, headers: Record<string, string> = {}): Promise<unknown> {
+  const res = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
+  const json = (await res.json()) as { data: unknown };
+  if (res.status >= 300) throw new Error(`${url} answered ${res.status}: ${JSON.stringify(json)}`);
+  return json.data;
+}
+
+/** Kills what is left of each gateway (its whole process group when it leads one, as `detached` does): a test file's `after`. */
+export function killLeft(running: readonly GatewayProcess[]): void {
+  for (const gw of running) {
+    if (gw.child.exitCode !== null || gw.child.signalCode !== null) continue;
+    try {
+      process.kill(-(gw.child.pid as number), 'SIGKILL');
+    } catch {
+      gw.child.kill('SIGKILL');
+    }
+  }
+}
