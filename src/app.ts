@@ -25,7 +25,7 @@ import { dashboardRoutes } from './http/dashboard.ts';
 import { refuseMissingHost } from './http/host-header.ts';
 import { applyServerTimeouts } from './http/server-timeouts.ts';
 import { ConnectionDrain, STOPPING_RETRY_AFTER_S } from './http/drain.ts';
-import { Outbound } from './http/outbound.ts';
+import { boundFastifyAnswers, Outbound } from './http/outbound.ts';
 import { HttpError } from './errors/http.ts';
 import { installValidators } from './http/validation.ts';
 import { openapiOptions } from './http/openapi.ts';
@@ -293,6 +293,8 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
     // C57: an answer finished during a stop closes its connection.
     if (drain.stopping) reply.header('connection', 'close');
   });
+  // C60: Fastify's answers (REST, dashboard, /docs, /metrics, /health) under the RPC's write timeout and room.
+  boundFastifyAnswers(app, outbound);
   app.addHook('onResponse', async (req, reply) => {
     req.log.debug({ res: reply, responseTime: reply.elapsedTime }, 'request completed');
   });

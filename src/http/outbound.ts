@@ -1,5 +1,7 @@
 // Bounds on what the gateway writes out (C60): connections too slow to read their answers are cut.
+import type { ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
+import type { FastifyInstance, onSendHookHandler } from 'fastify';
 import type { Logger } from 'pino';
 import { type AnswerRoom, ROOM_FROM_BYTES } from '../upstreams/http/types.ts';
 
@@ -40,7 +42,9 @@ type Counted = Duplex & { bytesWritten?: number };
  *   reads holds little), so new answers still go out; a node's answer that still finds no room is
  *   not read further and its call is refused (-32603, 503 with Retry-After: retry shortly).
  * The per-connection caps are the transports' own (`server.maxPendingBytesPerConnection` in the
- * HTTP fast path, `ws.maxBufferedBytes` on a WebSocket).
+ * HTTP fast path, `ws.maxBufferedBytes` on a WebSocket). The answers Fastify sends (REST API,
+ * dashboard, /docs, /metrics, /health) are under the same write timeout and room through
+ * {@link boundFastifyAnswers}.
  */
 export class Outbound implements AnswerRoom {
   readonly #timeoutMs: number;
@@ -140,9 +144,13 @@ export class Outbound implements AnswerRoom {
     return total;
   }
 
-  /** After a write to `socket`: if the kernel did not take it all, the socket is watched until it has. */
+  /**
+   * After a write to `socket`: if the kernel did not take it all, the socket is watched until it
+   * has. A socket that holds nothing (the common case: a small answer flushed at once) costs a
+   * length check; one that counts nothing (an injected request's stand-in) is not watched either.
+   */
   wrote(socket: Duplex, owner?: Cuttable): void {
-    if (socket.writableLength === 0 || socket.destroyed) return;
+    if (!(socket.writableLength > 0) || socket.destroyed) return;
     const w = this.#watched.get(socket);
     if (w) return;
     const watch: Watch = { socket, owner, target: written(socket), timer: undefined };
@@ -202,6 +210,54 @@ export class Outbound implements AnswerRoom {
   close(): void {
     for (const s of [...this.#watched.keys()]) this.#forget(s);
   }
+}
+
+/**
+ * C60: the answers Fastify sends (REST API, the dashboard's files, /docs, /metrics, /health) under
+ * the same bounds as the RPC's, through `outbound`:
+ * - before a string or Buffer answer is written, room is made for it as for an RPC answer
+ *   ({@link Outbound.makeRoom}: only from 64 KiB, where other connections holding the most unsent
+ *   may be cut);
+ * - once the answer is ended (`prefinish`: its last bytes handed to the socket, a pipelined one's
+ *   once its turn came), a socket left holding bytes is watched ({@link Outbound.wrote}): not
+ *   flushed within `server.writeTimeoutMs`, it is destroyed and counted as a write-timeout cut,
+ *   and its unsent bytes count against `server.maxPendingBytes` meanwhile;
+ * - a streamed answer (a file of /docs) is watched each time the socket stops taking it (the
+ *   stream is paused by its pipe), so a client that stops reading half way is cut too (the file
+ *   stream is then closed by Fastify).
+ * Per answer: a listener shared by all (no closure, no timer; a streamed answer's adds one) and a
+ * length check once written; a timer only for a socket left holding bytes. Register it at the
+ * root, before the routes.
+ */
+export function boundFastifyAnswers(app: FastifyInstance, outbound: Outbound): void {
+  /**
+   * `this`: a response just ended; its bytes are in its socket now. The request's socket is that
+   * socket (an injected request's stand-in counts nothing, and is not watched).
+   */
+  function ended(this: ServerResponse): void {
+    const socket = this.req.socket as Duplex | null;
+    if (socket) outbound.wrote(socket);
+  }
+  const onSend: onSendHookHandler = (req, reply, payload, done) => {
+    const socket = req.raw.socket as Duplex | null;
+    if (typeof payload === 'string') {
+      // A UTF-16 unit is 3 bytes at most: only a text that may reach the threshold is measured.
+      if (socket && payload.length * 3 >= ROOM_FROM_BYTES) outbound.makeRoom(Buffer.byteLength(payload), socket);
+    } else if (Buffer.isBuffer(payload)) {
+      if (socket) outbound.makeRoom(payload.length, socket);
+    } else if (socket && isPipedStream(payload)) {
+      // The pipe pauses the stream when the socket takes no more for now: watched from there on.
+      payload.on('pause', () => outbound.wrote(socket));
+    }
+    reply.raw.on('prefinish', ended);
+    done(null, payload);
+  };
+  app.addHook('onSend', onSend);
+}
+
+/** A Node stream Fastify pipes into the response. */
+function isPipedStream(payload: unknown): payload is NodeJS.ReadableStream {
+  return typeof payload === 'object' && payload !== null && typeof (payload as { pipe?: unknown }).pipe === 'function' && typeof (payload as { on?: unknown }).on === 'function';
 }
 
 /** The watcher of each socket, for the listeners every socket shares (none made per socket). */

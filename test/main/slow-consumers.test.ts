@@ -3,14 +3,14 @@
 // slow: the real gateway process under load
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
-import { mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import WebSocket from 'ws';
-import { type GatewayProcess, spawnGateway } from '../support/process.ts';
+import { type GatewayProcess, ROOT, spawnGateway } from '../support/process.ts';
 import { waitFor } from '../support/wait.ts';
 import { type FakeWsNode, startFakeWsNode } from '../support/ws.ts';
 
@@ -473,3 +473,139 @@ describe('each cap on its own', () => {
     assert.equal((await memory(gw)).receivingBytes, 0);
   });
 });
+
+describe('answers Fastify sends: the dashboard\'s files, /docs (C60)', () => {
+  const WRITE_TIMEOUT_MS = 2_000;
+  /**
+   * More than the kernel's buffers on both ends of a loopback connection take (about 4 MiB here:
+   * the sender's up to net.ipv4.tcp_wmem's 4 MiB, the receiver's 128 KiB while it reads nothing),
+   * so that the gateway is left holding bytes of a client that never reads.
+   */
+  const PAST_KERNEL_BYTES = 12 * MiB;
+  /** The write timeout's rounds (a watch may start while the kernel still takes a little), and a loaded machine. */
+  const CUT_WITHIN_MS = 2 * WRITE_TIMEOUT_MS + 8_000;
+  const SWAGGER_BUNDLE = '/docs/static/swagger-ui-bundle.js';
+
+  let dir: string;
+  let node: SizedNode;
+  let gw: GatewayProcess;
+  /** The dashboard's largest file (a Buffer answer) and its size; the /docs bundle's size (a streamed file). */
+  let asset: { url: string; size: number };
+  let bundleSize: number;
+
+  before(async () => {
+    dir = mkdtempSync(path.join(tmpdir(), 'junction-slow-rest-'));
+    node = await startSizedNode();
+    ({ gw } = await gatewayWith(dir, { server: { writeTimeoutMs: WRITE_TIMEOUT_MS } }, { UPSTREAM_NATIVE_MAINNET: node.url }));
+    const assets = path.join(ROOT, 'web/dist/assets');
+    const largest = readdirSync(assets)
+      .map((f) => ({ url: `/assets/${f}`, size: statSync(path.join(assets, f)).size }))
+      .sort((a, b) => b.size - a.size)[0];
+    assert.ok(largest && largest.size > 64 * 1024, 'the dashboard is built, with a file of 64 KiB or more');
+    asset = largest;
+    bundleSize = statSync(path.join(ROOT, 'node_modules/@fastify/swagger-ui/static/swagger-ui-bundle.js')).size;
+  });
+
+  after(async () => {
+    await stop(gw);
+    await node?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  /** GET requests for `urls`, one after the other down one connection (pipelined), the last closing it. */
+  const pipelined = (urls: string[]): string =>
+    urls.map((u, i) => `GET ${u} HTTP/1.1\r\nHost: ${new URL(gw.url).host}\r\n${i === urls.length - 1 ? 'Connection: close\r\n' : ''}\r\n`).join('');
+
+  /** As many of `url` (`size` bytes each) as it takes to be past the kernel's buffers. */
+  const enough = (url: string, size: number): string[] => Array.from({ length: Math.ceil(PAST_KERNEL_BYTES / size) }, () => url);
+
+  test('a client that never reads a large dashboard file or /docs file is cut within server.writeTimeoutMs, counted and logged as the RPC\'s cut; a client that reads gets every byte, one that reads slowly but steadily is not cut, and the gateway serves others (C60)', async (t) => {
+    // A client that reads gets the whole answers.
+    for (const [url, size] of [
+      [asset.url, asset.size],
+      [SWAGGER_BUNDLE, bundleSize],
+    ] as const) {
+      const res = await fetch(`${gw.url}${url}`, { headers: { 'accept-encoding': 'identity' } });
+      assert.equal(res.status, 200);
+      assert.equal((await res.arrayBuffer()).byteLength, size, `${url} whole`);
+    }
+    const mark = gw.output().length;
+    const { hostname, port } = new URL(gw.url);
+
+    // Two clients that ask for 12 MiB each, one of a dashboard file (a Buffer answer), one of the
+    // /docs bundle (a streamed file), and never read.
+    const sockets: net.Socket[] = [];
+    const ports = new Set<number>();
+    for (const urls of [enough(asset.url, asset.size), enough(SWAGGER_BUNDLE, bundleSize)]) {
+      const s = net.connect({ host: hostname, port: Number(port) });
+      s.on('error', () => {});
+      s.pause(); // never reads
+      await once(s, 'connect');
+      ports.add(s.localPort as number);
+      s.write(pipelined(urls));
+      sockets.push(s);
+    }
+    const started = Date.now();
+    try {
+      // Meanwhile a client that reads slowly but steadily (its 12 MiB in 500 KiB every 250 ms:
+      // well past the write timeout in all) gets every byte.
+      const slow = steadyReader(hostname, Number(port), pipelined([...enough(asset.url, asset.size).slice(0, 30), ...enough(SWAGGER_BUNDLE, bundleSize).slice(0, 4)]), 500 * 1024, 250);
+
+      await waitFor(() => stillOpen(gw, ports) === 0, { timeoutMs: CUT_WITHIN_MS, what: 'the connections that never read cut' });
+      const ms = Date.now() - started;
+      // The process's lines about it come through its stdout pipe, maybe just after the sockets are gone.
+      const cut = /"writeTimeoutMs":2000,"msg":"client took not its answer within the write timeout; connection cut"/g;
+      await waitFor(() => (gw.output().slice(mark).match(cut) ?? []).length >= 2, { timeoutMs: 5_000, what: 'the two lines saying why' });
+      t.diagnostic(`both connections that never read cut ${ms} ms after their requests (write timeout ${WRITE_TIMEOUT_MS} ms)`);
+
+      const read = await slow;
+      t.diagnostic(`the steady reader took ${read.ms} ms for ${Math.round(read.bytes / MiB)} MiB`);
+      assert.ok(read.ms > WRITE_TIMEOUT_MS, 'the steady reader read for longer than the write timeout');
+      assert.equal(read.answers, 34, 'the steady reader got all of its answers');
+      assert.ok(read.bytes > 30 * asset.size + 4 * bundleSize, 'and all of their bytes');
+      assert.equal((gw.output().slice(mark).match(cut) ?? []).length, 2, 'only the two that never read were cut');
+
+      // The gateway goes on serving whoever reads.
+      const res = await fetch(`${gw.url}${SWAGGER_BUNDLE}`, { headers: { 'accept-encoding': 'identity' } });
+      assert.equal((await res.arrayBuffer()).byteLength, bundleSize);
+      assert.equal((await fetch(`${gw.url}/api/v1/networks`)).status, 200);
+      assert.equal((await fetch(`${gw.url}/health/live`)).status, 200);
+    } finally {
+      for (const s of sockets) s.destroy();
+    }
+  });
+});
+
+/** The start of each answer a steady reader counts. */
+const STATUS_LINE = 'HTTP/1.1 200 OK\r\n';
+
+/**
+ * A client that sends `request` and reads its answers `budget` bytes at a time, pausing `tickMs`
+ * after each: resolves, once the gateway closes the connection, with what it got and how long it
+ * took (a cut connection ends with fewer answers).
+ */
+function steadyReader(host: string, port: number, request: string, budget: number, tickMs: number): Promise<{ answers: number; bytes: number; ms: number }> {
+  return new Promise((resolve, reject) => {
+    const started = Date.now();
+    const s = net.connect({ host, port }, () => s.write(request));
+    let bytes = 0;
+    let tick = 0;
+    let answers = 0;
+    let tail = '';
+    s.on('data', (d: Buffer) => {
+      bytes += d.length;
+      tick += d.length;
+      // Status lines, also one split between two chunks (the tail kept is too short to hold a whole one).
+      const text = tail + d.toString('latin1');
+      answers += text.split(STATUS_LINE).length - 1;
+      tail = text.slice(-(STATUS_LINE.length - 1));
+      if (tick >= budget) {
+        tick = 0;
+        s.pause();
+        setTimeout(() => s.resume(), tickMs);
+      }
+    });
+    s.on('error', reject);
+    s.on('close', () => resolve({ answers, bytes, ms: Date.now() - started }));
+  });
+}
