@@ -1,5 +1,5 @@
 // The bearer hook (C6): the REST routes that need a signed-in account's access token.
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { HttpError, unauthorized } from '../errors/http.ts';
 import type { RestLimits } from '../metering/rest-limits.ts';
 import type { AccountService, UserRow } from './accounts.ts';
@@ -16,12 +16,13 @@ declare module 'fastify' {
 
 /**
  * Every route registered in `scope` after this needs `Authorization: Bearer <access token>` (C6).
- * With `limits`, failed authentications count per client IP and past the limit answer 429 (C17).
+ * With `limits`, failed authentications count per client IP and past the limit answer 429 (C17);
+ * the 401 and the 429 carry that window's C13 headers.
  */
 export function requireBearer(scope: FastifyInstance, tokens: TokenService, limits?: RestLimits): void {
   scope.decorateRequest('userId', '');
   scope.decorateRequest('tokenFamily', '');
-  scope.addHook('onRequest', async (req: FastifyRequest) => {
+  scope.addHook('onRequest', async (req: FastifyRequest, reply: FastifyReply) => {
     let claims: Awaited<ReturnType<TokenService['verifyAccess']>>;
     try {
       const header = req.headers.authorization;
@@ -29,7 +30,7 @@ export function requireBearer(scope: FastifyInstance, tokens: TokenService, limi
       if (!match?.[1]) throw unauthorized('Authorization: Bearer <access token> is required');
       claims = await tokens.verifyAccess(match[1]);
     } catch (err) {
-      if (limits && err instanceof HttpError && err.statusCode === 401) throw (await limits.bearerFailed(req)) ?? err;
+      if (limits && err instanceof HttpError && err.statusCode === 401) throw (await limits.bearerFailed(req, reply)) ?? err;
       throw err;
     }
     req.userId = claims.userId;

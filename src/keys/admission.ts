@@ -18,7 +18,10 @@ export class Refusal {
   readonly reason: RefusalReason;
   /** The key as stored, when it exists (inactive, revoked, expired, network, access): whom the refusal concerns. */
   readonly key: ResolvedKey | null;
-  /** Headers of the refusal itself (Retry-After of a refused key lookup). */
+  /**
+   * Headers of the refusal itself: an unknown key's, or a refused key lookup's, C13 headers of the
+   * address's failed-lookup window (C17; and its Retry-After); a storage outage's Retry-After.
+   */
   readonly headers: Record<string, string> | undefined;
 
   constructor(error: RpcError, reason: RefusalReason, key: ResolvedKey | null = null, headers?: Record<string, string>) {
@@ -68,6 +71,8 @@ async function admitFromStorage(keys: KeyCache, apiKey: string | undefined, netw
       // given back when storage knows the key (whatever its state), kept when it found nothing.
       const looked = await keys.lookupAllowed(apiKey, from.ip, () => allowance.reserveKeyLookup(from.ip));
       if (looked.refused) return new Refusal(looked.refused.error as RpcError, 'rate', null, looked.refused.headers);
+      // C13: storage does not know it; the -32001 carries the window the failed lookup counted in.
+      if (looked.key === null) return unknownKey(looked.place?.headers);
       found = looked.key;
     } else found = await keys.lookup(apiKey);
   } catch (err) {
@@ -80,9 +85,14 @@ async function admitFromStorage(keys: KeyCache, apiKey: string | undefined, netw
   return key instanceof Refusal ? key : judge(key, network, from);
 }
 
+/** C20: a key storage does not know, -32001 (with the headers of the failed lookup's window, when one was counted). */
+function unknownKey(headers?: Record<string, string>): Refusal {
+  return new Refusal(new InvalidApiKeyError('Invalid or inactive API key'), 'key', null, headers);
+}
+
 /** C20: unknown, deleted or inactive -32001; revoked or expired -32002; else the key. */
 function usable(key: ResolvedKey | null, now: number): ResolvedKey | Refusal {
-  if (key === null) return new Refusal(new InvalidApiKeyError('Invalid or inactive API key'), 'key');
+  if (key === null) return unknownKey();
   if (key.status === 'inactive') return new Refusal(new InvalidApiKeyError('Invalid or inactive API key'), 'key', key);
   if (key.status === 'revoked') return new Refusal(new ApiKeyRevokedError('API key revoked or expired', { details: { reason: 'revoked' } }), 'key', key);
   if (key.expiresAt !== null && key.expiresAt <= now) return new Refusal(new ApiKeyRevokedError('API key revoked or expired', { details: { reason: 'expired' } }), 'key', key);

@@ -44,8 +44,11 @@ export interface LookupPlace {
   release(): Promise<void>;
 }
 
-/** What a lookup under an allowance answered: the key (null: storage does not know it), or the refused place. */
-export type AllowedLookup<P extends LookupPlace> = { key: ResolvedKey | null; refused?: undefined } | { refused: P };
+/**
+ * What a lookup under an allowance answered: the key (null: storage does not know it, and `place`
+ * is the place it kept, whose C13 headers the refusal carries), or the refused place.
+ */
+export type AllowedLookup<P extends LookupPlace> = { key: ResolvedKey | null; place?: P; refused?: undefined } | { refused: P };
 
 /**
  * Key lookups by SHA-256 hash, cached in process. Every key change (PATCH, revoke, rotate,
@@ -165,8 +168,9 @@ export class KeyCache {
    * `reserve` before storage is asked, and given back when storage knows the key, so only a
    * lookup that found nothing keeps it. Lookups of one key by one `party` (a client address)
    * while one is in flight join it: one place, one storage read, however many ask at once (a
-   * burst of WebSocket upgrades with a new key). Different keys each take their own place, so
-   * concurrency cannot pass the allowance.
+   * burst of WebSocket upgrades with a new key), and every one of them gets that place (its
+   * headers) with the answer. Different keys each take their own place, so concurrency cannot
+   * pass the allowance.
    */
   async lookupAllowed<P extends LookupPlace>(apiKey: string | undefined, party: string, reserve: () => Promise<P>): Promise<AllowedLookup<P>> {
     const known = this.peek(apiKey);
@@ -191,8 +195,11 @@ export class KeyCache {
       await place.release();
       throw err;
     }
-    if (key !== null) await place.release();
-    return { key };
+    if (key !== null) {
+      await place.release();
+      return { key };
+    }
+    return { key, place };
   }
 
   /** Looks an expired key up again; until it is answered, and while storage cannot answer, the entry is served as it was. */

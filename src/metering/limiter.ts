@@ -58,6 +58,21 @@ export interface CheckState {
   retryAfterMs: number;
 }
 
+/**
+ * C13's four headers for one window: its limit, what is left in it, when one more request is
+ * allowed again (when none is left) or the window ends, in epoch seconds, and `cuLeft` (the
+ * compute units left this month; -1: unlimited, or no account known).
+ */
+export function windowHeaders(limit: number, s: CheckState, cuLeft: number): Record<string, string> {
+  const resetAt = s.remaining === 0 ? Date.now() + Math.max(1, s.retryAfterMs) : s.resetAt;
+  return {
+    'x-ratelimit-limit': String(limit),
+    'x-ratelimit-remaining': String(s.remaining),
+    'x-ratelimit-reset': String(Math.ceil(resetAt / 1000)),
+    'x-cu-remaining': String(cuLeft),
+  };
+}
+
 export interface ConsumeResult {
   /** True when every check admitted its cost and all were consumed; false: nothing was consumed. */
   allowed: boolean;

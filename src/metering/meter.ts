@@ -1,7 +1,7 @@
 // Metering of RPC calls (C10-C13): rate and quota checks per key or client IP, and the limit headers.
 import type { LimitsConfig, PlanLimits } from '../config/schema.ts';
 import { QuotaExceededError, RateLimitedError, type RpcError } from '../errors/rpc.ts';
-import type { Check, CheckState, CounterSeed, Limiter } from './limiter.ts';
+import { type Check, type CheckState, type CounterSeed, type Limiter, windowHeaders } from './limiter.ts';
 import { currentPeriods } from './periods.ts';
 
 const MINUTE_MS = 60_000;
@@ -101,15 +101,21 @@ export class Meter {
    * Reserves one failed API key lookup for a client IP before storage is asked about a key that
    * is not in memory (C17's failed-auth limit, applied to the RPC addresses): refused with -32005
    * past `limits.failedAuthPerMinute`; `release()` gives the place back when the key was found.
+   * `headers` are this window's four C13 headers as the reservation left it (X-CU-Remaining -1:
+   * no account is known), plus Retry-After when refused: what the unknown key's -32001, or the
+   * -32005, answers with.
    */
   async reserveKeyLookup(ip: string): Promise<{ error: RpcError | null; headers: Record<string, string>; release(): Promise<void> }> {
-    const check: Check = { kind: 'window', key: `fk:${ip}`, limit: this.#failedLookupsPerMinute, windowMs: MINUTE_MS, cost: 1 };
+    const limit = this.#failedLookupsPerMinute;
+    const check: Check = { kind: 'window', key: `fk:${ip}`, limit, windowMs: MINUTE_MS, cost: 1 };
     const result = await this.#limiter.consume([check]);
     const state = result.states[0] as CheckState;
-    if (result.allowed) return { error: null, headers: {}, release: () => this.#limiter.refund([check]) };
+    const headers = windowHeaders(limit, state, -1);
+    if (result.allowed) return { error: null, headers, release: () => this.#limiter.refund([check]) };
     const retryAfter = Math.max(1, Math.ceil(state.retryAfterMs / 1000));
+    headers['retry-after'] = String(retryAfter);
     const error = new RateLimitedError('Too many unknown API keys from this address; try again later', { details: { retryAfter, limit: 'keyLookups' } });
-    return { error, headers: { 'retry-after': String(retryAfter) }, release: async () => {} };
+    return { error, headers, release: async () => {} };
   }
 
   /** The limiter keys of a key's checks, made once per key and period rather than per request. */

@@ -2,21 +2,10 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { LimitsConfig } from '../config/schema.ts';
 import { HttpError } from '../errors/http.ts';
-import type { CheckState, Limiter, WindowCheck } from './limiter.ts';
+import { type CheckState, type Limiter, type WindowCheck, windowHeaders } from './limiter.ts';
 
 const MINUTE_MS = 60_000;
 const HOUR_MS = 3_600_000;
-
-/** `cuLeft`: the signed-in account's compute units left this month; -1 when unlimited or signed out. */
-function headersOf(limit: number, s: CheckState, cuLeft: number): Record<string, string> {
-  const resetAt = s.remaining === 0 ? Date.now() + Math.max(1, s.retryAfterMs) : s.resetAt;
-  return {
-    'x-ratelimit-limit': String(limit),
-    'x-ratelimit-remaining': String(s.remaining),
-    'x-ratelimit-reset': String(Math.ceil(resetAt / 1000)),
-    'x-cu-remaining': String(cuLeft),
-  };
-}
 
 function throttled(s: CheckState, message: string): HttpError {
   const retryAfter = Math.max(1, Math.ceil(s.retryAfterMs / 1000));
@@ -58,7 +47,7 @@ export class RestLimits {
       userId && this.#cuLeft ? this.#cuLeft(req) : -1,
     ]);
     const s = r.states[0] as CheckState;
-    reply.headers(headersOf(limit, s, cuLeft));
+    reply.headers(windowHeaders(limit, s, cuLeft));
     if (!r.allowed) throw throttled(s, 'Too many requests: REST API limit reached');
   }
 
@@ -66,13 +55,16 @@ export class RestLimits {
    * C17: counts one failed bearer authentication (missing, malformed, expired or forged token)
    * from this client IP, atomically, so failures sent at once are counted too. Within
    * `failedAuthPerMinute` the answer stays the 401 given; past it, the 429 returned here. Valid
-   * tokens are never counted nor refused by this limit.
+   * tokens are never counted nor refused by this limit. Either answer carries the C13 headers of
+   * this window (set on `reply`): its limit, what is left after this failure, its reset, and
+   * X-CU-Remaining -1 (no account is signed in).
    */
-  async bearerFailed(req: FastifyRequest): Promise<HttpError | undefined> {
-    const r = await this.#limiter.consume([
-      { kind: 'window', key: `authfail:${req.ip}`, limit: this.#cfg.failedAuthPerMinute, windowMs: MINUTE_MS, cost: 1 },
-    ]);
-    return r.allowed ? undefined : throttled(r.states[0] as CheckState, 'Too many failed authentications from this address; try again later');
+  async bearerFailed(req: FastifyRequest, reply: FastifyReply): Promise<HttpError | undefined> {
+    const limit = this.#cfg.failedAuthPerMinute;
+    const r = await this.#limiter.consume([{ kind: 'window', key: `authfail:${req.ip}`, limit, windowMs: MINUTE_MS, cost: 1 }]);
+    const s = r.states[0] as CheckState;
+    reply.headers(windowHeaders(limit, s, -1));
+    return r.allowed ? undefined : throttled(s, 'Too many failed authentications from this address; try again later');
   }
 
   /**

@@ -75,6 +75,28 @@ for (const limiter of ['memory', 'redis'] as const) {
       assert.equal(ok.statusCode, 200, ok.body);
     });
 
+    test(`C13: each failed bearer authentication's 401, and the 429 past ${FAILED_AUTH_LIMIT}, carry the failed-authentication window's headers`, async () => {
+      const ip = someIp();
+      const nowS = () => Math.floor(Date.now() / 1000);
+      const bad: Array<Record<string, string>> = [{}, { authorization: 'Bearer not-a-token' }, { authorization: 'Basic dXNlcjpwYXNz' }];
+      for (let i = 0; i < FAILED_AUTH_LIMIT; i++) {
+        const r = await t.app.inject({ method: 'GET', url: '/api/v1/api-keys', remoteAddress: ip, headers: bad[i % bad.length] });
+        assert.equal(r.statusCode, 401, r.body);
+        assert.equal(r.headers['x-ratelimit-limit'], String(FAILED_AUTH_LIMIT));
+        assert.equal(r.headers['x-ratelimit-remaining'], String(FAILED_AUTH_LIMIT - 1 - i), 'one less per failure');
+        assert.match(String(r.headers['x-ratelimit-reset']), /^\d+$/);
+        assert.ok(Number(r.headers['x-ratelimit-reset']) >= nowS());
+        assert.equal(r.headers['x-cu-remaining'], '-1', 'no account is signed in');
+        assert.equal(r.headers['retry-after'], undefined);
+      }
+      const refused = await t.app.inject({ method: 'POST', url: '/api/v1/api-keys', remoteAddress: ip, payload: { name: 'x' } });
+      assertThrottled(refused);
+      assert.equal(refused.headers['x-ratelimit-limit'], String(FAILED_AUTH_LIMIT));
+      assert.equal(refused.headers['x-ratelimit-remaining'], '0');
+      assert.ok(Number(refused.headers['x-ratelimit-reset']) >= nowS() + 1, 'when one more is allowed again');
+      assert.equal(refused.headers['x-cu-remaining'], '-1');
+    });
+
     test(`${REST_LIMIT}+${EXTRA} requests failing validation sent at once by one account: ${REST_LIMIT} are 400, the rest 429`, async () => {
       const auth = await signUp(someIp());
       const results = await Promise.all(

@@ -263,6 +263,65 @@ describe('unknown API keys on the RPC addresses (C17 failed-auth limit)', () => 
   });
 });
 
+describe('C13 headers on unknown API keys: the failed-lookup window of the address', () => {
+  const LIMIT = 3;
+  const unknown = (tag: string) => `jk_live_unknown${tag}x${'q'.repeat(30)}`;
+  const nowS = () => Math.floor(Date.now() / 1000);
+  type Headers = Record<string, string | string[] | undefined>;
+  function assertWindow(h: Headers, remaining: number): void {
+    assert.equal(h['x-ratelimit-limit'], String(LIMIT), 'limits.failedAuthPerMinute');
+    assert.equal(h['x-ratelimit-remaining'], String(remaining));
+    assert.match(String(h['x-ratelimit-reset']), /^\d+$/);
+    assert.ok(Number(h['x-ratelimit-reset']) >= nowS());
+    assert.equal(h['x-cu-remaining'], '-1', 'no account is known');
+  }
+
+  test('HTTP: each unknown key is -32001 with the window\'s headers, one less left each, then -32005 with them and Retry-After', async () => {
+    const small = await startTestApp({ listen: true, env: { UPSTREAM_NATIVE_MAINNET: fake.url }, overrides: { limits: { failedAuthPerMinute: LIMIT } } });
+    try {
+      const send = async (key: string) => {
+        const r = await fetch(`${small.url}/v1/native-mainnet/${key}`, { method: 'POST', body: JSON.stringify(call('eth_chainId', 1)) });
+        return { status: r.status, headers: Object.fromEntries(r.headers), code: ((await r.json()) as Json).error?.code };
+      };
+      for (let i = 0; i < LIMIT; i++) {
+        const r = await send(unknown(`h${i}`));
+        assert.equal(r.status, 401);
+        assert.equal(r.code, -32001);
+        assertWindow(r.headers, LIMIT - 1 - i);
+        assert.equal(r.headers['retry-after'], undefined);
+      }
+      const refused = await send(unknown('hz'));
+      assert.equal(refused.status, 429);
+      assert.equal(refused.code, -32005);
+      assertWindow(refused.headers, 0);
+      assert.ok(Number(refused.headers['retry-after']) >= 1, 'Retry-After');
+      assert.ok(Number(refused.headers['x-ratelimit-reset']) >= nowS() + 1, 'when one more is allowed again');
+    } finally {
+      await small.close();
+    }
+  });
+
+  test('WebSocket upgrade: the same headers on its 401 (-32001) and on its 429 (-32005)', async () => {
+    const small = await startTestApp({ listen: true, env: { UPSTREAM_NATIVE_MAINNET: fake.url }, overrides: { limits: { failedAuthPerMinute: LIMIT } } });
+    try {
+      const codeOf = (body: string) => (JSON.parse(body) as Json).error?.code;
+      for (let i = 0; i < LIMIT; i++) {
+        const r = await tryUpgrade(wsAddress(small, `/ws/native-mainnet?apiKey=${unknown(`w${i}`)}`));
+        assert.equal(r.status, 401);
+        assert.equal(codeOf(r.body), -32001);
+        assertWindow(r.headers, LIMIT - 1 - i);
+      }
+      const refused = await tryUpgrade(wsAddress(small, `/ws/native-mainnet`), { 'x-api-key': unknown('wz') });
+      assert.equal(refused.status, 429);
+      assert.equal(codeOf(refused.body), -32005);
+      assertWindow(refused.headers, 0);
+      assert.ok(Number(refused.headers['retry-after']) >= 1);
+    } finally {
+      await small.close();
+    }
+  });
+});
+
 describe('unknown API keys at the WebSocket upgrade (C17 failed-auth limit)', () => {
   test('past limits.failedAuthPerMinute, upgrades with unknown keys from one address are 429 without a storage lookup, and a good key still connects', async () => {
     const small = await startTestApp({ listen: true, env: { UPSTREAM_NATIVE_MAINNET: fake.url }, overrides: { limits: { failedAuthPerMinute: 5 } } });
@@ -375,6 +434,8 @@ describe('a burst of lookups of one key (C17: one storage read, one place of the
     );
     assert.deepEqual([...new Set(same.map((r) => r.statusCode))], [401]);
     assert.equal(reads.length, 1);
+    // C13: every one of them carries the one place's window: one spent of the allowance.
+    assert.deepEqual([...new Set(same.map((r) => [r.headers['x-ratelimit-limit'], r.headers['x-ratelimit-remaining'], r.headers['x-cu-remaining']].join('/')))], [`${ALLOWANCE}/${ALLOWANCE - 1}/-1`]);
     // Fired at once, different unknown keys still meet the allowance exactly: 1 spent, 4 left.
     const others = await Promise.all(
       Array.from({ length: ALLOWANCE + 3 }, (_, i) =>
