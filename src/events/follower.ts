@@ -55,6 +55,8 @@ export class BlockFollower {
   readonly #settings: FollowerSettings;
   readonly #refreshMs: number;
   readonly #unknown = new Set<string>();
+  /** Consumers whose last asking failed other than on storage: warned once per streak, not at each asking. */
+  readonly #failing = new Set<BlockConsumer>();
   #timer: NodeJS.Timeout | undefined;
   /** Asking the consumers: now, or right after the asking in progress. */
   readonly #refreshing = new SerialJob(() => this.#refreshOnce());
@@ -112,9 +114,15 @@ export class BlockFollower {
       this.#consumers.map(async (c) => {
         try {
           this.#wanted.set(c, new Set(await withTimeout(Promise.resolve(c.networks()), NETWORKS_TIMEOUT_MS, `${c.name}: networks() took more than ${NETWORKS_TIMEOUT_MS} ms`)));
+          if (this.#failing.delete(c)) this.#log.info({ consumer: c.name }, 'follower: a consumer says its networks again');
         } catch (err) {
           if (this.#outage.failed(err)) storageFailed = true;
-          else this.#log.warn({ consumer: c.name, err }, 'follower: a consumer could not say its networks; its last answer is kept');
+          // C48: a consumer that keeps failing (a hung read times out at each asking) says so once.
+          else if (this.#failing.has(c)) this.#log.debug({ consumer: c.name, err }, 'follower: a consumer still cannot say its networks');
+          else {
+            this.#failing.add(c);
+            this.#log.warn({ consumer: c.name, err }, 'follower: a consumer could not say its networks; its last answer is kept');
+          }
         }
       }),
     );

@@ -32,11 +32,15 @@ describe('a gateway whose database stops: the jobs log the outage once (C48)', {
     // Long enough for 60 looks at the outbox.
     await new Promise((r) => setTimeout(r, Math.max(0, 3_000 - (Date.now() - stoppedAt))));
     const during = t.logs.slice(from);
-    const warnings = during.map((l) => JSON.parse(l) as { level: number; msg: string; network?: string }).filter((l) => l.level >= 40);
+    const warnings = during.map((l) => JSON.parse(l) as { level: number; msg: string; network?: string; consumer?: string }).filter((l) => l.level >= 40);
     assert.equal(during.filter((l) => l.includes('webhook outbox claim failed')).length, 0, 'no warning per look at the outbox');
-    // One warning per job (per network for a network's follower), however long the outage: none twice.
+    // One warning per job (per network for a network's follower, per consumer for the follower's
+    // asking), however long the outage: none twice.
     const seen = new Map<string, number>();
-    for (const w of warnings) seen.set(`${w.msg} ${w.network ?? ''}`, (seen.get(`${w.msg} ${w.network ?? ''}`) ?? 0) + 1);
+    for (const w of warnings) {
+      const job = `${w.msg} ${w.network ?? ''} ${w.consumer ?? ''}`;
+      seen.set(job, (seen.get(job) ?? 0) + 1);
+    }
     const repeated = [...seen].filter(([, n]) => n > 1);
     assert.deepEqual(repeated, [], 'a warning repeated during the outage');
     for (const job of ['webhook outbox', 'solver', 'analytics retention sweep', 'whale alert retention sweep', 'faucet: checking unsettled grants']) {
