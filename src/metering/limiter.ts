@@ -64,7 +64,9 @@ export interface CheckState {
  * compute units left this month; -1: unlimited, or no account known).
  */
 export function windowHeaders(limit: number, s: CheckState, cuLeft: number): Record<string, string> {
-  const resetAt = s.remaining === 0 ? Date.now() + Math.max(1, s.retryAfterMs) : s.resetAt;
+  // A full window read without a refusal (the last place just taken, or nothing consumed) has no
+  // retry time: its oldest request leaving (`resetAt`) is when one more is allowed.
+  const resetAt = s.remaining === 0 && s.retryAfterMs > 0 ? Date.now() + s.retryAfterMs : s.resetAt;
   return {
     'x-ratelimit-limit': String(limit),
     'x-ratelimit-remaining': String(s.remaining),

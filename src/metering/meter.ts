@@ -118,6 +118,18 @@ export class Meter {
     return { error, headers, release: async () => {} };
   }
 
+  /**
+   * C13: the client address's failed-key-lookup window as it stands, nothing consumed (X-CU-Remaining
+   * -1: no account is known): the headers of an answer to a key that cannot be used, or of one
+   * given before any limit was consulted. At once in process; a promise with Redis.
+   */
+  keyLookupHeaders(ip: string): Record<string, string> | Promise<Record<string, string>> {
+    const limit = this.#failedLookupsPerMinute;
+    const checks: Check[] = [{ kind: 'window', key: `fk:${ip}`, limit, windowMs: MINUTE_MS, cost: 0 }];
+    if (this.#limiter.consumeSync) return windowHeaders(limit, this.#limiter.consumeSync(checks).states[0] as CheckState, -1);
+    return this.#limiter.consume(checks).then((r) => windowHeaders(limit, r.states[0] as CheckState, -1));
+  }
+
   /** The limiter keys of a key's checks, made once per key and period rather than per request. */
   #names(key: MeteredKey, day: string, month: string): CheckNames {
     let n = this.#nameCache.get(key);
@@ -273,8 +285,9 @@ export class Meter {
       if (role === 'monthly') cuRemaining = s.remaining;
       else if (role !== 'daily' && (remaining === -1 || s.remaining < remaining)) {
         remaining = s.remaining;
-        // C13: when one more request is allowed again, or when the window's oldest request leaves.
-        resetAt = s.remaining === 0 ? Date.now() + Math.max(s.retryAfterMs, 1) : s.resetAt;
+        // C13: when one more request is allowed again, or when the window's oldest request leaves
+        // (also when the last place was just taken, or read with nothing consumed: then no retry is known).
+        resetAt = s.remaining === 0 && s.retryAfterMs > 0 ? Date.now() + s.retryAfterMs : s.resetAt;
       }
     }
     const headers: Record<string, string> = {

@@ -6,7 +6,7 @@ import type { MethodsConfig, RpcConfig } from '../config/schema.ts';
 import { InvalidParamsError, InvalidRequestError, ParseError, ResponseTooLargeError, RpcError } from '../errors/rpc.ts';
 import type { KeyCache, ResolvedKey } from '../keys/cache.ts';
 import { admit, Refusal } from '../keys/admission.ts';
-import type { Meter, MeterOutcome } from '../metering/meter.ts';
+import type { Meter, Metered, MeterOutcome } from '../metering/meter.ts';
 import { ComputeUnits } from '../metering/weights.ts';
 import type { UsageSink } from '../usage/sink.ts';
 import type { AnalyticsRecorder } from '../analytics/recorder.ts';
@@ -173,14 +173,14 @@ export class RpcPipeline {
   #run(input: RpcInput, outcomes: Outcomes): RpcOutput | Promise<RpcOutput> {
     // Stage read.
     const msg = this.#read(input, outcomes);
-    if (!(msg instanceof Message)) return msg;
+    if (!(msg instanceof Message)) return this.#unmetered(msg, input);
     outcomes.single = msg.single !== undefined;
     this.#tracing?.annotate(msg.batch ? 'junction.batch_size' : 'rpc.method', msg.batch ? msg.batch.length : msg.method);
 
     // Stage admit: the network of the address, then the key.
     if (input.network instanceof RpcError) {
       outcomes.refused('admit', msg.method, input.network);
-      return errorOutput(input.network, msg.id());
+      return this.#unmetered(errorOutput(input.network, msg.id()), input);
     }
     const network = input.network;
     if (input.apiKey === null) return this.#admitted(input, msg, network, null, outcomes);
@@ -335,8 +335,12 @@ export class RpcPipeline {
     outcomes.key = refusal.key;
     outcomes.refused('admit', msg.method, err, msg.batch?.length ?? 1);
     if (refusal.reason === 'rate') return { ...errorOutput(err, msg.id()), headers: refusal.headers };
-    // C48: a key the database could not be asked about carries its Retry-After.
-    if (refusal.reason === 'key') return { ...errorOutput(err, msg.id()), keyRefused: true, ...(refusal.headers ? { headers: refusal.headers } : {}) };
+    if (refusal.reason === 'key') {
+      // C13: a failed lookup's window as it counted this one; otherwise (a key refused from memory,
+      // or one storage could not be asked about, with its Retry-After, C48) the window read.
+      const out = { ...errorOutput(err, msg.id()), keyRefused: true, headers: refusal.headers };
+      return refusal.headers?.['x-ratelimit-limit'] === undefined ? this.#unmetered(out, input) : out;
+    }
     const caller: Caller = { key: known, network, ip: input.ip, requestId: input.requestId, connection: input.connection, outcomes };
     if (refusal.reason === 'network') return { ...(await this.#refusal(caller, msg.id(), err)), keyRefused: true };
     // The key's origin, IP and JWT rules refuse the whole message.
@@ -464,10 +468,36 @@ export class RpcPipeline {
     }
   }
 
+  /**
+   * C13: the four headers of an answer given before the caller is metered (a body that does not
+   * parse, an unknown network, a body over the size limit, a key that cannot be used), read without
+   * consuming anything: on the public endpoint the client address's window (C18); for a usable key
+   * in memory, its limits; for any other key (missing, unknown, inactive, revoked, expired, or not
+   * in memory, which is not looked up for this), the address's failed-key-lookup window (C17).
+   */
+  limitHeaders(apiKey: string | null | undefined, ip: string): Record<string, string> | Promise<Record<string, string>> {
+    if (apiKey === null) return this.#peek({ ip });
+    const known = this.#keys.peek(apiKey);
+    if (known && known.status === 'active' && (known.expiresAt === null || known.expiresAt > Date.now())) return this.#peek({ key: known });
+    return this.#meter.keyLookupHeaders(ip);
+  }
+
+  #peek(who: Metered): Record<string, string> | Promise<Record<string, string>> {
+    const now = this.#meter.rpcNow(who, 0, 0);
+    return now ? now.headers : this.#meter.rpc(who, 0, 0).then((o) => o.headers);
+  }
+
+  /** `out` with the caller's C13 headers (`limitHeaders`) under its own; a WebSocket message sends no headers and reads none. */
+  #unmetered(out: RpcOutput, input: RpcInput): RpcOutput | Promise<RpcOutput> {
+    if (input.subscriptions) return out;
+    const read = this.limitHeaders(input.apiKey, input.ip);
+    const merge = (h: Record<string, string>): RpcOutput => ({ ...out, headers: out.headers ? { ...h, ...out.headers } : h });
+    return read instanceof Promise ? read.then(merge) : merge(read);
+  }
+
   /** An answer that sends nothing upstream: it consumes nothing but still reports the limits (C13). */
   async #refusal(caller: Caller, id: string, err: RpcError): Promise<RpcOutput> {
-    const who = caller.key ? { key: caller.key } : { ip: caller.ip };
-    const { headers } = this.#meter.rpcNow(who, 0, 0) ?? (await this.#meter.rpc(who, 0, 0));
+    const headers = await this.#peek(caller.key ? { key: caller.key } : { ip: caller.ip });
     return { status: err.httpStatus, body: errorText(id, err), headers, keyRefused: false, key: caller.key };
   }
 }

@@ -246,3 +246,70 @@ describe('an HTTP/1.1 request without Host (C7, C22)', () => {
     assert.ok('result' in body, JSON.stringify(body));
   });
 });
+
+describe('answers before metering carry the C13 headers, read and not consumed', () => {
+  /** The four headers of a raw answer's head, by lower-case name. */
+  const limitsOf = (answer: string): Record<string, string> => {
+    const out: Record<string, string> = {};
+    for (const line of answer.slice(0, answer.indexOf('\r\n\r\n')).split('\r\n')) {
+      const [name, value] = [line.slice(0, line.indexOf(':')).toLowerCase(), line.slice(line.indexOf(':') + 1).trim()];
+      if (name.startsWith('x-ratelimit-') || name === 'x-cu-remaining') out[name] = value;
+    }
+    return out;
+  };
+  const upgrade = (path: string, extra = 'Host: x\r\n') =>
+    raw(`GET ${path} HTTP/1.1\r\n${extra}Upgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n`);
+
+  test("a body over the limit (413) and a request or upgrade without Host (400) carry the key's limits; an upgrade to an unknown network (404) too", async () => {
+    const call = '{"jsonrpc":"2.0","id":1,"method":"eth_chainId"}';
+    const answered = await rpc(JSON.parse(call));
+    assert.equal(answered.status, 200);
+    const limit = answered.headers.get('x-ratelimit-limit');
+    const remaining = answered.headers.get('x-ratelimit-remaining');
+    assert.ok(Number(limit) > 0 && Number(remaining) >= 0);
+
+    const big = `{"jsonrpc":"2.0","id":1,"method":"eth_call","params":["${'0'.repeat(1_100_000)}"]}`;
+    const tooLarge = await raw(`POST /v1/native-mainnet/${key} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${big.length}\r\n\r\n`);
+    const noHost = await raw(`POST /v1/native-mainnet/${key} HTTP/1.1\r\nContent-Type: application/json\r\nContent-Length: ${call.length}\r\nConnection: close\r\n\r\n${call}`);
+    const wsNoHost = await upgrade(`/ws/native-mainnet?apiKey=${key}`, '');
+    const wsUnknown = await upgrade(`/ws/no-such-network?apiKey=${key}`);
+    for (const [what, answer, status] of [['413', tooLarge, 413], ['no Host', noHost, 400], ['upgrade without Host', wsNoHost, 400], ['upgrade to an unknown network', wsUnknown, 404]] as const) {
+      assert.match(answer, new RegExp(`^HTTP/1\\.1 ${status} `), what);
+      const h = limitsOf(answer);
+      assert.equal(h['x-ratelimit-limit'], limit, what);
+      assert.equal(h['x-ratelimit-remaining'], remaining, `${what}: nothing consumed`);
+      assert.match(h['x-ratelimit-reset'] ?? '', /^\d+$/, what);
+      assert.match(h['x-cu-remaining'] ?? '', /^-?\d+$/, what);
+    }
+    // A key that is no key: the address's failed-key-lookup window (C17), read.
+    const h = limitsOf(await upgrade('/ws/native-mainnet?apiKey=nope'));
+    assert.equal(h['x-ratelimit-limit'], String(t.config.limits.failedAuthPerMinute));
+    assert.equal(h['x-cu-remaining'], '-1');
+  });
+
+  test('an upgrade from an Origin not allowed (403) carries them', async () => {
+    const other = await startTestApp({ listen: true, env: { UPSTREAM_NATIVE_MAINNET: node.url }, overrides: { rpc: { corsOrigins: ['https://app.example'] } } });
+    try {
+      const { key: k } = await createKey(other.app, { rateLimit: 7 });
+      const u = new URL(other.url);
+      // One call puts the key in memory (and uses one of its 7).
+      const first = await fetch(`${other.url}/v1/native-mainnet/${k}`, { method: 'POST', body: '{"jsonrpc":"2.0","id":1,"method":"eth_chainId"}' });
+      assert.equal(first.headers.get('x-ratelimit-remaining'), '6');
+      const answer = await new Promise<string>((resolve, reject) => {
+        const socket = net.connect(Number(u.port), u.hostname, () =>
+          socket.write(`GET /ws/native-mainnet?apiKey=${k} HTTP/1.1\r\nHost: x\r\nOrigin: https://evil.example\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n`),
+        );
+        let got = '';
+        socket.on('data', (d) => (got += String(d)));
+        socket.on('end', () => resolve(got));
+        socket.on('error', reject);
+      });
+      assert.match(answer, /^HTTP\/1\.1 403 /);
+      // Its own limit, nothing more used.
+      assert.equal(limitsOf(answer)['x-ratelimit-limit'], '7');
+      assert.equal(limitsOf(answer)['x-ratelimit-remaining'], '6');
+    } finally {
+      await other.close();
+    }
+  });
+});

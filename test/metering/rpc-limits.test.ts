@@ -46,7 +46,9 @@ for (const store of [
         assert.equal(res.statusCode, 200);
         assert.equal(res.headers['x-ratelimit-limit'], '5');
         assert.equal(res.headers['x-ratelimit-remaining'], String(4 - i));
-        assert.ok(Number(res.headers['x-ratelimit-reset']) >= Math.floor(Date.now() / 1000));
+        // The window ends (and the 6th is allowed) when the first of the five leaves it: the last
+        // place taken says so too, not "now".
+        assert.ok(Number(res.headers['x-ratelimit-reset']) >= Math.floor(Date.now() / 1000) + 55, `reset after ${i + 1}: ${String(res.headers['x-ratelimit-reset'])}`);
         assert.equal(res.headers['x-cu-remaining'], String(100_000 - (i + 1)));
       }
       const res = await rpc(key, call('net_listening', 'six'));
@@ -150,6 +152,57 @@ for (const store of [
       assert.equal(other.statusCode, 403);
       assert.equal(other.headers['x-ratelimit-limit'], '5');
       assert.equal(other.headers['x-ratelimit-remaining'], '5');
+    });
+
+    test('answers given before metering carry the caller\'s limits, read and not consumed: a parse error, an unknown network, a key that cannot be used (C13)', async () => {
+      const ip = randomIp();
+      const post = (url: string, payload: string | object, headers: Record<string, string> = {}) =>
+        t.app.inject({ method: 'POST', url, payload, remoteAddress: ip, headers: { 'content-type': 'application/json', ...headers } });
+      const { key, id, user } = await createKey(t.app, { rateLimit: 5 });
+      assert.equal((await rpc(key, call('net_listening'))).statusCode, 200);
+      // A usable key in memory: its own window (5, one used), before the body is understood.
+      for (const res of [
+        await post(`/v1/native-mainnet/${key}`, '{"jsonrpc":"2.0",'),
+        await post(`/v1/no-such-network/${key}`, call()),
+        await post('/rpc/main/evm/999999', call(), { 'x-api-key': key }),
+      ]) {
+        assert.ok([400, 404].includes(res.statusCode), res.body);
+        assert.equal(res.headers['x-ratelimit-limit'], '5', res.body);
+        assert.equal(res.headers['x-ratelimit-remaining'], '4', res.body);
+        assert.ok(Number(res.headers['x-ratelimit-reset']) >= Math.floor(Date.now() / 1000) + 55, 'reset: when the one request counted leaves the window');
+        assert.equal(res.headers['x-cu-remaining'], String(100_000 - 1));
+      }
+      assert.equal((await rpc(key, call('net_listening'))).headers['x-ratelimit-remaining'], '3', 'none of them was counted');
+
+      // Keys that cannot be used: the address's failed-key-lookup window (C17), read; only a
+      // lookup in storage that found nothing counts in it.
+      const unknown = `jk_${'0'.repeat(40)}${Math.random().toString(16).slice(2, 10)}`;
+      const lookups = t.config.limits.failedAuthPerMinute;
+      // (First: a key change forgets the unknown keys remembered.)
+      assert.equal((await t.app.inject({ method: 'POST', url: `/api/v1/api-keys/${id}/revoke`, headers: user.auth })).statusCode, 200);
+      const looked = await post(`/v1/native-mainnet/${unknown}`, call());
+      assert.equal(looked.json().error.code, -32001);
+      assert.equal(looked.headers['x-ratelimit-limit'], String(lookups));
+      assert.equal(looked.headers['x-ratelimit-remaining'], String(lookups - 1));
+      for (const [url, code] of [
+        [`/v1/native-mainnet/${unknown}`, -32001], // remembered from the lookup
+        ['/v1/native-mainnet', -32001], // no key
+        [`/v1/native-mainnet/${'k'.repeat(300)}`, -32001], // longer than any key
+        [`/v1/native-mainnet/${key}`, -32002], // revoked
+        [`/v1/no-such-network/${unknown}`, -32004],
+      ] as const) {
+        const res = await post(url, call());
+        assert.equal(res.json().error.code, code, url);
+        assert.equal(res.headers['x-ratelimit-limit'], String(lookups), url);
+        assert.equal(res.headers['x-ratelimit-remaining'], String(lookups - 1), url);
+        assert.equal(res.headers['x-cu-remaining'], '-1', url);
+        assert.ok(Number(res.headers['x-ratelimit-reset']) >= Math.floor(Date.now() / 1000) + 55, url);
+      }
+      // The public endpoint: the address's own window (C18), a parse error counting nothing.
+      const pub = await post('/public/main', 'nope');
+      assert.equal(pub.json().error.code, -32700);
+      assert.equal(pub.headers['x-ratelimit-limit'], '3');
+      assert.equal(pub.headers['x-ratelimit-remaining'], '3');
     });
 
     test('the public endpoint is limited per client IP (C18); X-Forwarded-For is ignored from untrusted peers', async () => {

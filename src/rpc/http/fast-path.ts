@@ -197,10 +197,19 @@ export function rpcFastPath(deps: FastPathDeps): (req: IncomingMessage, res: Ser
   };
   const writes = new AnswerWrites(logger, tracing ? writeTraced : write);
 
+  /** C13: an answer given before the pipeline runs (a body over the limit, no Host) with the caller's limit headers, read. */
+  const finishUnmetered = (x: Exchange, answer: Answer): void => {
+    const read = pipeline.limitHeaders(x.t.apiKey === '' ? undefined : x.t.apiKey, clientIp(x.req));
+    if (!(read instanceof Promise)) return finish(x, { ...answer, headers: read });
+    read.then(
+      (headers) => finish(x, { ...answer, headers }),
+      () => finish(x, answer),
+    );
+  };
   const tooLarge = (x: Exchange): void => {
     const e = new InvalidRequestError(`Request body is larger than ${limit} bytes`);
     x.headers.connection = 'close';
-    finish(x, { status: 413, body: errorText('null', e), headers: undefined });
+    finishUnmetered(x, { status: 413, body: errorText('null', e), headers: undefined });
     x.req.resume();
   };
   // Shared by every request (no closures made per request): the request's state hangs on it.
@@ -294,7 +303,7 @@ export function rpcFastPath(deps: FastPathDeps): (req: IncomingMessage, res: Ser
     // C22: an HTTP/1.1 request without Host is an invalid request, answered before its body is read.
     if (lacksHost(req)) {
       headers.connection = 'close';
-      finish(x, { status: 400, body: errorText('null', new InvalidRequestError(MISSING_HOST)), headers: undefined });
+      finishUnmetered(x, { status: 400, body: errorText('null', new InvalidRequestError(MISSING_HOST)), headers: undefined });
       req.resume();
       return true;
     }

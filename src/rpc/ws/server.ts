@@ -214,8 +214,6 @@ export class WsGateway {
       return;
     }
     socket.on('error', ignore); // a client gone mid-handshake is not an error of ours
-    // C7, C22: an HTTP/1.1 upgrade without Host is refused as any HTTP/1.1 request without it is.
-    if (lacksHost(req)) return refuse(socket, 400, new InvalidRequestError(MISSING_HOST));
     const slug = match[1] || DEFAULT_NETWORK;
     this.#accept(req, socket, head, slug).catch((err: unknown) => {
       this.#d.logger.error({ err }, 'websocket upgrade failed');
@@ -234,18 +232,23 @@ export class WsGateway {
       refuse(s, status, err, { ...headers, 'x-request-id': reqId });
     };
     if (this.#closing) return deny(socket, 503, new InternalRpcError('The gateway is shutting down; reconnect shortly'));
-    const network = this.#d.networks.bySlug(slug);
-    if (!network) {
-      return deny(socket, 404, new UnknownNetworkError(`Unknown network: ${redactSecrets(slug.slice(0, 64))}`, { details: { networks: this.#d.networks.all.map((n) => n.slug) } }));
-    }
-    const origin = req.headers.origin;
-    if (origin && !this.#origins.has('*') && !this.#origins.has(origin)) {
-      return deny(socket, 403, new InvalidRequestError('Origin not allowed'));
-    }
     const url = new URL(req.url ?? '/', 'http://gateway');
     const header = req.headers['x-api-key'];
     const apiKey = url.searchParams.get('apiKey') ?? (typeof header === 'string' ? header : undefined);
     const ip = this.#clientIp(req);
+    // C13: a refusal before the key is admitted carries the caller's limits, read (pipeline.limitHeaders).
+    const denyUnmetered = async (status: number, err: RpcError, own?: Record<string, string>): Promise<void> =>
+      deny(socket, status, err, { ...(await this.#d.pipeline.limitHeaders(apiKey, ip)), ...own });
+    // C7, C22: an HTTP/1.1 upgrade without Host is refused as any HTTP/1.1 request without it is.
+    if (lacksHost(req)) return denyUnmetered(400, new InvalidRequestError(MISSING_HOST));
+    const network = this.#d.networks.bySlug(slug);
+    if (!network) {
+      return denyUnmetered(404, new UnknownNetworkError(`Unknown network: ${redactSecrets(slug.slice(0, 64))}`, { details: { networks: this.#d.networks.all.map((n) => n.slug) } }));
+    }
+    const origin = req.headers.origin;
+    if (origin && !this.#origins.has('*') && !this.#origins.has(origin)) {
+      return denyUnmetered(403, new InvalidRequestError('Origin not allowed'));
+    }
     const jwt = url.searchParams.get('jwt');
     const authorization = req.headers.authorization ?? (jwt ? `Bearer ${jwt}` : undefined);
     // The one admission step, as on the HTTP RPC addresses (the key's allowlists are checked again on
@@ -256,9 +259,11 @@ export class WsGateway {
     if (admitted instanceof Refusal) {
       const { error, key: known } = admitted;
       this.#d.pipeline.countRefusal(admitted, network.slug, OTHER_METHOD);
-      // C13: a refusal of a usable key (network, allowlists) carries its limits (read, not consumed).
-      const headers = known && (admitted.reason === 'network' || admitted.reason === 'access') ? (await this.#d.meter.rpc({ key: known }, 0, 0)).headers : admitted.headers;
-      return deny(socket, error.httpStatus, error, headers);
+      // C13: a refusal of a usable key (network, allowlists) carries its limits (read, not consumed);
+      // a failed lookup, the window that counted it; any other key refusal, the window read.
+      if (known && (admitted.reason === 'network' || admitted.reason === 'access')) return deny(socket, error.httpStatus, error, (await this.#d.meter.rpc({ key: known }, 0, 0)).headers);
+      if (admitted.headers?.['x-ratelimit-limit'] !== undefined) return deny(socket, error.httpStatus, error, admitted.headers);
+      return denyUnmetered(error.httpStatus, error, admitted.headers);
     }
     const key = admitted;
     // C13: the 101 and every refusal from here on carry the caller's limits (read, not consumed).
