@@ -351,7 +351,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   });
   const faucet = new FaucetService({ db, settings: config, networks, upstreams, logger });
   const whales = new WhaleAlerts({ db, settings: config, prices, webhooks, logger, upstreams });
-  observeFeatures(metrics, { link, redisLimiter, follower, usage, webhooks });
+  observeFeatures(metrics, { link, redisLimiter, follower, usage, webhooks, outbound });
   follower.register(whales);
   follower.register(new AddressActivity({ webhooks, prices, upstreams, networks: config.networks, logger }));
   // C41: intents; their solver follows the blocks of their networks (a new intent's at once).

@@ -530,6 +530,7 @@ describe('answers Fastify sends: the dashboard\'s files, /docs (C60)', () => {
       assert.equal((await res.arrayBuffer()).byteLength, size, `${url} whole`);
     }
     const mark = gw.output().length;
+    const cutsBefore = await writeTimeoutCuts(gw.url);
     const { hostname, port } = new URL(gw.url);
 
     // Two clients that ask for 12 MiB each, one of a dashboard file (a Buffer answer), one of the
@@ -564,6 +565,8 @@ describe('answers Fastify sends: the dashboard\'s files, /docs (C60)', () => {
       assert.equal(read.answers, 34, 'the steady reader got all of its answers');
       assert.ok(read.bytes > 30 * asset.size + 4 * bundleSize, 'and all of their bytes');
       assert.equal((gw.output().slice(mark).match(cut) ?? []).length, 2, 'only the two that never read were cut');
+      // And counted where an operator watches (/metrics).
+      assert.equal((await writeTimeoutCuts(gw.url)) - cutsBefore, 2, 'junction_connections_cut_total{reason="write_timeout"}');
 
       // The gateway goes on serving whoever reads.
       const res = await fetch(`${gw.url}${SWAGGER_BUNDLE}`, { headers: { 'accept-encoding': 'identity' } });
@@ -575,6 +578,14 @@ describe('answers Fastify sends: the dashboard\'s files, /docs (C60)', () => {
     }
   });
 });
+
+/** C60: the connections the gateway cut for its write timeout, as /metrics says. */
+async function writeTimeoutCuts(url: string): Promise<number> {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  const m = /^junction_connections_cut_total\{reason="write_timeout"\} (\d+)$/m.exec(text);
+  assert.ok(m, 'junction_connections_cut_total{reason="write_timeout"} on /metrics');
+  return Number(m[1]);
+}
 
 /** The start of each answer a steady reader counts. */
 const STATUS_LINE = 'HTTP/1.1 200 OK\r\n';
