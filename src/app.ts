@@ -302,7 +302,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   installValidators(app);
   installJsonParser(app);
   installRestErrors(app);
-  instrument(app, metrics, { token: config.metrics.token, port: config.metrics.port, host: config.server.host });
+  instrument(app, metrics, { token: config.metrics.token, port: config.metrics.port, host: config.server.host }, outbound);
 
   // The document also describes the JSON-RPC and WebSocket addresses served outside Fastify's routes.
   await app.register(swagger, openapiOptions());

@@ -5,6 +5,7 @@ import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import { envelope, HttpError } from '../errors/http.ts';
+import type { Outbound } from '../http/outbound.ts';
 
 /** Where a metric's values come from at scrape time: one sample or a list of labelled ones. */
 export type MetricValues = number | Iterable<readonly [labels: Readonly<Record<string, string>>, value: number]>;
@@ -141,7 +142,7 @@ export interface MetricsAccess {
  * `/metrics`: on the main port, or on a port of its own; behind a bearer token when one is set.
  * Scrapes are not logged at info (Prometheus asks every few seconds).
  */
-export function instrument(app: FastifyInstance, metrics: Metrics, access: MetricsAccess = { token: null, port: null, host: '127.0.0.1' }): void {
+export function instrument(app: FastifyInstance, metrics: Metrics, access: MetricsAccess = { token: null, port: null, host: '127.0.0.1' }, outbound?: Outbound): void {
   app.addHook('onResponse', async (req, reply) => {
     const route = req.routeOptions.url ?? 'unmatched';
     metrics.httpRequests.inc({ method: req.method, route, status: String(reply.statusCode) });
@@ -163,8 +164,17 @@ export function instrument(app: FastifyInstance, metrics: Metrics, access: Metri
   app.addHook('onReady', async () => {
     server = createServer((req, res) => {
       const path = (req.url ?? '/').split('?', 1)[0];
-      const send = (status: number, type: string, body: string, headers: Record<string, string> = {}) =>
-        res.writeHead(status, { 'content-type': type, 'content-length': String(Buffer.byteLength(body)), ...headers }).end(body);
+      // C60: as on the main port, an answer makes room before it is written (from 64 KiB) and a
+      // socket left holding it is watched by the write timeout.
+      const send = (status: number, type: string, body: string, headers: Record<string, string> = {}) => {
+        const bytes = Buffer.byteLength(body);
+        if (outbound) {
+          outbound.makeRoom(bytes, req.socket);
+          // Once ended into its socket (a pipelined answer's once its turn came), as on the main port.
+          res.once('prefinish', () => outbound.wrote(req.socket));
+        }
+        res.writeHead(status, { 'content-type': type, 'content-length': String(bytes), ...headers }).end(body);
+      };
       if (req.method !== 'GET' || path !== '/metrics') {
         send(404, 'application/json; charset=utf-8', JSON.stringify(envelope(new HttpError('NOT_FOUND', 'Only GET /metrics is served here'))));
         return;

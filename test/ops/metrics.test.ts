@@ -1,4 +1,6 @@
 import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import net from 'node:net';
 import { readFileSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import { createKey, startTestApp, type TestApp } from '../support/app.ts';
@@ -167,6 +169,30 @@ describe('/metrics access: METRICS_TOKEN and METRICS_PORT', () => {
       assert.equal(ok.statusCode, 200);
       assert.match(ok.body, /# TYPE junction_rpc_requests_total counter/);
     } finally {
+      await t.close();
+    }
+  });
+
+  test('with METRICS_PORT, a client that asks for scrapes and never reads them is cut within server.writeTimeoutMs, and counted (C60)', async () => {
+    const t = await startTestApp({ listen: true, env: { METRICS_PORT: '0' }, overrides: { server: { writeTimeoutMs: 1_000 } } });
+    const socket = new net.Socket();
+    try {
+      const address = new URL(t.app.parts.metrics.address as string);
+      const size = (await (await fetch(address)).arrayBuffer()).byteLength;
+      // More than the kernel's buffers on both ends of a loopback connection hold (about 4 MiB).
+      const times = Math.ceil((16 * 1024 * 1024) / size);
+      socket.on('error', () => {});
+      socket.pause(); // never reads
+      socket.connect(Number(address.port), address.hostname);
+      await once(socket, 'connect');
+      socket.write('GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n'.repeat(times));
+      const { outbound } = t.app.parts;
+      await waitFor(() => outbound.cuts.writeTimeout === 1, { what: 'the client cut', timeoutMs: 20_000 });
+      assert.match(t.logs.join('\n'), /client took not its answer within the write timeout; connection cut/);
+      // The port goes on serving a client that reads.
+      assert.match(await (await fetch(address)).text(), /^junction_connections_cut_total\{reason="write_timeout"\} 1$/m);
+    } finally {
+      socket.destroy();
       await t.close();
     }
   });
