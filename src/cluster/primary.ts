@@ -84,6 +84,9 @@ interface Slot {
   failures: number;
   ready: boolean;
   respawn?: NodeJS.Timeout;
+  /** Since its hello the worker is pinged (`cluster.ping`); when the ping not yet answered was sent. */
+  pinged: boolean;
+  pingSentAt?: number;
 }
 
 /** This process's worker number when it is a worker of a primary, else undefined. */
@@ -111,7 +114,7 @@ export async function runPrimary(opts: { config: Config; log: Logger; count: num
   // once storage is open (never half made).
   const stop = new GracefulStop({ log, limitMs: grace }).listen();
   let storage: Storage | undefined;
-  const slots: Slot[] = Array.from({ length: count }, (_, i) => ({ n: i + 1, startedAt: 0, failures: 0, ready: false }));
+  const slots: Slot[] = Array.from({ length: count }, (_, i) => ({ n: i + 1, startedAt: 0, failures: 0, ready: false, pinged: false }));
   let anyReady = false;
 
   // Fail fast, as one process does: a port in use stops the start before storage opens.
@@ -169,12 +172,18 @@ export async function runPrimary(opts: { config: Config; log: Logger; count: num
   const fork = (slot: Slot) => {
     slot.respawn = undefined;
     slot.ready = false;
+    slot.pinged = false;
+    slot.pingSentAt = undefined;
     slot.startedAt = Date.now();
     const worker = cluster.fork({ [SLOT_ENV]: String(slot.n) });
     const channel = new IpcChannel(worker);
     slot.worker = worker;
     slot.channel = channel;
-    channel.handle('cluster.hello', (): WorkerHello => ({ secrets, port, storage: shared ? 'shared' : 'postgres', sharedLimits }));
+    channel.handle('cluster.hello', (): WorkerHello => {
+      // From its first words on, its event loop is expected to answer (watchHangs).
+      slot.pinged = true;
+      return { secrets, port, storage: shared ? 'shared' : 'postgres', sharedLimits };
+    });
     channel.onNote('cluster.ready', () => {
       slot.ready = true;
       if (!anyReady) log.info({ workers: count, port }, `${count} workers serve port ${port}`);
@@ -213,10 +222,13 @@ export async function runPrimary(opts: { config: Config; log: Logger; count: num
     slot.respawn = setTimeout(() => fork(slot), delay);
   });
 
+  const hangs = watchHangs(slots, config.server.workerHangMs, log);
+
   // C57: a stop reaches every worker (by the primary too, when it was sent to the primary alone);
   // each drains as one process does and hands its last usage over; the primary writes it once the
   // last worker has gone, then closes the store: the owner exits last, within the grace.
   stop.setSteps(async () => {
+    clearInterval(hangs);
     for (const s of slots) clearTimeout(s.respawn);
     const gone = slots.filter((s) => s.worker).map((s) => new Promise<void>((resolve) => s.worker?.once('exit', () => resolve())));
     for (const s of slots) s.worker?.process.kill('SIGTERM');
@@ -239,4 +251,40 @@ export async function runPrimary(opts: { config: Config; log: Logger; count: num
   // The probe lets go of the port; the workers take it (the cluster's listening socket is the primary's).
   await early.handOver();
   for (const slot of slots) fork(slot);
+}
+
+/**
+ * C56: a worker whose event loop no longer runs (a busy loop, a process stopped or wedged) is still
+ * handed connections by the primary, which then hang: each worker is pinged over its IPC channel
+ * from its hello on, and one that leaves a ping unanswered for `hangMs` is killed, then replaced as
+ * a worker that dies is. A ping is answered in the worker's next event-loop turn, so a worker busy
+ * with requests answers it; only one ping per worker is out at a time.
+ */
+function watchHangs(slots: readonly Slot[], hangMs: number, log: Logger): NodeJS.Timeout {
+  const timer = setInterval(
+    () => {
+      const now = Date.now();
+      for (const slot of slots) {
+        const { worker, channel } = slot;
+        if (!worker || !channel || !slot.pinged || worker.isDead()) continue;
+        if (slot.pingSentAt !== undefined) {
+          if (now - slot.pingSentAt < hangMs) continue;
+          log.error({ worker: slot.n, pid: worker.process.pid, workerHangMs: hangMs }, `worker ${slot.n} has not answered for ${hangMs} ms (server.workerHangMs); killing it`);
+          slot.pinged = false;
+          worker.process.kill('SIGKILL');
+          continue;
+        }
+        slot.pingSentAt = now;
+        channel.call('cluster.ping', null).then(
+          () => {
+            if (slot.channel === channel) slot.pingSentAt = undefined;
+          },
+          () => {},
+        );
+      }
+    },
+    Math.max(100, Math.floor(hangMs / 4)),
+  );
+  timer.unref();
+  return timer;
 }

@@ -55,6 +55,8 @@ export async function runWorker(opts: {
   const log = opts.log.child({ process: `worker-${n}` });
   if (!process.send) throw new Error('a worker runs with an IPC channel (forked by the primary)');
   const channel = new IpcChannel(process as unknown as IpcEndpoint);
+  // C56: the primary's liveness ping, answered by the event loop (a worker that hangs is replaced).
+  channel.handle('cluster.ping', () => null);
   // What the stop closes: filled in as the start goes (a stop may come at any point of it).
   const held: { app?: FastifyInstance; storage?: Storage; redis?: RedisClient } = {};
   // C57: a worker's stop is bounded by the workers' deadline, not the whole grace: the primary

@@ -119,6 +119,7 @@ export const ENV_SETTINGS: readonly EnvSetting[] = [
   { name: 'KEEP_ALIVE_TIMEOUT_MS', path: 'server.keepAliveTimeoutMs', kind: 'int' },
   { name: 'WRITE_TIMEOUT_MS', path: 'server.writeTimeoutMs', kind: 'int' },
   { name: 'WORKERS', path: 'server.workers', kind: 'intOrAuto' },
+  { name: 'WORKER_HANG_MS', path: 'server.workerHangMs', kind: 'int' },
   { name: 'FAUCET_PRIVATE_KEY', path: 'faucet.privateKey', kind: 'string', secret: true },
   { name: 'SOLVER_PRIVATE_KEY', path: 'intents.solverPrivateKey', kind: 'string', secret: true },
   // C58: OpenTelemetry's own variable names.

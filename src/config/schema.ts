@@ -24,6 +24,10 @@ export const ConfigSchema = T.Object(
           description: 'gateway processes serving the port, each a full gateway; "auto": one per core (os.availableParallelism()); 1: a single process, no primary',
           allowed: 'a whole number from 1 to 1024, or "auto"',
         }),
+        workerHangMs: T.Integer({
+          minimum: 1000,
+          description: "with workers: milliseconds a worker's event loop may leave the primary's ping unanswered before the worker is killed and replaced (it would keep being handed connections)",
+        }),
         // Slow clients (src/http/server-timeouts.ts).
         headersTimeoutMs: T.Integer({ minimum: 0, description: "milliseconds for a request's headers to arrive; 0 = off" }),
         requestTimeoutMs: T.Integer({ minimum: 0, description: 'milliseconds for headers and body to arrive; 0 = off' }),

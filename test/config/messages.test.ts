@@ -54,7 +54,7 @@ describe('config error messages', () => {
     const f = file('typo.json', { server: { prot: 9000 } });
     assert.equal(
       messageOf({ configFile: f, env: {} }),
-      `server.prot (in ${f}): unknown setting (did you mean port?); known here: port, host, publicUrl, bodyLimitBytes, trustedProxies, shutdownGraceMs, workers, headersTimeoutMs, requestTimeoutMs, keepAliveTimeoutMs, writeTimeoutMs, maxPendingBytesPerConnection, maxPendingBytes`,
+      `server.prot (in ${f}): unknown setting (did you mean port?); known here: port, host, publicUrl, bodyLimitBytes, trustedProxies, shutdownGraceMs, workers, workerHangMs, headersTimeoutMs, requestTimeoutMs, keepAliveTimeoutMs, writeTimeoutMs, maxPendingBytesPerConnection, maxPendingBytes`,
     );
     const g = file('level.json', { logLevel: 'verbose' });
     assert.equal(messageOf({ configFile: g, env: {} }), `logLevel (in ${g}) = "verbose": must be one of fatal, error, warn, info, debug, trace, silent`);

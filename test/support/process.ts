@@ -3,6 +3,7 @@ import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, r
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { Agent, request } from 'undici';
 
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
 
@@ -219,5 +220,37 @@ export function killLeft(running: readonly GatewayProcess[]): void {
     } catch {
       gw.child.kill('SIGKILL');
     }
+  }
+}
+
+/** The log lines (JSON) of a gateway's output, parsed. */
+export function logLines(output: string): Array<Record<string, unknown> & { time: number; msg: string; process?: string }> {
+  return output
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l) as Record<string, unknown> & { time: number; msg: string; process?: string });
+}
+
+/**
+ * One eth_getBalance with `key` on a connection of its own (closed after): its status, or the error
+ * code of its connection (`timeoutMs`: waited for its answer at most, else undici's 300 s). With
+ * workers each such call is handed to a worker of its own choosing.
+ */
+export async function callAlone(url: string, key: string, id: number, timeoutMs?: number): Promise<number | string> {
+  const own = new Agent({ pipelining: 0, ...(timeoutMs ? { headersTimeout: timeoutMs, bodyTimeout: timeoutMs } : {}) });
+  try {
+    const res = await request(`${url}/rpc/main/evm/50`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-api-key': key },
+      body: JSON.stringify({ jsonrpc: '2.0', id, method: 'eth_getBalance', params: [`0x${id.toString(16).padStart(40, '0')}`, 'latest'] }),
+      dispatcher: own,
+    });
+    await res.body.text();
+    return res.statusCode;
+  } catch (err) {
+    const e = err as { code?: string; cause?: { code?: string } };
+    return e.cause?.code ?? e.code ?? String(err);
+  } finally {
+    await own.close().catch(() => {});
   }
 }
