@@ -99,6 +99,11 @@ function usable(key: ResolvedKey | null, now: number): ResolvedKey | Refusal {
   return key;
 }
 
+/** C20: whether a key as stored can be used now (not inactive, revoked or expired), as admission judges it. */
+export function isUsable(key: ResolvedKey, now: number = Date.now()): boolean {
+  return !(usable(key, now) instanceof Refusal);
+}
+
 /** The network, then the key's origin, IP and JWT rules (a key without any costs one null check). */
 function judge(key: ResolvedKey, network: string, from: RequestOrigin): Admission | Promise<Admission> {
   if (!key.networks.has(network)) {

@@ -5,7 +5,7 @@ import type { Network } from '../chains/networks.ts';
 import type { MethodsConfig, RpcConfig } from '../config/schema.ts';
 import { InvalidParamsError, InvalidRequestError, ParseError, ResponseTooLargeError, RpcError } from '../errors/rpc.ts';
 import type { KeyCache, ResolvedKey } from '../keys/cache.ts';
-import { admit, Refusal } from '../keys/admission.ts';
+import { admit, isUsable, Refusal } from '../keys/admission.ts';
 import type { Meter, Metered, MeterOutcome } from '../metering/meter.ts';
 import { ComputeUnits } from '../metering/weights.ts';
 import type { UsageSink } from '../usage/sink.ts';
@@ -478,7 +478,7 @@ export class RpcPipeline {
   limitHeaders(apiKey: string | null | undefined, ip: string): Record<string, string> | Promise<Record<string, string>> {
     if (apiKey === null) return this.#peek({ ip });
     const known = this.#keys.peek(apiKey);
-    if (known && known.status === 'active' && (known.expiresAt === null || known.expiresAt > Date.now())) return this.#peek({ key: known });
+    if (known && isUsable(known)) return this.#peek({ key: known });
     return this.#meter.keyLookupHeaders(ip);
   }
 
