@@ -59,7 +59,7 @@ import { type Limiter, MemoryLimiter } from './metering/limiter.ts';
 import { Meter } from './metering/meter.ts';
 import { effectiveLimits } from './metering/plans.ts';
 import { RestLimits } from './metering/rest-limits.ts';
-import { RedisLimiter } from './metering/redis-limiter.ts';
+import { type Fallback, RedisLimiter } from './metering/redis-limiter.ts';
 import { UsageRetention } from './usage/retention.ts';
 import { usageRoutes } from './usage/routes.ts';
 import { AnalyticsRecorder } from './analytics/recorder.ts';
@@ -88,6 +88,8 @@ export interface AppDeps {
    * primary's (metering/shared-limiter.ts). Default: Redis when given, else in this process.
    */
   limiter?: Limiter;
+  /** With Redis, where limits are kept while it is away (C48): a worker's is the primary's; default this process' memory. */
+  limitsFallback?: Fallback;
   /** A worker of several (C56): usage is handed to the primary, which writes it (usage/handoff.ts). */
   usageHandoff?: UsageHandoff;
   /** Where log lines go (tests read them); default stdout. */
@@ -234,7 +236,7 @@ export async function buildApp(config: Config, deps: AppDeps): Promise<FastifyIn
   // C48: whether Redis answers, as the limiter, the key-change bus and the readiness check find out.
   const link = deps.redis ? new RedisLink(deps.redis, { log: logger }) : undefined;
   const bus = deps.redis ? new KeyChangeBus(deps.redis, keys, keyCache, logger, link) : undefined;
-  const redisLimiter = deps.redis ? new RedisLimiter(deps.redis, { ...(link ? { link } : {}) }) : undefined;
+  const redisLimiter = deps.redis ? new RedisLimiter(deps.redis, { ...(link ? { link } : {}), ...(deps.limitsFallback ? { fallback: deps.limitsFallback } : {}) }) : undefined;
   const limiter: Limiter = redisLimiter ?? deps.limiter ?? new MemoryLimiter();
   const meter = new Meter(config.limits, limiter);
   // C48: the quotas of accounts this instance has not seen yet start in memory from stored usage too.

@@ -12,8 +12,7 @@
 import cluster from 'node:cluster';
 import { cpuUsage } from 'node:process';
 import { fileURLToPath } from 'node:url';
-import { MemoryLimiter } from '../../src/metering/limiter.ts';
-import { serveSharedLimiter, SharedLimiter } from '../../src/metering/shared-limiter.ts';
+import { SharedLimiter, SharedLimits } from '../../src/metering/shared-limiter.ts';
 import { IpcChannel, type IpcEndpoint } from '../../src/storage/ipc.ts';
 import { seedDataDir } from '../../test/support/process.ts';
 // @ts-expect-error: a plain .mjs build script without type declarations
@@ -72,7 +71,7 @@ export default defineScenario({
 
 /** `--ipc`: the primary's CPU per limiter round trip, with `n` workers asking at once. */
 async function ipcPrimary(n: number): Promise<void> {
-  const limiter = new MemoryLimiter();
+  const limits = new SharedLimits();
   // The workers run this file, not bench/run.ts (the process's own script, cluster's default).
   cluster.setupPrimary({ exec: fileURLToPath(import.meta.url), serialization: 'advanced' });
   const started = performance.now();
@@ -80,7 +79,7 @@ async function ipcPrimary(n: number): Promise<void> {
   await Promise.all(
     Array.from({ length: n }, () => {
       const w = cluster.fork({ [IPC_WORKER_ENV]: '1' });
-      serveSharedLimiter(new IpcChannel(w), limiter);
+      limits.serve(new IpcChannel(w));
       return new Promise<void>((resolve, reject) =>
         w.once('exit', (code) => (code === 0 ? resolve() : reject(new Error(`an --ipc worker exited with ${code}`)))),
       );

@@ -13,8 +13,7 @@ import type { Config } from '../config/schema.ts';
 import { resolveSecrets, type Secrets } from '../config/secrets.ts';
 import { listenStartError, StartError, storageStartError } from '../config/start-errors.ts';
 import { GracefulStop } from '../http/graceful-stop.ts';
-import { MemoryLimiter } from '../metering/limiter.ts';
-import { serveSharedLimiter } from '../metering/shared-limiter.ts';
+import { SharedLimits } from '../metering/shared-limiter.ts';
 import { bindEarly } from '../ops/early-listener.ts';
 import { rpcMethodLabels } from '../ops/rpc-metrics.ts';
 import { workerExecArgv } from '../ops/runtime.ts';
@@ -144,8 +143,9 @@ export async function runPrimary(opts: { config: Config; log: Logger; count: num
   const where = config.storage.databaseUrl ? maskUrl(config.storage.databaseUrl) : config.storage.dataDir === 'memory' ? 'memory' : path.resolve(config.storage.dataDir);
   log.info({ storage: storage.kind, where, workers: count }, `storage ready (${storage.kind === 'postgres' ? 'PostgreSQL' : 'embedded PGlite'}, ${where}), migrations applied; starting ${count} workers`);
 
-  const limiter = sharedLimits ? new MemoryLimiter() : undefined;
-  limiter?.start();
+  // The workers' limits without Redis; with it, where they go while Redis is away (C48).
+  const limits = new SharedLimits();
+  limits.start();
   const live = () => slots.filter((s) => s.channel && !s.channel.closed);
   let quotaTurn = 0;
   // The usage of every worker, written by this process alone (one transaction per flush, as one process does).
@@ -190,7 +190,7 @@ export async function runPrimary(opts: { config: Config; log: Logger; count: num
       anyReady = true;
     });
     if (shared && storage?.embedded) slot.transactions = serveSharedPglite(channel, storage.embedded);
-    if (limiter) serveSharedLimiter(channel, limiter);
+    limits.serve(channel);
     serveUsageHandoff(channel, usage);
     // C20 across workers without Redis: a key change made by one reaches the others' key caches.
     if (sharedLimits) {
@@ -203,6 +203,7 @@ export async function runPrimary(opts: { config: Config; log: Logger; count: num
   cluster.on('exit', (worker, code, signal) => {
     const slot = slots.find((s) => s.worker === worker);
     if (!slot) return;
+    if (slot.channel) limits.gone(slot.channel);
     slot.channel?.close();
     // What it left open on the shared database is rolled back: the others' queries go on.
     slot.transactions?.abandon();
@@ -244,7 +245,7 @@ export async function runPrimary(opts: { config: Config; log: Logger; count: num
     await Promise.all(gone);
     clearTimeout(late);
     await usage.close();
-    await limiter?.close();
+    await limits.close();
     await storage?.close();
   });
 

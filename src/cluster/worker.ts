@@ -107,7 +107,8 @@ export async function runWorker(opts: {
     logger: log,
     probeUpstreams: true,
     ...(redis ? { redis } : {}),
-    ...(hello.sharedLimits ? { limiter: new SharedLimiter(channel) } : {}),
+    // The primary's limits: the limits without Redis, the fallback while Redis is away with it (C48).
+    ...(hello.sharedLimits ? { limiter: new SharedLimiter(channel) } : { limitsFallback: new SharedLimiter(channel) }),
     usageHandoff: new IpcUsageHandoff(channel),
   });
   held.app = app;

@@ -236,12 +236,62 @@ function groupBy<T>(rows: readonly T[], by: (row: T) => string): Map<string, T[]
 }
 
 /**
+ * Where a RedisLimiter enforces limits while Redis is away (C48): this process' memory, or with
+ * WORKERS the primary's (`SharedLimiter`), so that the workers of one machine share one count.
+ */
+export interface Fallback {
+  consume(checks: readonly Check[]): ConsumeResult | Promise<ConsumeResult>;
+  refund(checks: readonly Check[]): Promise<void>;
+  seed(counters: readonly CounterSeed[]): Promise<void>;
+  /** As `MemoryLimiter.seedWindow`: requests this process admitted through Redis. */
+  seedWindow(key: string, at: readonly number[]): void;
+  /** Redis went away for this process: memory is in charge from now on (seeded next). */
+  away(): void;
+  /** Redis answers again: memory starts afresh for the next outage (once no other worker counts on it). */
+  back(): void;
+  close(): Promise<void>;
+}
+
+/** The fallback of one process: its own memory. */
+class MemoryFallback implements Fallback {
+  #memory = new MemoryLimiter();
+
+  consume(checks: readonly Check[]): ConsumeResult {
+    return this.#memory.consumeSync(checks);
+  }
+
+  refund(checks: readonly Check[]): Promise<void> {
+    return this.#memory.refund(checks);
+  }
+
+  seed(counters: readonly CounterSeed[]): Promise<void> {
+    return this.#memory.seed(counters);
+  }
+
+  seedWindow(key: string, at: readonly number[]): void {
+    this.#memory.seedWindow(key, at);
+  }
+
+  away(): void {}
+
+  back(): void {
+    void this.#memory.close();
+    this.#memory = new MemoryLimiter();
+  }
+
+  close(): Promise<void> {
+    return this.#memory.close();
+  }
+}
+
+/**
  * Limits shared by every instance through Redis (REDIS_URL). Counter keys carry their period in
  * the name (e.g. the UTC day), so `resetAt` only sets when Redis may forget them.
  *
  * With a `link` (C48), a call that fails or times out marks Redis as away, and from then on every
- * limit is enforced in this process (a `MemoryLimiter`: a key gets at most its limit per instance,
- * never unlimited) until the link's probe finds Redis again. The daily and monthly counters do not
+ * limit is enforced in memory (a `Fallback`: this process' own, or with WORKERS the primary's, one
+ * for the machine: a key gets at most its limit per instance, never unlimited) until the link's
+ * probe finds Redis again. The daily and monthly counters do not
  * start from zero in memory: they start from the last count Redis gave for each (noted on every
  * answer, in place) or from stored usage, whichever is higher, and what was counted in memory is
  * written back before shared limits resume. Windows (per minute, per hour) start in memory from
@@ -255,7 +305,7 @@ export class RedisLimiter implements Limiter {
   /** A Redis Cluster: each key carries its shard as a hash tag, so one call's keys share a slot. */
   readonly #tagged: boolean;
   readonly #link: RedisLink | undefined;
-  #local = new MemoryLimiter();
+  readonly #local: Fallback;
   /** The last value Redis (or stored usage) gave for each counter: where memory starts from. */
   readonly #known = new Map<string, Count>();
   /** What memory admitted on counters while Redis was away: written back when it answers. */
@@ -271,8 +321,9 @@ export class RedisLimiter implements Limiter {
   readonly #id = `${randomBytes(6).toString('base64url')}.`;
   #calls = 0;
 
-  constructor(redis: RedisClient, opts: { prefix?: string; link?: RedisLink } = {}) {
+  constructor(redis: RedisClient, opts: { prefix?: string; link?: RedisLink; fallback?: Fallback } = {}) {
     this.#redis = redis;
+    this.#local = opts.fallback ?? new MemoryFallback();
     this.#prefix = opts.prefix ?? 'junction:rl:';
     this.#tagged = isCluster(redis);
     this.#link = opts.link;
@@ -290,6 +341,8 @@ export class RedisLimiter implements Limiter {
     }
     opts.link?.onChange((up) => (up ? this.#resumed() : this.#degraded()));
     opts.link?.onRecover(() => this.#writeBack());
+    // Away from the start (C48): memory is in charge before any change is heard.
+    if (opts.link && !opts.link.up) this.#local.away();
   }
 
   async refund(checks: readonly Check[]): Promise<void> {
@@ -426,9 +479,14 @@ export class RedisLimiter implements Limiter {
     return m;
   }
 
-  #consumeLocal(checks: readonly Check[]): ConsumeResult {
+  #consumeLocal(checks: readonly Check[]): ConsumeResult | Promise<ConsumeResult> {
     this.memoryCalls++;
-    const result = this.#local.consumeSync(checks);
+    const result = this.#local.consume(checks);
+    return result instanceof Promise ? result.then((r) => this.#owe(checks, r)) : this.#owe(checks, result);
+  }
+
+  /** What memory admitted while Redis was away: owed to Redis when it answers again. */
+  #owe(checks: readonly Check[], result: ConsumeResult): ConsumeResult {
     if (result.allowed) {
       const at = Date.now() + this.#skew;
       for (const c of checks) {
@@ -465,6 +523,7 @@ export class RedisLimiter implements Limiter {
    * what this instance admitted in it, through Redis or in memory not yet written back (C48).
    */
   #degraded(): void {
+    this.#local.away();
     const now = Date.now();
     const seeds: CounterSeed[] = [];
     for (const [key, c] of this.#known) if (c.resetAt > now) seeds.push({ key, value: c.value, resetAt: c.resetAt, shard: c.shard });
@@ -479,8 +538,7 @@ export class RedisLimiter implements Limiter {
 
   /** Shared limits again: memory starts afresh for the next outage; anything counted since the write-back goes to Redis too. */
   #resumed(): void {
-    void this.#local.close();
-    this.#local = new MemoryLimiter();
+    this.#local.back();
     let owedWindows = false;
     for (const m of this.#mine.values()) if (m.owed.size > 0) owedWindows = true;
     if (this.#owed.size > 0 || owedWindows) this.#writeBack().catch((err: unknown) => this.#link?.failed(err));

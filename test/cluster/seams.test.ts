@@ -2,17 +2,25 @@
 // over an in-memory pipe (messages cloned as the cluster's `advanced` serialization does, in
 // order), the primary's limiter and its embedded database (PGlite in its thread, as in a start).
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import { after, before, describe, test } from 'node:test';
 import { sql } from 'drizzle-orm';
+import { Redis } from 'ioredis';
+import { pino } from 'pino';
 import { loadConfig } from '../../src/config/load.ts';
 import { DatabaseError } from '../../src/errors/storage.ts';
-import { type Check, MemoryLimiter } from '../../src/metering/limiter.ts';
-import { serveSharedLimiter, SharedLimiter } from '../../src/metering/shared-limiter.ts';
+import type { Check } from '../../src/metering/limiter.ts';
+import { RedisLimiter } from '../../src/metering/redis-limiter.ts';
+import { SharedLimiter, SharedLimits } from '../../src/metering/shared-limiter.ts';
 import { openStorage, type Storage } from '../../src/storage/db.ts';
 import { IpcChannel, type IpcEndpoint } from '../../src/storage/ipc.ts';
+import { RedisLink } from '../../src/storage/redis.ts';
 import { type OpenTransactions, serveSharedPglite, sharedStorage } from '../../src/storage/pglite-shared.ts';
 import { pgliteTemplate } from '../support/pglite-template.ts';
+import { REDIS_URL, serviceSkip } from '../support/services.ts';
+
+const redisSkip = await serviceSkip('Redis');
 
 /** Two ends of one in-memory IPC pipe; `cut()` is the other process dying. */
 function pipe(): { worker: IpcEndpoint; primary: IpcEndpoint; cut: () => void } {
@@ -50,10 +58,10 @@ describe('WORKERS settings (C56)', () => {
 
 describe('limits shared by workers (C56, C12)', () => {
   test('calls of four workers at once on a key limited to 10 a minute: exactly 10 admitted, and a refund gives one back to all', async () => {
-    const limiter = new MemoryLimiter();
+    const limits = new SharedLimits();
     const workers = Array.from({ length: 4 }, () => {
       const p = pipe();
-      serveSharedLimiter(new IpcChannel(p.primary), limiter);
+      limits.serve(new IpcChannel(p.primary));
       return new SharedLimiter(new IpcChannel(p.worker));
     });
     const check: Check = { kind: 'window', key: 'k:ten', limit: 10, windowMs: 60_000, cost: 1 };
@@ -63,6 +71,79 @@ describe('limits shared by workers (C56, C12)', () => {
     await (workers[1] as SharedLimiter).refund([check]);
     assert.equal((await (workers[2] as SharedLimiter).consume([check])).allowed, true, 'the place given back by one worker is taken by another');
     assert.equal((await (workers[3] as SharedLimiter).consume([check])).allowed, false);
+  });
+});
+
+describe('Redis away with workers: one machine, one count in the primary (C48, C56)', { skip: redisSkip }, () => {
+  let redis: Redis;
+  before(async () => {
+    redis = new Redis(REDIS_URL, { lazyConnect: true, maxRetriesPerRequest: 1 });
+    await redis.connect();
+  });
+  after(() => redis?.disconnect());
+
+  const prefix = `test:${randomUUID()}:`;
+  /** One worker: its own link to Redis (probed by the test), its fallback the primary's limits. */
+  const worker = (limits: SharedLimits) => {
+    const p = pipe();
+    const primary = new IpcChannel(p.primary);
+    limits.serve(primary);
+    const link = new RedisLink(redis, { log: pino({ level: 'silent' }), probeMs: 3_600_000 });
+    const workerEnd = new IpcChannel(p.worker);
+    return { link, limiter: new RedisLimiter(redis, { prefix, link, fallback: new SharedLimiter(workerEnd) }), cut: p.cut, primary, workerEnd };
+  };
+  const win = (key: string): Check => ({ kind: 'window', key, limit: 10, windowMs: 60_000, cost: 1 });
+  const day = (key: string, resetAt: number): Check => ({ kind: 'counter', key, limit: 12, resetAt, cost: 1 });
+  const admitted = async (all: Array<Promise<{ allowed: boolean }>>) => (await Promise.all(all)).filter((r) => r.allowed).length;
+  /** Notes are on their way over the pipe: the primary has them after this. */
+  const delivered = () => new Promise((resolve) => setTimeout(resolve, 20));
+
+  test('two workers away from Redis at once: a key limited to 10 gets 10 in all across the outage, not 10 on each; memory starts afresh once the last worker is back', async () => {
+    const limits = new SharedLimits();
+    const [a, b] = [worker(limits), worker(limits)] as const;
+    const k = randomUUID();
+    const resetAt = Date.now() + 3_600_000;
+    // 3 through Redis: a's 2 and b's 1, which each brings along into memory.
+    assert.equal(await admitted([a.limiter.consume([win(k), day(`d${k}`, resetAt)]), a.limiter.consume([win(k), day(`d${k}`, resetAt)]), b.limiter.consume([win(k), day(`d${k}`, resetAt)])]), 3);
+    a.link.failed(new Error('taken for away by the test'));
+    b.link.failed(new Error('taken for away by the test'));
+    await delivered();
+    assert.equal(limits.away, 2);
+    // 30 at once over both: 7 more, where each worker's own memory would have admitted 8 and 9.
+    const calls = Array.from({ length: 30 }, (_, i) => (i % 2 ? a : b).limiter.consume([win(k), day(`d${k}`, resetAt)]));
+    assert.equal(await admitted(calls), 7);
+    // a is back; b still counts on memory, which keeps what both admitted.
+    assert.equal(await a.link.probe(), true);
+    await delivered();
+    assert.equal(limits.away, 1);
+    assert.equal(await admitted([b.limiter.consume([win(k)])]), 0, 'b is still refused in memory');
+    assert.equal(await b.link.probe(), true);
+    await delivered();
+    assert.equal(limits.away, 0);
+    assert.equal(await redis.zcard(prefix + k), 10, 'what each admitted in memory written back: the 10, once each');
+    assert.equal(Number(await redis.get(`${prefix}d${k}`)), 10, 'the day counted the same 10');
+    assert.equal(await admitted([a.limiter.consume([win(k)]), b.limiter.consume([win(k)])]), 0, 'shared limits again: the window is full');
+
+    // The primary's memory started afresh: the outage's 10 are no longer in it.
+    const fresh = worker(limits);
+    assert.equal(await admitted([new SharedLimiter(fresh.workerEnd).consume([win(k)])]), 1, 'memory starts afresh for the next outage');
+
+    // A worker that exits while away no longer holds memory as it is.
+    const k2 = randomUUID();
+    a.link.failed(new Error('away again'));
+    b.link.failed(new Error('away again'));
+    assert.equal(await admitted(Array.from({ length: 4 }, () => a.limiter.consume([win(k2)]))), 4);
+    a.cut();
+    limits.gone(a.primary);
+    assert.equal(limits.away, 1);
+    assert.equal(await admitted(Array.from({ length: 10 }, () => b.limiter.consume([win(k2)]))), 6, "what a admitted before it exited still counts while b is away");
+    limits.gone(b.primary);
+    assert.equal(limits.away, 0);
+    for (const w of [a, b]) {
+      w.link.close();
+      await w.limiter.close();
+    }
+    await limits.close();
   });
 });
 
