@@ -252,6 +252,9 @@ export interface Fallback {
   close(): Promise<void>;
 }
 
+/** A seed the fallback did not take: only a worker's, when its primary is gone (the worker is stopping). */
+const unseeded = (): void => {};
+
 /** The fallback of one process: its own memory. */
 class MemoryFallback implements Fallback {
   #memory = new MemoryLimiter();
@@ -394,7 +397,7 @@ export class RedisLimiter implements Limiter {
       // Where memory would start this counter from (C48): updated in place, no allocation once known.
       if (c.kind === 'counter') {
         this.#note(c.key, c.limit - remaining, c.resetAt, c.shard);
-        if (late) void this.#local.seed([{ key: c.key, shard: c.shard, value: c.limit - remaining, resetAt: c.resetAt }]);
+        if (late) this.#local.seed([{ key: c.key, shard: c.shard, value: c.limit - remaining, resetAt: c.resetAt }]).catch(unseeded);
       }
       return { allowed: raw[2 + i * 4] === 1, remaining, resetAt: Number(raw[4 + i * 4]), retryAfterMs: Number(raw[5 + i * 4]) };
     });
@@ -527,7 +530,7 @@ export class RedisLimiter implements Limiter {
     const now = Date.now();
     const seeds: CounterSeed[] = [];
     for (const [key, c] of this.#known) if (c.resetAt > now) seeds.push({ key, value: c.value, resetAt: c.resetAt, shard: c.shard });
-    void this.#local.seed(seeds);
+    this.#local.seed(seeds).catch(unseeded);
     for (const [key, m] of this.#mine) {
       const from = now + this.#skew - m.windowMs;
       m.sent.prune(from);
