@@ -139,8 +139,9 @@ async function connectFirst(redis: RedisClient): Promise<void> {
   try {
     await redis.connect();
   } catch (err) {
-    // The first connection failed: its cause (ECONNREFUSED, ENOTFOUND) rather than "Connection is closed".
-    const cause = firstError ?? err;
+    // The first connection failed: its cause (ECONNREFUSED, ENOTFOUND) rather than "Connection is
+    // closed"; a Cluster's "Failed to refresh slots cache" carries the last node's own.
+    const cause = nodeCause(firstError ?? err);
     if (passes(cause)) {
       unreachableAtStart.set(redis, cause);
       return;
@@ -148,6 +149,15 @@ async function connectFirst(redis: RedisClient): Promise<void> {
     redis.disconnect();
     throw cause;
   }
+}
+
+/**
+ * A Redis Cluster client that reached no startup node says so with `ClusterAllFailedError`, whose
+ * `lastNodeError` is why the last node failed (refused, timed out): the error to judge and report.
+ */
+function nodeCause(err: unknown): unknown {
+  const last = (err as { lastNodeError?: unknown } | undefined)?.lastNodeError;
+  return last instanceof Error ? last : err;
 }
 
 /** Why a client's first connection failed when `openRedis`/`openRedisCluster` went on without Redis; undefined when it connected. */

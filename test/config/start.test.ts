@@ -10,7 +10,9 @@ import path from 'node:path';
 import { createServer, type Server } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { ended, ensureBuilt, ROOT, spawnGateway } from '../support/process.ts';
+import { redisClusterSkip, startRedisCluster } from '../support/redis-cluster.ts';
 import { hasRedisServer, redisProcess } from '../support/redis-server.ts';
+import { waitFor } from '../support/wait.ts';
 
 const redisSkip = hasRedisServer() ? false : 'no redis-server binary (apt-get install -y redis-server)';
 
@@ -204,6 +206,29 @@ describe('a start while Redis is away (C48)', () => {
     } finally {
       g.child.kill('SIGTERM');
       await g.exited;
+    }
+  });
+
+  test('a Redis Cluster whose every primary is down: the gateway starts in memory, says so naming REDIS_CLUSTER_NODES, and uses the cluster once it is back', { skip: redisClusterSkip() ?? false }, async () => {
+    const cluster = await startRedisCluster();
+    let g: Awaited<ReturnType<typeof spawnGateway>> | undefined;
+    try {
+      for (let i = 0; i < cluster.ports.length; i++) await cluster.kill(i);
+      // Before: ioredis' "Failed to refresh slots cache" was taken for a mistake in the setting, and the start stopped.
+      g = await spawnGateway({ env: { REDIS_CLUSTER_NODES: cluster.nodes.join(','), DATA_DIR: 'memory', LOG_FORMAT: 'json', READY_WHEN: 'storage' } });
+      const lines = g.output().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { level: number; msg: string });
+      const warned = lines.filter((l) => l.msg.startsWith('REDIS_CLUSTER_NODES: '));
+      assert.equal(warned.length, 1, g.output());
+      assert.match(warned[0]?.msg ?? '', new RegExp(`^REDIS_CLUSTER_NODES: cannot reach Redis at redis://127\\.0\\.0\\.1:${cluster.ports[0]}: .*; the start goes on with every limit enforced by this instance in memory until Redis answers \\(C48\\)$`));
+      const state = async () => ((await (await fetch(`${g?.url}/health/ready`)).json()) as { checks: { redis: { state: string } } }).checks.redis.state;
+      assert.equal(await state(), 'degraded');
+      for (let i = 0; i < cluster.ports.length; i++) await cluster.restart(i);
+      await cluster.waitOk();
+      await waitFor(async () => (await state()) === 'up', { timeoutMs: 20_000, intervalMs: 200, what: 'the gateway to use the cluster once it is back (C48)' });
+    } finally {
+      g?.child.kill('SIGTERM');
+      await g?.exited;
+      await cluster.close();
     }
   });
 });
