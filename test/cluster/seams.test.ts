@@ -59,9 +59,12 @@ describe('WORKERS settings (C56)', () => {
 describe('limits shared by workers (C56, C12)', () => {
   test('calls of four workers at once on a key limited to 10 a minute: exactly 10 admitted, and a refund gives one back to all', async () => {
     const limits = new SharedLimits();
+    const primaryEnds: IpcChannel[] = [];
     const workers = Array.from({ length: 4 }, () => {
       const p = pipe();
-      limits.serve(new IpcChannel(p.primary));
+      const primaryEnd = new IpcChannel(p.primary);
+      primaryEnds.push(primaryEnd);
+      limits.serve(primaryEnd);
       return new SharedLimiter(new IpcChannel(p.worker));
     });
     const check: Check = { kind: 'window', key: 'k:ten', limit: 10, windowMs: 60_000, cost: 1 };
@@ -71,6 +74,10 @@ describe('limits shared by workers (C56, C12)', () => {
     await (workers[1] as SharedLimiter).refund([check]);
     assert.equal((await (workers[2] as SharedLimiter).consume([check])).allowed, true, 'the place given back by one worker is taken by another');
     assert.equal((await (workers[3] as SharedLimiter).consume([check])).allowed, false);
+    // Without Redis these are the limits: a worker that exits takes nothing with it (memory starts
+    // afresh only after an outage of Redis, C48).
+    limits.gone(primaryEnds[0] as IpcChannel);
+    assert.equal((await (workers[3] as SharedLimiter).consume([check])).allowed, false, 'the window is still full after a worker exited');
   });
 });
 
