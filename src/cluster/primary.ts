@@ -83,7 +83,7 @@ interface Slot {
   failures: number;
   ready: boolean;
   respawn?: NodeJS.Timeout;
-  /** Since its hello the worker is pinged (`cluster.ping`); when the ping not yet answered was sent. */
+  /** Since it listens the worker is pinged (`cluster.ping`); when the ping not yet answered was sent. */
   pinged: boolean;
   pingSentAt?: number;
 }
@@ -180,12 +180,14 @@ export async function runPrimary(opts: { config: Config; log: Logger; count: num
     slot.worker = worker;
     slot.channel = channel;
     channel.handle('cluster.hello', (): WorkerHello => {
-      // From its first words on, its event loop is expected to answer (watchHangs).
-      slot.pinged = true;
       return { secrets, port, storage: shared ? 'shared' : 'postgres', sharedLimits };
     });
     channel.onNote('cluster.ready', () => {
       slot.ready = true;
+      // Listening, so handed connections: from now on its event loop is expected to answer
+      // (watchHangs). Not before: a start (modules compiled, storage opened) may hold the loop for
+      // seconds on a busy machine, and no connection waits on a worker that does not listen yet.
+      slot.pinged = true;
       if (!anyReady) log.info({ workers: count, port }, `${count} workers serve port ${port}`);
       anyReady = true;
     });
@@ -257,7 +259,7 @@ export async function runPrimary(opts: { config: Config; log: Logger; count: num
 /**
  * C56: a worker whose event loop no longer runs (a busy loop, a process stopped or wedged) is still
  * handed connections by the primary, which then hang: each worker is pinged over its IPC channel
- * from its hello on, and one that leaves a ping unanswered for `hangMs` is killed, then replaced as
+ * from the moment it listens, and one that leaves a ping unanswered for `hangMs` is killed, then replaced as
  * a worker that dies is. A ping is answered in the worker's next event-loop turn, so a worker busy
  * with requests answers it; only one ping per worker is out at a time.
  */
