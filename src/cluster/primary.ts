@@ -141,7 +141,7 @@ export async function runPrimary(opts: { config: Config; log: Logger; count: num
     process.exit(0);
   }
   const where = config.storage.databaseUrl ? maskUrl(config.storage.databaseUrl) : config.storage.dataDir === 'memory' ? 'memory' : path.resolve(config.storage.dataDir);
-  log.info({ storage: storage.kind, where, workers: count }, `storage ready (${storage.kind === 'postgres' ? 'PostgreSQL' : 'embedded PGlite'}, ${where}), migrations applied; starting ${count} workers`);
+  log.info({ storage: storage.kind, where, workers: count, port: early.port }, `storage ready (${storage.kind === 'postgres' ? 'PostgreSQL' : 'embedded PGlite'}, ${where}), migrations applied; starting ${count} workers`);
 
   // The workers' limits without Redis; with it, where they go while Redis is away (C48).
   const limits = new SharedLimits();
@@ -181,6 +181,14 @@ export async function runPrimary(opts: { config: Config; log: Logger; count: num
     slot.channel = channel;
     channel.handle('cluster.hello', (): WorkerHello => {
       return { secrets, port, storage: shared ? 'shared' : 'postgres', sharedLimits };
+    });
+    // C3: the early listener answers "starting" (live, not ready) until the first worker is about
+    // to listen, and only then lets go of the port: it is never closed for the seconds a worker's
+    // start takes (nor free for another process to take, port 0 included). Later workers find it
+    // handed over already.
+    channel.handle('cluster.listen', async () => {
+      await early.handOver();
+      return null;
     });
     channel.onNote('cluster.ready', () => {
       slot.ready = true;
@@ -232,6 +240,8 @@ export async function runPrimary(opts: { config: Config; log: Logger; count: num
   // last worker has gone, then closes the store: the owner exits last, within the grace.
   stop.setSteps(async () => {
     clearInterval(hangs);
+    // Stopped before any worker listened: the early listener still holds the port.
+    await early.handOver();
     for (const s of slots) clearTimeout(s.respawn);
     const gone = slots.filter((s) => s.worker).map((s) => new Promise<void>((resolve) => s.worker?.once('exit', () => resolve())));
     for (const s of slots) s.worker?.process.kill('SIGTERM');
@@ -251,8 +261,8 @@ export async function runPrimary(opts: { config: Config; log: Logger; count: num
     await storage?.close();
   });
 
-  // The probe lets go of the port; the workers take it (the cluster's listening socket is the primary's).
-  await early.handOver();
+  // The workers take the port from the early listener when the first is ready to listen
+  // ('cluster.listen'; the cluster's listening socket is the primary's).
   for (const slot of slots) fork(slot);
 }
 

@@ -120,6 +120,8 @@ export async function runWorker(opts: {
   // connections, which the primary cannot collect for it (bench/scenarios/ws.ts sums them).
   const parts = app.parts;
   installBenchGc(process.env, () => ({ worker: n, ...parts.ws.stats(), pendingBytes: parts.outbound.pendingBytes(), receivingBytes: parts.outbound.receivingBytes(), refused: parts.outbound.refused }));
+  // The primary's early listener lets go of the port first (C3: the port answers "starting" until then).
+  await channel.call('cluster.listen', null);
   const address = await app.listen({ port: hello.port, host: config.server.host }).catch((err: unknown) => {
     throw listenStartError(err, config);
   });

@@ -5,7 +5,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 export interface EarlyListener {
   /** The port bound (the one asked for, or the one given for port 0). */
   port: number;
-  /** Stops answering and frees the port, for the app to listen on it at once. */
+  /** Stops answering and frees the port, for the app to listen on it at once (once; later calls wait for that one). */
   handOver(): Promise<void>;
 }
 
@@ -42,12 +42,13 @@ export async function bindEarly(port: number, host: string): Promise<EarlyListen
     });
   });
   const address = server.address();
+  let handedOver: Promise<void> | undefined;
   return {
     port: address && typeof address === 'object' ? address.port : port,
     handOver: () =>
-      new Promise<void>((resolve) => {
+      (handedOver ??= new Promise<void>((resolve) => {
         server.close(() => resolve());
         server.closeAllConnections();
-      }),
+      })),
   };
 }

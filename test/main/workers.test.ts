@@ -4,6 +4,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { get } from 'node:http';
 import path from 'node:path';
 import { after, test } from 'node:test';
 import { Agent, request } from 'undici';
@@ -12,7 +13,7 @@ import { V8_POOL_FLAG } from '../../src/ops/runtime.ts';
 import { createTestDatabase } from '../support/storage.ts';
 import { startFakeNode } from '../support/fake-node.ts';
 import { keepAliveLoad } from '../support/keep-alive-load.ts';
-import { alive, type GatewayProcess, killLeft, postJson, spawnGateway, usageTotal } from '../support/process.ts';
+import { alive, type GatewayProcess, killLeft, launchGateway, postJson, spawnGateway, usageTotal } from '../support/process.ts';
 import { REDIS_URL, serviceSkip } from '../support/services.ts';
 import { waitFor } from '../support/wait.ts';
 
@@ -202,6 +203,54 @@ test('WORKERS=2 on PostgreSQL and Redis: the workers answer, a key limited to 10
   } finally {
     await upstream.close();
     await db.drop();
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+/** One GET on a connection of its own: its status and body, or the connection's error code. */
+function probe(url: string): Promise<{ status?: number; body?: string; error?: string }> {
+  return new Promise((resolve) => {
+    const req = get(url, { agent: false, timeout: 2_000 }, (res) => {
+      let body = '';
+      res.on('data', (d) => (body += d));
+      res.on('end', () => resolve({ status: res.statusCode, body }));
+      res.on('error', (err: NodeJS.ErrnoException) => resolve({ error: err.code ?? String(err) }));
+    });
+    req.on('timeout', () => req.destroy(Object.assign(new Error('timeout'), { code: 'TIMEOUT' })));
+    req.on('error', (err: NodeJS.ErrnoException) => resolve({ error: err.code ?? String(err) }));
+  });
+}
+
+test('WORKERS=2: while the workers start, the port bound first answers "starting" and is handed over when the first worker is about to listen, not left closed (or free for another process) for the whole start (C3, C56)', async () => {
+  const dir = mkdtempSync(path.join(tmpdir(), 'junction-workers-start-'));
+  const upstream = await startFakeNode({ head: 0x1234 });
+  const gw = await launchGateway({ env: { DATA_DIR: path.join(dir, 'data'), UPSTREAM_NATIVE_MAINNET: upstream.url, WORKERS: '2' }, detached: true, seeded: true });
+  running.push({ ...gw, url: '' });
+  try {
+    // The primary's line once storage is open, right before it forks the workers: it names the port.
+    const port = await waitFor(
+      () => {
+        const line = gw.output().split('\n').find((l) => l.includes('"msg":"storage ready'));
+        return line ? (JSON.parse(line) as { port: number }).port : undefined;
+      },
+      { timeoutMs: 120_000, what: 'the primary opening storage' },
+    );
+    const seen: Array<{ status?: number; body?: string; error?: string }> = [];
+    while (listening(gw.output()).length === 0) {
+      assert.equal(gw.child.exitCode, null, gw.output());
+      seen.push(await probe(`http://127.0.0.1:${port}/health/ready`));
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    const starting = seen.filter((a) => a.status === 503 && a.body?.includes('Junction is starting'));
+    // Once the workers were forked the port went on answering "starting" (a worker's start takes
+    // hundreds of milliseconds at least): before, the primary let go of it first and every probe
+    // here was refused. (A refusal may still fall in the moment of the hand-over itself.)
+    assert.ok(starting.length >= 1, JSON.stringify(seen));
+    assert.equal((await probe(`http://127.0.0.1:${port}/health/live`)).status, 200);
+    process.kill(-(gw.child.pid as number), 'SIGTERM');
+    assert.equal((await gw.exited).code, 0, gw.output().slice(-3000));
+  } finally {
+    await upstream.close();
     rmSync(dir, { recursive: true, force: true });
   }
 });
