@@ -221,20 +221,25 @@ function probe(url: string): Promise<{ status?: number; body?: string; error?: s
   });
 }
 
-test('WORKERS=2: while the workers start, the port bound first answers "starting" and is handed over when the first worker is about to listen, not left closed (or free for another process) for the whole start (C3, C56)', async () => {
+/** The port the primary names once storage is open, right before it forks the workers. */
+function workersForked(gw: Pick<GatewayProcess, 'output'>): Promise<number> {
+  return waitFor(
+    () => {
+      const line = gw.output().split('\n').find((l) => l.includes('"msg":"storage ready'));
+      return line ? (JSON.parse(line) as { port: number }).port : undefined;
+    },
+    { timeoutMs: 120_000, what: 'the primary opening storage' },
+  );
+}
+
+test('WORKERS=2: while the workers start, the port bound first answers "starting" and is handed over when the first worker is about to listen, not left closed (or free for another process) for the whole start; a stop sent twice to the process group during the workers\' start exits 0 and frees the port (C3, C56, C57)', async () => {
   const dir = mkdtempSync(path.join(tmpdir(), 'junction-workers-start-'));
   const upstream = await startFakeNode({ head: 0x1234 });
-  const gw = await launchGateway({ env: { DATA_DIR: path.join(dir, 'data'), UPSTREAM_NATIVE_MAINNET: upstream.url, WORKERS: '2' }, detached: true, seeded: true });
-  running.push({ ...gw, url: '' });
+  const env = { DATA_DIR: path.join(dir, 'data'), UPSTREAM_NATIVE_MAINNET: upstream.url, WORKERS: '2' };
   try {
-    // The primary's line once storage is open, right before it forks the workers: it names the port.
-    const port = await waitFor(
-      () => {
-        const line = gw.output().split('\n').find((l) => l.includes('"msg":"storage ready'));
-        return line ? (JSON.parse(line) as { port: number }).port : undefined;
-      },
-      { timeoutMs: 120_000, what: 'the primary opening storage' },
-    );
+    const gw = await launchGateway({ env, detached: true, seeded: true });
+    running.push({ ...gw, url: '' });
+    const port = await workersForked(gw);
     const seen: Array<{ status?: number; body?: string; error?: string }> = [];
     while (listening(gw.output()).length === 0) {
       assert.equal(gw.child.exitCode, null, gw.output());
@@ -249,6 +254,18 @@ test('WORKERS=2: while the workers start, the port bound first answers "starting
     assert.equal((await probe(`http://127.0.0.1:${port}/health/live`)).status, 200);
     process.kill(-(gw.child.pid as number), 'SIGTERM');
     assert.equal((await gw.exited).code, 0, gw.output().slice(-3000));
+
+    // Stopped as systemd and a terminal do, twice, while the workers are still starting.
+    const early = await launchGateway({ env, detached: true });
+    running.push({ ...early, url: '' });
+    const earlyPort = await workersForked(early);
+    process.kill(-(early.child.pid as number), 'SIGTERM');
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    process.kill(-(early.child.pid as number), 'SIGTERM');
+    const ended = await early.exited;
+    assert.equal(ended.code, 0, early.output().slice(-3000));
+    assert.equal(listening(early.output()).length, 0, 'stopped before a worker listened');
+    assert.equal((await probe(`http://127.0.0.1:${earlyPort}/health/live`)).error, 'ECONNREFUSED');
   } finally {
     await upstream.close();
     rmSync(dir, { recursive: true, force: true });
