@@ -378,3 +378,43 @@ export async function startFakeNode(opts: FakeNodeOptions = {}): Promise<FakeNod
     close: stop,
   };
 }
+
+/** A node whose host takes no more connections: a TCP connect to it never completes. */
+export interface DeafNode {
+  readonly url: string;
+  close(): Promise<void>;
+}
+
+/**
+ * A node that never takes a connection, as an overloaded or half-dead host does (or an address
+ * whose packets are dropped): a process listens with an accept queue of one and never accepts
+ * (its event loop is held), and the queue is filled, so the kernel drops every later SYN and a
+ * connect hangs until the client gives up.
+ */
+export async function startDeafNode(): Promise<DeafNode> {
+  const { spawn } = await import('node:child_process');
+  const net = await import('node:net');
+  const script =
+    "const s=require('node:net').createServer();s.listen({port:0,host:'127.0.0.1',backlog:1},()=>{require('node:fs').writeSync(1,s.address().port+'\\n');Atomics.wait(new Int32Array(new SharedArrayBuffer(4)),0,0)})";
+  const child = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const [line] = (await once(child.stdout, 'data')) as [Buffer];
+  const port = Number(line.toString().trim());
+  // Connections that fill the accept queue (connected in the kernel, never accepted).
+  const fillers: Socket[] = [];
+  for (let i = 0; i < 4; i++) {
+    const s = net.connect({ port, host: '127.0.0.1' });
+    s.on('error', () => {});
+    fillers.push(s);
+  }
+  await new Promise((resolve) => setTimeout(resolve, 200));
+  return {
+    url: `http://127.0.0.1:${port}`,
+    async close() {
+      for (const s of fillers) s.destroy();
+      if (child.exitCode === null && child.signalCode === null) {
+        child.kill('SIGKILL');
+        await once(child, 'exit');
+      }
+    },
+  };
+}

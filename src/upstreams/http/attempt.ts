@@ -46,11 +46,43 @@ export function attempt<T>(
     // undici's own timers bound the attempt (no AbortController and timer per call): the
     // answer's headers within the timeout, and no gap longer than it between body chunks.
     // They tick about every 500 ms, so an attempt ends up to that much after its timeout.
-    u.dispatcher.dispatch(
-      { method: 'POST', path: u.path, headers: span ? span.headers : u.headers, body, headersTimeout: timeoutMs, bodyTimeout: timeoutMs },
-      new AttemptHandler(p, timeoutMs, read, span ? endingSpan(span, resolve, cancel) : resolve, cancel),
-    );
+    const handler = new AttemptHandler(p, timeoutMs, read, span ? endingSpan(span, resolve, cancel) : resolve, cancel);
+    u.dispatcher.dispatch({ method: 'POST', path: u.path, headers: span ? span.headers : u.headers, body, headersTimeout: timeoutMs, bodyTimeout: timeoutMs }, handler);
+    // C48: undici starts those timers only once the request has a socket. On a kept-alive
+    // connection that is within dispatch (the hot path: nothing more to do); otherwise the
+    // request waits for a connect (undici's own limit is 10 s, whatever the attempt's) or for a
+    // busy connection, and that wait counts in the attempt's timeout too.
+    if (!handler.onSocket) watchWaiting(handler, timeoutMs);
   });
+}
+
+/** How often attempts still waiting for a socket or for their answer's headers are checked. */
+const WAIT_TICK_MS = 100;
+/** C48: attempts dispatched without a socket at once, until their answer's headers arrive. */
+const waiting = new Set<Waiting>();
+
+interface Waiting {
+  deadline: number;
+  expire(): void;
+}
+let waitTimer: NodeJS.Timeout | undefined;
+
+function watchWaiting(h: Waiting, timeoutMs: number): void {
+  h.deadline = performance.now() + timeoutMs;
+  waiting.add(h);
+  if (waitTimer === undefined) {
+    waitTimer = setInterval(checkWaiting, WAIT_TICK_MS);
+    waitTimer.unref();
+  }
+}
+
+function checkWaiting(): void {
+  const now = performance.now();
+  for (const h of waiting) if (h.deadline <= now) h.expire();
+  if (waiting.size === 0) {
+    clearInterval(waitTimer);
+    waitTimer = undefined;
+  }
 }
 
 /** C58: `resolve`, ending the attempt's span with its outcome first. */
@@ -84,6 +116,10 @@ class AttemptHandler<T> {
   #verdict: Attempt<T> | null = null;
   #abort: ((err?: Error) => void) | null = null;
   #onCancel: (() => void) | undefined;
+  /** Resolved: later callbacks of undici's change nothing (an attempt given up while it waited). */
+  #settled = false;
+  /** C48: when an attempt that waited for a socket has run out of time (performance.now()). */
+  deadline = 0;
 
   constructor(p: PoolState, timeoutMs: number, read: (status: number, body: Buffer) => T | undefined, resolve: (a: Attempt<T>) => void, cancel: Cancel | undefined) {
     this.#p = p;
@@ -93,6 +129,34 @@ class AttemptHandler<T> {
     this.#read = read;
     this.#resolve = resolve;
     this.#cancel = cancel;
+  }
+
+  /** The request has a socket (undici called onConnect). */
+  get onSocket(): boolean {
+    return this.#abort !== null;
+  }
+
+  #finish(a: Attempt<T>): void {
+    if (this.#settled) return;
+    this.#settled = true;
+    if (this.deadline !== 0) waiting.delete(this);
+    this.#resolve(a);
+  }
+
+  /**
+   * C48: the attempt's time ran out before its answer's headers: still without a socket, the
+   * request was never written (a transaction may go to another node); on one, it timed out as a
+   * silent node does.
+   */
+  expire(): void {
+    if (this.#settled) return;
+    const abort = this.#abort;
+    if (abort === null) {
+      this.#finish({ ok: false, reason: `no connection within ${this.#timeoutMs} ms`, kind: 'connect', sent: false });
+      return;
+    }
+    this.#finish({ ok: false, reason: `timeout after ${this.#timeoutMs} ms`, kind: 'timeout', sent: true });
+    abort(new Error('attempt timed out'));
   }
 
   #tooLarge(): Attempt<T> {
@@ -130,6 +194,8 @@ class AttemptHandler<T> {
 
   onConnect(abort: (err?: Error) => void): void {
     this.#abort = abort;
+    // Given up while it waited for a socket: it never goes out.
+    if (this.#settled) return abort(new Error('attempt timed out'));
     const cancel = this.#cancel;
     if (cancel === undefined) return;
     // A hedge decided before the request reached a socket: it never goes out.
@@ -139,6 +205,8 @@ class AttemptHandler<T> {
 
   onHeaders(statusCode: number, rawHeaders: Buffer[] | string[] | null): boolean {
     if (statusCode < 200) return true; // 1xx: the answer comes next
+    // From here undici's body timeout bounds the gaps between chunks.
+    if (this.deadline !== 0) waiting.delete(this);
     this.#status = statusCode;
     if (statusCode >= 500 || statusCode === 429) {
       // Read to the end and dropped: the connection stays usable.
@@ -170,20 +238,20 @@ class AttemptHandler<T> {
   onComplete(): void {
     if (this.#onCancel) this.#cancel?.removeListener('abort', this.#onCancel);
     const chunks = this.#chunks;
-    if (this.#verdict !== null || chunks === null) return this.#resolve(this.#verdict ?? this.#tooLarge());
+    if (this.#verdict !== null || chunks === null) return this.#finish(this.#verdict ?? this.#tooLarge());
     const buf = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, this.#size);
     this.#chunks = null;
     // The room is given back once the answer had its turn to be written (the HTTP fast path writes
     // the answers of a round at setImmediate; from then on the transport counts what is unsent).
     if (this.#held > 0) setImmediate(releaseOf, this);
     const value = this.#read(this.#status, buf);
-    this.#resolve(value === undefined ? { ok: false, reason: `invalid body (HTTP ${this.#status})`, kind: 'invalid_answer', sent: true } : { ok: true, value });
+    this.#finish(value === undefined ? { ok: false, reason: `invalid body (HTTP ${this.#status})`, kind: 'invalid_answer', sent: true } : { ok: true, value });
   }
 
   onError(err: Error): void {
     if (this.#onCancel) this.#cancel?.removeListener('abort', this.#onCancel);
     this.release();
-    this.#resolve(this.#verdict ?? failure(this.#p, err, this.#timeoutMs));
+    this.#finish(this.#verdict ?? failure(this.#p, err, this.#timeoutMs));
   }
 }
 
