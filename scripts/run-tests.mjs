@@ -199,7 +199,10 @@ if (first) {
   // Last, where a log's tail is read: what failed, by file and name, with its error's first line.
   const failures = (again.length ? readReport(2)?.failures : first.failures) ?? [];
   if (failures.length) console.log(`[test] ${failures.length} failed test(s):`);
-  for (const f of failures) console.log(`[test]   ${relative(f.file)}: ${f.name}: ${f.message}`);
+  for (const f of failures) {
+    console.log(`[test]   ${relative(f.file)}: ${f.name}: ${f.message}`);
+    if (f.tail?.length) console.log(`[test]     ...and its message ends:\n${f.tail.map((l) => `[test]     | ${l}`).join('\n')}`);
+  }
 }
 rmSync(reportsDir, { recursive: true, force: true });
 process.exit(code);

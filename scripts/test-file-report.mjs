@@ -1,8 +1,9 @@
 // A reporter for Node's test runner used by scripts/run-tests.mjs, one JSON line at the end:
 // - `times`: each test file's time (the sum of its top-level tests), slowest first;
 // - `failed`: the files with a failed top-level test;
-// - `failures`: each failed test that has no failed test inside it: its file, its name and the
-//   first line of its error, so the end of a long log names what failed;
+// - `failures`: each failed test that has no failed test inside it: its file, its name, the
+//   first line of its error and, for an error of several lines (a process's output), its last
+//   lines, so the end of a long log names what failed and shows why;
 // - `aborted`: the files whose process V8 ended on a check of its JIT-page registry (the line
 //   "Check failed: jit_page..." on the file's stderr), a fault of the runtime under PGlite's
 //   WebAssembly churn (nodejs/node#64500), not of a test; each with the check's line.
@@ -10,6 +11,9 @@ import path from 'node:path';
 
 /** The V8 check a JIT-page registry desync fails (ThreadIsolation, Node 22-24), on stderr. */
 export const JIT_PAGE_ABORT = /Check failed: jit_page\S*/;
+
+/** Lines kept from the end of a failed test's message of several lines. */
+const TAIL_LINES = 12;
 
 export default async function* fileReport(source) {
   const perFile = new Map();
@@ -27,8 +31,12 @@ export default async function* fileReport(source) {
     // them (its error is 'subtestsFailed') is not listed again.
     if (event.type === 'test:fail' && event.data.details?.error?.failureType !== 'subtestsFailed') {
       const error = event.data.details?.error;
-      const message = String(error?.cause?.message ?? error?.message ?? error ?? '').split('\n')[0].slice(0, 300);
-      failures.push({ file: file ?? '?', name: event.data.name, message });
+      const lines = String(error?.cause?.message ?? error?.message ?? error ?? '').split('\n');
+      while (lines.length > 1 && (lines.at(-1) ?? '').trim() === '') lines.pop();
+      const message = (lines[0] ?? '').slice(0, 300);
+      // The end of a message of several lines: where a process's output says how it ended.
+      const tail = lines.length > 1 ? lines.slice(Math.max(1, lines.length - TAIL_LINES)).map((l) => l.slice(0, 400)) : [];
+      failures.push({ file: file ?? '?', name: event.data.name, message, tail });
     }
     if (event.type === 'test:stderr' && file) {
       const line = JIT_PAGE_ABORT.exec(event.data.message ?? '');

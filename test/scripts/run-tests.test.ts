@@ -11,7 +11,7 @@ import { after, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
-type Report = { times: [string, number][]; failed: string[]; failures: { file: string; name: string; message: string }[]; aborted: Record<string, string> };
+type Report = { times: [string, number][]; failed: string[]; failures: { file: string; name: string; message: string; tail: string[] }[]; aborted: Record<string, string> };
 type Event = { type: string; data: Record<string, unknown> };
 // @ts-expect-error: a plain ES module script without type declarations
 const { default: fileReport, toRunAgain } = (await import('../../scripts/test-file-report.mjs')) as {
@@ -79,12 +79,16 @@ describe('the runner and a process V8 aborted on its JIT-page check', () => {
     }
   });
 
-  it('ends its output naming the failed test, its file and the first line of its error', async () => {
+  it('ends its output naming the failed test, its file and the first line of its error, then the last lines of an error of several', async () => {
     const { code, out } = await runner({ 'a.test.ts': failing, 'b.test.ts': passing });
     assert.equal(code, 1);
-    const tail = out.trimEnd().split('\n').slice(-2);
-    assert.equal(tail[0], '[test] 1 failed test(s):');
-    assert.match(tail[1]!, /^\[test\] {3}\S*a\.test\.ts: fails: Expected values to be strictly equal:$/);
+    const lines = out.trimEnd().split('\n');
+    const at = lines.indexOf('[test] 1 failed test(s):');
+    assert.ok(at > 0, out);
+    assert.match(lines[at + 1]!, /^\[test\] {3}\S*a\.test\.ts: fails: Expected values to be strictly equal:$/);
+    // Where a process's output, given as an assertion's message, says how the process ended.
+    assert.equal(lines[at + 2], '[test]     ...and its message ends:');
+    assert.equal(lines.at(-1), '[test]     | 1 !== 2');
   });
 });
 
@@ -117,10 +121,10 @@ describe('the file reporter: times, failures and aborts', () => {
         [g, 1],
       ],
       failed: ['/x/a.test.ts', g],
-      // The failed test with none failed inside it, by the first line of its error; not its suite.
+      // The failed test with none failed inside it, by the first line of its error and the rest's last lines; not its suite.
       failures: [
-        { file: '/x/a.test.ts', name: 'inner', message: 'one' },
-        { file: g, name: 'g', message: 'aborted' },
+        { file: '/x/a.test.ts', name: 'inner', message: 'one', tail: ['two'] },
+        { file: g, name: 'g', message: 'aborted', tail: [] },
       ],
       aborted: { [g]: 'Check failed: jit_page.has_value().' },
     });
