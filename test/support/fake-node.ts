@@ -1,7 +1,8 @@
+import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import { type AddressInfo, connect, type Socket } from 'node:net';
 
 /**
  * How the node takes a request as a whole:
@@ -392,8 +393,6 @@ export interface DeafNode {
  * connect hangs until the client gives up.
  */
 export async function startDeafNode(): Promise<DeafNode> {
-  const { spawn } = await import('node:child_process');
-  const net = await import('node:net');
   const script =
     "const s=require('node:net').createServer();s.listen({port:0,host:'127.0.0.1',backlog:1},()=>{require('node:fs').writeSync(1,s.address().port+'\\n');Atomics.wait(new Int32Array(new SharedArrayBuffer(4)),0,0)})";
   const child = spawn(process.execPath, ['-e', script], { stdio: ['ignore', 'pipe', 'inherit'] });
@@ -402,7 +401,7 @@ export async function startDeafNode(): Promise<DeafNode> {
   // Connections that fill the accept queue (connected in the kernel, never accepted).
   const fillers: Socket[] = [];
   for (let i = 0; i < 4; i++) {
-    const s = net.connect({ port, host: '127.0.0.1' });
+    const s = connect({ port, host: '127.0.0.1' });
     s.on('error', () => {});
     fillers.push(s);
   }

@@ -12,7 +12,6 @@ import { type FakeMode, type FakeNode, startDeafNode, startFakeNode } from '../s
 import { waitFor } from '../support/wait.ts';
 import { toRpcError } from '../../src/errors/rpc.ts';
 
-
 const opened: Array<{ close(): Promise<void> }> = [];
 afterEach(async () => {
   await Promise.all(opened.splice(0).map((o) => o.close()));
