@@ -52,7 +52,7 @@ export function attempt<T>(
     // connection, and that wait counts in the attempt's timeout too. Even on an idle kept-alive
     // connection undici writes the request a turn later (setImmediate), so every attempt is
     // watched until its answer's headers (watched first: undici may end it within dispatch):
-    // a Set entry, ~0.1 us per attempt.
+    // a slot in an array, cleared when it leaves.
     watchWaiting(handler, timeoutMs);
     u.dispatcher.dispatch({ method: 'POST', path: u.path, headers: span ? span.headers : u.headers, body, headersTimeout: timeoutMs, bodyTimeout: timeoutMs }, handler);
   });
@@ -60,27 +60,60 @@ export function attempt<T>(
 
 /** How often attempts still waiting for a socket or for their answer's headers are checked. */
 const WAIT_TICK_MS = 100;
-/** C48: attempts under way, until their answer's headers arrive (or they end). */
-const waiting = new Set<Waiting>();
 
 interface Waiting {
   deadline: number;
+  /** Its place in {@link waiting}'s slots, -1 when not watched. */
+  slot: number;
   expire(): void;
 }
+
+/**
+ * C48: attempts under way, until their answer's headers arrive (or they end), in numbered slots
+ * reused through a free list. Not a Set: a Set under steady add and delete rebuilds its table
+ * every few dozen attempts, and a table given up still points at the attempts it held. Once such
+ * a table is in the old generation, the scavenger takes those pointers as roots, so finished
+ * calls (the attempt, its call, the client's request and answer) outlived their answer and were
+ * promoted: the old generation grew by 1,770-1,910 bytes per call against 290-320 with the slots
+ * (test/upstreams/attempt-lifetime-fixture.ts; bench/README.md: "Garbage that lives too long").
+ * A slot is cleared when its attempt leaves; the arrays grow only to the most attempts ever under
+ * way at once.
+ */
+const waiting = {
+  slots: [] as Array<Waiting | undefined>,
+  free: [] as number[],
+  size: 0,
+};
 let waitTimer: NodeJS.Timeout | undefined;
 
 function watchWaiting(h: Waiting, timeoutMs: number): void {
   h.deadline = performance.now() + timeoutMs;
-  waiting.add(h);
+  const slot = waiting.free.length > 0 ? (waiting.free.pop() as number) : waiting.slots.length;
+  waiting.slots[slot] = h;
+  h.slot = slot;
+  waiting.size++;
   if (waitTimer === undefined) {
     waitTimer = setInterval(checkWaiting, WAIT_TICK_MS);
     waitTimer.unref();
   }
 }
 
+function unwatch(h: Waiting): void {
+  const slot = h.slot;
+  if (slot < 0) return;
+  h.slot = -1;
+  waiting.slots[slot] = undefined;
+  waiting.free.push(slot);
+  waiting.size--;
+}
+
 function checkWaiting(): void {
   const now = performance.now();
-  for (const h of waiting) if (h.deadline <= now) h.expire();
+  const slots = waiting.slots;
+  for (let i = 0; i < slots.length; i++) {
+    const h = slots[i];
+    if (h !== undefined && h.deadline <= now) h.expire();
+  }
   if (waiting.size === 0) {
     clearInterval(waitTimer);
     waitTimer = undefined;
@@ -122,6 +155,8 @@ class AttemptHandler<T> {
   #settled = false;
   /** C48: when the attempt runs out of time if its answer's headers have not come (performance.now()). */
   deadline = 0;
+  /** C48: its slot among the attempts watched, -1 once not watched. */
+  slot = -1;
 
   constructor(p: PoolState, timeoutMs: number, read: (status: number, body: Buffer) => T | undefined, resolve: (a: Attempt<T>) => void, cancel: Cancel | undefined) {
     this.#p = p;
@@ -136,7 +171,7 @@ class AttemptHandler<T> {
   #finish(a: Attempt<T>): void {
     if (this.#settled) return;
     this.#settled = true;
-    waiting.delete(this);
+    unwatch(this);
     this.#resolve(a);
   }
 
@@ -146,7 +181,7 @@ class AttemptHandler<T> {
    * silent node does.
    */
   expire(): void {
-    waiting.delete(this);
+    unwatch(this);
     if (this.#settled) return;
     const abort = this.#abort;
     if (abort === null) {
@@ -204,7 +239,7 @@ class AttemptHandler<T> {
   onHeaders(statusCode: number, rawHeaders: Buffer[] | string[] | null): boolean {
     if (statusCode < 200) return true; // 1xx: the answer comes next
     // From here undici's body timeout bounds the gaps between chunks.
-    waiting.delete(this);
+    unwatch(this);
     this.#status = statusCode;
     if (statusCode >= 500 || statusCode === 429) {
       // Read to the end and dropped: the connection stays usable.
