@@ -1,7 +1,10 @@
-// Bytes allocated per request under HTTP load: the gateway's cached eth_chainId against the fixed
-// answer (the ceiling of a cached answer in Node.js, bench/lib/targets/fixed-answer.ts), each
-// sampled through its inspector while wrk runs. node:http's own garbage is in both; what the
-// gateway adds over it is its share of the collections, which the pipeline bench's loop hides.
+// Bytes allocated per request under HTTP load, and how many of them outlived a young collection:
+// the gateway's cached eth_chainId against the fixed answer (the ceiling of a cached answer in
+// Node.js, bench/lib/targets/fixed-answer.ts), and its pass-through eth_blockNumber against the
+// bare proxy (bench/lib/targets/bare-proxy.ts), each sampled through its inspector while the load
+// runs. node:http's own garbage is in both; what the gateway adds over it is its share of the
+// collections, which the pipeline bench's loop hides. What outlives a young collection is copied,
+// then promoted, and is the old generation's to collect (bench/README.md: "Garbage that lives too long").
 // Run: npm run bench -- http-alloc
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -12,15 +15,17 @@ import { pickLoadGenerator } from '../lib/load/load.ts';
 import { allocationsDuring } from '../lib/measures/allocations.ts';
 import { record } from '../lib/report/results.ts';
 import { defineScenario } from '../lib/scenario.ts';
-import { LIMITS, startGateway } from '../lib/targets/gateway.ts';
+import { LIMITS, NO_CACHE, startGateway } from '../lib/targets/gateway.ts';
 
 const BODY = '{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}';
+const FORWARDED = '{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber","params":[]}';
 const UNREACHABLE = { requestsPerMinute: 1_000_000_000, dailyLimit: 1_000_000_000, monthlyLimit: 1_000_000_000 };
 const GATEWAY_INSPECT = 9231;
 const FIXED_INSPECT = 9232;
+const BARE_INSPECT = 9233;
 
 export default defineScenario({
-  summary: 'bytes allocated per request under HTTP load: the gateway\'s cached eth_chainId against the fixed answer, by allocating function',
+  summary: 'bytes allocated per request under HTTP load, and those that outlived a young collection: cached against the fixed answer, pass-through against the bare proxy, by allocating function',
   options: {
     seconds: { type: 'string', default: '5', help: 'sampled seconds per target (after 3 s of warm-up)' },
     connections: { type: 'string', default: '32', help: 'keep-alive connections' },
@@ -42,36 +47,66 @@ export default defineScenario({
     const upstreamUrl = `http://127.0.0.1:${(node.address() as AddressInfo).port}`;
     const connections = Number(opt.connections);
     const seconds = Number(opt.seconds);
-    const measure = async (label: string, inspectPort: number, url: string, headers: Record<string, string>) => {
-      const spec = { url, headers, body: BODY, connections };
+    const measure = async (label: string, inspectPort: number, url: string, headers: Record<string, string>, body: string) => {
+      const spec = { url, headers, body, connections };
       await load.run({ ...spec, seconds: 3 });
-      let requests = 0;
-      const a = await allocationsDuring(inspectPort, async () => {
-        requests = (await load.run({ ...spec, seconds })).requests;
+      // Two passes: every byte allocated, then only those that outlived a young collection.
+      const pass = async (kept: boolean) => {
+        let requests = 0;
+        const a = await allocationsDuring(inspectPort, async () => {
+          requests = (await load.run({ ...spec, seconds })).requests;
+        }, { kept });
+        return { requests, perRequest: a.bytes / Math.max(1, requests), sites: a.sites };
+      };
+      const made = await pass(false);
+      const kept = await pass(true);
+      record('bytes allocated per request', label, {
+        bytes_per_request: { unit: 'B', better: 'lower', value: [made.perRequest] },
+        kept_bytes_per_request: { unit: 'B', better: 'lower', value: [kept.perRequest] },
+        requests: made.requests,
       });
-      const perRequest = a.bytes / Math.max(1, requests);
-      record('bytes allocated per request', label, { bytes_per_request: { unit: 'B', better: 'lower', value: [perRequest] }, requests });
-      console.log(`${label}: ${requests} requests, ${perRequest.toFixed(0)} bytes allocated per request; the largest shares:`);
-      for (const s of a.sites.slice(0, Number(opt.top))) console.log(`  ${(s.bytes / requests).toFixed(0).padStart(6)} B  ${s.site}`);
-      return perRequest;
+      console.log(`${label}: ${made.requests} requests, ${made.perRequest.toFixed(0)} bytes allocated per request; the largest shares:`);
+      for (const s of made.sites.slice(0, Number(opt.top))) console.log(`  ${(s.bytes / made.requests).toFixed(0).padStart(6)} B  ${s.site}`);
+      console.log(`${label}: ${kept.requests} requests, ${kept.perRequest.toFixed(0)} bytes per request outlived a young collection; the largest shares:`);
+      for (const s of kept.sites.slice(0, Number(opt.top))) console.log(`  ${(s.bytes / kept.requests).toFixed(0).padStart(6)} B  ${s.site}`);
+      return { made: made.perRequest, kept: kept.perRequest };
+    };
+    const compare = (label: string, a: { made: number; kept: number }, b: { made: number; kept: number }) => {
+      record('bytes allocated per request', label, { ratio: { unit: 'x', better: 'lower', value: [a.made / b.made] }, kept_ratio: { unit: 'x', better: 'lower', value: [a.kept / b.kept] } });
+      console.log(`${label}: ${(a.made / b.made).toFixed(2)}x the bytes allocated per request, ${(a.kept / b.kept).toFixed(2)}x those that outlived a young collection`);
     };
     try {
       const gw = await startGateway({ label: 'gateway, cached eth_chainId', account: { tier: 'free', limits: UNREACHABLE }, config: LIMITS, kind: 'cached', body: BODY }, upstreamUrl, { nodeArgs: [`--inspect=127.0.0.1:${GATEWAY_INSPECT}`] });
-      let gateway: number;
+      let gateway: { made: number; kept: number };
       try {
-        gateway = await measure('gateway, cached eth_chainId', GATEWAY_INSPECT, gw.rpcUrl, gw.headers);
+        gateway = await measure('gateway, cached eth_chainId', GATEWAY_INSPECT, gw.rpcUrl, gw.headers, BODY);
       } finally {
         await stopChild(gw.child);
       }
       const fixed = await startScript('fixed answer', 'fixed-answer.ts', [], 'target', [`--inspect=127.0.0.1:${FIXED_INSPECT}`]);
-      let ceiling: number;
+      let ceiling: { made: number; kept: number };
       try {
-        ceiling = await measure('node:http fixed answer, gateway headers', FIXED_INSPECT, fixed.url, {});
+        ceiling = await measure('node:http fixed answer, gateway headers', FIXED_INSPECT, fixed.url, {}, BODY);
       } finally {
         await stopChild(fixed.child);
       }
-      record('bytes allocated per request', 'gateway vs the fixed answer', { ratio: { unit: 'x', better: 'lower', value: [gateway / ceiling] } });
-      console.log(`gateway, cached eth_chainId vs the fixed answer: ${(gateway / ceiling).toFixed(2)}x the bytes allocated per request`);
+      compare('gateway, cached vs the fixed answer', gateway, ceiling);
+      // Pass-through: the proxy comparison's `X-API-Key` row (enterprise key, response cache off).
+      const pt = await startGateway({ label: 'gateway, X-API-Key', config: { ...NO_CACHE, ...LIMITS } }, upstreamUrl, { nodeArgs: [`--inspect=127.0.0.1:${GATEWAY_INSPECT}`] });
+      let forwarded: { made: number; kept: number };
+      try {
+        forwarded = await measure('gateway, X-API-Key (pass-through)', GATEWAY_INSPECT, pt.rpcUrl, pt.headers, FORWARDED);
+      } finally {
+        await stopChild(pt.child);
+      }
+      const bare = await startScript('bare proxy', 'bare-proxy.ts', [upstreamUrl], 'target', [`--inspect=127.0.0.1:${BARE_INSPECT}`]);
+      let floor: { made: number; kept: number };
+      try {
+        floor = await measure('node:http + undici only', BARE_INSPECT, bare.url, {}, FORWARDED);
+      } finally {
+        await stopChild(bare.child);
+      }
+      compare('gateway, pass-through vs node:http + undici only', forwarded, floor);
     } finally {
       node.close();
     }

@@ -1,6 +1,8 @@
 // Bytes a process allocates while a load runs, counted from outside through its inspector port
 // (`--inspect=127.0.0.1:PORT`): V8's sampling heap profiler with the objects the young and old
-// collections freed kept in its account, so it counts what was made, not what lived.
+// collections freed kept in its account, so it counts what was made, not what lived; or, with
+// `kept`, only what outlived a young collection (promoted to the old generation, or alive at the
+// end): what makes scavenges long and the old generation's collections frequent.
 import WebSocket from 'ws';
 
 /** Bytes allocated during `during`, in all and by allocating function (`name file:line`), largest first. */
@@ -15,7 +17,7 @@ interface ProfileNode {
   children: ProfileNode[];
 }
 
-export async function allocationsDuring(inspectPort: number, during: () => Promise<void>, samplingInterval = 1024): Promise<Allocations> {
+export async function allocationsDuring(inspectPort: number, during: () => Promise<void>, opts: { samplingInterval?: number; kept?: boolean } = {}): Promise<Allocations> {
   const targets = (await (await fetch(`http://127.0.0.1:${inspectPort}/json/list`)).json()) as Array<{ webSocketDebuggerUrl: string }>;
   const url = targets[0]?.webSocketDebuggerUrl;
   if (!url) throw new Error(`no inspector target on port ${inspectPort}`);
@@ -35,7 +37,7 @@ export async function allocationsDuring(inspectPort: number, during: () => Promi
     });
   try {
     await post('HeapProfiler.enable');
-    await post('HeapProfiler.startSampling', { samplingInterval, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true });
+    await post('HeapProfiler.startSampling', { samplingInterval: opts.samplingInterval ?? 1024, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: opts.kept !== true });
     await during();
     const { profile } = await post<{ profile: { head: ProfileNode } }>('HeapProfiler.stopSampling');
     const bySite = new Map<string, number>();
