@@ -2,6 +2,7 @@
 import type http from 'node:http';
 import net from 'node:net';
 import type { Logger } from 'pino';
+import { Slots } from '../collections/slots.ts';
 
 /** Seconds a caller turned away during a stop is told to wait (`Retry-After`): another instance, or this one restarted. */
 export const STOPPING_RETRY_AFTER_S = 2;
@@ -11,13 +12,13 @@ const QUIET_MS = 1000;
 const SWEEP_MS = 50;
 
 /**
- * A connection's requests under way and the time of its last request or answer (ms), in one
- * object under one symbol: an upgrade to a WebSocket lets go of the object (and the boxed number
- * in it), so the WebSocket's socket keeps one empty slot of it for its life (memory per
- * connection, docs/scaling.md).
+ * A connection's requests under way, the time of its last request or answer (ms) and its slot
+ * among the open connections, in one object under one symbol: an upgrade to a WebSocket lets go
+ * of the object (and the boxed number in it), so the WebSocket's socket keeps one empty slot of
+ * it for its life (memory per connection, docs/scaling.md).
  */
 const STATE = Symbol('drain state');
-type Tracked = net.Socket & { [STATE]: { active: number; last: number } | undefined };
+type Tracked = net.Socket & { [STATE]: { active: number; last: number; slot: number } | undefined };
 
 /**
  * C57: a stop that lets the HTTP connections drain by themselves. From {@link drain} on, the
@@ -37,7 +38,8 @@ export const WATCHES_ONLY = Symbol.for('junction.upgradeListenerWatchesOnly');
 export class ConnectionDrain {
   #server: http.Server | undefined;
   readonly #log: Logger;
-  readonly #open = new Set<Tracked>();
+  /** Open HTTP connections: a slot each, not a Set, so that a closed one is let go at once (collections/slots.ts). */
+  readonly #open = new Slots<Tracked>();
   #stopping = false;
   #drained: Promise<void> | undefined;
 
@@ -51,12 +53,12 @@ export class ConnectionDrain {
     // One listener for every socket (its `this`), nothing made per connection.
     const open = this.#open;
     const closed = function (this: net.Socket): void {
-      open.delete(this as Tracked);
+      const state = (this as Tracked)[STATE];
+      if (state !== undefined) open.remove(state.slot, this as Tracked);
     };
     server.on('connection', (socket: net.Socket) => {
       const s = socket as Tracked;
-      s[STATE] = { active: 0, last: performance.now() };
-      open.add(s);
+      s[STATE] = { active: 0, last: performance.now(), slot: open.add(s) };
       s.on('close', closed);
     });
     server.on('request', onRequest);
@@ -69,7 +71,8 @@ export class ConnectionDrain {
     const forget = Object.assign(
       (req: http.IncomingMessage) => {
         const s = req.socket as Tracked;
-        open.delete(s);
+        const state = s[STATE];
+        if (state !== undefined) open.remove(state.slot, s);
         s.off('close', closed);
         s[STATE] = undefined;
       },
@@ -99,15 +102,15 @@ export class ConnectionDrain {
       if (this.#server?.listening) net.Server.prototype.close.call(this.#server);
       const sweep = setInterval(() => {
         const now = performance.now();
-        for (const s of this.#open) {
+        this.#open.forEach((s) => {
           const state = s[STATE];
           if (state && state.active === 0 && now - state.last >= QUIET_MS) s.destroy();
-        }
+        });
         if (this.#open.size === 0) done();
       }, SWEEP_MS);
       const cut = setTimeout(() => {
         if (this.#open.size > 0) this.#log.warn({ drainMs: limitMs, connections: this.#open.size }, 'requests still running after the drain; closing their connections');
-        for (const s of this.#open) s.destroy();
+        this.#open.forEach((s) => s.destroy());
         done();
       }, limitMs);
       function done(): void {

@@ -2,6 +2,7 @@
 import type { Cancel } from './hedge.ts';
 import type { PoolState, Upstream } from './state.ts';
 import { type AnswerRoom, type AttemptSpan, type FailureKind, ROOM_FROM_BYTES } from './types.ts';
+import { Slots } from '../../collections/slots.ts';
 
 /** C60: room for an answer of unknown length is taken this much ahead of what arrived (one call to the room per MiB). */
 const ROOM_STEP_BYTES = 1024 * 1024;
@@ -52,7 +53,7 @@ export function attempt<T>(
     // connection, and that wait counts in the attempt's timeout too. Even on an idle kept-alive
     // connection undici writes the request a turn later (setImmediate), so every attempt is
     // watched until its answer's headers (watched first: undici may end it within dispatch):
-    // a slot in an array, cleared when it leaves.
+    // a slot of its own (collections/slots.ts), emptied when it leaves.
     watchWaiting(handler, timeoutMs);
     u.dispatcher.dispatch({ method: 'POST', path: u.path, headers: span ? span.headers : u.headers, body, headersTimeout: timeoutMs, bodyTimeout: timeoutMs }, handler);
   });
@@ -63,35 +64,18 @@ const WAIT_TICK_MS = 100;
 
 interface Waiting {
   deadline: number;
-  /** Its place in {@link waiting}'s slots, -1 when not watched. */
+  /** Its slot in {@link waiting}, -1 when not watched. */
   slot: number;
   expire(): void;
 }
 
-/**
- * C48: attempts under way, until their answer's headers arrive (or they end), in numbered slots
- * reused through a free list. Not a Set: a Set under steady add and delete rebuilds its table
- * every few dozen attempts, and a table given up still points at the attempts it held. Once such
- * a table is in the old generation, the scavenger takes those pointers as roots, so finished
- * calls (the attempt, its call, the client's request and answer) outlived their answer and were
- * promoted: the old generation grew by 1,770-1,910 bytes per call against 290-320 with the slots
- * (test/upstreams/attempt-lifetime-fixture.ts; bench/README.md: "Garbage that lives too long").
- * A slot is cleared when its attempt leaves; the arrays grow only to the most attempts ever under
- * way at once.
- */
-const waiting = {
-  slots: [] as Array<Waiting | undefined>,
-  free: [] as number[],
-  size: 0,
-};
+/** C48: attempts under way, until their answer's headers arrive (or they end); a slot each, not a Set (collections/slots.ts). */
+const waiting = new Slots<Waiting>();
 let waitTimer: NodeJS.Timeout | undefined;
 
 function watchWaiting(h: Waiting, timeoutMs: number): void {
   h.deadline = performance.now() + timeoutMs;
-  const slot = waiting.free.length > 0 ? (waiting.free.pop() as number) : waiting.slots.length;
-  waiting.slots[slot] = h;
-  h.slot = slot;
-  waiting.size++;
+  h.slot = waiting.add(h);
   if (waitTimer === undefined) {
     waitTimer = setInterval(checkWaiting, WAIT_TICK_MS);
     waitTimer.unref();
@@ -99,21 +83,16 @@ function watchWaiting(h: Waiting, timeoutMs: number): void {
 }
 
 function unwatch(h: Waiting): void {
-  const slot = h.slot;
-  if (slot < 0) return;
+  if (h.slot < 0) return;
+  waiting.remove(h.slot, h);
   h.slot = -1;
-  waiting.slots[slot] = undefined;
-  waiting.free.push(slot);
-  waiting.size--;
 }
 
 function checkWaiting(): void {
   const now = performance.now();
-  const slots = waiting.slots;
-  for (let i = 0; i < slots.length; i++) {
-    const h = slots[i];
-    if (h !== undefined && h.deadline <= now) h.expire();
-  }
+  waiting.forEach((h) => {
+    if (h.deadline <= now) h.expire();
+  });
   if (waiting.size === 0) {
     clearInterval(waitTimer);
     waitTimer = undefined;
