@@ -1,9 +1,9 @@
 // Import rules (npm run lint): imports point down the layers and never in a circle.
-//   main -> app -> features -> (upstreams, metering, onchain, devnet, jobs) -> (storage, config, errors, json, methods, time, ids)
+//   main -> app -> features -> (upstreams, metering, onchain, devnet, jobs) -> (storage, config, errors, json, methods, time, ids, collections)
 // A lower layer never imports a higher one; a feature uses another feature through its service,
 // never its routes. Run alone: npx depcruise src web/src --config .dependency-cruiser.mjs
 
-const BOTTOM = '^src/(storage|config|errors|json|methods|time|ids)/';
+const BOTTOM = '^src/(storage|config|errors|json|methods|time|ids|collections)/';
 const MIDDLE = '^src/(upstreams|metering|onchain|devnet|jobs)/';
 
 /** @type {import('dependency-cruiser').IConfiguration} */
@@ -60,7 +60,7 @@ export default {
       comment:
         'upstreams, metering, onchain (wallets, sending transactions, amounts, addresses and contract ' +
         'artifacts, shared by the faucet, balance, intents and devnet), devnet and jobs sit under the ' +
-        'features: they may use storage, config, errors, json, methods and time and each other, never a feature, app or main.',
+        'features: they may use storage, config, errors, json, methods, time, ids and collections and each other, never a feature, app or main.',
       severity: 'error',
       from: { path: MIDDLE },
       to: { path: '^src/', pathNot: [BOTTOM, MIDDLE] },
