@@ -10,12 +10,12 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 // @ts-expect-error: a plain .mjs build script without type declarations
 import { build } from '../../scripts/build.mjs';
-import { startScript, stopChild } from '../lib/children.ts';
+import { type Child, startScript, stopChild } from '../lib/children.ts';
 import { pickLoadGenerator } from '../lib/load/load.ts';
 import { allocationsDuring } from '../lib/measures/allocations.ts';
 import { record } from '../lib/report/results.ts';
 import { defineScenario } from '../lib/scenario.ts';
-import { LIMITS, NO_CACHE, startGateway } from '../lib/targets/gateway.ts';
+import { type GatewayVariant, LIMITS, NO_CACHE, startGateway } from '../lib/targets/gateway.ts';
 
 const BODY = '{"jsonrpc":"2.0","id":1,"method":"eth_chainId","params":[]}';
 const FORWARDED = '{"jsonrpc":"2.0","id":1,"method":"eth_blockNumber","params":[]}';
@@ -75,37 +75,30 @@ export default defineScenario({
       record('bytes allocated per request', label, { ratio: { unit: 'x', better: 'lower', value: [a.made / b.made] }, kept_ratio: { unit: 'x', better: 'lower', value: [a.kept / b.kept] } });
       console.log(`${label}: ${(a.made / b.made).toFixed(2)}x the bytes allocated per request, ${(a.kept / b.kept).toFixed(2)}x those that outlived a young collection`);
     };
+    /** Starts a target with its inspector on `inspectPort`, measures it, and stops it. */
+    const measured = async (label: string, inspectPort: number, body: string, start: (inspect: string) => Promise<{ child: Child; url: string; headers: Record<string, string> }>) => {
+      const target = await start(`--inspect=127.0.0.1:${inspectPort}`);
+      try {
+        return await measure(label, inspectPort, target.url, target.headers, body);
+      } finally {
+        await stopChild(target.child);
+      }
+    };
+    const gatewayAt = (variant: GatewayVariant) => async (inspect: string) => {
+      const gw = await startGateway(variant, upstreamUrl, { nodeArgs: [inspect] });
+      return { child: gw.child, url: gw.rpcUrl, headers: gw.headers };
+    };
+    const scriptAt = (name: string, file: string, args: string[]) => async (inspect: string) => {
+      const s = await startScript(name, file, args, 'target', [inspect]);
+      return { child: s.child, url: s.url, headers: {} };
+    };
     try {
-      const gw = await startGateway({ label: 'gateway, cached eth_chainId', account: { tier: 'free', limits: UNREACHABLE }, config: LIMITS, kind: 'cached', body: BODY }, upstreamUrl, { nodeArgs: [`--inspect=127.0.0.1:${GATEWAY_INSPECT}`] });
-      let gateway: { made: number; kept: number };
-      try {
-        gateway = await measure('gateway, cached eth_chainId', GATEWAY_INSPECT, gw.rpcUrl, gw.headers, BODY);
-      } finally {
-        await stopChild(gw.child);
-      }
-      const fixed = await startScript('fixed answer', 'fixed-answer.ts', [], 'target', [`--inspect=127.0.0.1:${FIXED_INSPECT}`]);
-      let ceiling: { made: number; kept: number };
-      try {
-        ceiling = await measure('node:http fixed answer, gateway headers', FIXED_INSPECT, fixed.url, {}, BODY);
-      } finally {
-        await stopChild(fixed.child);
-      }
+      const gateway = await measured('gateway, cached eth_chainId', GATEWAY_INSPECT, BODY, gatewayAt({ label: 'gateway, cached eth_chainId', account: { tier: 'free', limits: UNREACHABLE }, config: LIMITS, kind: 'cached', body: BODY }));
+      const ceiling = await measured('node:http fixed answer, gateway headers', FIXED_INSPECT, BODY, scriptAt('fixed answer', 'fixed-answer.ts', []));
       compare('gateway, cached vs the fixed answer', gateway, ceiling);
       // Pass-through: the proxy comparison's `X-API-Key` row (enterprise key, response cache off).
-      const pt = await startGateway({ label: 'gateway, X-API-Key', config: { ...NO_CACHE, ...LIMITS } }, upstreamUrl, { nodeArgs: [`--inspect=127.0.0.1:${GATEWAY_INSPECT}`] });
-      let forwarded: { made: number; kept: number };
-      try {
-        forwarded = await measure('gateway, X-API-Key (pass-through)', GATEWAY_INSPECT, pt.rpcUrl, pt.headers, FORWARDED);
-      } finally {
-        await stopChild(pt.child);
-      }
-      const bare = await startScript('bare proxy', 'bare-proxy.ts', [upstreamUrl], 'target', [`--inspect=127.0.0.1:${BARE_INSPECT}`]);
-      let floor: { made: number; kept: number };
-      try {
-        floor = await measure('node:http + undici only', BARE_INSPECT, bare.url, {}, FORWARDED);
-      } finally {
-        await stopChild(bare.child);
-      }
+      const forwarded = await measured('gateway, X-API-Key (pass-through)', GATEWAY_INSPECT, FORWARDED, gatewayAt({ label: 'gateway, X-API-Key', config: { ...NO_CACHE, ...LIMITS } }));
+      const floor = await measured('node:http + undici only', BARE_INSPECT, FORWARDED, scriptAt('bare proxy', 'bare-proxy.ts', [upstreamUrl]));
       compare('gateway, pass-through vs node:http + undici only', forwarded, floor);
     } finally {
       node.close();
