@@ -151,7 +151,11 @@ describe("embedded storage's threads", () => {
     });
     try {
       assert.ok(whileCreating.length > 0, 'creating the database took over 50 ms');
-      assert.ok(whileCreating.every((names) => names.includes('storage-init')), JSON.stringify(whileCreating));
+      // A sample taken as the init thread starts or ends may miss it (the thread is created, or
+      // gone, before the main thread hears of it): one sample with it suffices, and none may have
+      // the running database's thread yet.
+      assert.ok(whileCreating.some((names) => names.includes('storage-init')), JSON.stringify(whileCreating));
+      assert.ok(!whileCreating.some((names) => names.includes('storage')), JSON.stringify(whileCreating));
       const running = threads();
       assert.ok(running.includes('storage'), running.join(', '));
       assert.ok(!running.includes('storage-init'), running.join(', '));
