@@ -9,7 +9,7 @@
 // request from /proc, measured over the same load. Needs Linux `perf` (Debian: apt-get install
 // linux-perf) and wrk, and the right to profile the targets (root, or kernel.perf_event_paranoid <= 1).
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { type Child, cleanup, cleanupOnSignals, removeStaleTempDirs, startScript, stopChild, tempDir } from '../lib/children.ts';
 import { mainThreadCpuSeconds, threadCpuSeconds } from '../lib/measures/cpu.ts';
 import { LIMITS, NO_CACHE, startGateway } from '../lib/targets/gateway.ts';
@@ -278,6 +278,9 @@ async function main(): Promise<number> {
   } finally {
     for (const c of children) await stopChild(c, 10_000);
     for (const pid of pids) rmSync(`/tmp/perf-${pid}.map`, { force: true });
+    // `--perf-basic-prof` also has V8 write a log per isolate into the working directory (the checkout).
+    const logs = new RegExp(`^isolate-0x[0-9a-f]+-(${pids.join('|')})-v8\\.log$`);
+    for (const f of readdirSync('.')) if (pids.length > 0 && logs.test(f)) rmSync(f, { force: true });
     await cleanup();
   }
 }
